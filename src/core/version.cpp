@@ -1,0 +1,3 @@
+namespace gs {
+const char* version() { return GEMMSCOPE_VERSION; }
+}  // namespace gs

@@ -1,0 +1,60 @@
+// Quantization kernels: BF16 -> FP8 / MXFP8 / NVFP4 in exactly the layouts cuBLASLt wants.
+//
+// Conventions (all kernels):
+//  * The source is a row-major BF16 matrix [rows, cols] (cols contiguous).
+//  * cuBLASLt low-precision GEMMs on sm_90/sm_100 are "TN": each quantized operand is stored
+//    [outer, K] with K (the contraction dimension) contiguous. `transpose=false` quantizes the
+//    source as is (outer = rows, K = cols); `transpose=true` writes the transpose
+//    (outer = cols, K = rows) — the fused cast+transpose that Dgrad/Wgrad operands need.
+//  * Scales handed to cuBLASLt are DEQUANTIZATION scales (x ~= q * scale_inv).
+//  * Everything is asynchronous on `stream`; no host synchronization, no allocation inside
+//    (callers pass workspace), so the calls can sit inside a timed region.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace gs::cuda {
+
+enum class Fp8Kind : int { E4M3 = 0, E5M2 = 1 };
+constexpr float fp8_max(Fp8Kind k) { return k == Fp8Kind::E4M3 ? 448.f : 57344.f; }
+
+// ---- per-tensor scaling -----------------------------------------------------------------
+// amax = max |x| over n elements, written to *amax (device). Handles its own zeroing.
+// `workspace` must hold amax_workspace_bytes(n) bytes.
+size_t amax_workspace_bytes(size_t n);
+void amax_bf16(const __nv_bfloat16* x, size_t n, float* amax, void* workspace, cudaStream_t s);
+
+// Current scaling cast: scale = fmax/amax (amax==0 -> scale 1), writes scale_inv = 1/scale,
+// q = sat_rn(x * scale).
+void cast_fp8_current(const __nv_bfloat16* x, int rows, int cols, bool transpose, Fp8Kind kind,
+                      const float* amax, uint8_t* q, float* scale_inv, cudaStream_t s);
+
+// Delayed scaling: one fused pass that casts with the *given* scale (from the amax history)
+// and records this tensor's amax into history[*pos] (history has `hist_len` slots).
+// scale_inv_out receives 1/scale (what the GEMM consumes for this call).
+void cast_fp8_delayed(const __nv_bfloat16* x, int rows, int cols, bool transpose, Fp8Kind kind,
+                      const float* scale, uint8_t* q, float* scale_inv_out, float* history,
+                      const int* pos, cudaStream_t s);
+// The recipe's history step: new scale = fmax / max(history) (max reduction, TE's default
+// "max" algorithm, margin 0), advance *pos modulo hist_len.
+void delayed_scale_update(float* history, int hist_len, int* pos, Fp8Kind kind, float* scale,
+                          cudaStream_t s);
+
+// ---- FP8 block scaling (DeepSeek-V3 / TE Float8BlockScaling) ------------------------------
+// 1x128: one FP32 scale per 128 consecutive K elements of each outer row.
+// Scale layout = cuBLASLt VEC128_32F: s[kb * outer + o], kb < ceil(K/128).
+void quantize_block_1x128(const __nv_bfloat16* x, int rows, int cols, bool transpose, Fp8Kind kind,
+                          uint8_t* q, float* scale_inv, cudaStream_t s);
+// 128x128: one FP32 scale per 128x128 tile. Layout = cuBLASLt BLK128x128_32F:
+// s[ob * L4 + kb], L4 = ceil(K/128) rounded up to a multiple of 4 (padding left untouched).
+void quantize_block_128x128(const __nv_bfloat16* x, int rows, int cols, bool transpose,
+                            Fp8Kind kind, uint8_t* q, float* scale_inv, cudaStream_t s);
+inline int block_scale_count_1x128(int outer, int K) { return ((K + 127) / 128) * outer; }
+inline int block_scale_count_128x128(int outer, int K) {
+  return ((outer + 127) / 128) * ((((K + 127) / 128) + 3) / 4 * 4);
+}
+
+}  // namespace gs::cuda
