@@ -1,0 +1,31 @@
+// The measurement interface. The core drives it (runner.hpp); the CUDA backend implements it.
+// Keeping it abstract lets the runner, reports and the CLI be tested with a fake engine.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/plan.hpp"
+#include "core/recipe.hpp"
+#include "core/results.hpp"
+
+namespace gs {
+
+struct EngineOptions {
+  TimingConfig timing;
+  RecipeOptions recipe;
+  uint64_t seed = 1234;
+  int device = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual DeviceInfo device_info() const = 0;
+  // Runs BF16 GEMMs for `seconds` so clocks settle before the first measurement.
+  virtual void gpu_warmup(double seconds) = 0;
+  // Measures one GEMM in one precision and mode. Returns an N/A cell (never throws) for
+  // anything the GPU or cuBLASLt cannot run: unsupported shapes, NOT_SUPPORTED, out of memory.
+  virtual Cell measure(const Gemm& g, Precision p, Mode m) = 0;
+};
+
+}  // namespace gs

@@ -1,0 +1,239 @@
+#include "core/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+
+#include "core/error.hpp"
+
+namespace gs {
+
+const char* to_string(Pass p) {
+  switch (p) {
+    case Pass::Fprop: return "fprop";
+    case Pass::Dgrad: return "dgrad";
+    case Pass::Wgrad: return "wgrad";
+    case Pass::Shape: return "shape";
+  }
+  return "?";
+}
+const char* pass_label(Pass p) {
+  switch (p) {
+    case Pass::Fprop: return "Fprop";
+    case Pass::Dgrad: return "Dgrad";
+    case Pass::Wgrad: return "Wgrad";
+    case Pass::Shape: return "Shape";
+  }
+  return "?";
+}
+const char* to_string(Op o) {
+  switch (o) {
+    case Op::Qkv: return "qkv";
+    case Op::AttnOut: return "attn_out";
+    case Op::MlpUp: return "mlp_up";
+    case Op::MlpDown: return "mlp_down";
+    case Op::LmHead: return "lm_head";
+    case Op::Shape: return "shape";
+  }
+  return "?";
+}
+const char* op_label(Op o) {
+  switch (o) {
+    case Op::Qkv: return "QKV Proj";
+    case Op::AttnOut: return "Attn Out";
+    case Op::MlpUp: return "MLP Up";
+    case Op::MlpDown: return "MLP Down";
+    case Op::LmHead: return "LM Head";
+    case Op::Shape: return "Shape";
+  }
+  return "?";
+}
+const char* to_string(Role r) {
+  switch (r) {
+    case Role::Activation: return "activation";
+    case Role::Weight: return "weight";
+    case Role::Grad: return "grad";
+  }
+  return "?";
+}
+const char* to_string(Scope s) {
+  switch (s) {
+    case Scope::Layer: return "layer";
+    case Scope::Model: return "model";
+    case Scope::Shape: return "shape";
+  }
+  return "?";
+}
+
+template <class E, size_t N>
+static E from_string(const std::string& s, const E (&all)[N], const char* what) {
+  for (E e : all)
+    if (s == to_string(e)) return e;
+  throw UsageError(fmt::format("unknown {} '{}'", what, s));
+}
+Pass pass_from_string(const std::string& s) {
+  static const Pass all[] = {Pass::Fprop, Pass::Dgrad, Pass::Wgrad, Pass::Shape};
+  return from_string(s, all, "pass");
+}
+Op op_from_string(const std::string& s) {
+  static const Op all[] = {Op::Qkv, Op::AttnOut, Op::MlpUp, Op::MlpDown, Op::LmHead, Op::Shape};
+  return from_string(s, all, "op");
+}
+Role role_from_string(const std::string& s) {
+  static const Role all[] = {Role::Activation, Role::Weight, Role::Grad};
+  return from_string(s, all, "operand role");
+}
+Scope scope_from_string(const std::string& s) {
+  static const Scope all[] = {Scope::Layer, Scope::Model, Scope::Shape};
+  return from_string(s, all, "scope");
+}
+
+std::string Gemm::shape() const { return fmt::format("{}x{}x{}", m, k, n); }
+std::string Gemm::label() const { return op == Op::Shape ? shape() : op_label(op); }
+
+LayerDims layer_dims(const ModelConfig& c) {
+  const int64_t tp = c.tensor_parallel;
+  const int64_t hd = c.head_dimension();
+  const int64_t heads_rank = c.num_attention_heads / tp;
+  // Megatron-style GQA under tensor parallelism: kv heads are split when tp divides them and
+  // replicated (one per rank) when there are fewer kv heads than ranks.
+  const int64_t kv_rank = c.kv_heads() >= tp ? c.kv_heads() / tp : 1;
+  LayerDims d;
+  d.hidden = c.hidden_size;
+  d.qkv_out = (heads_rank + 2 * kv_rank) * hd;               // column parallel
+  d.attn_in = heads_rank * hd;                               // row parallel
+  d.mlp_up_out = (c.gated_mlp ? 2 : 1) * c.intermediate_size / tp;  // column parallel
+  d.mlp_down_in = c.intermediate_size / tp;                  // row parallel
+  d.vocab = c.vocab_size / tp;                               // vocab-parallel LM head
+  return d;
+}
+
+namespace {
+
+// One linear layer Y[T, out] = X[T, in] . W[out, in]^T in its three passes.
+void add_linear(std::vector<Gemm>& g, Op op, Scope scope, int64_t tokens, int64_t in, int64_t out) {
+  // Fprop: C[T,out] = X[T,in] . W^T; X is [T,in] (in-contiguous = k-major); W is [out,in] (k-major).
+  g.push_back({Pass::Fprop, op, scope, tokens, in, out, {Role::Activation, true}, {Role::Weight, true}});
+  // Dgrad: dX[T,in] = dY[T,out] . W; contraction over out. dY is out-contiguous (k-major);
+  // W [out,in] is in-contiguous = n-contiguous, not k-major.
+  g.push_back({Pass::Dgrad, op, scope, tokens, out, in, {Role::Grad, true}, {Role::Weight, false}});
+  // Wgrad: dW^T[in,out] = X^T[in,T] . dY[T,out]; contraction over tokens. Both X and dY are
+  // token-major, i.e. not contiguous along the contraction.
+  g.push_back({Pass::Wgrad, op, scope, in, tokens, out, {Role::Activation, false}, {Role::Grad, false}});
+}
+
+}  // namespace
+
+Plan build_model_plan(const ModelConfig& c) {
+  validate(c);
+  const LayerDims d = layer_dims(c);
+  const int64_t T = c.tokens();
+  std::vector<Gemm> all;
+  add_linear(all, Op::Qkv, Scope::Layer, T, d.hidden, d.qkv_out);
+  add_linear(all, Op::AttnOut, Scope::Layer, T, d.attn_in, d.hidden);
+  add_linear(all, Op::MlpUp, Scope::Layer, T, d.hidden, d.mlp_up_out);
+  add_linear(all, Op::MlpDown, Scope::Layer, T, d.mlp_down_in, d.hidden);
+  if (d.vocab > 0) add_linear(all, Op::LmHead, Scope::Model, T, d.hidden, d.vocab);
+  // Order as the reports print them: all Fprop, then Dgrad, then Wgrad.
+  Plan p;
+  p.model_mode = true;
+  p.config = c;
+  for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad})
+    for (const Gemm& x : all)
+      if (x.pass == pass) p.gemms.push_back(x);
+  return p;
+}
+
+namespace {
+
+std::string trim(std::string s) {
+  auto sp = [](unsigned char ch) { return std::isspace(ch) != 0; };
+  while (!s.empty() && sp(static_cast<unsigned char>(s.back()))) s.pop_back();
+  size_t i = 0;
+  while (i < s.size() && sp(static_cast<unsigned char>(s[i]))) ++i;
+  return s.substr(i);
+}
+
+int64_t parse_dim(const std::string& tok, const std::string& item, int index) {
+  constexpr int64_t kMaxDim = int64_t{1} << 24;
+  if (tok.empty())
+    throw UsageError(fmt::format("--shapes item {} '{}': empty dimension", index, item));
+  int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+  if (ec == std::errc::result_out_of_range)
+    throw UsageError(fmt::format("--shapes item {} '{}': '{}' is too large", index, item, tok));
+  if (ec != std::errc() || ptr != tok.data() + tok.size())
+    throw UsageError(fmt::format("--shapes item {} '{}': '{}' is not an integer", index, item, tok));
+  if (v <= 0)
+    throw UsageError(fmt::format("--shapes item {} '{}': dimensions must be positive, got {}", index, item, v));
+  if (v > kMaxDim)
+    throw UsageError(fmt::format("--shapes item {} '{}': {} exceeds the limit {}", index, item, v, kMaxDim));
+  return v;
+}
+
+Gemm shape_gemm(int64_t m, int64_t k, int64_t n) {
+  // A standalone shape is timed as a forward GEMM: activation [m,k] times weight [n,k]^T.
+  return {Pass::Shape, Op::Shape, Scope::Shape, m, k, n, {Role::Activation, true}, {Role::Weight, true}};
+}
+
+}  // namespace
+
+Plan build_shapes_plan(const std::string& spec) {
+  Plan p;
+  std::string s = trim(spec);
+  if (s.empty()) throw UsageError("--shapes is empty");
+  int index = 0;
+  size_t start = 0;
+  while (true) {
+    size_t comma = s.find(',', start);
+    std::string item = trim(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    ++index;
+    if (item.empty()) throw UsageError(fmt::format("--shapes item {} is empty", index));
+    std::string lower = item;
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    std::vector<std::string> parts;
+    size_t ps = 0;
+    while (true) {
+      size_t x = lower.find('x', ps);
+      parts.push_back(trim(lower.substr(ps, x == std::string::npos ? std::string::npos : x - ps)));
+      if (x == std::string::npos) break;
+      ps = x + 1;
+    }
+    if (parts.size() == 1) {
+      int64_t v = parse_dim(parts[0], item, index);
+      p.gemms.push_back(shape_gemm(v, v, v));
+    } else if (parts.size() == 3) {
+      const int64_t m = parse_dim(parts[0], item, index);  // in order: the first bad one is reported
+      const int64_t k = parse_dim(parts[1], item, index);
+      const int64_t n = parse_dim(parts[2], item, index);
+      p.gemms.push_back(shape_gemm(m, k, n));
+    } else {
+      throw UsageError(fmt::format("--shapes item {} '{}': expected MxKxN or a single size N", index, item));
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return p;
+}
+
+Plan build_shapes_plan(const std::vector<int64_t>& sizes) {
+  Plan p;
+  for (int64_t v : sizes) p.gemms.push_back(shape_gemm(v, v, v));
+  return p;
+}
+
+PlanFlops plan_flops(const Plan& p) {
+  PlanFlops f;
+  for (const Gemm& g : p.gemms) {
+    if (g.scope == Scope::Model) { f.model_once += g.flops(); continue; }
+    if (g.scope != Scope::Layer) continue;
+    if (g.pass == Pass::Fprop) f.fprop += g.flops();
+    if (g.pass == Pass::Dgrad) f.dgrad += g.flops();
+    if (g.pass == Pass::Wgrad) f.wgrad += g.flops();
+  }
+  return f;
+}
+
+}  // namespace gs

@@ -1,0 +1,83 @@
+// The GEMM plan: every GEMM one training step runs, each knowing its pass, its op, its shape and
+// which operand is an activation, a weight or an output gradient.
+//
+// Shapes follow the seed tool: MxKxN = C[m,n] = L[m,k] . R[k,n], m = tokens, k = input features,
+// n = output features for Fprop; Dgrad (M,N,K); Wgrad (K,M,N).
+// In memory the operands are laid out as a training framework holds them (activations and
+// gradients token-major [tokens, features], weights [out, in]). `k_major` says whether an operand
+// is stored with the contraction dimension contiguous: cuBLASLt's FP8 GEMMs on Hopper accept only
+// that ("TN"), so an operand with k_major=false needs a transposed copy when quantized.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/model_config.hpp"
+
+namespace gs {
+
+enum class Pass { Fprop, Dgrad, Wgrad, Shape };
+enum class Op { Qkv, AttnOut, MlpUp, MlpDown, LmHead, Shape };
+enum class Role { Activation, Weight, Grad };
+enum class Scope { Layer, Model, Shape };  // once per layer, once per step, a standalone shape
+
+const char* to_string(Pass p);   // "fprop" ...
+const char* to_string(Op o);     // "qkv" ...
+const char* to_string(Role r);   // "activation" ...
+const char* to_string(Scope s);  // "layer" ...
+const char* op_label(Op o);      // "QKV Proj", "Attn Out", "MLP Up", "MLP Down", "LM Head"
+const char* pass_label(Pass p);  // "Fprop", "Dgrad", "Wgrad", "Shape"
+Pass pass_from_string(const std::string& s);  // throws UsageError
+Op op_from_string(const std::string& s);
+Role role_from_string(const std::string& s);
+Scope scope_from_string(const std::string& s);
+
+struct Operand {
+  Role role;
+  bool k_major;  // stored with the contraction dimension contiguous
+};
+
+struct Gemm {
+  Pass pass;
+  Op op;
+  Scope scope;
+  int64_t m, k, n;
+  Operand a;  // left, [m,k]
+  Operand b;  // right, [k,n]
+  double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n); }
+  std::string shape() const;  // "15872x4096x12288"
+  std::string label() const;  // op label, or the shape in shapes mode
+};
+
+struct Plan {
+  bool model_mode = false;
+  std::optional<ModelConfig> config;  // set in model mode
+  std::vector<Gemm> gemms;
+  int64_t layers() const { return config ? config->num_hidden_layers : 1; }
+};
+
+// The four projections (and the LM head when vocab_size > 0) of one tensor-parallel rank, each in
+// Fprop, Dgrad and Wgrad. Validates the config (UsageError).
+Plan build_model_plan(const ModelConfig& c);
+
+// --shapes "MxKxN,..." or square "1024,2048". Throws UsageError naming the bad item and why.
+Plan build_shapes_plan(const std::string& spec);
+Plan build_shapes_plan(const std::vector<int64_t>& square_sizes);
+
+// Per-rank output features of QKV and MLP-up, input features of attention-out and MLP-down.
+struct LayerDims {
+  int64_t hidden, qkv_out, attn_in, mlp_up_out, mlp_down_in, vocab;
+};
+LayerDims layer_dims(const ModelConfig& c);
+
+// FLOP totals of a model plan.
+struct PlanFlops {
+  double fprop = 0, dgrad = 0, wgrad = 0;  // per layer
+  double model_once = 0;                   // LM head, all passes
+  double per_layer() const { return fprop + dgrad + wgrad; }
+  double full_model(int64_t layers) const { return per_layer() * static_cast<double>(layers) + model_once; }
+};
+PlanFlops plan_flops(const Plan& p);
+
+}  // namespace gs

@@ -1,0 +1,80 @@
+// Precisions and recipes as data: for each GEMM, which number format and which scaling each
+// operand gets, and how the GEMM accumulates. The CUDA backend reads these; it never decides
+// formats on its own, so there is one place per recipe.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/plan.hpp"
+
+namespace gs {
+
+enum class Precision { BF16, FP8Current, FP8Delayed, FP8Block, MXFP8, NVFP4 };
+inline constexpr Precision kAllPrecisions[] = {Precision::BF16,    Precision::FP8Current,
+                                               Precision::FP8Delayed, Precision::FP8Block,
+                                               Precision::MXFP8,   Precision::NVFP4};
+const char* to_string(Precision p);           // "BF16", "FP8Current", ... (report column names)
+Precision precision_from_string(const std::string& s);  // accepts those names, case-insensitive
+// Compute capability (major*10+minor) that the precision's GEMM needs in cuBLASLt.
+int min_compute_capability(Precision p);
+
+enum class ElemFormat { BF16, E4M3, E5M2, E2M1 };
+const char* to_string(ElemFormat f);
+double bits(ElemFormat f);
+
+enum class Scaling {
+  None,           // BF16
+  TensorCurrent,  // one FP32 scale per tensor from this call's amax
+  TensorDelayed,  // one FP32 scale per tensor from an amax history
+  Block1x128,     // one FP32 scale per 128 contiguous K elements
+  Block128x128,   // one FP32 scale per 128x128 tile
+  Mx32,           // MXFP8: one UE8M0 scale per 32 K elements
+  Nv16,           // NVFP4: one UE4M3 scale per 16 K elements + an FP32 tensor scale
+  Nv16x16,        // NVFP4 2D: one UE4M3 scale per 16x16 tile + an FP32 tensor scale
+};
+const char* to_string(Scaling s);
+
+enum class Fp8Format { E4M3, Hybrid };  // Hybrid: E4M3 forward, E5M2 for output gradients (TE default)
+enum class Accumulation { Auto, Fast, Split };
+
+struct RecipeOptions {
+  Fp8Format fp8_format = Fp8Format::Hybrid;
+  Accumulation fp8_accum = Accumulation::Auto;  // Auto: fast on Fprop, split on Dgrad/Wgrad (TE)
+  int amax_history_len = 1024;
+  bool nvfp4_2d_weights = true;   // TE NVFP4 recipe: 16x16 scales for weights
+  bool nvfp4_rht = true;          // random Hadamard transform on Wgrad inputs
+  bool nvfp4_stochastic_rounding = true;  // on gradients
+};
+
+struct OperandRecipe {
+  ElemFormat format = ElemFormat::BF16;
+  Scaling scaling = Scaling::None;
+  bool hadamard = false;            // NVFP4: 16x16 RHT applied before quantization
+  bool stochastic_rounding = false; // NVFP4: gradients
+  // Bytes of this operand's scale factors for an [outer, K] operand (cuBLASLt layouts, padded).
+  double scale_bytes(int64_t outer, int64_t k) const;
+};
+
+struct Recipe {
+  Precision precision;
+  OperandRecipe a, b;      // left [m,k] and right [k,n] operands of the Gemm
+  bool fast_accum = false; // CUBLASLT_MATMUL_DESC_FAST_ACCUM
+};
+
+Recipe make_recipe(Precision p, const Gemm& g, const RecipeOptions& o);
+
+// Alignment/shape rules of the GEMM for this recipe; empty when fine, else the reason
+// (becomes an N/A cell, e.g. "FP8 needs K and N multiples of 16").
+std::string shape_constraint(const Recipe& r, const Gemm& g);
+
+// Memory traffic model (bytes). `gemm`: what the GEMM kernel reads (both operands in their
+// format plus scales) and writes (BF16 output), each once. `quantize`: what the autocast
+// quantization passes read and write (BF16 source reads, an extra read for a per-tensor amax
+// pass, quantized data and scales written). Used for --dry-run and roofline estimates.
+struct ByteCount {
+  double gemm = 0, quantize = 0;
+};
+ByteCount byte_count(const Recipe& r, const Gemm& g);
+
+}  // namespace gs

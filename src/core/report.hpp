@@ -1,0 +1,30 @@
+// Printers: turn a RunResult into text tables (the seed tool's layout), JSON and CSV.
+// Printers never measure; they only read the result.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/results.hpp"
+
+namespace gs {
+
+// The seed's report: per-pass tables, per-layer and full-model sums, speedups (model mode);
+// ms / TFLOP/s / speedup tables (shapes mode); an autocast vs pre-quantized section when both
+// modes ran. Deterministic for a given result (golden-tested).
+std::string render_text(const RunResult& r);
+// --dry-run: every GEMM with roles, FLOPs and bytes per precision; FLOP totals.
+std::string render_plan_text(const RunResult& r);
+
+// JSON as documented in docs/json-schema.md, and back (UsageError on a malformed document).
+nlohmann::json to_json(const RunResult& r);
+RunResult from_json(const nlohmann::json& j);
+
+// One row per (mode, GEMM, precision) with the statistics; N/A rows carry the reason.
+std::string render_csv(const RunResult& r);
+
+// Writes `text` to `path` atomically (temp file + rename); throws UsageError if it cannot.
+void write_file_atomic(const std::string& path, const std::string& text);
+
+std::string format_thousands(int64_t v);  // 15872 -> "15,872"
+
+}  // namespace gs

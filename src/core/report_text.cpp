@@ -1,0 +1,303 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/report.hpp"
+
+namespace gs {
+
+namespace {
+
+constexpr int kWidth = 90;
+const std::string kRuleHeavy(kWidth, '=');
+const std::string kRuleLight(kWidth, '-');
+
+std::string device_name(const RunResult& r) { return r.device ? r.device->name : "(no GPU)"; }
+
+// Collects N/A reasons so that each distinct reason gets one footnote number.
+struct Footnotes {
+  std::vector<std::string> items;
+  int index(const std::string& reason) {
+    auto it = std::find(items.begin(), items.end(), reason);
+    if (it != items.end()) return static_cast<int>(it - items.begin()) + 1;
+    items.push_back(reason);
+    return static_cast<int>(items.size());
+  }
+};
+
+struct Table {
+  std::vector<int> widths;
+  std::string row(const std::vector<std::string>& cells) const {
+    std::string out;
+    for (size_t i = 0; i < cells.size(); ++i) {
+      int w = i < widths.size() ? widths[i] : 12;
+      out += i < 2 ? fmt::format("{:<{}}", cells[i], w) : fmt::format("{:>{}}", cells[i], w);
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  }
+};
+
+std::string ms(std::optional<double> v) { return v ? fmt::format("{:.3f}", *v) : "N/A"; }
+
+std::string cell_ms(const Cell& c, Footnotes& fn) {
+  if (c.ok) return fmt::format("{:.3f}", c.stats.mean_ms);
+  return fmt::format("N/A[{}]", fn.index(c.reason));
+}
+
+std::vector<std::string> prec_headers(const RunResult& r, const char* unit) {
+  std::vector<std::string> h;
+  for (Precision p : r.precisions) h.push_back(fmt::format("{} {}", to_string(p), unit));
+  return h;
+}
+
+int prec_width(const RunResult& r) {
+  size_t w = 9;
+  for (Precision p : r.precisions) w = std::max(w, std::string(to_string(p)).size() + 4);
+  return static_cast<int>(w + 2);
+}
+
+std::string header_block(const RunResult& r, size_t mode) {
+  std::string out;
+  out += fmt::format("GEMM Benchmark ({}) on {}\n", r.plan.model_mode ? "Model Config Mode" : "Shape Mode",
+                     device_name(r));
+  out += fmt::format("Timing method: CUDA events around each iteration, mean of {} iterations "
+                     "(median/min/stdev in JSON/CSV)\n", r.timing.iters);
+  out += fmt::format("Warmup iterations: {}, Timed iterations: {}\n", r.timing.warmup, r.timing.iters);
+  out += fmt::format("Mode: {}\n", mode_description(r.modes[mode]));
+  if (r.plan.model_mode) {
+    const ModelConfig& c = *r.plan.config;
+    out += kRuleHeavy + "\n";
+    std::string extra;
+    if (c.kv_heads() != c.num_attention_heads) extra += fmt::format(", kv_heads={}", c.kv_heads());
+    if (c.head_dim) extra += fmt::format(", head_dim={}", c.head_dim);
+    if (c.gated_mlp) extra += ", gated MLP";
+    if (c.vocab_size) extra += fmt::format(", vocab={}", c.vocab_size);
+    if (c.tensor_parallel > 1) extra += fmt::format(", tensor parallel={} (per-rank shapes)", c.tensor_parallel);
+    out += fmt::format("Model Config ({}): hidden={}, intermediate={}, heads={}, layers={}{}\n", c.name,
+                       c.hidden_size, c.intermediate_size, c.num_attention_heads, c.num_hidden_layers, extra);
+    out += fmt::format("Tokens per step: M = {} x {} = {}\n", c.micro_batch_size, c.sequence_length,
+                       format_thousands(c.tokens()));
+  }
+  out += kRuleHeavy + "\n";
+  return out;
+}
+
+std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
+  std::string out;
+  Table t;
+  t.widths = {10, 20};
+  for (size_t i = 0; i < r.precisions.size(); ++i) t.widths.push_back(prec_width(r));
+  const ModeSummary s = summarize_mode(r, mode);
+  for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
+    out += fmt::format("{} Shapes:\n", pass_label(pass));
+    out += kRuleLight + "\n";
+    std::vector<std::string> head = {"Op", "Shape"};
+    for (auto& h : prec_headers(r, "ms")) head.push_back(h);
+    out += t.row(head);
+    out += kRuleLight + "\n";
+    bool lm = false;
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+      const Gemm& x = r.plan.gemms[g];
+      if (x.pass != pass) continue;
+      lm |= x.scope == Scope::Model;
+      std::vector<std::string> row = {x.scope == Scope::Model ? std::string(op_label(x.op)) + "*" : x.label(), x.shape()};
+      for (size_t p = 0; p < r.precisions.size(); ++p) row.push_back(cell_ms(r.cell(mode, g, p), fn));
+      out += t.row(row);
+    }
+    out += kRuleLight + "\n";
+    std::vector<std::string> sum = {fmt::format("{} sum (ms):", pass_label(pass)), ""};
+    for (size_t p = 0; p < r.precisions.size(); ++p) {
+      const auto& ps = s.sums[p];
+      sum.push_back(ms(pass == Pass::Fprop ? ps.fprop : pass == Pass::Dgrad ? ps.dgrad : ps.wgrad));
+    }
+    out += t.row(sum);
+    if (lm) out += "* LM Head runs once per step, not per layer; it is not in the per-layer sums.\n";
+    out += kRuleHeavy + "\n";
+  }
+  Table st;
+  st.widths = {22, 0};
+  for (size_t i = 0; i < r.precisions.size(); ++i) st.widths.push_back(prec_width(r));
+  auto sums_row = [&](const std::string& label, auto field) {
+    std::vector<std::string> row = {label, ""};
+    for (const auto& ps : s.sums) row.push_back(ms(field(ps)));
+    return st.row(row);
+  };
+  out += "Per-Layer GEMM Time:\n";
+  std::vector<std::string> head = {"", ""};
+  for (auto& h : prec_headers(r, "ms")) head.push_back(h);
+  out += st.row(head);
+  out += sums_row("Fprop:", [](const PrecisionSums& p) { return p.fprop; });
+  out += sums_row("Dgrad:", [](const PrecisionSums& p) { return p.dgrad; });
+  out += sums_row("Fprop + Dgrad:", [](const PrecisionSums& p) { return p.fprop_dgrad; });
+  out += sums_row("Wgrad:", [](const PrecisionSums& p) { return p.wgrad; });
+  out += sums_row("Per-layer total:", [](const PrecisionSums& p) { return p.total; });
+  if (s.has_model_once) {
+    out += "Once per step:\n";
+    out += sums_row("LM Head (3 passes):", [](const PrecisionSums& p) { return p.model_once; });
+  }
+  out += fmt::format("Full Model ({} layers{}):\n", r.plan.layers(), s.has_model_once ? " + LM head" : "");
+  out += sums_row("Total GEMM time (ms):", [](const PrecisionSums& p) { return p.full_model; });
+  out += "Estimated GEMM Speedups:\n";
+  for (const Speedup& sp : s.speedups)
+    out += sp.value ? fmt::format("{}: {:.2f}x\n", sp.name(), *sp.value) : fmt::format("{}: N/A\n", sp.name());
+  out += kRuleHeavy + "\n";
+  return out;
+}
+
+std::string shapes_block(const RunResult& r, size_t mode, Footnotes& fn) {
+  std::string out;
+  Table t;
+  t.widths = {22, 0};
+  for (size_t i = 0; i < r.precisions.size(); ++i) t.widths.push_back(prec_width(r) + 2);
+  auto table = [&](const char* title, const char* unit, auto value) {
+    out += fmt::format("{}:\n", title);
+    out += kRuleLight + "\n";
+    std::vector<std::string> head = {"Shape (MxKxN)", ""};
+    for (auto& h : prec_headers(r, unit)) head.push_back(h);
+    out += t.row(head);
+    out += kRuleLight + "\n";
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+      std::vector<std::string> row = {r.plan.gemms[g].shape(), ""};
+      for (size_t p = 0; p < r.precisions.size(); ++p) row.push_back(value(g, p));
+      out += t.row(row);
+    }
+    out += kRuleHeavy + "\n";
+  };
+  table("Time per GEMM", "ms", [&](size_t g, size_t p) { return cell_ms(r.cell(mode, g, p), fn); });
+  table("Throughput", "TFLOP/s", [&](size_t g, size_t p) {
+    const Cell& c = r.cell(mode, g, p);
+    return c.ok ? fmt::format("{:.1f}", tflops(r.plan.gemms[g], c.stats.mean_ms)) : fmt::format("N/A[{}]", fn.index(c.reason));
+  });
+  auto bf = std::find(r.precisions.begin(), r.precisions.end(), Precision::BF16);
+  if (bf != r.precisions.end() && r.precisions.size() > 1) {
+    const size_t b = static_cast<size_t>(bf - r.precisions.begin());
+    table("Speedup vs BF16", "x", [&](size_t g, size_t p) {
+      const Cell& c = r.cell(mode, g, p);
+      const Cell& base = r.cell(mode, g, b);
+      if (!c.ok || !base.ok) return std::string("N/A");
+      return fmt::format("{:.2f}x", base.stats.mean_ms / c.stats.mean_ms);
+    });
+  }
+  return out;
+}
+
+// Autocast vs pre-quantized: the cost of quantization per precision.
+std::string modes_block(const RunResult& r) {
+  std::string out;
+  size_t ac = 0, pq = 0;
+  for (size_t i = 0; i < r.modes.size(); ++i) (r.modes[i] == Mode::Autocast ? ac : pq) = i;
+  out += r.plan.model_mode ? "Autocast vs Pre-quantized (per-layer GEMM time):\n"
+                           : "Autocast vs Pre-quantized (sum over shapes):\n";
+  Table t;
+  t.widths = {14, 0, 14, 16, 16, 12, 14, 14};
+  out += t.row({"Precision", "", "Autocast ms", "Pre-quant ms", "Quant ovh ms", "Ovh %", "Spd autocast", "Spd pre-q"});
+  out += kRuleLight + "\n";
+  auto total = [&](size_t mode, size_t p) -> std::optional<double> {
+    if (r.plan.model_mode) return summarize_mode(r, mode).sums[p].total;
+    double s = 0;
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+      if (!r.cell(mode, g, p).ok) return std::nullopt;
+      s += r.cell(mode, g, p).stats.mean_ms;
+    }
+    return s;
+  };
+  auto bf = std::find(r.precisions.begin(), r.precisions.end(), Precision::BF16);
+  for (size_t p = 0; p < r.precisions.size(); ++p) {
+    auto a = total(ac, p), q = total(pq, p);
+    std::string ovh = a && q ? fmt::format("{:.3f}", *a - *q) : "N/A";
+    std::string pct = a && q && *a > 0 ? fmt::format("{:.1f}%", 100.0 * (*a - *q) / *a) : "N/A";
+    std::string sa = "N/A", sq = "N/A";
+    if (bf != r.precisions.end()) {
+      size_t b = static_cast<size_t>(bf - r.precisions.begin());
+      auto ba = total(ac, b), bq = total(pq, b);
+      if (a && ba) sa = fmt::format("{:.2f}x", *ba / *a);
+      if (q && bq) sq = fmt::format("{:.2f}x", *bq / *q);
+    }
+    out += t.row({to_string(r.precisions[p]), "", ms(a), ms(q), ovh, pct, sa, sq});
+  }
+  out += "Spd = speedup vs BF16 in that mode. Quant ovh = autocast - pre-quantized.\n";
+  out += kRuleHeavy + "\n";
+  return out;
+}
+
+}  // namespace
+
+std::string format_thousands(int64_t v) {
+  std::string s = std::to_string(v < 0 ? -v : v);
+  std::string out;
+  int n = 0;
+  for (auto it = s.rbegin(); it != s.rend(); ++it) {
+    if (n && n % 3 == 0) out.push_back(',');
+    out.push_back(*it);
+    ++n;
+  }
+  if (v < 0) out.push_back('-');
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+std::string render_text(const RunResult& r) {
+  std::string out;
+  Footnotes fn;
+  for (size_t m = 0; m < r.modes.size(); ++m) {
+    if (m) out += "\n";
+    out += header_block(r, m);
+    out += r.plan.model_mode ? model_block(r, m, fn) : shapes_block(r, m, fn);
+  }
+  if (r.modes.size() == 2) out += modes_block(r);
+  if (!fn.items.empty() || !r.notes.empty()) {
+    out += "Notes:\n";
+    for (size_t i = 0; i < fn.items.size(); ++i) out += fmt::format("  [{}] {}\n", i + 1, fn.items[i]);
+    for (const auto& n : r.notes) out += fmt::format("  - {}\n", n);
+  }
+  return out;
+}
+
+std::string render_plan_text(const RunResult& r) {
+  std::string out;
+  out += fmt::format("GEMM Plan ({}) -- dry run, no GPU touched\n", r.plan.model_mode ? "Model Config Mode" : "Shape Mode");
+  if (r.plan.model_mode) {
+    const ModelConfig& c = *r.plan.config;
+    out += fmt::format("Model Config ({}): hidden={}, intermediate={}, heads={}, kv_heads={}, head_dim={}, layers={}{}{}{}\n",
+                       c.name, c.hidden_size, c.intermediate_size, c.num_attention_heads, c.kv_heads(),
+                       c.head_dimension(), c.num_hidden_layers, c.gated_mlp ? ", gated MLP" : "",
+                       c.vocab_size ? fmt::format(", vocab={}", c.vocab_size) : "",
+                       c.tensor_parallel > 1 ? fmt::format(", tensor parallel={} (per-rank shapes)", c.tensor_parallel) : "");
+    out += fmt::format("Tokens per step: M = {} x {} = {}\n", c.micro_batch_size, c.sequence_length,
+                       format_thousands(c.tokens()));
+  }
+  out += std::string(110, '=') + "\n";
+  Table t;
+  t.widths = {7, 10, 20, 12, 14, 14, 11, 11, 11};
+  out += t.row({"Pass", "Op", "Shape", "GFLOP", "A (m x k)", "B (k x n)", "BF16 MB", "FP8 MB", "NVFP4 MB"});
+  out += "  (MB = bytes the GEMM kernel reads + writes: operands in that format with scales, BF16 output)\n";
+  out += std::string(110, '-') + "\n";
+  auto mb = [&](Precision p, const Gemm& g) {
+    return fmt::format("{:.1f}", byte_count(make_recipe(p, g, r.recipe_options), g).gemm / 1e6);
+  };
+  auto opnd = [](const Operand& o) { return fmt::format("{}{}", to_string(o.role), o.k_major ? "" : "^T"); };
+  for (const Gemm& g : r.plan.gemms)
+    out += t.row({g.scope == Scope::Shape ? "-" : pass_label(g.pass), g.scope == Scope::Shape ? "-" : g.label(),
+                  g.shape(), fmt::format("{:.1f}", g.flops() / 1e9), opnd(g.a), opnd(g.b),
+                  mb(Precision::BF16, g), mb(Precision::FP8Current, g), mb(Precision::NVFP4, g)});
+  out += std::string(110, '-') + "\n";
+  out += "  ^T: operand stored with the contraction dimension strided (FP8 on Hopper needs a transposed copy)\n";
+  const PlanFlops f = plan_flops(r.plan);
+  if (r.plan.model_mode) {
+    out += fmt::format("FLOPs per layer: Fprop {:.2f}T + Dgrad {:.2f}T + Wgrad {:.2f}T = {:.2f}T\n", f.fprop / 1e12,
+                       f.dgrad / 1e12, f.wgrad / 1e12, f.per_layer() / 1e12);
+    if (f.model_once > 0) out += fmt::format("FLOPs once per step (LM head, 3 passes): {:.2f}T\n", f.model_once / 1e12);
+    out += fmt::format("FLOPs full model ({} layers{}): {:.2f}T per step\n", r.plan.layers(),
+                       f.model_once > 0 ? " + LM head" : "", f.full_model(r.plan.layers()) / 1e12);
+  } else {
+    double tot = 0;
+    for (const Gemm& g : r.plan.gemms) tot += g.flops();
+    out += fmt::format("Total FLOPs: {:.3f}T over {} GEMMs\n", tot / 1e12, r.plan.gemms.size());
+  }
+  for (const auto& n : r.notes) out += fmt::format("Note: {}\n", n);
+  return out;
+}
+
+}  // namespace gs

@@ -1,0 +1,118 @@
+#include "core/results.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/error.hpp"
+
+namespace gs {
+
+const char* to_string(Mode m) { return m == Mode::Autocast ? "autocast" : "pre-quantized"; }
+
+Mode mode_from_string(const std::string& s) {
+  if (s == "autocast") return Mode::Autocast;
+  if (s == "pre-quantized" || s == "prequantized" || s == "pre-quantize") return Mode::PreQuantized;
+  throw UsageError(fmt::format("unknown mode '{}' (autocast, pre-quantized)", s));
+}
+
+const char* mode_description(Mode m) {
+  return m == Mode::Autocast
+             ? "Autocast (timed: quantization of both BF16 operands into the GEMM's layout + the GEMM)"
+             : "Pre-quantized (timed: the GEMM kernel only; operands quantized before the timed loop)";
+}
+
+Stats summarize(const std::vector<double>& v) {
+  if (v.empty()) throw std::invalid_argument("summarize: no samples");
+  Stats s;
+  s.iters = static_cast<int>(v.size());
+  std::vector<double> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  const size_t n = sorted.size();
+  s.min_ms = sorted.front();
+  s.max_ms = sorted.back();
+  s.median_ms = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  double sum = 0;
+  for (double x : v) sum += x;
+  s.mean_ms = sum / static_cast<double>(n);
+  double ss = 0;
+  for (double x : v) ss += (x - s.mean_ms) * (x - s.mean_ms);
+  s.stdev_ms = n > 1 ? std::sqrt(ss / static_cast<double>(n - 1)) : 0.0;
+  return s;
+}
+
+void RunResult::allocate_cells() {
+  cells.assign(modes.size(), std::vector<std::vector<Cell>>(
+                                 plan.gemms.size(), std::vector<Cell>(precisions.size(), Cell::na("not run"))));
+}
+
+std::string Speedup::name() const { return fmt::format("{} vs {}", to_string(num), to_string(den)); }
+
+std::vector<std::pair<Precision, Precision>> speedup_pairs(const std::vector<Precision>& precs) {
+  std::vector<std::pair<Precision, Precision>> out;
+  auto has = [&](Precision p) { return std::find(precs.begin(), precs.end(), p) != precs.end(); };
+  if (has(Precision::BF16))
+    for (Precision p : precs)
+      if (p != Precision::BF16) out.emplace_back(p, Precision::BF16);
+  if (has(Precision::NVFP4) && has(Precision::MXFP8)) out.emplace_back(Precision::NVFP4, Precision::MXFP8);
+  return out;
+}
+
+namespace {
+
+// Sum of mean times over GEMMs matching `pred`; nullopt if any is N/A or none match.
+template <class Pred>
+std::optional<double> sum_cells(const RunResult& r, size_t mode, size_t prec, Pred pred) {
+  double total = 0;
+  bool any = false;
+  for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+    if (!pred(r.plan.gemms[g])) continue;
+    const Cell& c = r.cell(mode, g, prec);
+    if (!c.ok) return std::nullopt;
+    total += c.stats.mean_ms;
+    any = true;
+  }
+  if (!any) return std::nullopt;
+  return total;
+}
+
+std::optional<double> add(std::optional<double> a, std::optional<double> b) {
+  if (!a || !b) return std::nullopt;
+  return *a + *b;
+}
+
+}  // namespace
+
+ModeSummary summarize_mode(const RunResult& r, size_t mode) {
+  ModeSummary s;
+  for (const Gemm& g : r.plan.gemms) s.has_model_once |= g.scope == Scope::Model;
+  const double layers = static_cast<double>(r.plan.layers());
+  for (size_t p = 0; p < r.precisions.size(); ++p) {
+    PrecisionSums ps;
+    auto layer_pass = [](Pass pass) { return [pass](const Gemm& g) { return g.scope == Scope::Layer && g.pass == pass; }; };
+    ps.fprop = sum_cells(r, mode, p, layer_pass(Pass::Fprop));
+    ps.dgrad = sum_cells(r, mode, p, layer_pass(Pass::Dgrad));
+    ps.wgrad = sum_cells(r, mode, p, layer_pass(Pass::Wgrad));
+    ps.fprop_dgrad = add(ps.fprop, ps.dgrad);
+    ps.total = add(ps.fprop_dgrad, ps.wgrad);
+    ps.model_once = s.has_model_once ? sum_cells(r, mode, p, [](const Gemm& g) { return g.scope == Scope::Model; })
+                                     : std::optional<double>(0.0);
+    if (ps.total && ps.model_once) ps.full_model = *ps.total * layers + *ps.model_once;
+    s.sums.push_back(ps);
+  }
+  for (auto [num, den] : speedup_pairs(r.precisions)) {
+    Speedup sp{num, den, std::nullopt};
+    auto idx = [&](Precision p) { return static_cast<size_t>(std::find(r.precisions.begin(), r.precisions.end(), p) - r.precisions.begin()); };
+    const auto& a = s.sums[idx(num)].full_model;
+    const auto& b = s.sums[idx(den)].full_model;
+    if (a && b && *a > 0) sp.value = *b / *a;
+    s.speedups.push_back(sp);
+  }
+  return s;
+}
+
+double tflops(const Gemm& g, double ms) { return ms > 0 ? g.flops() / (ms * 1e-3) / 1e12 : 0.0; }
+
+}  // namespace gs

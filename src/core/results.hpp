@@ -1,0 +1,90 @@
+// What a run produced, independent of how it was measured: one cell per (mode, GEMM, precision),
+// plus the device and timing settings. Reports, JSON, charts and comparisons read only this.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "core/recipe.hpp"
+
+namespace gs {
+
+enum class Mode { Autocast, PreQuantized };
+const char* to_string(Mode m);          // "autocast", "pre-quantized"
+Mode mode_from_string(const std::string& s);
+const char* mode_description(Mode m);   // what the timed region holds
+
+struct Stats {
+  double mean_ms = 0, median_ms = 0, min_ms = 0, max_ms = 0, stdev_ms = 0;
+  int iters = 0;
+};
+// Summary statistics of per-iteration times. Throws std::invalid_argument on an empty sample.
+Stats summarize(const std::vector<double>& samples_ms);
+
+struct Cell {
+  bool ok = false;
+  std::string reason;  // why the cell is N/A
+  Stats stats;
+  static Cell na(std::string why) { Cell c; c.reason = std::move(why); return c; }
+  static Cell measured(const Stats& s) { Cell c; c.ok = true; c.stats = s; return c; }
+};
+
+struct DeviceInfo {
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  int64_t memory_bytes = 0, l2_bytes = 0;
+  int driver_version = 0, runtime_version = 0;  // CUDA's encoding: 13000 = 13.0
+  int64_t cublaslt_version = 0;
+  int compute_capability() const { return cc_major * 10 + cc_minor; }
+};
+
+struct TimingConfig {
+  std::string method = "cuda-events";
+  int warmup = 10;
+  int iters = 100;
+  double gpu_warmup_s = 5.0;
+};
+
+struct RunResult {
+  Plan plan;
+  bool dry_run = false;
+  std::optional<DeviceInfo> device;
+  TimingConfig timing;
+  RecipeOptions recipe_options;
+  std::vector<Mode> modes;
+  std::vector<Precision> precisions;
+  // cells[mode][gemm][precision], indices into modes / plan.gemms / precisions.
+  std::vector<std::vector<std::vector<Cell>>> cells;
+  std::vector<std::string> notes;
+  std::string created;  // ISO 8601 UTC
+
+  void allocate_cells();  // sizes `cells` for modes x gemms x precisions, all N/A "not run"
+  const Cell& cell(size_t mode, size_t gemm, size_t prec) const { return cells.at(mode).at(gemm).at(prec); }
+};
+
+// Sums of a model-mode run, per precision (index into RunResult::precisions); std::nullopt when
+// any contributing cell is N/A.
+struct PrecisionSums {
+  std::optional<double> fprop, dgrad, wgrad, fprop_dgrad, total, model_once, full_model;
+};
+struct Speedup {
+  Precision num, den;
+  std::optional<double> value;  // den time / num time (how much faster `num` is)
+  std::string name() const;     // "FP8Current vs BF16"
+};
+struct ModeSummary {
+  std::vector<PrecisionSums> sums;  // per precision
+  std::vector<Speedup> speedups;
+  bool has_model_once = false;
+};
+ModeSummary summarize_mode(const RunResult& r, size_t mode);
+
+// Speedups printed for a run: every precision vs BF16, then NVFP4 vs MXFP8 when both ran.
+std::vector<std::pair<Precision, Precision>> speedup_pairs(const std::vector<Precision>& precs);
+
+double tflops(const Gemm& g, double ms);
+
+}  // namespace gs

@@ -1,0 +1,93 @@
+#include "core/runner.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <ctime>
+
+namespace gs {
+
+std::string utc_now_iso8601() {
+  std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+namespace {
+
+RunResult base_result(const RunRequest& req) {
+  RunResult r;
+  r.plan = req.plan;
+  r.timing = req.options.timing;
+  r.recipe_options = req.options.recipe;
+  r.modes = req.modes;
+  r.created = utc_now_iso8601();
+  return r;
+}
+
+void add_recipe_notes(RunResult& r) {
+  auto has = [&](Precision p) { for (Precision x : r.precisions) if (x == p) return true; return false; };
+  const RecipeOptions& o = r.recipe_options;
+  if (has(Precision::FP8Delayed))
+    r.notes.push_back(fmt::format(
+        "FP8Delayed: scales from an amax history of {} (max); the history update runs inside the timed "
+        "region (Transformer Engine runs it outside, once per step)", o.amax_history_len));
+  if (has(Precision::FP8Current) || has(Precision::FP8Delayed))
+    r.notes.push_back(fmt::format("FP8 per-tensor: {} format, {} accumulation",
+                                  o.fp8_format == Fp8Format::Hybrid ? "hybrid (E4M3 activations/weights, E5M2 gradients)" : "E4M3",
+                                  o.fp8_accum == Accumulation::Auto ? "fast on Fprop, split on Dgrad/Wgrad (TE defaults)"
+                                  : o.fp8_accum == Accumulation::Fast ? "fast" : "split"));
+  if (has(Precision::FP8Block))
+    r.notes.push_back("FP8Block: 1x128 activations/gradients, 128x128 weights; Wgrad is 1x128 x 1x128 "
+                      "(sm_90 cuBLASLt has no 2D x 2D); split accumulation");
+}
+
+}  // namespace
+
+RunResult plan_only(const RunRequest& req) {
+  RunResult r = base_result(req);
+  r.dry_run = true;
+  r.precisions = req.precisions;
+  r.allocate_cells();
+  return r;
+}
+
+RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress) {
+  RunResult r = base_result(req);
+  r.device = engine.device_info();
+  const int cc = r.device->compute_capability();
+  for (Precision p : req.precisions) {
+    if (cc < min_compute_capability(p)) {
+      r.notes.push_back(fmt::format("{}: skipped, needs compute capability >= {}.{} (device is {}.{})", to_string(p),
+                                    min_compute_capability(p) / 10, min_compute_capability(p) % 10,
+                                    r.device->cc_major, r.device->cc_minor));
+      continue;
+    }
+    r.precisions.push_back(p);
+  }
+  add_recipe_notes(r);
+  r.allocate_cells();
+  const size_t total = r.modes.size() * r.plan.gemms.size() * r.precisions.size();
+  size_t done = 0;
+  if (req.options.timing.gpu_warmup_s > 0) {
+    if (progress) progress(0, total, fmt::format("GPU warm-up ({:.1f} s)", req.options.timing.gpu_warmup_s));
+    engine.gpu_warmup(req.options.timing.gpu_warmup_s);
+  }
+  for (size_t m = 0; m < r.modes.size(); ++m)
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+      for (size_t p = 0; p < r.precisions.size(); ++p) {
+        const Gemm& x = r.plan.gemms[g];
+        if (progress)
+          progress(done, total, fmt::format("{} {} {} {} {}", to_string(r.modes[m]), pass_label(x.pass), x.label(),
+                                            x.shape(), to_string(r.precisions[p])));
+        r.cells[m][g][p] = engine.measure(x, r.precisions[p], r.modes[m]);
+        ++done;
+      }
+  if (progress) progress(total, total, "done");
+  return r;
+}
+
+}  // namespace gs

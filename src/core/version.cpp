@@ -1,3 +1,0 @@
-namespace gs {
-const char* version() { return GEMMSCOPE_VERSION; }
-}  // namespace gs

@@ -1,3 +1,0 @@
-#include <gtest/gtest.h>
-namespace gs { const char* version(); }
-TEST(Version, IsSet) { EXPECT_STRNE(gs::version(), ""); }
