@@ -1,1 +1,309 @@
-int main() { return 0; }
+// gemmscope: transformer config -> GEMM plan -> measurements on the local GPU -> reports.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fmt/format.h>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/model_config.hpp"
+#include "core/plan.hpp"
+#include "core/report.hpp"
+#include "core/runner.hpp"
+#if __has_include("cli/commands.hpp")
+#include "cli/commands.hpp"
+#define GS_HAVE_SUBCOMMANDS 1
+#endif
+#ifdef GEMMSCOPE_WITH_CUDA
+#include "cuda/engine_cuda.hpp"
+#endif
+
+namespace {
+
+using namespace gs;
+
+struct Options {
+  ModelOverrides model;
+  std::string config_path, preset, shapes, mode = "autocast", sweep_spec;
+  bool sweep = false, list_models = false, dry_run = false, pre_quantize = false, quiet = false;
+  bool no_bf16 = false, no_fp8_current = false, no_fp8_delayed = false, no_fp8_block = false, no_mxfp8 = false,
+       no_fp4 = false;
+  std::string precisions;
+  std::string out_chart, out_json, out_csv;
+  std::string fp8_format = "hybrid", fp8_accum = "auto", timing = "cuda-events";
+  bool nvfp4_no_2d = false, nvfp4_no_rht = false, nvfp4_no_sr = false;
+  int warmup = 10, iters = 100, amax_history = 1024, device = 0;
+  double gpu_warmup = 5.0;
+  uint64_t seed = 1234;
+};
+
+void add_model_options(CLI::App& app, Options& o) {
+  auto i64 = [&](const char* names, std::optional<int64_t>& dst, const char* help) {
+    app.add_option_function<int64_t>(names, [&dst](const int64_t& v) { dst = v; }, help)->group("Model");
+  };
+  i64("--hidden_size,--hidden-size", o.model.hidden_size, "Hidden size");
+  i64("--intermediate_size,--intermediate-size", o.model.intermediate_size, "MLP intermediate size");
+  i64("--num_attention_heads,--num-attention-heads", o.model.num_attention_heads, "Attention heads");
+  i64("--num_key_value_heads,--num-key-value-heads", o.model.num_key_value_heads, "KV heads for GQA/MQA (default: = heads)");
+  i64("--head_dim,--head-dim", o.model.head_dim, "Head dimension (default: hidden / heads)");
+  i64("--num_hidden_layers,--num-hidden-layers", o.model.num_hidden_layers, "Transformer layers");
+  i64("--micro_batch_size,--micro-batch-size", o.model.micro_batch_size, "Micro-batch size");
+  i64("--sequence_length,--sequence-length,--seq_length", o.model.sequence_length, "Sequence length");
+  i64("--vocab_size,--vocab-size", o.model.vocab_size, "Vocabulary size: adds the LM-head GEMMs (once per step)");
+  i64("--tensor-parallel,--tensor_parallel,--tp", o.model.tensor_parallel, "Tensor-parallel degree (per-rank shapes)");
+  app.add_flag_function("--gated-mlp,--gated_mlp,!--no-gated-mlp",
+                        [&o](int64_t n) { o.model.gated_mlp = n > 0; }, "Gated MLP (SwiGLU/GeGLU): MLP-up N = 2 x intermediate")
+      ->group("Model");
+  app.add_option("--config", o.config_path, "Hugging Face config.json (flags override its values)")->group("Model");
+  app.add_option("--model", o.preset, "Model preset (see --list-models)")->group("Model");
+  app.add_flag("--list-models", o.list_models, "List model presets and exit")->group("Model");
+}
+
+std::vector<Precision> chosen_precisions(const Options& o) {
+  std::vector<Precision> out;
+  if (!o.precisions.empty()) {
+    std::string s = o.precisions;
+    size_t start = 0;
+    while (true) {
+      size_t c = s.find(',', start);
+      std::string item = s.substr(start, c == std::string::npos ? std::string::npos : c - start);
+      Precision p = precision_from_string(item);
+      for (Precision q : out)
+        if (q == p) throw UsageError(fmt::format("--precisions lists {} twice", item));
+      out.push_back(p);
+      if (c == std::string::npos) break;
+      start = c + 1;
+    }
+    return out;
+  }
+  for (Precision p : kAllPrecisions) {
+    if ((p == Precision::BF16 && o.no_bf16) || (p == Precision::FP8Current && o.no_fp8_current) ||
+        (p == Precision::FP8Delayed && o.no_fp8_delayed) || (p == Precision::FP8Block && o.no_fp8_block) ||
+        (p == Precision::MXFP8 && o.no_mxfp8) || (p == Precision::NVFP4 && o.no_fp4))
+      continue;
+    out.push_back(p);
+  }
+  if (out.empty()) throw UsageError("every precision is disabled; nothing to measure");
+  return out;
+}
+
+std::vector<int64_t> sweep_sizes(const std::string& spec) {
+  if (spec.empty()) return {256, 512, 1024, 2048, 4096, 8192, 16384};
+  std::vector<int64_t> out;
+  for (const Gemm& g : build_shapes_plan(spec).gemms) {
+    if (g.m != g.k || g.k != g.n) throw UsageError(fmt::format("--sweep takes square sizes, got {}", g.shape()));
+    out.push_back(g.m);
+  }
+  return out;
+}
+
+RunRequest build_request(const Options& o) {
+  RunRequest req;
+  const bool model_flags = o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length ||
+                           o.model.tensor_parallel || !o.config_path.empty() || !o.preset.empty();
+  if (!o.shapes.empty() && o.sweep) throw UsageError("--shapes and --sweep are mutually exclusive");
+  if ((!o.shapes.empty() || o.sweep) && model_flags)
+    throw UsageError(fmt::format("{} is mutually exclusive with model flags (--hidden_size, --config, --model, ...)",
+                                 o.sweep ? "--sweep" : "--shapes"));
+  if (!o.config_path.empty() && !o.preset.empty()) throw UsageError("--config and --model are mutually exclusive");
+  if (!o.shapes.empty()) {
+    req.plan = build_shapes_plan(o.shapes);
+  } else if (o.sweep) {
+    req.plan = build_shapes_plan(sweep_sizes(o.sweep_spec));
+  } else {
+    ModelConfig c = !o.config_path.empty() ? load_hf_config(o.config_path)
+                    : !o.preset.empty()    ? find_preset(o.preset).config
+                                           : default_config();
+    if (o.config_path.empty() && o.preset.empty() && o.model.any_model_field()) c.name = "custom";
+    apply_overrides(c, o.model);
+    req.plan = build_model_plan(c);
+  }
+  req.precisions = chosen_precisions(o);
+  if (o.pre_quantize && o.mode != "autocast" && o.mode != "pre-quantized")
+    throw UsageError(fmt::format("--pre-quantize conflicts with --mode {}", o.mode));
+  std::string mode = o.pre_quantize ? "pre-quantized" : o.mode;
+  if (mode == "both") req.modes = {Mode::Autocast, Mode::PreQuantized};
+  else req.modes = {mode_from_string(mode)};
+  if (o.warmup < 0) throw UsageError("--num-warmup must be >= 0");
+  if (o.iters < 1) throw UsageError("--num-iters must be >= 1");
+  if (o.iters > 100000) throw UsageError("--num-iters must be <= 100000");
+  if (o.gpu_warmup < 0 || o.gpu_warmup > 600) throw UsageError("--gpu-warmup must be between 0 and 600 seconds");
+  if (o.amax_history < 1 || o.amax_history > 1024) throw UsageError("--amax-history must be between 1 and 1024");
+  if (o.timing != "cuda-events") throw UsageError("--timing: only 'cuda-events' is implemented");
+  req.options.timing = {"cuda-events", o.warmup, o.iters, o.gpu_warmup};
+  req.options.seed = o.seed;
+  req.options.device = o.device;
+  RecipeOptions& r = req.options.recipe;
+  if (o.fp8_format == "hybrid") r.fp8_format = Fp8Format::Hybrid;
+  else if (o.fp8_format == "e4m3") r.fp8_format = Fp8Format::E4M3;
+  else throw UsageError(fmt::format("--fp8-format must be e4m3 or hybrid, got '{}'", o.fp8_format));
+  if (o.fp8_accum == "auto") r.fp8_accum = Accumulation::Auto;
+  else if (o.fp8_accum == "fast") r.fp8_accum = Accumulation::Fast;
+  else if (o.fp8_accum == "split") r.fp8_accum = Accumulation::Split;
+  else throw UsageError(fmt::format("--fp8-accum must be auto, fast or split, got '{}'", o.fp8_accum));
+  r.amax_history_len = o.amax_history;
+  r.nvfp4_2d_weights = !o.nvfp4_no_2d;
+  r.nvfp4_rht = !o.nvfp4_no_rht;
+  r.nvfp4_stochastic_rounding = !o.nvfp4_no_sr;
+  return req;
+}
+
+// Output paths are checked before any measurement so a long run never ends in an unwritable file.
+void check_writable(const std::string& path, const char* flag) {
+  if (path.empty()) return;
+  std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  if (dir.empty()) dir = "/";
+  if (access(dir.c_str(), W_OK) != 0)
+    throw UsageError(fmt::format("{} {}: directory '{}' is not writable", flag, path, dir));
+}
+
+void check_chart_path(const std::string& p) {
+  if (p.empty()) return;
+  auto ends = [&](const char* e) { return p.size() >= std::string(e).size() && p.compare(p.size() - std::string(e).size(), std::string::npos, e) == 0; };
+  if (!ends(".png") && !ends(".svg") && !ends(".pdf"))
+    throw UsageError(fmt::format("-o {}: the chart file must end in .png, .svg or .pdf", p));
+}
+
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled), tty_(isatty(STDERR_FILENO) != 0) {}
+  void operator()(size_t done, size_t total, const std::string& what) {
+    if (!enabled_) return;
+    std::string line = fmt::format("[{}/{}] {}", done, total, what);
+    if (tty_) fmt::print(stderr, "\r\033[K{}", line);
+    else fmt::print(stderr, "{}\n", line);
+    if (tty_ && done == total) fmt::print(stderr, "\n");
+    std::fflush(stderr);
+  }
+ private:
+  bool enabled_, tty_;
+};
+
+int run_main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"gemmscope: where a transformer's training GEMM time goes, per precision, on this GPU"};
+  app.set_version_flag("--version", std::string("gemmscope ") + GEMMSCOPE_VERSION);
+  app.footer("Subcommands: 'gemmscope plot RESULT.json -o chart.png', 'gemmscope compare A.json B.json'.\n"
+             "With no arguments: the seed's 5B config (codonfm-5b) in autocast mode on GPU 0.");
+  add_model_options(app, o);
+  app.add_option("--shapes", o.shapes, "Explicit GEMMs 'MxKxN,...' or square sizes '1024,2048' (no model flags)")->group("Shapes");
+  app.add_flag("--sweep", o.sweep, "Square sweep 256..16384 (or --sweep-sizes)")->group("Shapes");
+  app.add_option("--sweep-sizes", o.sweep_spec, "Sizes for --sweep, e.g. '512,1024,4096'")->group("Shapes");
+  app.add_option("--precisions", o.precisions, "Comma list, e.g. BF16,FP8Current (overrides --no-*)")->group("Precisions");
+  app.add_flag("--no-bf16", o.no_bf16, "Skip BF16")->group("Precisions");
+  app.add_flag("--no-fp8-current", o.no_fp8_current, "Skip FP8 current scaling")->group("Precisions");
+  app.add_flag("--no-fp8-delayed", o.no_fp8_delayed, "Skip FP8 delayed scaling")->group("Precisions");
+  app.add_flag("--no-fp8-block", o.no_fp8_block, "Skip FP8 block scaling")->group("Precisions");
+  app.add_flag("--no-fp8,--no-mxfp8", o.no_mxfp8, "Skip MXFP8 (the seed's --no-fp8)")->group("Precisions");
+  app.add_flag("--no-fp4,--no-nvfp4", o.no_fp4, "Skip NVFP4")->group("Precisions");
+  app.add_flag("--pre-quantize", o.pre_quantize, "Time the GEMM kernel only (= --mode pre-quantized)")->group("Measurement");
+  app.add_option("--mode", o.mode, "autocast | pre-quantized | both")->group("Measurement")
+      ->check(CLI::IsMember({"autocast", "pre-quantized", "both"}));
+  app.add_option("--num-warmup", o.warmup, "Warmup iterations per GEMM (default 10)")->group("Measurement");
+  app.add_option("--num-iters", o.iters, "Timed iterations per GEMM (default 100)")->group("Measurement");
+  app.add_option("--gpu-warmup", o.gpu_warmup, "Seconds of BF16 GEMMs to settle clocks first (default 5)")->group("Measurement");
+  app.add_option("--timing", o.timing, "Timing method: cuda-events")->group("Measurement");
+  app.add_option("--device", o.device, "CUDA device index (default 0)")->group("Measurement");
+  app.add_option("--seed", o.seed, "Seed for the random operands (default 1234)")->group("Measurement");
+  app.add_option("--fp8-format", o.fp8_format, "hybrid (E5M2 gradients, default) | e4m3")->group("Recipes");
+  app.add_option("--fp8-accum", o.fp8_accum, "auto (fast Fprop, split Dgrad/Wgrad) | fast | split")->group("Recipes");
+  app.add_option("--amax-history", o.amax_history, "FP8 delayed scaling amax history length (default 1024)")->group("Recipes");
+  app.add_flag("--nvfp4-no-2d", o.nvfp4_no_2d, "NVFP4: 1x16 weight scales instead of 16x16")->group("Recipes");
+  app.add_flag("--nvfp4-no-rht", o.nvfp4_no_rht, "NVFP4: no random Hadamard transform on Wgrad inputs")->group("Recipes");
+  app.add_flag("--nvfp4-no-sr", o.nvfp4_no_sr, "NVFP4: no stochastic rounding of gradients")->group("Recipes");
+  app.add_flag("--dry-run", o.dry_run, "Print the plan (FLOPs, bytes); touch no GPU")->group("Output");
+  app.add_option("-o,--output", o.out_chart, "Chart file (.png/.svg/.pdf)")->group("Output");
+  app.add_option("--json", o.out_json, "Write the result JSON here")->group("Output");
+  app.add_option("--csv", o.out_csv, "Write one CSV row per (mode, GEMM, precision)")->group("Output");
+  app.add_flag("-q,--quiet", o.quiet, "No progress on stderr")->group("Output");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "gemmscope: {} (see --help)\n", e.what());
+    return 2;
+  }
+  if (o.list_models) {
+    for (const Preset& p : presets()) {
+      const ModelConfig& c = p.config;
+      fmt::print("{:<12} hidden={} intermediate={} heads={}/{} layers={} vocab={} batch={}x{}  {}\n", p.name,
+                 c.hidden_size, c.intermediate_size, c.num_attention_heads, c.kv_heads(), c.num_hidden_layers,
+                 c.vocab_size, c.micro_batch_size, c.sequence_length, p.description);
+    }
+    return 0;
+  }
+  RunRequest req = build_request(o);
+  check_chart_path(o.out_chart);
+  check_writable(o.out_json, "--json");
+  check_writable(o.out_csv, "--csv");
+  check_writable(o.out_chart, "-o");
+
+  RunResult result;
+  bool measured = false;
+  if (o.dry_run) {
+    result = plan_only(req);
+  } else {
+#ifdef GEMMSCOPE_WITH_CUDA
+    std::string why;
+    std::unique_ptr<Engine> engine = cuda::make_engine(req.options, why);
+    if (engine) {
+      Progress progress(!o.quiet);
+      result = run(*engine, req, [&](size_t d, size_t t, const std::string& w) { progress(d, t, w); });
+      measured = true;
+    } else {
+      fmt::print(stderr, "gemmscope: no GPU measurement: {}. Printing the plan instead; measuring needs a CUDA GPU.\n", why);
+    }
+#else
+    fmt::print(stderr, "gemmscope: this build has no CUDA backend; printing the plan. Measuring needs a CUDA build and GPU.\n");
+#endif
+    if (!measured) result = plan_only(req);
+  }
+  std::cout << (measured ? render_text(result) : render_plan_text(result)) << std::flush;
+  if (!o.out_json.empty()) write_file_atomic(o.out_json, to_json(result).dump(2) + "\n");
+  if (!o.out_csv.empty() && measured) write_file_atomic(o.out_csv, render_csv(result));
+  if (!o.out_csv.empty() && !measured) fmt::print(stderr, "gemmscope: --csv skipped: nothing was measured\n");
+  if (!o.out_chart.empty()) {
+    if (!measured) {
+      fmt::print(stderr, "gemmscope: -o skipped: nothing was measured to chart\n");
+    } else {
+#ifdef GS_HAVE_SUBCOMMANDS
+      std::string json_path = o.out_json;
+      if (json_path.empty()) {
+        json_path = o.out_chart + ".json";
+        write_file_atomic(json_path, to_json(result).dump(2) + "\n");
+      }
+      int rc = cli::render_chart(json_path, o.out_chart, {});
+      if (rc != 0) fmt::print(stderr, "gemmscope: chart not written (results are in {})\n", json_path);
+#endif
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+#ifdef GS_HAVE_SUBCOMMANDS
+    if (argc > 1 && std::string(argv[1]) == "plot") return gs::cli::run_plot(argc - 1, argv + 1);
+    if (argc > 1 && std::string(argv[1]) == "compare") return gs::cli::run_compare(argc - 1, argv + 1);
+#endif
+    return run_main(argc, argv);
+  } catch (const gs::UsageError& e) {
+    fmt::print(stderr, "gemmscope: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "gemmscope: internal error: {}\n", e.what());
+    return 1;
+  }
+}

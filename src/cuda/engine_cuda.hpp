@@ -1,0 +1,13 @@
+// The CUDA implementation of gs::Engine (core/engine.hpp).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "core/engine.hpp"
+
+namespace gs::cuda {
+
+// A ready engine on options.device, or nullptr with `why` set (no driver, no device, bad index).
+std::unique_ptr<Engine> make_engine(const EngineOptions& options, std::string& why);
+
+}  // namespace gs::cuda

@@ -1,0 +1,77 @@
+#include "cuda/gemm_lt.hpp"
+
+#include "cuda/cuda_check.hpp"
+
+namespace gs::cuda {
+
+LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* ws, size_t ws_bytes)
+    : handle_(handle), p_(p), ws_(ws), ws_bytes_(ws_bytes) {
+  try {
+    GS_CUBLAS(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t ta = p.r.k_major ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t tb = p.l.k_major ? CUBLAS_OP_N : CUBLAS_OP_T;
+    layout_ = std::string(ta == CUBLAS_OP_T ? "T" : "N") + (tb == CUBLAS_OP_T ? "T" : "N");
+    GS_CUBLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    GS_CUBLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    const bool low_precision = p.l.type != CUDA_R_16BF || p.r.type != CUDA_R_16BF;
+    if (low_precision) {
+      const int8_t fast = p.fast_accum ? 1 : 0;
+      GS_CUBLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof fast));
+      GS_CUBLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &p.r.scale, sizeof p.r.scale));
+      GS_CUBLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &p.l.scale, sizeof p.l.scale));
+      if (p.r.scale_mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F)
+        GS_CUBLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &p.r.scale_mode, sizeof p.r.scale_mode));
+      if (p.l.scale_mode != CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F)
+        GS_CUBLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &p.l.scale_mode, sizeof p.l.scale_mode));
+    }
+    if (p.alpha_device) {
+      const cublasLtPointerMode_t pm = CUBLASLT_POINTER_MODE_DEVICE;
+      GS_CUBLAS(cublasLtMatmulDescSetAttribute(desc_, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm));
+    }
+    const uint64_t m = static_cast<uint64_t>(p.m), n = static_cast<uint64_t>(p.n), k = static_cast<uint64_t>(p.k);
+    // A = R: op(A) is n x k.   B = L: op(B) is k x m.   C/D: n x m, ld n.
+    if (p.r.k_major) GS_CUBLAS(cublasLtMatrixLayoutCreate(&a_, p.r.type, k, n, static_cast<int64_t>(k)));
+    else GS_CUBLAS(cublasLtMatrixLayoutCreate(&a_, p.r.type, n, k, static_cast<int64_t>(n)));
+    if (p.l.k_major) GS_CUBLAS(cublasLtMatrixLayoutCreate(&b_, p.l.type, k, m, static_cast<int64_t>(k)));
+    else GS_CUBLAS(cublasLtMatrixLayoutCreate(&b_, p.l.type, m, k, static_cast<int64_t>(m)));
+    GS_CUBLAS(cublasLtMatrixLayoutCreate(&c_, CUDA_R_16BF, n, m, static_cast<int64_t>(n)));
+
+    cublasLtMatmulPreference_t pref = nullptr;
+    GS_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+    cublasLtMatmulHeuristicResult_t heur[1]{};
+    int found = 0;
+    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                             &ws_bytes_, sizeof ws_bytes_);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_, b_, c_, c_, pref, 1, heur, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS) throw_cublas(st, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
+    if (found == 0 || heur[0].state != CUBLAS_STATUS_SUCCESS)
+      throw CublasError(CUBLAS_STATUS_NOT_SUPPORTED, "cuBLASLt heuristic found no algorithm");
+    algo_ = heur[0].algo;
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+LtMatmul::~LtMatmul() { release(); }
+
+void LtMatmul::release() {
+  if (c_) cublasLtMatrixLayoutDestroy(c_);
+  if (b_) cublasLtMatrixLayoutDestroy(b_);
+  if (a_) cublasLtMatrixLayoutDestroy(a_);
+  if (desc_) cublasLtMatmulDescDestroy(desc_);
+  c_ = b_ = a_ = nullptr;
+  desc_ = nullptr;
+}
+
+void LtMatmul::run(cudaStream_t s) {
+  const void* alpha = p_.alpha_device ? static_cast<const void*>(p_.alpha_device) : &alpha_;
+  // In device pointer mode beta must live on the device too: alpha_device points at {alpha, 0}.
+  const void* beta = p_.alpha_device ? static_cast<const void*>(p_.alpha_device + 1) : &beta_;
+  GS_CUBLAS(cublasLtMatmul(handle_, desc_, alpha, p_.r.data, a_, p_.l.data, b_, beta, p_.c, c_, p_.c, c_, &algo_, ws_,
+                           ws_bytes_, s));
+}
+
+}  // namespace gs::cuda

@@ -1,0 +1,64 @@
+// One cuBLASLt matmul, described in the plan's terms: C[m,n] = L[m,k] . R[k,n], row-major BF16
+// output, operands stored either K-contiguous ("k_major") or not. All low-precision operands are
+// K-contiguous (Hopper FP8 is TN-only), BF16 operands may be either.
+//
+// Row-major C[m,n] is column-major C^T[n,m] = R^T . L^T, so cuBLASLt's A is R and B is L:
+//   R k-major ([n,k] row-major = col-major k x n, ld k)  -> transa = T
+//   R not     ([k,n] row-major = col-major n x k, ld n)  -> transa = N
+//   L k-major ([m,k] row-major = col-major k x m, ld k)  -> transb = N
+//   L not     ([k,m] row-major = col-major m x k, ld m)  -> transb = T
+// Scale modes follow cuBLASLt's operands: R's scales go to A, L's to B.
+#pragma once
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+namespace gs::cuda {
+
+struct LtOperand {
+  const void* data = nullptr;
+  cudaDataType_t type = CUDA_R_16BF;
+  bool k_major = true;
+  // Scaling: none for BF16; otherwise a device pointer and the cuBLASLt scale mode.
+  const void* scale = nullptr;
+  cublasLtMatmulMatrixScale_t scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+};
+
+struct LtProblem {
+  int64_t m = 0, n = 0, k = 0;
+  LtOperand l, r;
+  void* c = nullptr;        // BF16 [m,n] row-major
+  bool fast_accum = false;  // FP8 per-tensor only
+  // Device {alpha, beta=0} pair (NVFP4 folds its tensor scales into alpha); null: alpha 1, beta 0 on the host.
+  const float* alpha_device = nullptr;
+};
+
+// Owns the descriptors and the chosen algorithm. Construction throws CublasError
+// (NOT_SUPPORTED when cuBLASLt has no kernel: an N/A cell, not a crash).
+class LtMatmul {
+ public:
+  LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* workspace, size_t workspace_bytes);
+  ~LtMatmul();
+  LtMatmul(const LtMatmul&) = delete;
+  LtMatmul& operator=(const LtMatmul&) = delete;
+  void run(cudaStream_t s);
+  const std::string& layout() const { return layout_; }  // e.g. "TN"
+
+ private:
+  void release();
+  cublasLtHandle_t handle_;
+  LtProblem p_;
+  cublasLtMatmulDesc_t desc_ = nullptr;
+  cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
+  cublasLtMatmulAlgo_t algo_{};
+  void* ws_;
+  size_t ws_bytes_;
+  float alpha_ = 1.f, beta_ = 0.f;
+  std::string layout_;
+};
+
+constexpr size_t kWorkspaceBytes = 32u << 20;  // 32 MiB, as recommended for sm_90 / sm_100
+
+}  // namespace gs::cuda

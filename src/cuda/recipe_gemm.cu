@@ -1,0 +1,189 @@
+#include <stdexcept>
+
+#include "cuda/quantize.cuh"
+#include "cuda/recipe_gemm.hpp"
+
+namespace gs::cuda {
+
+cudaDataType_t cuda_type(ElemFormat f) {
+  switch (f) {
+    case ElemFormat::BF16: return CUDA_R_16BF;
+    case ElemFormat::E4M3: return CUDA_R_8F_E4M3;
+    case ElemFormat::E5M2: return CUDA_R_8F_E5M2;
+    case ElemFormat::E2M1: return CUDA_R_4F_E2M1;
+  }
+  return CUDA_R_16BF;
+}
+
+GemmSources GemmSources::allocate(const Gemm& g) {
+  GemmSources s;
+  s.m = g.m; s.k = g.k; s.n = g.n;
+  s.l_k_major = g.a.k_major;
+  s.r_k_major = g.b.k_major;
+  const size_t e = sizeof(__nv_bfloat16);
+  s.l = DeviceBuffer(static_cast<size_t>(g.m) * static_cast<size_t>(g.k) * e);
+  s.r = DeviceBuffer(static_cast<size_t>(g.k) * static_cast<size_t>(g.n) * e);
+  s.c = DeviceBuffer(static_cast<size_t>(g.m) * static_cast<size_t>(g.n) * e);
+  return s;
+}
+
+namespace {
+
+Fp8Kind fp8_kind(ElemFormat f) {
+  if (f == ElemFormat::E4M3) return Fp8Kind::E4M3;
+  if (f == ElemFormat::E5M2) return Fp8Kind::E5M2;
+  throw std::invalid_argument("not an FP8 format");
+}
+
+int to_int(int64_t v) {
+  if (v > 0x7fffffff) throw std::invalid_argument("dimension exceeds int32");
+  return static_cast<int>(v);
+}
+
+}  // namespace
+
+QuantizedOperand::QuantizedOperand(const OperandRecipe& recipe, const __nv_bfloat16* src, int64_t outer, int64_t k,
+                                   bool src_k_major, const RecipeOptions& opts)
+    : recipe_(recipe), src_(src), outer_(outer), k_(k), transpose_(!src_k_major) {
+  const size_t elems = static_cast<size_t>(outer) * static_cast<size_t>(k);
+  switch (recipe.scaling) {
+    case Scaling::TensorCurrent:
+      q_ = DeviceBuffer(elems);
+      scale_ = DeviceBuffer(sizeof(float));
+      amax_ = DeviceBuffer(sizeof(float));
+      ws_ = DeviceBuffer(amax_workspace_bytes(elems));
+      break;
+    case Scaling::TensorDelayed: {
+      q_ = DeviceBuffer(elems);
+      scale_ = DeviceBuffer(sizeof(float));
+      history_len_ = opts.amax_history_len;
+      history_ = DeviceBuffer(sizeof(float) * static_cast<size_t>(history_len_));
+      pos_ = DeviceBuffer(sizeof(int));
+      delayed_scale_ = DeviceBuffer(sizeof(float));
+      GS_CUDA(cudaMemset(history_.get(), 0, history_.bytes()));
+      GS_CUDA(cudaMemset(pos_.get(), 0, sizeof(int)));
+      const float one = 1.f;  // TE starts from scale 1 and an empty history
+      GS_CUDA(cudaMemcpy(delayed_scale_.get(), &one, sizeof one, cudaMemcpyHostToDevice));
+      break;
+    }
+    case Scaling::Block1x128:
+      q_ = DeviceBuffer(elems);
+      scale_ = DeviceBuffer(sizeof(float) * static_cast<size_t>(block_scale_count_1x128(to_int(outer), to_int(k))));
+      break;
+    case Scaling::Block128x128:
+      q_ = DeviceBuffer(elems);
+      scale_ = DeviceBuffer(sizeof(float) * static_cast<size_t>(block_scale_count_128x128(to_int(outer), to_int(k))));
+      GS_CUDA(cudaMemset(scale_.get(), 0, scale_.bytes()));  // padding columns stay defined
+      break;
+    case Scaling::None:
+      break;
+    case Scaling::Mx32:
+    case Scaling::Nv16:
+    case Scaling::Nv16x16:
+      throw std::runtime_error("MXFP8/NVFP4 GEMMs are not wired into the engine yet");
+  }
+}
+
+void QuantizedOperand::quantize(cudaStream_t s) {
+  // The source is [rows, cols]: [outer, K] when K-major, else [K, outer] (transposed on the way).
+  const int rows = to_int(transpose_ ? k_ : outer_);
+  const int cols = to_int(transpose_ ? outer_ : k_);
+  auto* q = q_.get<uint8_t>();
+  auto* sc = scale_.get<float>();
+  switch (recipe_.scaling) {
+    case Scaling::TensorCurrent:
+      amax_bf16(src_, static_cast<size_t>(rows) * static_cast<size_t>(cols), amax_.get<float>(), ws_.get(), s);
+      cast_fp8_current(src_, rows, cols, transpose_, fp8_kind(recipe_.format), amax_.get<float>(), q, sc, s);
+      break;
+    case Scaling::TensorDelayed:
+      cast_fp8_delayed(src_, rows, cols, transpose_, fp8_kind(recipe_.format), delayed_scale_.get<float>(), q, sc,
+                       history_.get<float>(), pos_.get<int>(), s);
+      break;
+    case Scaling::Block1x128:
+      quantize_block_1x128(src_, rows, cols, transpose_, fp8_kind(recipe_.format), q, sc, s);
+      break;
+    case Scaling::Block128x128:
+      quantize_block_128x128(src_, rows, cols, transpose_, fp8_kind(recipe_.format), q, sc, s);
+      break;
+    default:
+      break;
+  }
+}
+
+void QuantizedOperand::after_gemm(cudaStream_t s) {
+  if (recipe_.scaling == Scaling::TensorDelayed)
+    delayed_scale_update(history_.get<float>(), history_len_, pos_.get<int>(), fp8_kind(recipe_.format),
+                         delayed_scale_.get<float>(), s);
+}
+
+LtOperand QuantizedOperand::lt() const {
+  LtOperand o;
+  o.data = q_.get();
+  o.type = cuda_type(recipe_.format);
+  o.k_major = true;
+  o.scale = scale_.get();
+  switch (recipe_.scaling) {
+    case Scaling::Block1x128: o.scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F; break;
+    case Scaling::Block128x128: o.scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F; break;
+    case Scaling::Mx32: o.scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0; break;
+    case Scaling::Nv16:
+    case Scaling::Nv16x16: o.scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3; break;
+    default: o.scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F; break;
+  }
+  return o;
+}
+
+std::vector<uint8_t> QuantizedOperand::data_host() const {
+  std::vector<uint8_t> h(q_.bytes());
+  GS_CUDA(cudaMemcpy(h.data(), q_.get(), h.size(), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+std::vector<float> QuantizedOperand::scales_host() const {
+  std::vector<float> h(scale_.bytes() / sizeof(float));
+  GS_CUDA(cudaMemcpy(h.data(), scale_.get(), h.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  return h;
+}
+
+RecipeGemm::RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, GemmSources& src, void* workspace,
+                       const RecipeOptions& opts)
+    : recipe_(r) {
+  LtProblem p;
+  p.m = g.m; p.n = g.n; p.k = g.k;
+  p.c = src.c.get();
+  p.fast_accum = r.fast_accum;
+  if (r.precision == Precision::BF16) {
+    p.l = {src.l.get(), CUDA_R_16BF, src.l_k_major, nullptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
+    p.r = {src.r.get(), CUDA_R_16BF, src.r_k_major, nullptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
+  } else {
+    l_ = std::make_unique<QuantizedOperand>(r.a, src.l.get<__nv_bfloat16>(), g.m, g.k, src.l_k_major, opts);
+    r_ = std::make_unique<QuantizedOperand>(r.b, src.r.get<__nv_bfloat16>(), g.n, g.k, src.r_k_major, opts);
+    p.l = l_->lt();
+    p.r = r_->lt();
+  }
+  mm_ = std::make_unique<LtMatmul>(handle, p, workspace, kWorkspaceBytes);
+}
+
+void RecipeGemm::autocast_step(cudaStream_t s) {
+  if (l_) l_->quantize(s);
+  if (r_) r_->quantize(s);
+  mm_->run(s);
+  if (l_) l_->after_gemm(s);
+  if (r_) r_->after_gemm(s);
+}
+
+void RecipeGemm::gemm_only(cudaStream_t s) { mm_->run(s); }
+
+void RecipeGemm::prequantize(cudaStream_t s) {
+  // Delayed scaling needs history: three rounds make the scale that of this data's amax.
+  const int rounds = recipe_.a.scaling == Scaling::TensorDelayed ? 3 : 1;
+  for (int i = 0; i < rounds; ++i) {
+    if (l_) { l_->quantize(s); l_->after_gemm(s); }
+    if (r_) { r_->quantize(s); r_->after_gemm(s); }
+  }
+  if (l_) l_->quantize(s);
+  if (r_) r_->quantize(s);
+  GS_CUDA(cudaStreamSynchronize(s));
+}
+
+}  // namespace gs::cuda
