@@ -1,0 +1,308 @@
+// quant_bandwidth: bandwidth of the BF16 -> FP8 quantization kernels against the device's own
+// device-to-device cudaMemcpy bandwidth.
+//
+//   build/quant_bandwidth [--json FILE] [--iters N] [--warmup N]
+//
+// Bytes moved = BF16 bytes read + FP8 bytes written + scale bytes (amax: its read only); the
+// copy counts read + write bytes too. Each measurement is the median of N event-timed calls
+// after warm-up. A kernel passes at >= 85% of the copy bandwidth. The exit code is 0 whatever
+// the ratios (it is a report); it is non-zero only on a CUDA error or bad arguments.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/quantize.cuh"
+
+namespace {
+
+using gs::cuda::Fp8Kind;
+constexpr double kTarget = 0.85;
+
+// Non-zero pseudo-random BF16 data with a few octaves of dynamic range (never zeros: they can
+// run faster than real data).
+__global__ void fill_bf16(__nv_bfloat16* x, size_t n, uint32_t seed) {
+  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 0x9E3779B1u ^ seed ^ uint32_t(i >> 32) * 0x85EBCA77u;
+    h ^= h >> 15;
+    h *= 0x2C1B3C6Du;
+    h ^= h >> 12;
+    h *= 0x297A2D39u;
+    h ^= h >> 15;
+    const float u = (float(h & 0xffffffu) + 0.5f) * (1.f / 16777216.f);  // (0, 1)
+    const float sign = (h >> 31) ? -1.f : 1.f;
+    const float mag = ldexpf(0.25f + u, int((h >> 24) & 7u) - 4);
+    x[i] = __float2bfloat16(sign * mag);
+  }
+}
+
+struct Timer {
+  cudaEvent_t a, b;
+  Timer() {
+    GS_CUDA(cudaEventCreate(&a));
+    GS_CUDA(cudaEventCreate(&b));
+  }
+  ~Timer() {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+  // Median and minimum milliseconds of `iters` event-timed calls after `warmup` calls.
+  std::pair<double, double> run(const std::function<void()>& fn, cudaStream_t s, int warmup,
+                                int iters) {
+    for (int i = 0; i < warmup; ++i) fn();
+    GS_CUDA(cudaStreamSynchronize(s));
+    std::vector<double> ms(iters);
+    for (int i = 0; i < iters; ++i) {
+      GS_CUDA(cudaEventRecord(a, s));
+      fn();
+      GS_CUDA(cudaEventRecord(b, s));
+      GS_CUDA(cudaEventSynchronize(b));
+      float t = 0.f;
+      GS_CUDA(cudaEventElapsedTime(&t, a, b));
+      ms[i] = t;
+    }
+    std::sort(ms.begin(), ms.end());
+    const double med = iters % 2 ? ms[iters / 2] : 0.5 * (ms[iters / 2 - 1] + ms[iters / 2]);
+    return {med, ms.front()};
+  }
+};
+
+struct Row {
+  std::string kernel;
+  int rows = 0, cols = 0;
+  double bytes = 0, ms = 0, min_ms = 0, gbps = 0, ratio = 0;
+  bool counted = true;  // part of the "N of M" summary
+};
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o;
+}
+
+int usage(const char* argv0, int rc) {
+  std::fprintf(rc ? stderr : stdout,
+               "usage: %s [--json FILE] [--iters N] [--warmup N]\n"
+               "Measures D2D cudaMemcpy bandwidth, then every FP8 quantization kernel on the\n"
+               "transformer shapes, and reports GB/s and the ratio to the copy bandwidth.\n",
+               argv0);
+  return rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::string json_path;
+  int iters = 50, warmup = 5;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--json" && i + 1 < argc) {
+      json_path = argv[++i];
+    } else if (a == "--iters" && i + 1 < argc) {
+      iters = std::max(1, std::atoi(argv[++i]));
+    } else if (a == "--warmup" && i + 1 < argc) {
+      warmup = std::max(0, std::atoi(argv[++i]));
+    } else if (a == "-h" || a == "--help") {
+      return usage(argv[0], 0);
+    } else {
+      return usage(argv[0], 2);
+    }
+  }
+
+  int dev = 0;
+  GS_CUDA(cudaGetDevice(&dev));
+  cudaDeviceProp prop{};
+  GS_CUDA(cudaGetDeviceProperties(&prop, dev));
+  std::printf("device: %s (sm_%d%d, %d SMs, L2 %d MiB)\n", prop.name, prop.major, prop.minor,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  cudaStream_t s;
+  GS_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  Timer timer;
+
+  // ---- copy bandwidth: 1 GiB device-to-device, read + write bytes ----
+  double copy_gbps = 0, copy_ms = 0;
+  const size_t copy_bytes = size_t(1) << 30;
+  {
+    void *src = nullptr, *dst = nullptr;
+    GS_CUDA(cudaMalloc(&src, copy_bytes));
+    GS_CUDA(cudaMalloc(&dst, copy_bytes));
+    GS_CUDA(cudaMemsetAsync(src, 0x3c, copy_bytes, s));
+    auto r = timer.run(
+        [&] { GS_CUDA(cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, s)); }, s,
+        3, std::max(10, iters / 2));
+    copy_ms = r.first;
+    copy_gbps = 2.0 * double(copy_bytes) / (copy_ms * 1e-3) / 1e9;
+    GS_CUDA(cudaFree(src));
+    GS_CUDA(cudaFree(dst));
+  }
+  std::printf("D2D cudaMemcpy: %zu MiB, %.3f ms, %.1f GB/s (read+write); target %.0f%% = %.1f GB/s\n\n",
+              copy_bytes >> 20, copy_ms, copy_gbps, kTarget * 100, kTarget * copy_gbps);
+
+  struct Shape {
+    int rows, cols;
+  };
+  const Shape shapes[] = {{15872, 4096}, {15872, 16384}, {4096, 12288}, {16384, 4096}, {8192, 8192}};
+  std::vector<Row> rows_out;
+
+  std::printf("%-30s %13s %10s %10s %9s %7s  %s\n", "kernel", "shape", "MB moved", "median us",
+              "GB/s", "ratio", "vs 0.85");
+  for (const Shape sh : shapes) {
+    const size_t n = size_t(sh.rows) * sh.cols;
+    __nv_bfloat16* x = nullptr;
+    uint8_t* q = nullptr;
+    float *sc = nullptr, *amax = nullptr, *hist = nullptr, *scale = nullptr;
+    int* pos = nullptr;
+    void* ws = nullptr;
+    const size_t nscale = size_t(std::max(
+        {gs::cuda::block_scale_count_1x128(sh.rows, sh.cols),
+         gs::cuda::block_scale_count_1x128(sh.cols, sh.rows),
+         gs::cuda::block_scale_count_128x128(sh.rows, sh.cols),
+         gs::cuda::block_scale_count_128x128(sh.cols, sh.rows), 1}));
+    GS_CUDA(cudaMalloc(&x, n * 2));
+    GS_CUDA(cudaMalloc(&q, n));
+    GS_CUDA(cudaMalloc(&sc, nscale * 4));
+    GS_CUDA(cudaMalloc(&amax, 4));
+    GS_CUDA(cudaMalloc(&hist, 1024 * 4));
+    GS_CUDA(cudaMalloc(&scale, 4));
+    GS_CUDA(cudaMalloc(&pos, 4));
+    GS_CUDA(cudaMalloc(&ws, gs::cuda::amax_workspace_bytes(n)));
+    fill_bf16<<<prop.multiProcessorCount * 8, 256, 0, s>>>(x, n, 0x1234u + uint32_t(sh.cols));
+    GS_CUDA_LAUNCH();
+    GS_CUDA(cudaMemsetAsync(hist, 0, 1024 * 4, s));
+    GS_CUDA(cudaMemsetAsync(pos, 0, 4, s));
+    const float one = 1.f;
+    GS_CUDA(cudaMemcpyAsync(scale, &one, 4, cudaMemcpyHostToDevice, s));
+    gs::cuda::amax_bf16(x, n, amax, ws, s);  // the current-scaling casts read it
+    GS_CUDA(cudaStreamSynchronize(s));
+
+    const std::string shape = std::to_string(sh.rows) + "x" + std::to_string(sh.cols);
+    auto measure = [&](const std::string& name, double bytes, const std::function<void()>& fn,
+                       bool counted = true) {
+      auto r = timer.run(fn, s, warmup, iters);
+      Row row;
+      row.kernel = name;
+      row.rows = sh.rows;
+      row.cols = sh.cols;
+      row.bytes = bytes;
+      row.ms = r.first;
+      row.min_ms = r.second;
+      row.gbps = bytes / (r.first * 1e-3) / 1e9;
+      row.ratio = row.gbps / copy_gbps;
+      row.counted = counted;
+      if (counted)
+        std::printf("%-30s %13s %10.1f %10.1f %9.1f %7.3f  %s\n", name.c_str(), shape.c_str(),
+                    bytes / 1e6, r.first * 1e3, row.gbps, row.ratio,
+                    row.ratio >= kTarget ? "PASS" : "FAIL");
+      else
+        std::printf("%-30s %13s %10s %10.1f %9s %7s  %s\n", name.c_str(), shape.c_str(), "-",
+                    r.first * 1e3, "-", "-", "(latency, not counted)");
+      std::fflush(stdout);
+      rows_out.push_back(row);
+    };
+
+    const double nd = double(n);
+    measure("amax_bf16", 2 * nd, [&] { gs::cuda::amax_bf16(x, n, amax, ws, s); });
+    for (Fp8Kind k : {Fp8Kind::E4M3, Fp8Kind::E5M2}) {
+      const std::string kn = k == Fp8Kind::E4M3 ? "E4M3" : "E5M2";
+      for (bool t : {false, true}) {
+        const std::string v = std::string(t ? " T " : " N ") + kn;
+        measure("cast_fp8_current" + v, 3 * nd + 8, [&] {
+          gs::cuda::cast_fp8_current(x, sh.rows, sh.cols, t, k, amax, q, sc, s);
+        });
+        measure("cast_fp8_delayed" + v, 3 * nd + 12, [&] {
+          gs::cuda::cast_fp8_delayed(x, sh.rows, sh.cols, t, k, scale, q, sc, hist, pos, s);
+        });
+        const int outer = t ? sh.cols : sh.rows, K = t ? sh.rows : sh.cols;
+        measure("quantize_block_1x128" + v,
+                3 * nd + 4.0 * gs::cuda::block_scale_count_1x128(outer, K), [&] {
+                  gs::cuda::quantize_block_1x128(x, sh.rows, sh.cols, t, k, q, sc, s);
+                });
+        measure("quantize_block_128x128" + v,
+                3 * nd + 4.0 * ((outer + 127) / 128) * ((K + 127) / 128), [&] {
+                  gs::cuda::quantize_block_128x128(x, sh.rows, sh.cols, t, k, q, sc, s);
+                });
+      }
+    }
+    measure("delayed_scale_update (1024)", 0,
+            [&] { gs::cuda::delayed_scale_update(hist, 1024, pos, Fp8Kind::E4M3, scale, s); },
+            false);
+    GS_CUDA(cudaStreamSynchronize(s));
+    GS_CUDA(cudaFree(x));
+    GS_CUDA(cudaFree(q));
+    GS_CUDA(cudaFree(sc));
+    GS_CUDA(cudaFree(amax));
+    GS_CUDA(cudaFree(hist));
+    GS_CUDA(cudaFree(scale));
+    GS_CUDA(cudaFree(pos));
+    GS_CUDA(cudaFree(ws));
+  }
+
+  int total = 0, passed = 0;
+  double worst = 1e9;
+  std::string worst_name;
+  for (const Row& r : rows_out)
+    if (r.counted) {
+      ++total;
+      if (r.ratio >= kTarget) ++passed;
+      if (r.ratio < worst) {
+        worst = r.ratio;
+        worst_name = r.kernel + " " + std::to_string(r.rows) + "x" + std::to_string(r.cols);
+      }
+    }
+  std::printf("\ncopy bandwidth %.1f GB/s; worst ratio %.3f (%s)\n", copy_gbps, worst,
+              worst_name.c_str());
+  std::printf("%d of %d kernels >= 85%% of copy bandwidth\n", passed, total);
+
+  if (!json_path.empty()) {
+    FILE* f = std::fopen(json_path.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "cannot write %s\n", json_path.c_str());
+      return 1;
+    }
+    std::fprintf(f, "{\n  \"schema\": \"gemmscope.quant_bandwidth/1\",\n");
+    std::fprintf(f,
+                 "  \"device\": {\"name\": \"%s\", \"compute_capability\": \"%d.%d\", "
+                 "\"sm_count\": %d},\n",
+                 json_escape(prop.name).c_str(), prop.major, prop.minor, prop.multiProcessorCount);
+    std::fprintf(f,
+                 "  \"timing\": {\"method\": \"cuda-events\", \"statistic\": \"median\", "
+                 "\"warmup\": %d, \"iters\": %d},\n",
+                 warmup, iters);
+    std::fprintf(f,
+                 "  \"copy\": {\"bytes_moved\": %.0f, \"median_ms\": %.6f, \"gbps\": %.3f},\n",
+                 2.0 * double(copy_bytes), copy_ms, copy_gbps);
+    std::fprintf(f, "  \"target_ratio\": %.2f,\n  \"results\": [\n", kTarget);
+    for (size_t i = 0; i < rows_out.size(); ++i) {
+      const Row& r = rows_out[i];
+      std::fprintf(f,
+                   "    {\"kernel\": \"%s\", \"rows\": %d, \"cols\": %d, \"bytes_moved\": %.0f, "
+                   "\"median_ms\": %.6f, \"min_ms\": %.6f, \"gbps\": %.3f, \"ratio\": %.4f, "
+                   "\"counted\": %s, \"pass\": %s}%s\n",
+                   json_escape(r.kernel).c_str(), r.rows, r.cols, r.bytes, r.ms, r.min_ms,
+                   r.gbps, r.ratio, r.counted ? "true" : "false",
+                   r.counted && r.ratio >= kTarget ? "true" : "false",
+                   i + 1 < rows_out.size() ? "," : "");
+    }
+    std::fprintf(f, "  ],\n  \"summary\": {\"passed\": %d, \"total\": %d}\n}\n", passed, total);
+    std::fclose(f);
+    std::printf("wrote %s\n", json_path.c_str());
+  }
+  GS_CUDA(cudaStreamDestroy(s));
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "quant_bandwidth: %s\n", e.what());
+  return 1;
+}

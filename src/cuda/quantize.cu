@@ -1,0 +1,682 @@
+// BF16 -> FP8 quantization kernels (per-tensor current / delayed scaling, 1x128 and 128x128
+// block scaling), each in one pass over the input, with 16-byte global accesses.
+// Design notes and measured numbers: docs/quantization.md.
+#include "cuda/quantize.cuh"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/quant_common.cuh"
+
+namespace gs::cuda {
+namespace {
+
+using namespace qc;
+
+constexpr int kThreads = 256;       // all streaming / tiled kernels
+constexpr int kAmaxThreads = 512;   // amax partial kernel
+constexpr int kAmaxMaxBlocks = 2048;
+constexpr int kFinalThreads = 1024;  // amax final / delayed update
+
+// ---------------------------------------------------------------------------------------------
+// Scale sources for the per-tensor casts.
+//   current: *src is the tensor's amax, scale = fmax/amax (fallback 1).
+//   delayed: *src is the scale itself.
+template <Fp8Kind K, bool kDelayed>
+__device__ __forceinline__ float per_tensor_scale(const float* src) {
+  const float v = *src;
+  if constexpr (kDelayed) {
+    return v;
+  } else {
+    return scale_from_amax(v, Fp8Info<K>::kMax, 1.f);
+  }
+}
+
+// Delayed scaling: one atomicMax per block on the FP32 bits (amax >= 0) into history[*pos].
+__device__ __forceinline__ void record_amax(uint32_t packed, float* history, const int* pos,
+                                            uint32_t* red) {
+  const uint32_t m = block_max_u32<kThreads>(fold_to_f32bits(packed), red);
+  if (threadIdx.x == 0) atomicMax(reinterpret_cast<unsigned int*>(history + *pos), m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// amax: partial max per block -> workspace, then one block reduces the partials. Nothing
+// accumulates across calls, so no zeroing is needed; the final kernel is launched with
+// programmatic dependent launch so its launch overlaps the partial kernel.
+__global__ void __launch_bounds__(kAmaxThreads)
+    amax_partial_kernel(const __nv_bfloat16* x, size_t n, uint32_t* partial) {
+  pdl_launch_dependents();  // the final kernel waits (griddepcontrol.wait) for our completion
+  __shared__ uint32_t red[kAmaxThreads / 32];
+  const uint16_t* xs = reinterpret_cast<const uint16_t*>(x);
+  // Head (until 16-byte alignment) and tail elements are done by block 0 one per thread.
+  const size_t mis = (reinterpret_cast<uintptr_t>(x) & 15u) / 2u;
+  const size_t head = mis ? std::min<size_t>(n, 8u - mis) : 0u;
+  const uint4* xv = reinterpret_cast<const uint4*>(xs + head);
+  const size_t nv = (n - head) / 8u;
+  const size_t tail0 = head + nv * 8u;
+
+  uint32_t acc = 0;
+  const size_t nthr = size_t(gridDim.x) * kAmaxThreads;
+  size_t i = size_t(blockIdx.x) * kAmaxThreads + threadIdx.x;
+  for (; i + 3 * nthr < nv; i += 4 * nthr) {
+    const uint4 a = ldg16(xv + i), b = ldg16(xv + i + nthr), c = ldg16(xv + i + 2 * nthr),
+                d = ldg16(xv + i + 3 * nthr);
+    acc = absmax_acc(acc, a);
+    acc = absmax_acc(acc, b);
+    acc = absmax_acc(acc, c);
+    acc = absmax_acc(acc, d);
+  }
+  for (; i < nv; i += nthr) acc = absmax_acc(acc, ldg16(xv + i));
+  if (blockIdx.x == 0) {
+    if (threadIdx.x < head) acc = max_u16x2(acc, xs[threadIdx.x] & 0x7fffu);
+    if (tail0 + threadIdx.x < n) acc = max_u16x2(acc, xs[tail0 + threadIdx.x] & 0x7fffu);
+  }
+  const uint32_t m = block_max_u32<kAmaxThreads>(fold_to_f32bits(acc), red);
+  if (threadIdx.x == 0) partial[blockIdx.x] = m;
+}
+
+__global__ void __launch_bounds__(kFinalThreads)
+    amax_final_kernel(const uint32_t* partial, int np, float* amax) {
+  pdl_wait();
+  __shared__ uint32_t red[kFinalThreads / 32];
+  uint32_t m = 0;
+  for (int i = threadIdx.x; i < np; i += kFinalThreads) m = max(m, partial[i]);
+  m = block_max_u32<kFinalThreads>(m, red);
+  if (threadIdx.x == 0) *amax = __uint_as_float(m);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-tensor cast, not transposed: a flat stream over rows*cols elements (the output has the
+// source's layout). A warp handles spans of 64 chunks (64 x 8 elements): lane l loads chunks l
+// and 32+l (two fully coalesced 512-byte loads), converts both to 8 FP8 bytes each, and one
+// shuffle pairs the halves so that every lane writes 16 contiguous FP8 bytes (even lanes the
+// first 256 bytes of the span, odd lanes the second).
+template <Fp8Kind K>
+__device__ __forceinline__ void cast_span(uint8_t* qs, int lane, float s, uint4 a, uint4 b) {
+  const uint2 qa = quant8<K>(a, s), qb = quant8<K>(b, s);
+  const bool odd = lane & 1;
+  const uint2 send = odd ? qa : qb;
+  uint2 recv;
+  recv.x = __shfl_xor_sync(kFullMask, send.x, 1);
+  recv.y = __shfl_xor_sync(kFullMask, send.y, 1);
+  const uint4 out = odd ? make_uint4(recv.x, recv.y, qb.x, qb.y)
+                        : make_uint4(qa.x, qa.y, recv.x, recv.y);
+  const int chunk = odd ? 31 + lane : lane;  // even: chunks l,l+1; odd: chunks 32+l-1, 32+l
+  stg16(qs + chunk * 8, out);
+}
+
+template <Fp8Kind K, bool kDelayed>
+__global__ void __launch_bounds__(kThreads)
+    cast_rowwise_kernel(const uint4* x, size_t nchunks, const float* src, uint8_t* q,
+                        float* scale_inv, float* history, const int* pos) {
+  __shared__ uint32_t red[kThreads / 32];
+  const float s = per_tensor_scale<K, kDelayed>(src);
+  if (blockIdx.x == 0 && threadIdx.x == 0) *scale_inv = 1.f / s;
+  const int lane = threadIdx.x & 31;
+  const size_t gw = (size_t(blockIdx.x) * kThreads + threadIdx.x) >> 5;
+  const size_t nw = (size_t(gridDim.x) * kThreads) >> 5;
+  const size_t nspan = nchunks / 64;
+  uint32_t acc = 0;
+  size_t sp = gw;
+  for (; sp + nw < nspan; sp += 2 * nw) {  // two spans per iteration: 4 loads in flight
+    const uint4* p0 = x + sp * 64 + lane;
+    const uint4* p1 = x + (sp + nw) * 64 + lane;
+    const uint4 a0 = ldg16(p0), b0 = ldg16(p0 + 32), a1 = ldg16(p1), b1 = ldg16(p1 + 32);
+    if constexpr (kDelayed) {
+      acc = absmax_acc(acc, a0);
+      acc = absmax_acc(acc, b0);
+      acc = absmax_acc(acc, a1);
+      acc = absmax_acc(acc, b1);
+    }
+    cast_span<K>(q + sp * 512, lane, s, a0, b0);
+    cast_span<K>(q + (sp + nw) * 512, lane, s, a1, b1);
+  }
+  if (sp < nspan) {
+    const uint4* p0 = x + sp * 64 + lane;
+    const uint4 a0 = ldg16(p0), b0 = ldg16(p0 + 32);
+    if constexpr (kDelayed) {
+      acc = absmax_acc(acc, a0);
+      acc = absmax_acc(acc, b0);
+    }
+    cast_span<K>(q + sp * 512, lane, s, a0, b0);
+  }
+  // Tail: fewer than 64 chunks, one chunk per thread, 8-byte stores.
+  const size_t gt = size_t(blockIdx.x) * kThreads + threadIdx.x;
+  const size_t nt = size_t(gridDim.x) * kThreads;
+  for (size_t c = nspan * 64 + gt; c < nchunks; c += nt) {
+    const uint4 v = ldg16(x + c);
+    if constexpr (kDelayed) acc = absmax_acc(acc, v);
+    stg8(q + c * 8, quant8<K>(v, s));
+  }
+  if constexpr (kDelayed) record_amax(acc, history, pos, red);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Transposed casts: tiles of 128 source rows x 64 source columns (the 128x128 variant does two
+// 64-column halves), 256 threads.
+//
+// Phase 1: thread (cc = lane&7, g = warp*4 + lane>>3) loads rows r0+4g..r0+4g+3 of the 8
+//   columns c0+8cc..+7 (four 16-byte loads; a warp instruction reads 4 full 128-byte rows).
+//   Per column it packs the 4 FP8 bytes of its 4 rows into one word and stores it into the
+//   shared tile, which holds the transposed FP8 tile: 64 rows (source columns) x 128 bytes
+//   (source rows), i.e. 8 16-byte slots per row. Slot s of row c lives at physical slot
+//   s ^ ((c >> 3) & 7) (XOR swizzle): the 32 word stores of a warp hit 32 different banks.
+// Phase 2: each thread reads whole 16-byte slots (8 consecutive threads = one 128-byte row,
+//   a permutation of its slots: conflict-free) and writes them to global memory: 8 threads
+//   write one 128-byte output row segment.
+// The next tile's loads are issued right after phase 1, so they overlap phase 2.
+constexpr int kTR = 128;  // tile rows (source)
+constexpr int kTC = 64;   // tile cols (source) per half
+
+struct TileCoord {
+  int r0, c0;
+};
+
+__device__ __forceinline__ TileCoord tile_coord(int t, int tiles_c, int tc_width) {
+  const int tr = t / tiles_c;
+  return {tr * kTR, (t - tr * tiles_c) * tc_width};
+}
+
+// Loads the 4 chunks of this thread for a 128 x 64 half-tile at (r0, c0). Out-of-range
+// chunks (rows >= rows or columns >= cols) read as zero.
+__device__ __forceinline__ void load_tile_chunks(const __nv_bfloat16* x, int rows, int cols,
+                                                 int r0, int c0, int cc, int g, uint4 (&v)[4]) {
+  const int col = c0 + cc * 8;
+  const bool col_ok = col < cols;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int r = r0 + 4 * g + i;
+    v[i] = (col_ok && r < rows) ? ldg16(x + size_t(r) * cols + col) : make_uint4(0, 0, 0, 0);
+  }
+}
+
+// Converts the thread's 4x8 chunk with per-column scales sc[0..7] (or one scale) and stores
+// the 8 packed column words into the swizzled transposed tile. `cbase` = tile row of column 0
+// of this thread (multiple of 8), g = 4-row group.
+template <Fp8Kind K, bool kPerCol>
+__device__ __forceinline__ void stage_transposed(uint32_t* tile_words, const uint4 (&v)[4],
+                                                 const float* sc, int cbase, int g) {
+  const int swz = (cbase >> 3) & 7;
+  const int word = (((g >> 2) ^ swz) << 2) + (g & 3);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const float slo = kPerCol ? sc[2 * k] : sc[0];
+    const float shi = kPerCol ? sc[2 * k + 1] : sc[0];
+    const uint32_t w0 = (&v[0].x)[k], w1 = (&v[1].x)[k], w2 = (&v[2].x)[k], w3 = (&v[3].x)[k];
+    const uint32_t lo = cvt_fp8x2<K>(bf16_lo(w0) * slo, bf16_lo(w1) * slo) |
+                        (cvt_fp8x2<K>(bf16_lo(w2) * slo, bf16_lo(w3) * slo) << 16);
+    const uint32_t hi = cvt_fp8x2<K>(bf16_hi(w0) * shi, bf16_hi(w1) * shi) |
+                        (cvt_fp8x2<K>(bf16_hi(w2) * shi, bf16_hi(w3) * shi) << 16);
+    tile_words[(cbase + 2 * k) * 32 + word] = lo;
+    tile_words[(cbase + 2 * k + 1) * 32 + word] = hi;
+  }
+}
+
+// Writes `nrows` rows (source columns c0..) of the staged tile to q (row stride `rows`).
+template <int kRowsOut>
+__device__ __forceinline__ void store_transposed(const uint4* tile, uint8_t* q, int rows,
+                                                 int cols, int r0, int c0, bool vec_ok) {
+#pragma unroll
+  for (int it = 0; it < kRowsOut * 8 / kThreads; ++it) {
+    const int u = it * kThreads + threadIdx.x;
+    const int c = u >> 3, s = u & 7;
+    const int oc = c0 + c;            // output row (source column)
+    const int k0 = r0 + 16 * s;       // first output column (source row)
+    if (oc < cols && k0 < rows) {
+      const uint4 val = tile[c * 8 + (s ^ ((c >> 3) & 7))];
+      uint8_t* dst = q + size_t(oc) * rows + k0;
+      if (vec_ok) {
+        stg16(dst, val);
+      } else {  // rows % 16 != 0: output rows are not 16-byte aligned
+        const int nb = rows - k0;
+#pragma unroll
+        for (int b = 0; b < 16; ++b)
+          if (b < nb) dst[b] = uint8_t((&val.x)[b >> 2] >> (8 * (b & 3)));
+      }
+    }
+  }
+}
+
+template <Fp8Kind K, bool kDelayed>
+__global__ void __launch_bounds__(kThreads)
+    cast_transpose_kernel(const __nv_bfloat16* x, int rows, int cols, const float* src,
+                          uint8_t* q, float* scale_inv, float* history, const int* pos) {
+  __shared__ uint4 tile[kTC * 8];
+  __shared__ uint32_t red[kThreads / 32];
+  const float s = per_tensor_scale<K, kDelayed>(src);
+  if (blockIdx.x == 0 && threadIdx.x == 0) *scale_inv = 1.f / s;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int cc = lane & 7, g = warp * 4 + (lane >> 3);
+  const int tiles_c = (cols + kTC - 1) / kTC;
+  const int ntiles = ((rows + kTR - 1) / kTR) * tiles_c;
+  const bool vec_ok = (rows & 15) == 0;
+  uint32_t acc = 0;
+  uint4 v[4];
+  int t = blockIdx.x;
+  if (t < ntiles) {
+    const TileCoord tc = tile_coord(t, tiles_c, kTC);
+    load_tile_chunks(x, rows, cols, tc.r0, tc.c0, cc, g, v);
+  }
+  for (; t < ntiles; t += gridDim.x) {
+    const TileCoord tc = tile_coord(t, tiles_c, kTC);
+    if constexpr (kDelayed) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc = absmax_acc(acc, v[i]);
+    }
+    stage_transposed<K, false>(reinterpret_cast<uint32_t*>(tile), v, &s, cc * 8, g);
+    const int tn = t + gridDim.x;
+    if (tn < ntiles) {
+      const TileCoord tcn = tile_coord(tn, tiles_c, kTC);
+      load_tile_chunks(x, rows, cols, tcn.r0, tcn.c0, cc, g, v);
+    }
+    __syncthreads();
+    store_transposed<kTC>(tile, q, rows, cols, tc.r0, tc.c0, vec_ok);
+    __syncthreads();
+  }
+  if constexpr (kDelayed) record_amax(acc, history, pos, red);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1x128 block scaling, not transposed: outer = rows, K = cols. A half-warp owns one
+// (row, 128-column block) unit: 16 lanes x 8 elements, a 4-step shuffle max inside the half,
+// one scale, 8-byte FP8 stores (16 lanes write 128 contiguous bytes). A warp does 2 units per
+// step and 4 steps per iteration (4 independent 16-byte loads per lane in flight).
+template <Fp8Kind K>
+__global__ void __launch_bounds__(kThreads)
+    block1x128_rowwise_kernel(const __nv_bfloat16* x, int rows, int cols, uint8_t* q,
+                              float* scale_inv) {
+  constexpr int kUnroll = 4;
+  const int lane = threadIdx.x & 31, half = lane >> 4, li = lane & 15;
+  // 32-bit unit indices (the host checks rows * ceil(cols/128) < 2^31): the row / block split
+  // is a 32-bit division, not a 64-bit one.
+  const unsigned nkb = (unsigned(cols) + 127u) / 128u;
+  const unsigned units = unsigned(rows) * nkb;
+  const unsigned steps = (units + 1u) / 2u;
+  const unsigned gw = (blockIdx.x * kThreads + threadIdx.x) >> 5;
+  const unsigned nw = (gridDim.x * kThreads) >> 5;
+  for (unsigned base = gw; base < steps; base += kUnroll * nw) {  // warp-uniform
+    uint4 v[kUnroll];
+    unsigned row[kUnroll], kb[kUnroll];
+    int col[kUnroll];
+    bool unit_ok[kUnroll], chunk_ok[kUnroll];
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      const unsigned u = 2u * (base + j * nw) + half;
+      unit_ok[j] = u < units;
+      row[j] = unit_ok[j] ? u / nkb : 0u;
+      kb[j] = unit_ok[j] ? u - row[j] * nkb : 0u;
+      col[j] = int(kb[j]) * 128 + li * 8;
+      chunk_ok[j] = unit_ok[j] && col[j] < cols;
+      v[j] = chunk_ok[j] ? ldg16(x + size_t(row[j]) * cols + col[j]) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) {
+      uint32_t m = fold_to_f32bits(absmax_acc(0u, v[j]));
+#pragma unroll
+      for (int o = 8; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(kFullMask, m, o));
+      const float s = scale_from_amax(__uint_as_float(m), Fp8Info<K>::kMax, 1.f);
+      if (unit_ok[j] && li == 0) scale_inv[size_t(kb[j]) * rows + row[j]] = 1.f / s;
+      if (chunk_ok[j]) stg8(q + size_t(row[j]) * cols + col[j], quant8<K>(v[j], s));
+    }
+  }
+}
+
+// 1x128 block scaling, transposed: outer = cols, K = rows. The 128-blocks run down the source
+// columns, so one 128 x 64 tile holds exactly one block for each of its 64 columns. Column
+// maxima: within the thread (4 rows), across the 4 row groups of a warp (shuffles), across the
+// 8 warps (shared memory); then 64 threads compute the 64 scales.
+template <Fp8Kind K>
+__global__ void __launch_bounds__(kThreads)
+    block1x128_transpose_kernel(const __nv_bfloat16* x, int rows, int cols, uint8_t* q,
+                                float* scale_inv) {
+  __shared__ uint4 tile[kTC * 8];
+  __shared__ uint4 red[8 * 8];       // [warp][cc]: packed per-column maxima (8 columns)
+  __shared__ float4 col_scale[kTC / 4];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int cc = lane & 7, g = warp * 4 + (lane >> 3);
+  const int tiles_c = (cols + kTC - 1) / kTC;
+  const int ntiles = ((rows + kTR - 1) / kTR) * tiles_c;
+  const bool vec_ok = (rows & 15) == 0;
+  uint4 v[4];
+  int t = blockIdx.x;
+  if (t < ntiles) {
+    const TileCoord tc = tile_coord(t, tiles_c, kTC);
+    load_tile_chunks(x, rows, cols, tc.r0, tc.c0, cc, g, v);
+  }
+  for (; t < ntiles; t += gridDim.x) {
+    const TileCoord tc = tile_coord(t, tiles_c, kTC);
+    // per-column |x| max over this thread's 4 rows: word k holds columns 2k (lo), 2k+1 (hi)
+    uint32_t m[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const uint32_t msk = 0x7fff7fffu;
+      m[k] = max_u16x2(max_u16x2((&v[0].x)[k] & msk, (&v[1].x)[k] & msk),
+                       max_u16x2((&v[2].x)[k] & msk, (&v[3].x)[k] & msk));
+      m[k] = max_u16x2(m[k], __shfl_xor_sync(kFullMask, m[k], 8));
+      m[k] = max_u16x2(m[k], __shfl_xor_sync(kFullMask, m[k], 16));
+    }
+    if (lane < 8) red[warp * 8 + cc] = make_uint4(m[0], m[1], m[2], m[3]);
+    __syncthreads();
+    if (threadIdx.x < kTC) {
+      const int c = threadIdx.x, ccc = c >> 3, k = (c & 7) >> 1, sh = (c & 1) * 16;
+      const uint32_t* rw = reinterpret_cast<const uint32_t*>(red);
+      uint32_t mx = 0;
+#pragma unroll
+      for (int w = 0; w < 8; ++w) mx = max(mx, (rw[(w * 8 + ccc) * 4 + k] >> sh) & 0xffffu);
+      const float sc = scale_from_amax(__uint_as_float(mx << 16), Fp8Info<K>::kMax, 1.f);
+      reinterpret_cast<float*>(col_scale)[c] = sc;
+      const int oc = tc.c0 + c;
+      if (oc < cols) scale_inv[size_t(tc.r0 / kTR) * cols + oc] = 1.f / sc;
+    }
+    __syncthreads();
+    float sc[8];
+    {
+      const float4 a = col_scale[cc * 2], b = col_scale[cc * 2 + 1];
+      sc[0] = a.x; sc[1] = a.y; sc[2] = a.z; sc[3] = a.w;
+      sc[4] = b.x; sc[5] = b.y; sc[6] = b.z; sc[7] = b.w;
+    }
+    stage_transposed<K, true>(reinterpret_cast<uint32_t*>(tile), v, sc, cc * 8, g);
+    const int tn = t + gridDim.x;
+    if (tn < ntiles) {
+      const TileCoord tcn = tile_coord(tn, tiles_c, kTC);
+      load_tile_chunks(x, rows, cols, tcn.r0, tcn.c0, cc, g, v);
+    }
+    __syncthreads();
+    store_transposed<kTC>(tile, q, rows, cols, tc.r0, tc.c0, vec_ok);
+    __syncthreads();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 128x128 block scaling. One block per 128x128 source tile at a time (grid-stride over tiles):
+// 8 16-byte loads per thread, block max, one scale, cast.
+//
+// Not transposed: outer = rows, K = cols. Chunk u = i*256 + tid: row u>>4, column chunk u&15
+// (a warp instruction reads 2 full 256-byte rows); 8-byte stores (16 lanes = 128 bytes).
+template <Fp8Kind K>
+__global__ void __launch_bounds__(kThreads)
+    block128_rowwise_kernel(const __nv_bfloat16* x, int rows, int cols, uint8_t* q,
+                            float* scale_inv) {
+  __shared__ uint32_t red[kThreads / 32];
+  const int tiles_c = (cols + 127) / 128;
+  const int ntiles = ((rows + 127) / 128) * tiles_c;
+  const int L4 = (tiles_c + 3) / 4 * 4;
+  const int cc = threadIdx.x & 15, rr = threadIdx.x >> 4;
+  for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+    const int tr = t / tiles_c, tcol = t - tr * tiles_c;
+    const int r0 = tr * 128, col = tcol * 128 + cc * 8;
+    const bool col_ok = col < cols;
+    uint4 v[8];
+    uint32_t acc = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int r = r0 + 16 * i + rr;
+      v[i] = (col_ok && r < rows) ? ldg16(x + size_t(r) * cols + col) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) acc = absmax_acc(acc, v[i]);
+    const uint32_t m = block_max_u32<kThreads>(fold_to_f32bits(acc), red);
+    const float s = scale_from_amax(__uint_as_float(m), Fp8Info<K>::kMax, 1.f);
+    if (threadIdx.x == 0) scale_inv[size_t(tr) * L4 + tcol] = 1.f / s;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const int r = r0 + 16 * i + rr;
+      if (col_ok && r < rows) stg8(q + size_t(r) * cols + col, quant8<K>(v[i], s));
+    }
+  }
+}
+
+// Transposed: outer = cols, K = rows. Two 128 x 64 halves staged through a 128 x 128-byte
+// swizzled shared tile (same scheme as cast_transpose_kernel), 16-byte stores.
+template <Fp8Kind K>
+__global__ void __launch_bounds__(kThreads)
+    block128_transpose_kernel(const __nv_bfloat16* x, int rows, int cols, uint8_t* q,
+                              float* scale_inv) {
+  __shared__ uint4 tile[128 * 8];
+  __shared__ uint32_t red[kThreads / 32];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int cc = lane & 7, g = warp * 4 + (lane >> 3);
+  const int tiles_c = (cols + 127) / 128;
+  const int tiles_r = (rows + 127) / 128;
+  const int ntiles = tiles_r * tiles_c;
+  const int L4 = (tiles_r + 3) / 4 * 4;
+  const bool vec_ok = (rows & 15) == 0;
+  uint4 v[2][4];
+  int t = blockIdx.x;
+  if (t < ntiles) {
+    const TileCoord tc = tile_coord(t, tiles_c, 128);
+    load_tile_chunks(x, rows, cols, tc.r0, tc.c0, cc, g, v[0]);
+    load_tile_chunks(x, rows, cols, tc.r0, tc.c0 + kTC, cc, g, v[1]);
+  }
+  for (; t < ntiles; t += gridDim.x) {
+    const TileCoord tc = tile_coord(t, tiles_c, 128);
+    uint32_t acc = 0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc = absmax_acc(acc, v[h][i]);
+    const uint32_t m = block_max_u32<kThreads>(fold_to_f32bits(acc), red);
+    const float s = scale_from_amax(__uint_as_float(m), Fp8Info<K>::kMax, 1.f);
+    if (threadIdx.x == 0) scale_inv[size_t(tc.c0 / 128) * L4 + tc.r0 / 128] = 1.f / s;
+    stage_transposed<K, false>(reinterpret_cast<uint32_t*>(tile), v[0], &s, cc * 8, g);
+    stage_transposed<K, false>(reinterpret_cast<uint32_t*>(tile), v[1], &s, kTC + cc * 8, g);
+    const int tn = t + gridDim.x;
+    if (tn < ntiles) {
+      const TileCoord tcn = tile_coord(tn, tiles_c, 128);
+      load_tile_chunks(x, rows, cols, tcn.r0, tcn.c0, cc, g, v[0]);
+      load_tile_chunks(x, rows, cols, tcn.r0, tcn.c0 + kTC, cc, g, v[1]);
+    }
+    __syncthreads();
+    store_transposed<128>(tile, q, rows, cols, tc.r0, tc.c0, vec_ok);
+    __syncthreads();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Delayed scaling history step (one block): m = max(history); scale = fmax/m (m == 0 or not
+// finite: keep the previous scale); pos = (pos+1) % len; history[pos] = 0 for the next step.
+__global__ void __launch_bounds__(kFinalThreads)
+    delayed_update_kernel(float* history, int len, int* pos, float fmax, float* scale) {
+  __shared__ uint32_t red[kFinalThreads / 32];
+  uint32_t m = 0;
+  const unsigned* hb = reinterpret_cast<const unsigned*>(history);
+  for (int i = threadIdx.x; i < len; i += kFinalThreads) m = max(m, hb[i]);
+  m = block_max_u32<kFinalThreads>(m, red);  // ends with a barrier: all reads are done
+  if (threadIdx.x == 0) {
+    *scale = scale_from_amax(__uint_as_float(m), fmax, *scale);
+    int p = *pos + 1;
+    if (p >= len) p = 0;
+    *pos = p;
+    history[p] = 0.f;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Host side.
+
+// Resident-block capacity of the whole device for a kernel (occupancy x SM count), cached.
+int device_blocks(const void* kernel, int threads, size_t smem_dynamic = 0) {
+  static std::mutex mu;
+  static std::map<std::tuple<const void*, int, int>, int> cache;
+  int dev = 0;
+  GS_CUDA(cudaGetDevice(&dev));
+  const auto key = std::make_tuple(kernel, dev, threads);
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+  }
+  int per_sm = 0, sms = 0;
+  GS_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem_dynamic));
+  GS_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  const int v = std::max(1, per_sm) * std::max(1, sms);
+  std::lock_guard<std::mutex> lk(mu);
+  cache[key] = v;
+  return v;
+}
+
+int grid_for(const void* kernel, long long work_blocks) {
+  const long long cap = device_blocks(kernel, kThreads);
+  return int(std::max<long long>(1, std::min(work_blocks, cap)));
+}
+
+void require(bool ok, const char* fn, const std::string& what) {
+  if (!ok) throw std::invalid_argument(std::string(fn) + ": " + what);
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+void check_2d(const char* fn, const void* x, int rows, int cols, const void* q) {
+  require(rows >= 0 && cols >= 0, fn, "negative dimension");
+  require(cols % 8 == 0, fn, "cols must be a multiple of 8 (16-byte BF16 vectors), got " +
+                                 std::to_string(cols));
+  require(x != nullptr && q != nullptr, fn, "null input or output pointer");
+  require(aligned16(x) && aligned16(q), fn, "input and output must be 16-byte aligned");
+}
+
+size_t amax_blocks_needed(size_t n) {
+  const size_t per_block = size_t(8) * kAmaxThreads;
+  return std::max<size_t>(1, std::min<size_t>(kAmaxMaxBlocks, (n + per_block - 1) / per_block));
+}
+
+template <Fp8Kind K, bool kDelayed>
+void launch_per_tensor(const __nv_bfloat16* x, int rows, int cols, bool transpose,
+                       const float* src, uint8_t* q, float* scale_inv, float* history,
+                       const int* pos, cudaStream_t s) {
+  if (!transpose) {
+    const size_t nchunks = size_t(rows) * size_t(cols) / 8;
+    auto* k = cast_rowwise_kernel<K, kDelayed>;
+    const long long work = (long long)((nchunks / 64 * 32 + kThreads - 1) / kThreads) + 1;
+    const int grid = grid_for(reinterpret_cast<const void*>(k), work);
+    k<<<grid, kThreads, 0, s>>>(reinterpret_cast<const uint4*>(x), nchunks, src, q, scale_inv,
+                                history, pos);
+  } else {
+    auto* k = cast_transpose_kernel<K, kDelayed>;
+    const long long tiles = (long long)((rows + kTR - 1) / kTR) * ((cols + kTC - 1) / kTC);
+    const int grid = grid_for(reinterpret_cast<const void*>(k), tiles);
+    k<<<grid, kThreads, 0, s>>>(x, rows, cols, src, q, scale_inv, history, pos);
+  }
+  GS_CUDA_LAUNCH();
+}
+
+}  // namespace
+
+// ---- per-tensor scaling -----------------------------------------------------------------------
+size_t amax_workspace_bytes(size_t n) { return amax_blocks_needed(n) * sizeof(uint32_t); }
+
+void amax_bf16(const __nv_bfloat16* x, size_t n, float* amax, void* workspace, cudaStream_t s) {
+  require(amax != nullptr && workspace != nullptr, "amax_bf16", "null amax or workspace");
+  require(n == 0 || x != nullptr, "amax_bf16", "null input");
+  require((reinterpret_cast<uintptr_t>(workspace) & 3u) == 0, "amax_bf16",
+          "workspace must be 4-byte aligned");
+  const void* kp = reinterpret_cast<const void*>(amax_partial_kernel);
+  const int grid = int(std::min<size_t>(amax_blocks_needed(n),
+                                        size_t(device_blocks(kp, kAmaxThreads))));
+  auto* partial = static_cast<uint32_t*>(workspace);
+  amax_partial_kernel<<<grid, kAmaxThreads, 0, s>>>(x, n, partial);
+  GS_CUDA_LAUNCH();
+
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(1);
+  cfg.blockDim = dim3(kFinalThreads);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, amax_final_kernel,
+                                           static_cast<const uint32_t*>(partial), grid, amax);
+  if (e != cudaSuccess) {  // e.g. no programmatic launch on this stream: plain launch
+    (void)cudaGetLastError();
+    amax_final_kernel<<<1, kFinalThreads, 0, s>>>(partial, grid, amax);
+    GS_CUDA_LAUNCH();
+  }
+}
+
+void cast_fp8_current(const __nv_bfloat16* x, int rows, int cols, bool transpose, Fp8Kind kind,
+                      const float* amax, uint8_t* q, float* scale_inv, cudaStream_t s) {
+  check_2d("cast_fp8_current", x, rows, cols, q);
+  require(amax != nullptr && scale_inv != nullptr, "cast_fp8_current", "null amax/scale_inv");
+  if (kind == Fp8Kind::E4M3)
+    launch_per_tensor<Fp8Kind::E4M3, false>(x, rows, cols, transpose, amax, q, scale_inv,
+                                            nullptr, nullptr, s);
+  else
+    launch_per_tensor<Fp8Kind::E5M2, false>(x, rows, cols, transpose, amax, q, scale_inv,
+                                            nullptr, nullptr, s);
+}
+
+void cast_fp8_delayed(const __nv_bfloat16* x, int rows, int cols, bool transpose, Fp8Kind kind,
+                      const float* scale, uint8_t* q, float* scale_inv_out, float* history,
+                      const int* pos, cudaStream_t s) {
+  check_2d("cast_fp8_delayed", x, rows, cols, q);
+  require(scale && scale_inv_out && history && pos, "cast_fp8_delayed", "null pointer argument");
+  if (kind == Fp8Kind::E4M3)
+    launch_per_tensor<Fp8Kind::E4M3, true>(x, rows, cols, transpose, scale, q, scale_inv_out,
+                                           history, pos, s);
+  else
+    launch_per_tensor<Fp8Kind::E5M2, true>(x, rows, cols, transpose, scale, q, scale_inv_out,
+                                           history, pos, s);
+}
+
+void delayed_scale_update(float* history, int hist_len, int* pos, Fp8Kind kind, float* scale,
+                          cudaStream_t s) {
+  require(hist_len >= 1, "delayed_scale_update", "hist_len must be >= 1");
+  require(history && pos && scale, "delayed_scale_update", "null pointer argument");
+  delayed_update_kernel<<<1, kFinalThreads, 0, s>>>(history, hist_len, pos, fp8_max(kind), scale);
+  GS_CUDA_LAUNCH();
+}
+
+// ---- block scaling ----------------------------------------------------------------------------
+void quantize_block_1x128(const __nv_bfloat16* x, int rows, int cols, bool transpose, Fp8Kind kind,
+                          uint8_t* q, float* scale_inv, cudaStream_t s) {
+  check_2d("quantize_block_1x128", x, rows, cols, q);
+  require(scale_inv != nullptr, "quantize_block_1x128", "null scale_inv");
+  if (rows == 0 || cols == 0) return;
+  const bool e4 = kind == Fp8Kind::E4M3;
+  if (!transpose) {
+    const long long units = (long long)rows * ((cols + 127) / 128);
+    require(units < (1ll << 30), "quantize_block_1x128", "too many 1x128 blocks (>= 2^30)");
+    const long long work = ((units + 1) / 2 * 32 + kThreads - 1) / kThreads;
+    auto* k = e4 ? block1x128_rowwise_kernel<Fp8Kind::E4M3>
+                 : block1x128_rowwise_kernel<Fp8Kind::E5M2>;
+    const int grid = grid_for(reinterpret_cast<const void*>(k), work);
+    k<<<grid, kThreads, 0, s>>>(x, rows, cols, q, scale_inv);
+  } else {
+    const long long tiles = (long long)((rows + kTR - 1) / kTR) * ((cols + kTC - 1) / kTC);
+    auto* k = e4 ? block1x128_transpose_kernel<Fp8Kind::E4M3>
+                 : block1x128_transpose_kernel<Fp8Kind::E5M2>;
+    const int grid = grid_for(reinterpret_cast<const void*>(k), tiles);
+    k<<<grid, kThreads, 0, s>>>(x, rows, cols, q, scale_inv);
+  }
+  GS_CUDA_LAUNCH();
+}
+
+void quantize_block_128x128(const __nv_bfloat16* x, int rows, int cols, bool transpose,
+                            Fp8Kind kind, uint8_t* q, float* scale_inv, cudaStream_t s) {
+  check_2d("quantize_block_128x128", x, rows, cols, q);
+  require(scale_inv != nullptr, "quantize_block_128x128", "null scale_inv");
+  if (rows == 0 || cols == 0) return;
+  const bool e4 = kind == Fp8Kind::E4M3;
+  const long long tiles = (long long)((rows + 127) / 128) * ((cols + 127) / 128);
+  if (!transpose) {
+    auto* k = e4 ? block128_rowwise_kernel<Fp8Kind::E4M3> : block128_rowwise_kernel<Fp8Kind::E5M2>;
+    const int grid = grid_for(reinterpret_cast<const void*>(k), tiles);
+    k<<<grid, kThreads, 0, s>>>(x, rows, cols, q, scale_inv);
+  } else {
+    auto* k = e4 ? block128_transpose_kernel<Fp8Kind::E4M3>
+                 : block128_transpose_kernel<Fp8Kind::E5M2>;
+    const int grid = grid_for(reinterpret_cast<const void*>(k), tiles);
+    k<<<grid, kThreads, 0, s>>>(x, rows, cols, q, scale_inv);
+  }
+  GS_CUDA_LAUNCH();
+}
+
+}  // namespace gs::cuda
