@@ -264,7 +264,7 @@ int run_main(int argc, char** argv) {
       fmt::print(stderr, "gemmscope: no GPU measurement: {}. Printing the plan instead; measuring needs a CUDA GPU.\n", why);
     }
 #else
-    fmt::print(stderr, "gemmscope: this build has no CUDA backend; printing the plan. Measuring needs a CUDA build and GPU.\n");
+    fmt::print(stderr, "gemmscope: this build has no CUDA backend; printing the plan instead (measuring needs a CUDA build and a GPU).\n");
 #endif
     if (!measured) result = plan_only(req);
   }

@@ -40,7 +40,7 @@ ModelConfig make(std::string name, int64_t h, int64_t inter, int64_t heads, int6
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> p = {
       {"codonfm-5b", "the seed tutorial's 5B model (default): MHA, plain GELU MLP, batch 31x512",
-       make("codonfm-5b", 4096, 16384, 32, 32, 0, 24, 0, false, 31, 512)},
+       make("codonfm-5b", 4096, 16384, 32, 0, 0, 24, 0, false, 31, 512)},
       {"llama-3-8b", "Llama 3 8B: GQA 32/8 heads, SwiGLU, vocab 128256, batch 2x8192",
        make("llama-3-8b", 4096, 14336, 32, 8, 0, 32, 128256, true, 2, 8192)},
       {"llama-3-70b", "Llama 3 70B: GQA 64/8 heads, SwiGLU, vocab 128256, batch 1x8192",

@@ -71,7 +71,7 @@ std::string header_block(const RunResult& r, size_t mode) {
     out += kRuleHeavy + "\n";
     std::string extra;
     if (c.kv_heads() != c.num_attention_heads) extra += fmt::format(", kv_heads={}", c.kv_heads());
-    if (c.head_dim) extra += fmt::format(", head_dim={}", c.head_dim);
+    if (c.head_dimension() * c.num_attention_heads != c.hidden_size) extra += fmt::format(", head_dim={}", c.head_dimension());
     if (c.gated_mlp) extra += ", gated MLP";
     if (c.vocab_size) extra += fmt::format(", vocab={}", c.vocab_size);
     if (c.tensor_parallel > 1) extra += fmt::format(", tensor parallel={} (per-rank shapes)", c.tensor_parallel);

@@ -1,0 +1,142 @@
+// The gemmscope binary end to end (no GPU needed): bad input exits 2 with one line on stderr and
+// writes nothing; --dry-run prints and writes the plan for every preset and flag family.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Out { int rc; std::string out, err; };
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+fs::path tmpdir() {
+  static fs::path d = [] {
+    fs::path p = fs::temp_directory_path() / ("gs_cli_test_" + std::to_string(::getpid()));
+    fs::create_directories(p);
+    return p;
+  }();
+  return d;
+}
+
+// Runs the binary with `args` (a shell-quoted string; tests control it) and no GPU: the tests
+// only use --dry-run or inputs rejected before any device is touched.
+Out run(const std::string& args) {
+  const fs::path o = tmpdir() / "stdout", e = tmpdir() / "stderr";
+  std::string cmd = std::string("CUDA_VISIBLE_DEVICES= ") + GS_BINARY + " " + args + " >" + o.string() + " 2>" + e.string();
+  int st = std::system(cmd.c_str());
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(o), slurp(e)};
+}
+
+void expect_usage_error(const std::string& args, const std::string& needle) {
+  SCOPED_TRACE(args);
+  const fs::path j = tmpdir() / "should_not_exist.json";
+  fs::remove(j);
+  Out r = run(args + " --json " + j.string());
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << "one line on stderr: " << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_FALSE(fs::exists(j)) << "nothing half-written";
+}
+
+}  // namespace
+
+TEST(Cli, BadInputClasses) {
+  expect_usage_error("--hidden_size 0", "--hidden_size must be > 0");
+  expect_usage_error("--hidden_size -8", "must be > 0");
+  expect_usage_error("--hidden_size 99999999999999999999", "hidden_size");
+  expect_usage_error("--num_attention_heads 30", "does not divide hidden_size");
+  expect_usage_error("--num_key_value_heads 5", "does not divide num_attention_heads");
+  expect_usage_error("--shapes 1024x0x5", "item 1 '1024x0x5': dimensions must be positive");
+  expect_usage_error("--shapes 16,12x5", "item 2 '12x5'");
+  expect_usage_error("--model gpt-9", "unknown model preset 'gpt-9'");
+  expect_usage_error("--config /nonexistent/config.json", "cannot read config file");
+  expect_usage_error("--bogus-flag", "--bogus-flag");
+  expect_usage_error("--shapes 1024 --hidden_size 4096", "mutually exclusive");
+  expect_usage_error("--model llama-3-8b --config x.json", "mutually exclusive");
+  expect_usage_error("--pre-quantize --mode both", "conflicts");
+  expect_usage_error("--tensor-parallel 3", "--tensor-parallel 3 does not divide");
+  expect_usage_error("--precisions BF16,FP9", "unknown precision 'FP9'");
+  expect_usage_error("--num-iters 0", "--num-iters must be >= 1");
+  expect_usage_error("-o chart.bmp", "must end in .png, .svg or .pdf");
+  expect_usage_error("--no-bf16 --no-fp8-current --no-fp8-delayed --no-fp8-block --no-fp8 --no-fp4", "every precision is disabled");
+  const fs::path bad = tmpdir() / "bad_config.json";
+  std::ofstream(bad) << "{\"hidden_size\": 4096,";
+  expect_usage_error("--config " + bad.string(), "not valid JSON");
+}
+
+TEST(Cli, NoGpuPrintsThePlanInsteadOfCrashing) {
+  Out r = run("--shapes 1024 --gpu-warmup 0");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_NE(r.out.find("1024x1024x1024"), std::string::npos);
+  EXPECT_NE(r.err.find("measuring needs"), std::string::npos) << r.err;
+}
+
+TEST(Cli, DryRunDefaultIsTheSeedPlan) {
+  const fs::path j = tmpdir() / "plan.json";
+  Out r = run("--dry-run --json " + j.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("Fprop 6.39T + Dgrad 6.39T + Wgrad 6.39T = 19.17T"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Tokens per step: M = 31 x 512 = 15,872"), std::string::npos);
+  auto doc = nlohmann::json::parse(slurp(j));
+  EXPECT_EQ(doc["schema"], "gemmscope.result/1");
+  EXPECT_TRUE(doc["dry_run"].get<bool>());
+  EXPECT_EQ(doc["gemms"].size(), 12u);
+  EXPECT_EQ(doc["gemms"][8]["pass"], "wgrad");
+  EXPECT_FALSE(doc["gemms"][8]["a"]["k_major"].get<bool>());
+  EXPECT_GT(doc["gemms"][0]["bytes"]["FP8Current"]["quantize"].get<double>(), 0);
+  EXPECT_NEAR(doc["plan"]["flops_full_model"].get<double>() / 1e12, 460.15, 0.01);
+}
+
+TEST(Cli, DryRunEveryPresetAndFlagFamily) {
+  for (const char* args : {"--model codonfm-5b", "--model llama-3-8b", "--model llama-3-70b", "--model mistral-7b",
+                           "--model qwen2.5-7b", "--model llama-3-70b --tensor-parallel 8",
+                           "--hidden-size 2048 --intermediate-size 8192 --num-attention-heads 16 --num_key_value_heads 4 --gated-mlp",
+                           "--head_dim 256 --num_attention_heads 16", "--vocab_size 32000", "--shapes 8192x8192x8192,1024",
+                           "--sweep", "--model llama-3-8b --no-gated-mlp --micro_batch_size 1"}) {
+    SCOPED_TRACE(args);
+    const fs::path j = tmpdir() / "p.json";
+    fs::remove(j);
+    Out r = run(std::string("--dry-run ") + args + " --json " + j.string());
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_TRUE(fs::exists(j));
+    EXPECT_TRUE(nlohmann::json::accept(slurp(j)));
+  }
+}
+
+TEST(Cli, ConfigJsonWithOverrides) {
+  const fs::path cfg = tmpdir() / "config.json";
+  std::ofstream(cfg) << R"({"model_type":"mistral","hidden_size":4096,"intermediate_size":14336,"num_attention_heads":32,
+    "num_key_value_heads":8,"num_hidden_layers":32,"vocab_size":32000,"hidden_act":"silu"})";
+  const fs::path j = tmpdir() / "cfg_plan.json";
+  Out r = run("--dry-run --config " + cfg.string() + " --num_hidden_layers 4 --micro_batch_size 2 --sequence_length 1024 --json " + j.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto doc = nlohmann::json::parse(slurp(j));
+  EXPECT_EQ(doc["config"]["num_hidden_layers"], 4);
+  EXPECT_EQ(doc["config"]["tokens"], 2048);
+  EXPECT_TRUE(doc["config"]["gated_mlp"].get<bool>());
+  EXPECT_EQ(doc["gemms"].size(), 15u);       // 12 + LM head in 3 passes
+  EXPECT_EQ(doc["gemms"][0]["n"], 6144);     // (32 + 2*8) * 128
+  EXPECT_EQ(doc["gemms"][2]["n"], 28672);    // 2 * 14336
+}
+
+TEST(Cli, ListModels) {
+  Out r = run("--list-models");
+  EXPECT_EQ(r.rc, 0);
+  for (const char* m : {"codonfm-5b", "llama-3-8b", "llama-3-70b", "mistral-7b", "qwen2.5-7b"})
+    EXPECT_NE(r.out.find(m), std::string::npos) << m;
+}

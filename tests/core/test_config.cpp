@@ -1,0 +1,154 @@
+// Model config sources (presets, config.json, flags) and validation.
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "core/model_config.hpp"
+#include "core/plan.hpp"
+#include "core/recipe.hpp"
+
+using namespace gs;
+
+TEST(Presets, DefaultIsTheSeedFiveB) {
+  ModelConfig c = default_config();
+  EXPECT_EQ(c.name, "codonfm-5b");
+  EXPECT_EQ(c.hidden_size, 4096);
+  EXPECT_EQ(c.intermediate_size, 16384);
+  EXPECT_EQ(c.num_attention_heads, 32);
+  EXPECT_EQ(c.num_hidden_layers, 24);
+  EXPECT_EQ(c.tokens(), 31 * 512);
+  EXPECT_FALSE(c.gated_mlp);
+}
+
+TEST(Presets, AllValidAndUnknownNamed) {
+  ASSERT_GE(presets().size(), 4u);
+  for (const Preset& p : presets()) EXPECT_NO_THROW(build_model_plan(p.config)) << p.name;
+  EXPECT_EQ(find_preset("llama-3-70b").config.kv_heads(), 8);
+  try {
+    find_preset("gpt-5");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown model preset 'gpt-5'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("llama-3-8b"), std::string::npos);
+  }
+}
+
+TEST(HfConfig, LlamaStyle) {
+  const char* js = R"({"model_type":"llama","hidden_size":4096,"intermediate_size":14336,
+    "num_attention_heads":32,"num_key_value_heads":8,"num_hidden_layers":32,"vocab_size":128256,
+    "hidden_act":"silu","tie_word_embeddings":false})";
+  ModelConfig c = parse_hf_config(js, "cfg.json");
+  EXPECT_EQ(c.hidden_size, 4096);
+  EXPECT_EQ(c.kv_heads(), 8);
+  EXPECT_EQ(c.vocab_size, 128256);
+  EXPECT_TRUE(c.gated_mlp);
+  EXPECT_EQ(c.micro_batch_size, kDefaultConfigMicroBatch);
+  EXPECT_EQ(c.sequence_length, kDefaultConfigSequence);
+}
+
+TEST(HfConfig, GeluIsNotGatedAndHeadDimRead) {
+  const char* js = R"({"hidden_size":3072,"intermediate_size":12288,"num_attention_heads":16,
+    "num_hidden_layers":28,"head_dim":256,"hidden_act":"gelu"})";
+  ModelConfig c = parse_hf_config(js, "cfg.json");
+  EXPECT_FALSE(c.gated_mlp);
+  EXPECT_EQ(c.head_dimension(), 256);
+  EXPECT_EQ(c.vocab_size, 0);
+}
+
+TEST(HfConfig, FlagsOverrideFileValues) {
+  ModelConfig c = parse_hf_config(R"({"hidden_size":4096,"intermediate_size":14336,"num_attention_heads":32,
+    "num_hidden_layers":32,"hidden_act":"silu"})", "x");
+  ModelOverrides o;
+  o.num_hidden_layers = 2;
+  o.micro_batch_size = 4;
+  o.sequence_length = 2048;
+  o.gated_mlp = false;
+  apply_overrides(c, o);
+  EXPECT_EQ(c.num_hidden_layers, 2);
+  EXPECT_EQ(c.tokens(), 8192);
+  EXPECT_FALSE(c.gated_mlp);
+  EXPECT_EQ(c.hidden_size, 4096);
+}
+
+TEST(HfConfig, NestedTextConfig) {
+  ModelConfig c = parse_hf_config(R"({"model_type":"x","text_config":{"hidden_size":2048,"intermediate_size":8192,
+    "num_attention_heads":16,"num_hidden_layers":4}})", "x");
+  EXPECT_EQ(c.hidden_size, 2048);
+}
+
+TEST(HfConfig, Malformed) {
+  EXPECT_THROW(parse_hf_config("{not json", "x"), UsageError);
+  EXPECT_THROW(parse_hf_config("[1,2]", "x"), UsageError);
+  EXPECT_THROW(parse_hf_config(R"({"hidden_size":4096})", "x"), UsageError);
+  EXPECT_THROW(parse_hf_config(R"({"hidden_size":"big","intermediate_size":1,"num_attention_heads":1,"num_hidden_layers":1})", "x"), UsageError);
+  EXPECT_THROW(parse_hf_config(R"({"hidden_size":40.5,"intermediate_size":1,"num_attention_heads":1,"num_hidden_layers":1})", "x"), UsageError);
+  EXPECT_THROW(load_hf_config("/nonexistent/config.json"), UsageError);
+}
+
+TEST(Validate, BadConfigs) {
+  auto bad = [](auto mutate, const char* needle) {
+    ModelConfig c = default_config();
+    mutate(c);
+    try {
+      validate(c);
+      ADD_FAILURE() << "no error for " << needle;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  bad([](ModelConfig& c) { c.hidden_size = 0; }, "--hidden_size must be > 0");
+  bad([](ModelConfig& c) { c.num_hidden_layers = -3; }, "--num_hidden_layers must be > 0");
+  bad([](ModelConfig& c) { c.hidden_size = int64_t{1} << 40; }, "too large");
+  bad([](ModelConfig& c) { c.micro_batch_size = 100000; c.sequence_length = 100000; }, "tokens is too large");
+  bad([](ModelConfig& c) { c.num_attention_heads = 30; }, "does not divide hidden_size");
+  bad([](ModelConfig& c) { c.num_key_value_heads = 5; }, "does not divide num_attention_heads");
+  bad([](ModelConfig& c) { c.tensor_parallel = 0; }, "--tensor-parallel must be > 0");
+  bad([](ModelConfig& c) { c.vocab_size = 50257; c.tensor_parallel = 2; }, "does not divide vocab_size");
+}
+
+TEST(Recipes, FormatsPerRoleAndAccumulation) {
+  Plan p = build_model_plan(default_config());
+  RecipeOptions o;
+  const Gemm& fprop = p.gemms[0];
+  const Gemm& dgrad = p.gemms[4];
+  const Gemm& wgrad = p.gemms[8];
+  Recipe r = make_recipe(Precision::FP8Current, dgrad, o);
+  EXPECT_EQ(r.a.format, ElemFormat::E5M2);  // dY
+  EXPECT_EQ(r.b.format, ElemFormat::E4M3);  // W
+  EXPECT_FALSE(r.fast_accum);
+  EXPECT_TRUE(make_recipe(Precision::FP8Current, fprop, o).fast_accum);
+  o.fp8_format = Fp8Format::E4M3;
+  EXPECT_EQ(make_recipe(Precision::FP8Current, dgrad, o).a.format, ElemFormat::E4M3);
+  o = {};
+  Recipe b = make_recipe(Precision::FP8Block, fprop, o);
+  EXPECT_EQ(b.a.scaling, Scaling::Block1x128);
+  EXPECT_EQ(b.b.scaling, Scaling::Block128x128);
+  Recipe bw = make_recipe(Precision::FP8Block, wgrad, o);
+  EXPECT_EQ(bw.a.scaling, Scaling::Block1x128);
+  EXPECT_EQ(bw.b.scaling, Scaling::Block1x128);
+  EXPECT_FALSE(bw.fast_accum);
+  Recipe n = make_recipe(Precision::NVFP4, wgrad, o);
+  EXPECT_TRUE(n.a.hadamard);
+  EXPECT_TRUE(n.b.stochastic_rounding);
+  EXPECT_FALSE(n.a.stochastic_rounding);
+  EXPECT_EQ(make_recipe(Precision::NVFP4, fprop, o).b.scaling, Scaling::Nv16x16);
+  EXPECT_FALSE(make_recipe(Precision::NVFP4, fprop, o).a.hadamard);
+}
+
+TEST(Recipes, ShapeConstraintsAndBytes) {
+  Plan p = build_shapes_plan("100x4096x4096,4096x4096x4096");
+  RecipeOptions o;
+  EXPECT_NE(shape_constraint(make_recipe(Precision::FP8Current, p.gemms[0], o), p.gemms[0]).find("multiples of 16"),
+            std::string::npos);
+  EXPECT_EQ(shape_constraint(make_recipe(Precision::FP8Current, p.gemms[1], o), p.gemms[1]), "");
+  EXPECT_EQ(shape_constraint(make_recipe(Precision::BF16, p.gemms[0], o), p.gemms[0]), "");
+  const Gemm& g = p.gemms[1];
+  const double e = 4096.0 * 4096.0;
+  ByteCount bf = byte_count(make_recipe(Precision::BF16, g, o), g);
+  EXPECT_DOUBLE_EQ(bf.gemm, 3 * e * 2);
+  EXPECT_DOUBLE_EQ(bf.quantize, 0);
+  ByteCount f8 = byte_count(make_recipe(Precision::FP8Current, g, o), g);
+  EXPECT_DOUBLE_EQ(f8.gemm, 2 * e + 2 * 4 + e * 2);          // two FP8 operands + 2 scales + BF16 out
+  EXPECT_DOUBLE_EQ(f8.quantize, 2 * (e * 2 + e * 2 + e + 4));  // amax read + cast read + write + scale
+  ByteCount dl = byte_count(make_recipe(Precision::FP8Delayed, g, o), g);
+  EXPECT_DOUBLE_EQ(dl.quantize, 2 * (e * 2 + e + 4));           // one fused pass
+}
