@@ -1,1 +1,827 @@
-print("placeholder")
+#!/usr/bin/env python3
+"""Charts from a gemmscope result JSON (schema "gemmscope.result/1", see docs/json-schema.md).
+
+usage: gemmscope_plot.py RESULT.json -o OUT.{png,svg,pdf} [--baseline BF16]
+                         [--mode autocast|pre-quantized] [--kind auto|model|shapes|sweep|modes]
+
+Chart kinds (docs/charts.md has the details):
+  model   per-layer GEMM time, one stacked bar per precision (kind "model")
+  shapes  grouped TFLOP/s bars, one group per GEMM shape (kind "shapes", few shapes)
+  sweep   one figure, three panels: latency, TFLOP/s and speedup vs size (>= 5 square shapes)
+  modes   speedup over the baseline, autocast next to pre-quantized (needs both modes)
+
+Exit status: 0 chart written; 2 bad input (missing file, not JSON, wrong schema, dry run,
+unknown precision or mode, unsupported output type); 3 matplotlib is not installed.
+
+Every drawn bar, line and marker carries a matplotlib gid (an id= attribute in SVG output):
+  model:  bar:<prec>:<OP>:fpropdgrad, bar:<prec>:<OP>:wgrad, bar:<prec>:LMHead:all,
+          speedup:<prec>, na:<prec>          (OP: QKV, AttnOut, MLPUp, MLPDown)
+  shapes: bar:<prec>:<shape index>, na:<prec>:<shape index>
+  sweep:  line:latency:<prec>, line:tflops:<prec>, line:speedup:<prec>
+  modes:  bar:<mode>:<prec>, na:<mode>:<prec>
+
+Only the Python standard library and matplotlib are used. Keep this file free of syntax newer
+than Python 3.6 so that an old interpreter still reaches the clear "matplotlib is not
+installed" message instead of a SyntaxError.
+"""
+
+import argparse
+import json
+import math
+import os
+import re
+import sys
+import textwrap
+
+SCHEMA = "gemmscope.result/1"
+EXIT_BAD_INPUT = 2
+EXIT_NO_MATPLOTLIB = 3
+MATPLOTLIB_MISSING = ("matplotlib is not installed: apt-get install python3-matplotlib "
+                      "(or pip install matplotlib)")
+KNOWN_MODES = ("autocast", "pre-quantized")
+KINDS = ("auto", "model", "shapes", "sweep", "modes")
+OUT_TYPES = (".png", ".svg", ".pdf")
+
+# Layer ops in stacking order: (op key in the JSON, label, gid name, colour).
+LAYER_OPS = [
+    ("qkv", "QKV", "QKV", "#1f77b4"),
+    ("attn_out", "Attn Out", "AttnOut", "#ff7f0e"),
+    ("mlp_up", "MLP Up", "MLPUp", "#2ca02c"),
+    ("mlp_down", "MLP Down", "MLPDown", "#d62728"),
+]
+LM_HEAD_COLOR = "#9467bd"
+PRECISION_COLORS = {
+    "BF16": "#4d4d4d", "FP8Current": "#1f77b4", "FP8Delayed": "#2ca02c",
+    "FP8Block": "#ff7f0e", "MXFP8": "#9467bd", "NVFP4": "#d62728",
+}
+EXTRA_COLORS = ["#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
+MODE_TEXT = {
+    "autocast": "autocast (quantization of the inputs inside the timed region)",
+    "pre-quantized": "pre-quantized (inputs quantized once before timing: GEMM kernel only)",
+}
+
+
+class InputError(Exception):
+    """The user's input cannot be charted; the message is printed on one line, exit 2."""
+
+
+def fail(msg, code=EXIT_BAD_INPUT):
+    sys.stderr.write("gemmscope plot: error: %s\n" % msg)
+    sys.exit(code)
+
+
+# ----------------------------------------------------------------------------------------------
+# Loading and validation (standard library only, so bad input is reported without matplotlib)
+# ----------------------------------------------------------------------------------------------
+
+def _is_int(v):
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v):
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)
+            and not (isinstance(v, float) and (math.isnan(v) or math.isinf(v))))
+
+
+def load_result(path):
+    name = os.path.basename(path)
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise InputError("cannot read %s: %s" % (path, e.strerror or e))
+    except UnicodeDecodeError:
+        raise InputError("%s is not JSON (not UTF-8 text)" % name)
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise InputError("%s is not JSON: %s" % (name, e))
+    if not isinstance(doc, dict):
+        raise InputError("%s is not a gemmscope result (top level is not an object)" % name)
+    schema = doc.get("schema")
+    if schema != SCHEMA:
+        raise InputError("%s has schema %s, expected \"%s\"" % (
+            name, json.dumps(schema) if schema is not None else "(none)", SCHEMA))
+    if doc.get("kind") not in ("model", "shapes"):
+        raise InputError("%s: \"kind\" must be \"model\" or \"shapes\", got %s" % (
+            name, json.dumps(doc.get("kind"))))
+    if doc.get("dry_run") is True:
+        raise InputError("%s is a dry run: it holds no results to plot" % name)
+    modes = doc.get("modes")
+    if not isinstance(modes, list) or not modes or not all(isinstance(m, str) for m in modes):
+        raise InputError("%s: \"modes\" must be a non-empty list of strings" % name)
+    precs = doc.get("precisions")
+    if not isinstance(precs, list) or not precs or not all(isinstance(p, str) for p in precs):
+        raise InputError("%s: \"precisions\" must be a non-empty list of strings" % name)
+    gemms = doc.get("gemms")
+    if not isinstance(gemms, list) or not gemms:
+        raise InputError("%s: \"gemms\" must be a non-empty list" % name)
+    any_results = False
+    for i, g in enumerate(gemms):
+        where = "%s: gemms[%d]" % (name, i)
+        if not isinstance(g, dict):
+            raise InputError(where + " is not an object")
+        for key in ("pass", "op"):
+            if not isinstance(g.get(key), str):
+                raise InputError("%s: \"%s\" must be a string" % (where, key))
+        for key in ("m", "k", "n"):
+            if not _is_int(g.get(key)) or g[key] <= 0:
+                raise InputError("%s: \"%s\" must be a positive integer" % (where, key))
+        res = g.get("results")
+        if res is None:
+            continue
+        if not isinstance(res, dict):
+            raise InputError(where + ": \"results\" is not an object")
+        any_results = True
+        for mode, cells in res.items():
+            if not isinstance(cells, dict):
+                raise InputError("%s.results.%s is not an object" % (where, mode))
+            for p, c in cells.items():
+                cw = "%s.results.%s.%s" % (where, mode, p)
+                if not isinstance(c, dict) or c.get("status") not in ("ok", "n/a"):
+                    raise InputError(cw + ": a cell must be an object with status \"ok\" or \"n/a\"")
+                if c["status"] == "ok" and (not _is_num(c.get("mean_ms")) or c["mean_ms"] <= 0):
+                    raise InputError(cw + ": status \"ok\" needs a positive number mean_ms")
+    if not any_results:
+        raise InputError("%s holds no results (a plan without measurements?)" % name)
+    if doc["kind"] == "model":
+        cfg = doc.get("config")
+        if not isinstance(cfg, dict) or not _is_int(cfg.get("num_hidden_layers")) or cfg["num_hidden_layers"] <= 0:
+            raise InputError("%s: a \"model\" result needs config.num_hidden_layers" % name)
+    return doc
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading values
+# ----------------------------------------------------------------------------------------------
+
+def cell(g, mode, prec):
+    c = ((g.get("results") or {}).get(mode) or {}).get(prec)
+    return c if isinstance(c, dict) else {"status": "n/a", "reason": "not measured"}
+
+
+def cell_ms(g, mode, prec):
+    c = cell(g, mode, prec)
+    return float(c["mean_ms"]) if c.get("status") == "ok" else None
+
+
+def cell_tflops(g, mode, prec):
+    c = cell(g, mode, prec)
+    if c.get("status") != "ok":
+        return None
+    if _is_num(c.get("tflops")) and c["tflops"] > 0:
+        return float(c["tflops"])
+    return 2.0 * g["m"] * g["k"] * g["n"] / (float(c["mean_ms"]) * 1e-3) / 1e12
+
+
+def sum_or_none(values):
+    values = list(values)
+    if any(v is None for v in values):
+        return None
+    return sum(values)
+
+
+def shape_str(g):
+    return "%dx%dx%d" % (g["m"], g["k"], g["n"])
+
+
+def layers_of(doc):
+    cfg = doc.get("config") or {}
+    return cfg.get("num_hidden_layers") or 1
+
+
+def na_reasons(doc, mode, prec, gemms=None):
+    """Short 'pass op: reason' strings for the n/a cells of one precision."""
+    out = []
+    for g in (gemms if gemms is not None else doc["gemms"]):
+        c = cell(g, mode, prec)
+        if c.get("status") != "ok":
+            what = g.get("label") or g["op"]
+            if g["pass"] != "shape":
+                what = "%s %s" % (g["pass"], what)
+            out.append("%s: %s" % (what, c.get("reason") or "n/a"))
+    return out
+
+
+def na_summary(reasons):
+    """Groups 'what: reason' strings by reason: '12 GEMMs: reason' or 'a, b: reason'."""
+    groups = []
+    for r in reasons:
+        what, _, why = r.partition(": ")
+        for g in groups:
+            if g[0] == why:
+                g[1].append(what)
+                break
+        else:
+            groups.append((why, [what]))
+    parts = []
+    for why, whats in groups:
+        head = ", ".join(whats) if len(whats) <= 2 else "%d GEMMs" % len(whats)
+        parts.append("%s: %s" % (head, why))
+    return "; ".join(parts)
+
+
+def precision_flags(doc, mode, prec):
+    """'emulated' / 'unverified on hardware' markers from the notes that concern `prec`:
+    top-level notes that start with the precision's name, and "note"/"notes" in its cells."""
+    texts = []
+    for n in doc.get("notes") or []:
+        if isinstance(n, str) and re.match(re.escape(prec) + r"\b", n):
+            texts.append(n)
+    for g in doc["gemms"]:
+        c = cell(g, mode, prec)
+        if isinstance(c.get("note"), str):
+            texts.append(c["note"])
+        if isinstance(c.get("notes"), list):
+            texts.extend(t for t in c["notes"] if isinstance(t, str))
+    low = " ".join(texts).lower()
+    flags = []
+    if "emulat" in low:
+        flags.append("emulated")
+    if "unverified" in low:
+        flags.append("unverified on hardware")
+    return flags, texts
+
+
+def precision_color(prec, precs):
+    if prec in PRECISION_COLORS:
+        return PRECISION_COLORS[prec]
+    extra = [p for p in precs if p not in PRECISION_COLORS]
+    return EXTRA_COLORS[extra.index(prec) % len(EXTRA_COLORS)]
+
+
+def lighten(color, amount):
+    from matplotlib.colors import to_rgb
+    r, g, b = to_rgb(color)
+    return (r + (1 - r) * amount, g + (1 - g) * amount, b + (1 - b) * amount)
+
+
+def fmt_ms(v):
+    if v >= 100:
+        return "%.0f" % v
+    if v >= 10:
+        return "%.1f" % v
+    if v >= 1:
+        return "%.2f" % v
+    return "%.3f" % v
+
+
+def fmt_x(v):
+    return "%.2fx" % v
+
+
+# ----------------------------------------------------------------------------------------------
+# Shared decoration
+# ----------------------------------------------------------------------------------------------
+
+def device_name(doc):
+    dev = doc.get("device")
+    if isinstance(dev, dict) and isinstance(dev.get("name"), str) and dev["name"]:
+        return dev["name"]
+    return "unknown GPU"
+
+
+def config_line(doc):
+    cfg = doc.get("config") or {}
+    parts = []
+    for key, label in (("hidden_size", "hidden"), ("intermediate_size", "intermediate"),
+                       ("num_attention_heads", "heads"), ("num_hidden_layers", "layers"),
+                       ("tokens", "tokens")):
+        v = cfg.get(key)
+        if _is_int(v):
+            parts.append("%s %s" % (label, "{:,}".format(v)))
+    kv = cfg.get("num_key_value_heads")
+    if _is_int(kv) and _is_int(cfg.get("num_attention_heads")) and kv != cfg["num_attention_heads"]:
+        parts.insert(3, "kv heads %d" % kv)
+    line = ", ".join(parts)
+    if isinstance(cfg.get("name"), str) and cfg["name"]:
+        line = "%s: %s" % (cfg["name"], line)
+    return line
+
+
+def provenance(doc):
+    tool = doc.get("tool") or {}
+    timing = doc.get("timing") or {}
+    bits = ["gemmscope %s" % tool.get("version", "?")]
+    if timing:
+        t = "%s" % timing.get("method", "?")
+        if _is_int(timing.get("warmup")) and _is_int(timing.get("iters")):
+            t += ", %d warmup + %d timed iterations, mean" % (timing["warmup"], timing["iters"])
+        bits.append(t)
+    if isinstance(doc.get("created"), str):
+        bits.append(doc["created"])
+    return "  |  ".join(bits)
+
+
+def tick_label(doc, mode, prec):
+    flags, _ = precision_flags(doc, mode, prec)
+    if flags:
+        return "%s\n(%s)" % (prec, ", ".join(flags))
+    return prec
+
+
+def footer_lines(doc, mode, precs, extra=()):
+    """Notes a reader needs: emulated/unverified precisions, skipped precisions, n/a reasons."""
+    lines = list(extra)
+    seen = set()
+    for p in precs:
+        flags, texts = precision_flags(doc, mode, p)
+        if flags:
+            for t in texts:
+                if t not in seen:
+                    seen.add(t)
+                    lines.append(t)
+    known = set(PRECISION_COLORS) | set(doc["precisions"])
+    for n in doc.get("notes") or []:
+        if not isinstance(n, str) or n in seen:
+            continue
+        head = n.split(":", 1)[0].strip()
+        if head in known:
+            seen.add(n)
+            lines.append(n)
+    return lines
+
+
+def add_footer(fig, lines, provenance_text, y_top):
+    """Writes notes under the axes; returns nothing. `y_top` is a figure y coordinate."""
+    wrapped = []
+    for ln in lines[:8]:
+        wrapped.extend(textwrap.wrap(ln, 150) or [""])
+    if len(lines) > 8:
+        wrapped.append("(%d more notes in the JSON)" % (len(lines) - 8))
+    wrapped.append(provenance_text)
+    fig.text(0.01, y_top, "\n".join(wrapped), ha="left", va="top", fontsize=7.5, color="#444444")
+
+
+def save(fig, out):
+    kw = {}
+    if os.path.splitext(out)[1].lower() in (".svg", ".pdf"):
+        kw["metadata"] = {"Date": None}  # no timestamp: the same input gives the same SVG
+    try:
+        fig.savefig(out, dpi=150, bbox_inches="tight", **kw)
+    except OSError as e:
+        raise InputError("cannot write %s: %s" % (out, e.strerror or e))
+
+
+# ----------------------------------------------------------------------------------------------
+# Model chart: one stacked bar per precision
+# ----------------------------------------------------------------------------------------------
+
+def model_breakdown(doc, mode, prec):
+    """Per-layer segments of one precision: {op: (fprop+dgrad ms, wgrad ms)}, the LM head ms per
+    layer (None when absent or n/a), the per-layer total (None when any layer cell is n/a)."""
+    layer = [g for g in doc["gemms"] if g.get("scope", "layer") == "layer"]
+    segs = {}
+    for op, _, _, _ in LAYER_OPS:
+        gs = [g for g in layer if g["op"] == op]
+        if not gs:
+            continue
+        fd = sum_or_none(cell_ms(g, mode, prec) for g in gs if g["pass"] in ("fprop", "dgrad"))
+        wg = sum_or_none(cell_ms(g, mode, prec) for g in gs if g["pass"] == "wgrad")
+        segs[op] = (fd, wg)
+    # ops the chart has no colour for (future kinds) still count in the total
+    others = [g for g in layer if g["op"] not in dict((o[0], 1) for o in LAYER_OPS)]
+    other_ms = sum_or_none(cell_ms(g, mode, prec) for g in others)
+    total = sum_or_none([v for fw in segs.values() for v in fw] + [other_ms])
+    summ = ((((doc.get("summary") or {}).get(mode) or {}).get("per_layer") or {}).get("total") or {})
+    if prec in summ and summ[prec] is None:
+        total = None  # the run itself says n/a
+    once = [g for g in doc["gemms"] if g.get("scope") == "model"]
+    lm = None
+    if once:
+        s = sum_or_none(cell_ms(g, mode, prec) for g in once)
+        lm = None if s is None else s / layers_of(doc)
+    return segs, lm, total, bool(once)
+
+
+def chart_model(doc, mode, baseline, out):
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    precs = doc["precisions"]
+    layers = layers_of(doc)
+    data = {p: model_breakdown(doc, mode, p) for p in precs}
+    has_lm = any(d[3] for d in data.values())
+    lm_ok_everywhere = has_lm and all(d[1] is not None for d in data.values() if d[2] is not None)
+
+    def bar_total(p):
+        segs, lm, total, _ = data[p]
+        if total is None:
+            return None
+        if lm_ok_everywhere:
+            return total + lm
+        return total
+
+    base_total = bar_total(baseline)
+    heights = [bar_total(p) for p in precs if bar_total(p) is not None]
+    ymax = max(heights) if heights else 1.0
+
+    fig_w = max(7.5, 1.45 * len(precs) + 4.2)
+    fig, ax = plt.subplots(figsize=(fig_w, 6.0))
+    width = 0.62
+    extra_notes = []
+    for i, p in enumerate(precs):
+        segs, lm, total, _ = data[p]
+        if total is None:
+            t = ax.text(i, ymax * 0.03, "N/A", ha="center", va="bottom", fontsize=13,
+                        fontweight="bold", color="#b00020")
+            t.set_gid("na:%s" % p)
+            reasons = na_reasons(doc, mode, p, [g for g in doc["gemms"] if g.get("scope", "layer") == "layer"])
+            ax.text(i, ymax * 0.03 + ymax * 0.07, "%d GEMM%s n/a" % (len(reasons), "" if len(reasons) == 1 else "s"),
+                    ha="center", va="bottom", fontsize=8, color="#b00020")
+            extra_notes.append("%s is N/A in %s mode: %s" % (p, mode, na_summary(reasons)))
+            continue
+        bottom = 0.0
+        for op, label, gidname, color in LAYER_OPS:
+            if op not in segs:
+                continue
+            fd, wg = segs[op]
+            for value, part, col in ((fd, "fpropdgrad", color), (wg, "wgrad", lighten(color, 0.55))):
+                if value is None or value <= 0:
+                    continue
+                r = ax.bar(i, value, width, bottom=bottom, color=col, edgecolor="white", linewidth=0.6)
+                r.patches[0].set_gid("bar:%s:%s:%s" % (p, gidname, part))
+                if value >= ymax * 0.045:
+                    ax.text(i, bottom + value / 2, fmt_ms(value), ha="center", va="center", fontsize=7,
+                            color="white" if part == "fpropdgrad" else "#222222")
+                bottom += value
+        if lm_ok_everywhere and lm:
+            r = ax.bar(i, lm, width, bottom=bottom, color=lighten(LM_HEAD_COLOR, 0.3), edgecolor="white",
+                       hatch="///", linewidth=0.6)
+            r.patches[0].set_gid("bar:%s:LMHead:all" % p)
+            if lm >= ymax * 0.045:
+                ax.text(i, bottom + lm / 2, fmt_ms(lm), ha="center", va="center", fontsize=7, color="#222222",
+                        bbox=dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none", alpha=0.85))
+            bottom += lm
+        if p == baseline:
+            label_txt = "%s ms\nbaseline" % fmt_ms(bottom)
+        elif base_total is not None:
+            label_txt = "%s ms\n%s" % (fmt_ms(bottom), fmt_x(base_total / bottom))
+        else:
+            label_txt = "%s ms\n(no baseline)" % fmt_ms(bottom)
+        t = ax.text(i, bottom + ymax * 0.012, label_txt, ha="center", va="bottom", fontsize=9,
+                    fontweight="bold" if p != baseline else "normal")
+        t.set_gid("speedup:%s" % p)
+
+    ax.set_xticks(range(len(precs)))
+    ax.set_xticklabels([tick_label(doc, mode, p) for p in precs], fontsize=9)
+    ax.set_xlim(-0.6, len(precs) - 0.4)
+    ax.set_ylim(0, ymax * 1.17)
+    unit = "GEMM time per layer (ms)"
+    if lm_ok_everywhere:
+        unit = "GEMM time per layer (ms)\n(LM head: its time / %d layers)" % layers
+    ax.set_ylabel(unit)
+    ax.yaxis.grid(True, color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+
+    handles = []
+    for op, label, _, color in LAYER_OPS:
+        if any(op in data[p][0] for p in precs):
+            handles.append(Patch(facecolor=color, label=label))
+    if lm_ok_everywhere:
+        handles.append(Patch(facecolor=lighten(LM_HEAD_COLOR, 0.3), hatch="///", edgecolor="white",
+                             label="LM head / %d layers\n(all passes)" % layers))
+    handles.append(Patch(facecolor="#555555", label="Fprop + Dgrad\n(solid, measured)"))
+    handles.append(Patch(facecolor=lighten("#555555", 0.55), label="Wgrad (light)"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9)
+
+    base_word = "speedup vs %s above each bar" % baseline
+    fig.suptitle("Per-layer GEMM time by precision on %s" % device_name(doc), fontsize=13,
+                 fontweight="bold", x=0.01, ha="left")
+    ax.set_title("%s\nMode: %s  |  %s" % (config_line(doc), MODE_TEXT.get(mode, mode), base_word),
+                 fontsize=9, loc="left", color="#333333")
+
+    if has_lm and not lm_ok_everywhere:
+        extra_notes.insert(0, "LM head (runs once per step) is left out: it is n/a for some precision.")
+    elif not has_lm:
+        cfg = doc.get("config") or {}
+        if cfg.get("vocab_size"):
+            extra_notes.insert(0, "LM head GEMMs are not in this result and are not shown.")
+    fig.tight_layout()
+    fig.subplots_adjust(top=0.84)
+    add_footer(fig, footer_lines(doc, mode, precs, extra_notes), provenance(doc), -0.01)
+    save(fig, out)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------------------------
+# Shapes chart: grouped TFLOP/s bars
+# ----------------------------------------------------------------------------------------------
+
+def group_label(doc, g):
+    if g["pass"] == "shape":
+        return shape_str(g)
+    return "%s %s\n%s" % (g["pass"].capitalize(), g.get("label") or g["op"], shape_str(g))
+
+
+def chart_shapes(doc, mode, baseline, out):
+    import matplotlib.pyplot as plt
+
+    precs = doc["precisions"]
+    gemms = doc["gemms"]
+    n = len(gemms)
+    width = 0.8 / len(precs)
+    vals = {p: [cell_tflops(g, mode, p) for g in gemms] for p in precs}
+    allv = [v for p in precs for v in vals[p] if v is not None]
+    ymax = max(allv) if allv else 1.0
+
+    fig_w = min(30.0, max(8.0, n * (0.32 * len(precs) + 0.5) + 3.5))
+    fig, ax = plt.subplots(figsize=(fig_w, 5.8))
+    for j, p in enumerate(precs):
+        color = precision_color(p, precs)
+        for i, g in enumerate(gemms):
+            x = i - 0.4 + width * (j + 0.5)
+            v = vals[p][i]
+            if v is None:
+                t = ax.text(x, ymax * 0.01, "N/A", ha="center", va="bottom", rotation=90, fontsize=8,
+                            color="#b00020", fontweight="bold")
+                t.set_gid("na:%s:%d" % (p, i))
+                continue
+            r = ax.bar(x, v, width * 0.92, color=color, label=tick_label(doc, mode, p).replace("\n", " ") if i == 0 else None)
+            r.patches[0].set_gid("bar:%s:%d" % (p, i))
+            ax.text(x, v + ymax * 0.01, "%.0f" % v, ha="center", va="bottom", rotation=90, fontsize=7)
+    # the legend needs an entry for a precision whose first cell is n/a
+    for p in precs:
+        if vals[p] and vals[p][0] is None:
+            ax.bar(0, 0, 0, color=precision_color(p, precs), label=tick_label(doc, mode, p).replace("\n", " "))
+    ax.set_xticks(range(n))
+    ax.set_xticklabels([group_label(doc, g) for g in gemms], fontsize=8,
+                       rotation=30 if n > 6 else 0, ha="right" if n > 6 else "center")
+    ax.set_xlim(-0.6, n - 0.4)
+    ax.set_ylim(0, ymax * 1.15)
+    ax.set_ylabel("Throughput (TFLOP/s, 2·M·K·N / mean time)")
+    ax.set_xlabel("GEMM shape (M x K x N)")
+    ax.yaxis.grid(True, color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9, title="Precision")
+    fig.suptitle("GEMM throughput per shape on %s" % device_name(doc), fontsize=13, fontweight="bold",
+                 x=0.01, ha="left")
+    ax.set_title("Mode: %s" % MODE_TEXT.get(mode, mode), fontsize=9, loc="left", color="#333333")
+    extra = []
+    for p in precs:
+        r = na_reasons(doc, mode, p)
+        if r:
+            extra.append("%s N/A: %s" % (p, na_summary(r)))
+    fig.tight_layout()
+    add_footer(fig, footer_lines(doc, mode, precs, extra), provenance(doc), -0.01)
+    save(fig, out)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------------------------
+# Sweep chart: latency, TFLOP/s and speedup against size, one figure with three panels
+# ----------------------------------------------------------------------------------------------
+
+def is_square(g):
+    return g["m"] == g["k"] == g["n"]
+
+
+def chart_sweep(doc, mode, baseline, out):
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+    precs = doc["precisions"]
+    square = all(is_square(g) for g in doc["gemms"])
+    pts = []
+    for g in doc["gemms"]:
+        size = g["m"] if square else (float(g["m"]) * g["k"] * g["n"]) ** (1.0 / 3.0)
+        pts.append((size, g))
+    pts.sort(key=lambda t: t[0])
+    xs = [s for s, _ in pts]
+    nan = float("nan")
+
+    fig, axes = plt.subplots(1, 3, figsize=(17, 5.4))
+    ax_lat, ax_tf, ax_sp = axes
+    for p in precs:
+        color = precision_color(p, precs)
+        lat = [cell_ms(g, mode, p) for _, g in pts]
+        tf = [cell_tflops(g, mode, p) for _, g in pts]
+        label = tick_label(doc, mode, p).replace("\n", " ")
+        (l1,) = ax_lat.plot(xs, [nan if v is None else v for v in lat], "o-", color=color, label=label, ms=4)
+        l1.set_gid("line:latency:%s" % p)
+        (l2,) = ax_tf.plot(xs, [nan if v is None else v for v in tf], "o-", color=color, label=label, ms=4)
+        l2.set_gid("line:tflops:%s" % p)
+        if p != baseline:
+            sp = []
+            for _, g in pts:
+                a, b = cell_ms(g, mode, baseline), cell_ms(g, mode, p)
+                sp.append(nan if a is None or b is None else a / b)
+            (l3,) = ax_sp.plot(xs, sp, "o-", color=color, label=label, ms=4)
+            l3.set_gid("line:speedup:%s" % p)
+    ax_sp.axhline(1.0, color=precision_color(baseline, precs), linestyle="--", linewidth=1.0,
+                  label="%s (= 1)" % baseline)
+
+    size_label = "Matrix size N (M = K = N)" if square else "Size: cube root of M·K·N"
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(FixedLocator(xs))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xticklabels(["%d" % round(x) for x in xs], rotation=45 if len(xs) > 8 else 0, fontsize=8)
+        ax.set_xlabel(size_label)
+        ax.grid(True, color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+    ax_lat.set_yscale("log")
+    ax_lat.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: "%g" % v))
+    ax_lat.set_ylabel("Latency (ms, mean, log scale)")
+    ax_lat.set_title("Latency vs size", fontsize=10)
+    ax_tf.set_ylabel("Throughput (TFLOP/s)")
+    ax_tf.set_ylim(bottom=0)
+    ax_tf.set_title("Throughput vs size", fontsize=10)
+    ax_sp.set_ylabel("Speedup vs %s (x, higher is faster)" % baseline)
+    ax_sp.set_title("Speedup over %s vs size" % baseline, fontsize=10)
+    ax_sp.set_ylim(bottom=0)
+
+    handles, labels = ax_lat.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.91), ncol=len(precs),
+               frameon=False, fontsize=9)
+    fig.suptitle("GEMM size sweep on %s  |  mode: %s" % (device_name(doc), MODE_TEXT.get(mode, mode)),
+                 fontsize=12, fontweight="bold", y=1.0)
+    extra = []
+    for p in precs:
+        r = na_reasons(doc, mode, p)
+        if r:
+            extra.append("%s N/A (gap in its lines): %s" % (p, na_summary(r)))
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    add_footer(fig, footer_lines(doc, mode, precs, extra), provenance(doc), -0.01)
+    save(fig, out)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------------------------
+# Modes chart: autocast vs pre-quantized speedup over the baseline
+# ----------------------------------------------------------------------------------------------
+
+def run_total(doc, mode, prec):
+    """Time the speedups are taken from: the full-model GEMM time of a model run (per-layer total
+    x layers + LM head), the sum over all GEMMs of a shapes run. None when any cell is n/a."""
+    if doc["kind"] == "model":
+        full = ((((doc.get("summary") or {}).get(mode) or {}).get("full_model")) or {})
+        if prec in full:
+            return full[prec] if _is_num(full[prec]) else None
+        segs, lm, total, has_lm = model_breakdown(doc, mode, prec)
+        if total is None or (has_lm and lm is None):
+            return None
+        return total * layers_of(doc) + (lm * layers_of(doc) if lm else 0.0)
+    return sum_or_none(cell_ms(g, mode, prec) for g in doc["gemms"])
+
+
+def chart_modes(doc, baseline, out):
+    import matplotlib.pyplot as plt
+
+    modes = [m for m in KNOWN_MODES if m in doc["modes"]]
+    precs = [p for p in doc["precisions"] if p != baseline]
+    if not precs:
+        raise InputError("the modes chart needs a precision besides the baseline %s" % baseline)
+    sp = {}
+    for m in modes:
+        base = run_total(doc, m, baseline)
+        for p in precs:
+            t = run_total(doc, m, p)
+            sp[(m, p)] = None if base is None or t is None or t <= 0 else base / t
+    allv = [v for v in sp.values() if v is not None]
+    ymax = max(allv + [1.0])
+
+    fig, ax = plt.subplots(figsize=(max(7.5, 1.6 * len(precs) + 4.0), 5.6))
+    width = 0.38
+    styles = {"autocast": dict(color="#1f77b4"),
+              "pre-quantized": dict(color=lighten("#1f77b4", 0.55), hatch="//", edgecolor="#1f77b4")}
+    for j, m in enumerate(modes):
+        for i, p in enumerate(precs):
+            x = i + (j - 0.5) * width
+            v = sp[(m, p)]
+            if v is None:
+                t = ax.text(x, ymax * 0.02, "N/A", ha="center", va="bottom", fontsize=10, color="#b00020",
+                            fontweight="bold", rotation=90)
+                t.set_gid("na:%s:%s" % (m, p))
+                continue
+            r = ax.bar(x, v, width * 0.94, label=m if i == 0 else None, linewidth=0.8, **styles[m])
+            r.patches[0].set_gid("bar:%s:%s" % (m, p))
+            ax.text(x, v + ymax * 0.012, fmt_x(v), ha="center", va="bottom", fontsize=9, fontweight="bold")
+    for m in modes:  # legend entries for a mode whose first bar is N/A
+        if sp[(m, precs[0])] is None:
+            ax.bar(0, 0, 0, label=m, **styles[m])
+    ax.axhline(1.0, color="#555555", linestyle="--", linewidth=0.9)
+    ax.text(len(precs) - 0.45, 1.0, " %s = 1.00x" % baseline, va="bottom", ha="right", fontsize=8, color="#555555")
+    ax.set_xticks(range(len(precs)))
+    ax.set_xticklabels([tick_label(doc, modes[-1], p) if precision_flags(doc, modes[-1], p)[0]
+                        else tick_label(doc, modes[0], p) for p in precs], fontsize=9)
+    ax.set_xlim(-0.6, len(precs) - 0.4)
+    ax.set_ylim(0, ymax * 1.15)
+    what = "full-model GEMM time" if doc["kind"] == "model" else "sum of all GEMM times"
+    ax.set_ylabel("Speedup vs %s (x, %s)" % (baseline, what))
+    ax.yaxis.grid(True, color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9, title="Mode")
+    fig.suptitle("Autocast vs pre-quantized speedup over %s on %s" % (baseline, device_name(doc)),
+                 fontsize=12, fontweight="bold", x=0.01, ha="left")
+    sub = "autocast includes the quantization of the inputs; pre-quantized times the GEMM kernel only"
+    if doc["kind"] == "model":
+        sub = config_line(doc) + "\n" + sub
+    ax.set_title(sub, fontsize=9, loc="left", color="#333333")
+    extra = []
+    for m in modes:
+        for p in precs:
+            if sp[(m, p)] is None:
+                r = na_reasons(doc, m, p)
+                extra.append("%s N/A in %s mode: %s" % (p, m, na_summary(r) if r else
+                                                          "the baseline %s has n/a cells" % baseline))
+    fig.tight_layout()
+    fig.subplots_adjust(top=0.84 if doc["kind"] == "model" else 0.87)
+    add_footer(fig, footer_lines(doc, modes[0], doc["precisions"], extra), provenance(doc), -0.01)
+    save(fig, out)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------------------------
+# Driver
+# ----------------------------------------------------------------------------------------------
+
+def pick_kind(doc, requested):
+    if requested != "auto":
+        return requested
+    if doc["kind"] == "model":
+        return "model"
+    gemms = doc["gemms"]
+    if len(gemms) >= 5 and all(is_square(g) for g in gemms):
+        return "sweep"
+    return "shapes"
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        prog="gemmscope_plot.py",
+        description="Draw a chart from a gemmscope result JSON (schema %s)." % SCHEMA,
+        epilog="exit status: 0 chart written, 2 bad input, 3 matplotlib missing")
+    ap.add_argument("result", metavar="RESULT.json")
+    ap.add_argument("-o", "--output", required=True, metavar="OUT", help="OUT.png, OUT.svg or OUT.pdf")
+    ap.add_argument("--baseline", default=None, help="precision the speedups are taken against (default BF16)")
+    ap.add_argument("--mode", default=None, choices=KNOWN_MODES,
+                    help="which mode to chart (default: autocast when present)")
+    ap.add_argument("--kind", default="auto", choices=KINDS,
+                    help="chart kind (default auto: from the JSON)")
+    return ap.parse_args(argv)
+
+
+def main(argv=None):
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        ext = os.path.splitext(args.output)[1].lower()
+        if ext not in OUT_TYPES:
+            raise InputError("output %s: unsupported type, use .png, .svg or .pdf" % args.output)
+        doc = load_result(args.result)
+        if args.mode is not None and args.mode not in doc["modes"]:
+            raise InputError("mode %s is not in %s (modes: %s)" % (
+                args.mode, os.path.basename(args.result), ", ".join(doc["modes"])))
+        mode = args.mode or ("autocast" if "autocast" in doc["modes"] else doc["modes"][0])
+        if args.baseline is not None:
+            if args.baseline not in doc["precisions"]:
+                raise InputError("baseline %s is not in %s (precisions: %s)" % (
+                    args.baseline, os.path.basename(args.result), ", ".join(doc["precisions"])))
+            baseline = args.baseline
+        else:
+            baseline = "BF16" if "BF16" in doc["precisions"] else doc["precisions"][0]
+        kind = pick_kind(doc, args.kind)
+        if kind == "modes" and not all(m in doc["modes"] for m in KNOWN_MODES):
+            raise InputError("the modes chart needs both autocast and pre-quantized results (%s has: %s)" % (
+                os.path.basename(args.result), ", ".join(doc["modes"])))
+        if kind == "model" and doc["kind"] != "model":
+            raise InputError("the model chart needs a model-config result (%s is kind \"%s\")" % (
+                os.path.basename(args.result), doc["kind"]))
+    except InputError as e:
+        fail(str(e))
+
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401  (fail here, not half-way through a chart)
+        # SVG keeps text as <text> (searchable, editable, smaller); ids are stable across runs.
+        matplotlib.rcParams["svg.fonttype"] = "none"
+        matplotlib.rcParams["svg.hashsalt"] = "gemmscope"
+    except ImportError:
+        fail(MATPLOTLIB_MISSING, EXIT_NO_MATPLOTLIB)
+
+    try:
+        if kind == "model":
+            chart_model(doc, mode, baseline, args.output)
+        elif kind == "shapes":
+            chart_shapes(doc, mode, baseline, args.output)
+        elif kind == "sweep":
+            chart_sweep(doc, mode, baseline, args.output)
+        else:
+            chart_modes(doc, baseline, args.output)
+    except InputError as e:
+        fail(str(e))
+    print("wrote %s (%s chart%s)" % (args.output, kind, "" if kind == "modes" else ", mode " + mode))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,47 @@
+// `gemmscope compare A.json B.json`: per-GEMM and total time ratios B/A, regression flags.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "core/compare.hpp"
+#include "core/error.hpp"
+
+namespace gs::cli {
+
+int run_compare(int argc, char** argv) {
+  CLI::App app{"Compare two gemmscope result JSONs (A = reference, B = candidate).\n"
+               "GEMMs are matched by (pass, op, m, k, n); cells show B/A of the mean time.\n"
+               "Exit status: 0 no regression, 1 regressions found (B slower than A by more than the\n"
+               "threshold, or a GEMM n/a in B only), 2 bad input.",
+               "gemmscope compare"};
+  std::string a, b, threshold = "5%", mode;
+  bool markdown = false;
+  app.add_option("A", a, "reference result JSON")->required();
+  app.add_option("B", b, "candidate result JSON")->required();
+  app.add_option("--threshold", threshold, "relative change that is flagged: 5% or 0.05")->capture_default_str();
+  app.add_flag("--markdown", markdown, "print markdown tables instead of text");
+  app.add_option("--mode", mode, "compare only this mode (autocast or pre-quantized)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    CompareOptions opt;
+    opt.threshold = parse_threshold(threshold);
+    opt.mode = mode;
+    const CompareResult r = compare_files(a, b, opt);
+    const std::string text = markdown ? format_compare_markdown(r) : format_compare_text(r);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return r.has_regressions() ? 1 : 0;
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "gemmscope compare: error: {}\n", e.what());
+    return 2;
+  }
+}
+
+}  // namespace gs::cli

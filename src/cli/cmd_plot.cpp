@@ -1,0 +1,143 @@
+// `gemmscope plot`: runs tools/gemmscope_plot.py (installed next to the binary) with the first
+// Python that can import matplotlib. Processes are started with posix_spawn and an argv array:
+// no shell is involved, so file names are passed through verbatim.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "cli/commands.hpp"
+
+extern char** environ;
+
+namespace gs::cli {
+
+namespace {
+
+constexpr const char* kMatplotlibMissing =
+    "matplotlib is not installed: apt-get install python3-matplotlib (or pip install matplotlib)";
+
+// Runs argv[0] (searched on PATH when it has no '/'), waits, returns its exit status; -1 when it
+// could not be started; 128 + signal when it was killed. quiet: stdout/stderr go to /dev/null.
+int spawn_and_wait(const std::vector<std::string>& args, bool quiet) {
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  }
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return -1;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+
+bool readable_file(const std::string& p) { return !p.empty() && access(p.c_str(), R_OK) == 0; }
+
+std::string exe_dir() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return {};
+  std::string path(buf, static_cast<size_t>(n));
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+}  // namespace
+
+std::optional<std::string> find_chart_python() {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("GEMMSCOPE_PYTHON"); env && *env) candidates.emplace_back(env);
+  candidates.emplace_back("python3");
+  candidates.emplace_back("/usr/bin/python3");
+  for (const std::string& py : candidates) {
+    if (spawn_and_wait({py, "-c", "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"}, true) == 0)
+      return py;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> find_chart_script() {
+  if (const char* env = std::getenv("GEMMSCOPE_PLOT_SCRIPT"); env && *env) {
+    if (readable_file(env)) return std::string(env);
+    return std::nullopt;
+  }
+  if (const std::string dir = exe_dir(); !dir.empty() && readable_file(dir + "/gemmscope_plot.py"))
+    return dir + "/gemmscope_plot.py";
+#ifdef GS_SOURCE_DIR
+  if (readable_file(std::string(GS_SOURCE_DIR) + "/tools/gemmscope_plot.py"))
+    return std::string(GS_SOURCE_DIR) + "/tools/gemmscope_plot.py";
+#endif
+  return std::nullopt;
+}
+
+int render_chart(const std::string& json_path, const std::string& out_path, const std::vector<std::string>& extra_args) {
+  const auto script = find_chart_script();
+  if (!script) {
+    fmt::print(stderr,
+               "gemmscope plot: error: the chart renderer gemmscope_plot.py was not found next to the gemmscope binary "
+               "(set GEMMSCOPE_PLOT_SCRIPT to its path)\n");
+    return kChartUnavailable;
+  }
+  const auto python = find_chart_python();
+  if (!python) {
+    fmt::print(stderr, "gemmscope plot: error: {}\n", kMatplotlibMissing);
+    return kChartUnavailable;
+  }
+  std::vector<std::string> args = {*python, *script, json_path, "-o", out_path};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  const int rc = spawn_and_wait(args, false);
+  if (rc < 0) {
+    fmt::print(stderr, "gemmscope plot: error: could not run {}\n", *python);
+    return kChartUnavailable;
+  }
+  return rc;
+}
+
+int run_plot(int argc, char** argv) {
+  CLI::App app{"Draw a chart from a gemmscope result JSON.\n"
+               "Kinds: model (stacked per-layer bars per precision), shapes (grouped TFLOP/s bars),\n"
+               "sweep (latency / TFLOP/s / speedup vs size), modes (autocast vs pre-quantized speedup).\n"
+               "Exit status: 0 written, 2 bad input, 3 no Python with matplotlib.",
+               "gemmscope plot"};
+  std::string result, out, baseline, mode, kind = "auto";
+  app.add_option("result", result, "result JSON written by gemmscope --json")->required();
+  app.add_option("-o,--output", out, "chart file: .png, .svg or .pdf")->required();
+  app.add_option("--baseline", baseline, "precision the speedups are taken against (default BF16)");
+  app.add_option("--mode", mode, "mode to chart (default autocast when present)")
+      ->check(CLI::IsMember({"autocast", "pre-quantized"}));
+  app.add_option("--kind", kind, "chart kind (default auto: from the JSON)")
+      ->check(CLI::IsMember({"auto", "model", "shapes", "sweep", "modes"}))
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kChartOk : kChartBadInput;
+  }
+  std::vector<std::string> extra;
+  if (!baseline.empty()) extra.insert(extra.end(), {"--baseline", baseline});
+  if (!mode.empty()) extra.insert(extra.end(), {"--mode", mode});
+  extra.insert(extra.end(), {"--kind", kind});
+  return render_chart(result, out, extra);
+}
+
+}  // namespace gs::cli

@@ -1,0 +1,41 @@
+// Subcommands of the gemmscope CLI that live outside main.cpp.
+//
+// main.cpp dispatches `gemmscope plot ...` and `gemmscope compare ...` here with the subcommand
+// name as argv[0]: run_plot(argc - 1, argv + 1).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gs::cli {
+
+// Exit status of the chart commands (the same numbers as tools/gemmscope_plot.py).
+inline constexpr int kChartOk = 0;
+inline constexpr int kChartBadInput = 2;    // missing file, not JSON, wrong schema, dry run, bad option
+inline constexpr int kChartUnavailable = 3; // no Python with matplotlib, or gemmscope_plot.py not found
+
+// `gemmscope plot RESULT.json -o OUT.{png,svg,pdf} [--baseline P] [--mode M] [--kind K]`
+int run_plot(int argc, char** argv);
+
+// `gemmscope compare A.json B.json [--threshold 5%|0.05] [--markdown] [--mode M]`
+// Exit status: 0 no regression, 1 regressions found, 2 bad input.
+int run_compare(int argc, char** argv);
+
+// Renders `json_path` into `out_path` (type from its extension) with tools/gemmscope_plot.py;
+// `extra_args` are passed on (e.g. {"--baseline", "FP8Current", "--kind", "modes"}). The child's
+// stdout/stderr are the caller's. Returns the script's exit status (0 ok, 2 bad input), or
+// kChartUnavailable when no interpreter can import matplotlib or the script is not found (a
+// one-line message is printed on stderr then).
+int render_chart(const std::string& json_path, const std::string& out_path,
+                 const std::vector<std::string>& extra_args = {});
+
+// The first interpreter among $GEMMSCOPE_PYTHON, `python3` on PATH, /usr/bin/python3 that can
+// import matplotlib (with the Agg backend), or nullopt.
+std::optional<std::string> find_chart_python();
+
+// $GEMMSCOPE_PLOT_SCRIPT, else gemmscope_plot.py next to the running binary, else
+// <source dir>/tools/gemmscope_plot.py when the build defines GS_SOURCE_DIR; nullopt if none exists.
+std::optional<std::string> find_chart_script();
+
+}  // namespace gs::cli

@@ -1,0 +1,91 @@
+// Comparison of two gemmscope result files (docs/json-schema.md): A is the reference, B the
+// candidate. GEMMs are matched by (pass, op, m, k, n); for every mode and precision present in
+// both files the ratio B/A of the mean times is computed, per GEMM and, for model runs, for the
+// per-layer and full-model totals.
+//
+// Flags, with threshold t (default 0.05):
+//   regression   B is slower than A by more than t:  B/A > 1 + t
+//   improvement  A is slower than B by more than t:  A/B > 1 + t   (the mirror image)
+// A cell that is ok in A and n/a in B counts as a regression (B lost the GEMM); n/a in A and ok
+// in B as an improvement.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gs {
+
+enum class Verdict { Same, Regression, Improvement, BothNA };
+
+struct CompareOptions {
+  double threshold = 0.05;  // relative, 0.05 = 5 %
+  std::string mode;         // empty: every mode present in both files
+};
+
+struct CompareCell {
+  std::string precision;
+  std::optional<double> a_ms, b_ms;  // nullopt: n/a in that file
+  std::optional<double> ratio;       // b_ms / a_ms when both are ok
+  Verdict verdict = Verdict::Same;
+};
+
+// One matched GEMM in one mode.
+struct CompareGemmRow {
+  std::string pass, op, label;
+  long long m = 0, k = 0, n = 0;
+  std::vector<CompareCell> cells;  // one per common precision, in A's order
+};
+
+// Per-layer or full-model totals of one mode (model runs with a summary in both files).
+struct CompareTotalRow {
+  std::string what;  // "per-layer total" or "full model"
+  std::vector<CompareCell> cells;
+};
+
+struct CompareMode {
+  std::string mode;
+  std::vector<CompareGemmRow> gemms;
+  std::vector<CompareTotalRow> totals;
+};
+
+struct CompareResult {
+  std::string a_path, b_path;  // as given (empty for in-memory documents)
+  std::string a_device, b_device, a_created, b_created;
+  std::string kind;
+  double threshold = 0.05;
+  std::vector<std::string> precisions;                       // compared: in both, A's order
+  std::vector<std::string> only_a_precisions, only_b_precisions;
+  std::vector<std::string> only_a_modes, only_b_modes;       // present in one file only
+  std::vector<std::string> unmatched_a, unmatched_b;         // "fprop qkv 15872x4096x12288"
+  std::vector<CompareMode> modes;
+  int regressions = 0;   // flagged cells, GEMMs and totals together
+  int improvements = 0;
+
+  bool has_regressions() const { return regressions > 0; }
+};
+
+// Throws UsageError when `doc` is not a usable gemmscope result ("name" prefixes the message).
+void validate_result_json(const nlohmann::json& doc, const std::string& name);
+
+// Reads and validates a result file; UsageError on a missing file, bad JSON, wrong schema,
+// a dry run.
+nlohmann::json load_result_json(const std::string& path);
+
+// Compares validated documents. UsageError when they cannot be compared: different kinds,
+// no common mode (or opt.mode missing from one), no common precision, no common GEMM.
+CompareResult compare_results(const nlohmann::json& a, const nlohmann::json& b, const CompareOptions& opt = {});
+CompareResult compare_files(const std::string& a_path, const std::string& b_path, const CompareOptions& opt = {});
+
+// "5%" -> 0.05, "0.05" -> 0.05, "5" -> 0.05 (a bare number above 1 is read as percent).
+// UsageError for anything else, negative values or values of 100 % and more.
+double parse_threshold(const std::string& text);
+
+std::string format_compare_text(const CompareResult& r);
+std::string format_compare_markdown(const CompareResult& r);
+
+const char* to_string(Verdict v);
+
+}  // namespace gs

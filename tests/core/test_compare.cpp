@@ -1,0 +1,291 @@
+// gemmscope compare: ratios, flags, matching and input checks on the fixtures in tests/data.
+// compare_b.json is compare_a.json with every FP8Current time x1.10 and every FP8Delayed time
+// x0.95 (BF16 and FP8Block unchanged; FP8Block wgrad MLP Down is n/a in both).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/compare.hpp"
+#include "core/error.hpp"
+
+namespace {
+
+using gs::CompareOptions;
+using gs::UsageError;
+using gs::Verdict;
+using nlohmann::json;
+
+const std::string kData = GS_TEST_DATA_DIR;
+
+json load(const std::string& name) { return gs::load_result_json(kData + "/" + name); }
+
+const gs::CompareCell& cell_of(const gs::CompareGemmRow& row, const std::string& prec) {
+  for (const auto& c : row.cells)
+    if (c.precision == prec) return c;
+  throw std::runtime_error("no cell " + prec);
+}
+
+std::filesystem::path scratch() {
+  return std::filesystem::temp_directory_path() / ("gs_compare_test_" + std::to_string(getpid()));
+}
+
+class ScratchCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    std::filesystem::remove_all(scratch(), ec);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kCleanup = ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
+
+std::string temp_file(const std::string& name, const std::string& content) {
+  const auto dir = scratch();
+  std::filesystem::create_directories(dir);
+  const auto p = dir / name;
+  std::ofstream(p) << content;
+  return p.string();
+}
+
+template <class F>
+std::string usage_error_of(F&& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no UsageError)";
+}
+
+TEST(Compare, KnownRatiosPerGemm) {
+  const auto r = gs::compare_files(kData + "/compare_a.json", kData + "/compare_b.json");
+  ASSERT_EQ(r.modes.size(), 1u);
+  EXPECT_EQ(r.modes[0].mode, "autocast");
+  EXPECT_EQ(r.precisions, (std::vector<std::string>{"BF16", "FP8Current", "FP8Delayed", "FP8Block"}));
+  const auto& rows = r.modes[0].gemms;
+  ASSERT_EQ(rows.size(), 12u);
+  EXPECT_TRUE(r.unmatched_a.empty());
+  EXPECT_TRUE(r.unmatched_b.empty());
+  for (const auto& row : rows) {
+    SCOPED_TRACE(row.pass + " " + row.op);
+    ASSERT_TRUE(cell_of(row, "BF16").ratio);
+    EXPECT_NEAR(*cell_of(row, "BF16").ratio, 1.0, 1e-9);
+    EXPECT_EQ(cell_of(row, "BF16").verdict, Verdict::Same);
+    ASSERT_TRUE(cell_of(row, "FP8Current").ratio);
+    EXPECT_NEAR(*cell_of(row, "FP8Current").ratio, 1.10, 1e-6);
+    EXPECT_EQ(cell_of(row, "FP8Current").verdict, Verdict::Regression);
+    ASSERT_TRUE(cell_of(row, "FP8Delayed").ratio);
+    EXPECT_NEAR(*cell_of(row, "FP8Delayed").ratio, 0.95, 1e-6);
+    EXPECT_EQ(cell_of(row, "FP8Delayed").verdict, Verdict::Improvement);
+  }
+  // the one n/a cell of the fixtures: FP8Block wgrad MLP Down, n/a in both files
+  int both_na = 0;
+  for (const auto& row : rows) {
+    const auto& c = cell_of(row, "FP8Block");
+    if (c.verdict == Verdict::BothNA) {
+      ++both_na;
+      EXPECT_EQ(row.pass, "wgrad");
+      EXPECT_EQ(row.op, "mlp_down");
+      EXPECT_FALSE(c.ratio);
+    }
+  }
+  EXPECT_EQ(both_na, 1);
+  // 12 GEMMs + per-layer + full-model totals, for FP8Current (slower) and FP8Delayed (faster)
+  EXPECT_EQ(r.regressions, 14);
+  EXPECT_EQ(r.improvements, 14);
+  EXPECT_TRUE(r.has_regressions());
+}
+
+TEST(Compare, TotalsFromSummaries) {
+  const auto r = gs::compare_files(kData + "/compare_a.json", kData + "/compare_b.json");
+  const auto& totals = r.modes.at(0).totals;
+  ASSERT_EQ(totals.size(), 2u);
+  EXPECT_EQ(totals[0].what, "per-layer total");
+  EXPECT_EQ(totals[1].what, "full model");
+  for (const auto& t : totals) {
+    for (const auto& c : t.cells) {
+      SCOPED_TRACE(t.what + " " + c.precision);
+      if (c.precision == "FP8Block") {  // null in both summaries (one n/a cell)
+        EXPECT_EQ(c.verdict, Verdict::BothNA);
+        continue;
+      }
+      ASSERT_TRUE(c.ratio);
+      const double want = c.precision == "FP8Current" ? 1.10 : c.precision == "FP8Delayed" ? 0.95 : 1.0;
+      EXPECT_NEAR(*c.ratio, want, 1e-5);
+    }
+  }
+  // the summary value itself is read, not recomputed: A's BF16 per-layer total from the fixture
+  const json a = load("compare_a.json");
+  EXPECT_DOUBLE_EQ(*totals[0].cells[0].a_ms, a["summary"]["autocast"]["per_layer"]["total"]["BF16"].get<double>());
+}
+
+TEST(Compare, ThresholdDecidesTheFlags) {
+  const json a = load("compare_a.json"), b = load("compare_b.json");
+  CompareOptions o;
+  o.threshold = 0.12;  // 1.10 and 1/0.95 = 1.053 both inside
+  auto r = gs::compare_results(a, b, o);
+  EXPECT_EQ(r.regressions, 0);
+  EXPECT_EQ(r.improvements, 0);
+  EXPECT_FALSE(r.has_regressions());
+  o.threshold = 0.06;  // 1.10 flagged, 1.053 not
+  r = gs::compare_results(a, b, o);
+  EXPECT_EQ(r.regressions, 14);
+  EXPECT_EQ(r.improvements, 0);
+  o.threshold = 0.0;  // identical BF16 times are never flagged
+  r = gs::compare_results(a, b, o);
+  EXPECT_EQ(r.regressions, 14);
+  EXPECT_EQ(r.improvements, 14);
+}
+
+TEST(Compare, SelfComparisonIsClean) {
+  const json a = load("compare_a.json");
+  const auto r = gs::compare_results(a, a);
+  EXPECT_EQ(r.regressions, 0);
+  EXPECT_EQ(r.improvements, 0);
+  EXPECT_NE(gs::format_compare_text(r).find("Result: 0 regressions, 0 improvements"), std::string::npos);
+}
+
+TEST(Compare, UnmatchedGemmsAreReported) {
+  const json a = load("compare_a.json");
+  json b = load("compare_b.json");
+  b["gemms"][1]["n"] = 4000;  // fprop attn_out no longer matches
+  b["gemms"].erase(b["gemms"].begin() + 5);  // dgrad attn_out gone
+  const auto r = gs::compare_results(a, b);
+  EXPECT_EQ(r.modes.at(0).gemms.size(), 10u);
+  EXPECT_EQ(r.unmatched_a, (std::vector<std::string>{"fprop attn_out 15872x4096x4096", "dgrad attn_out 15872x4096x4096"}));
+  EXPECT_EQ(r.unmatched_b, (std::vector<std::string>{"fprop attn_out 15872x4096x4000"}));
+  const std::string text = gs::format_compare_text(r);
+  EXPECT_NE(text.find("only in A: dgrad attn_out 15872x4096x4096"), std::string::npos);
+  EXPECT_NE(text.find("only in B: fprop attn_out 15872x4096x4000"), std::string::npos);
+}
+
+TEST(Compare, LostCellIsARegression) {
+  const json a = load("compare_a.json");
+  json b = a;
+  b["gemms"][0]["results"]["autocast"]["BF16"] = {{"status", "n/a"}, {"reason", "cuBLASLt: NOT_SUPPORTED"}};
+  const auto r = gs::compare_results(a, b);
+  const auto& c = cell_of(r.modes.at(0).gemms.at(0), "BF16");
+  EXPECT_EQ(c.verdict, Verdict::Regression);
+  EXPECT_TRUE(c.a_ms);
+  EXPECT_FALSE(c.b_ms);
+  EXPECT_EQ(r.regressions, 1);
+  EXPECT_NE(gs::format_compare_text(r).find("ok->n/a R"), std::string::npos);
+  const auto back = gs::compare_results(b, a);
+  EXPECT_EQ(back.regressions, 0);
+  EXPECT_EQ(back.improvements, 1);
+}
+
+TEST(Compare, PrecisionsInOneFileOnlyAreListed) {
+  const json a = load("compare_a.json");
+  json b = a;
+  b["precisions"] = {"BF16", "FP8Current"};
+  const auto r = gs::compare_results(a, b);
+  EXPECT_EQ(r.precisions, (std::vector<std::string>{"BF16", "FP8Current"}));
+  EXPECT_EQ(r.only_a_precisions, (std::vector<std::string>{"FP8Delayed", "FP8Block"}));
+  EXPECT_EQ(r.modes.at(0).gemms.at(0).cells.size(), 2u);
+}
+
+TEST(Compare, ModeOption) {
+  const json both = load("model_5b_both_modes.json");
+  CompareOptions o;
+  auto r = gs::compare_results(both, both, o);
+  ASSERT_EQ(r.modes.size(), 2u);
+  EXPECT_EQ(r.modes[1].mode, "pre-quantized");
+  o.mode = "pre-quantized";
+  r = gs::compare_results(both, both, o);
+  ASSERT_EQ(r.modes.size(), 1u);
+  EXPECT_EQ(r.modes[0].mode, "pre-quantized");
+  // the autocast-only file has no pre-quantized results
+  const json a = load("compare_a.json");
+  EXPECT_NE(usage_error_of([&] { gs::compare_results(a, both, o); }).find("mode \"pre-quantized\" is not in A"),
+            std::string::npos);
+  // without --mode the common mode is compared and the other one is listed
+  r = gs::compare_results(a, both);
+  ASSERT_EQ(r.modes.size(), 1u);
+  EXPECT_EQ(r.only_b_modes, (std::vector<std::string>{"pre-quantized"}));
+}
+
+TEST(Compare, BadFilesAreUsageErrors) {
+  EXPECT_NE(usage_error_of([] { gs::load_result_json(kData + "/no_such_file.json"); }).find("cannot read"),
+            std::string::npos);
+  const std::string not_json = temp_file("not_json.json", "{\"schema\": \"gemmscope.result/1\", ");
+  EXPECT_NE(usage_error_of([&] { gs::load_result_json(not_json); }).find("is not JSON"), std::string::npos);
+
+  json doc = load("compare_a.json");
+  doc["schema"] = "gemmscope.result/2";
+  EXPECT_NE(usage_error_of([&] { gs::validate_result_json(doc, "x.json"); }).find("x.json has schema \"gemmscope.result/2\""),
+            std::string::npos);
+
+  json dry = load("compare_a.json");
+  dry["dry_run"] = true;
+  for (auto& g : dry["gemms"]) g.erase("results");
+  dry.erase("summary");
+  const std::string dry_path = temp_file("dry.json", dry.dump());
+  EXPECT_NE(usage_error_of([&] { gs::load_result_json(dry_path); }).find("is a dry run"), std::string::npos);
+
+  json bad_cell = load("compare_a.json");
+  bad_cell["gemms"][2]["results"]["autocast"]["BF16"] = {{"status", "ok"}};
+  EXPECT_NE(usage_error_of([&] { gs::validate_result_json(bad_cell, "c.json"); })
+                .find("c.json: gemms[2].results.autocast.BF16: status \"ok\" needs a positive number mean_ms"),
+            std::string::npos);
+
+  json bad_shape = load("compare_a.json");
+  bad_shape["gemms"][0]["m"] = "15872";
+  EXPECT_NE(usage_error_of([&] { gs::validate_result_json(bad_shape, "s.json"); }).find("\"m\" must be a positive integer"),
+            std::string::npos);
+
+  EXPECT_THROW(gs::validate_result_json(json::array(), "arr.json"), UsageError);
+}
+
+TEST(Compare, MismatchedFilesAreUsageErrors) {
+  const json a = load("compare_a.json");
+  EXPECT_NE(usage_error_of([&] { gs::compare_results(a, load("shapes_4.json")); }).find("cannot compare a \"model\" result"),
+            std::string::npos);
+
+  json other_precs = a;
+  other_precs["precisions"] = {"MXFP8", "NVFP4"};
+  EXPECT_NE(usage_error_of([&] { gs::compare_results(a, other_precs); }).find("no precision in common"), std::string::npos);
+
+  json other_mode = a;
+  other_mode["modes"] = {"pre-quantized"};
+  for (auto& g : other_mode["gemms"]) g["results"] = {{"pre-quantized", g["results"]["autocast"]}};
+  EXPECT_NE(usage_error_of([&] { gs::compare_results(a, other_mode); }).find("no mode in common"), std::string::npos);
+
+  json other_gemms = a;
+  for (auto& g : other_gemms["gemms"]) g["m"] = 1024;
+  EXPECT_NE(usage_error_of([&] { gs::compare_results(a, other_gemms); }).find("no GEMM in common"), std::string::npos);
+
+  CompareOptions o;
+  o.threshold = 1.5;
+  EXPECT_THROW(gs::compare_results(a, a, o), UsageError);
+}
+
+TEST(Compare, ParseThreshold) {
+  EXPECT_DOUBLE_EQ(gs::parse_threshold("5%"), 0.05);
+  EXPECT_DOUBLE_EQ(gs::parse_threshold("0.05"), 0.05);
+  EXPECT_DOUBLE_EQ(gs::parse_threshold("5"), 0.05);
+  EXPECT_DOUBLE_EQ(gs::parse_threshold(" 2.5% "), 0.025);
+  EXPECT_DOUBLE_EQ(gs::parse_threshold("0"), 0.0);
+  for (const char* bad : {"", "%", "abc", "5%%", "-1", "-0.05", "100%", "150", "1e400", "0.05x"})
+    EXPECT_THROW(gs::parse_threshold(bad), UsageError) << bad;
+}
+
+TEST(Compare, TextAndMarkdownOutput) {
+  const auto r = gs::compare_files(kData + "/compare_a.json", kData + "/compare_b.json");
+  const std::string text = gs::format_compare_text(r);
+  EXPECT_NE(text.find("1.100 R"), std::string::npos);
+  EXPECT_NE(text.find("0.950 I"), std::string::npos);
+  EXPECT_NE(text.find("Regressions (14)"), std::string::npos);
+  EXPECT_NE(text.find("autocast FP8Current per-layer total: 20.883 -> 22.971 ms (+10.0%)"), std::string::npos);
+  EXPECT_NE(text.find("Result: 14 regressions, 14 improvements"), std::string::npos);
+  const std::string md = gs::format_compare_markdown(r);
+  EXPECT_NE(md.find("| Pass | Op | Shape (MxKxN) | BF16 | FP8Current | FP8Delayed | FP8Block |"), std::string::npos);
+  EXPECT_NE(md.find("| fprop | QKV Proj | 15872x4096x12288 | 1.000 | **1.100 slower** | _0.950 faster_ | 1.000 |"),
+            std::string::npos);
+  EXPECT_NE(md.find("### Regressions (14)"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,429 @@
+// Charts: renders every chart kind from the fixtures in tests/data to SVG and counts the artists
+// by the gids that tools/gemmscope_plot.py puts on them (they become id="..." in SVG). Runs the
+// script with the interpreter the CLI would pick ($GEMMSCOPE_PYTHON, python3, /usr/bin/python3:
+// the first that imports matplotlib), and the `gemmscope plot` subcommand of the built binary.
+// Without any Python that has matplotlib the rendering tests are skipped; the bad-input and
+// missing-matplotlib tests still run wherever some python3 exists.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+const std::string kData = GS_TEST_DATA_DIR;
+const std::string kScript = std::string(GS_SOURCE_DIR) + "/tools/gemmscope_plot.py";
+const std::string kBinary = GS_BINARY;
+constexpr const char* kMatplotlibMissing =
+    "matplotlib is not installed: apt-get install python3-matplotlib (or pip install matplotlib)";
+
+struct Proc {
+  int rc = -1;
+  std::string out;  // stdout and stderr together
+};
+
+fs::path work_dir() {
+  static const fs::path dir = [] {
+    fs::path d = fs::temp_directory_path() / ("gs_plot_test_" + std::to_string(getpid()));
+    fs::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+
+// Removes the scratch directory after the last test (before static destructors run).
+class ScratchCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(fs::temp_directory_path() / ("gs_plot_test_" + std::to_string(getpid())), ec);
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kCleanup = ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs a program (PATH lookup for names without '/') with an argv array; no shell.
+Proc run(const std::vector<std::string>& args) {
+  static int counter = 0;
+  const fs::path log = work_dir() / ("proc_" + std::to_string(counter++) + ".log");
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&fa, STDOUT_FILENO, STDERR_FILENO);
+  pid_t pid = 0;
+  Proc p;
+  const int err = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (err != 0) return p;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  p.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  p.out = slurp(log);
+  return p;
+}
+
+// The CLI's interpreter choice, redone here (the test binary does not link the CLI).
+std::optional<std::string> chart_python() {
+  static const std::optional<std::string> py = []() -> std::optional<std::string> {
+    std::vector<std::string> cands;
+    if (const char* e = std::getenv("GEMMSCOPE_PYTHON"); e && *e) cands.emplace_back(e);
+    cands.emplace_back("python3");
+    cands.emplace_back("/usr/bin/python3");
+    for (const auto& c : cands)
+      if (run({c, "-c", "import matplotlib; matplotlib.use('Agg'); import matplotlib.pyplot"}).rc == 0) return c;
+    return std::nullopt;
+  }();
+  return py;
+}
+
+// Any python3 at all (for tests that must not need matplotlib).
+std::optional<std::string> any_python() {
+  for (const char* c : {"python3", "/usr/bin/python3"})
+    if (run({c, "-c", "pass"}).rc == 0) return std::string(c);
+  return std::nullopt;
+}
+
+bool binary_has_plot() {
+  static const bool has = [] {
+    if (!fs::exists(kBinary)) return false;
+    const Proc p = run({kBinary, "plot", "--help"});
+    return p.rc == 0 && p.out.find("gemmscope plot") != std::string::npos;
+  }();
+  return has;
+}
+
+#define REQUIRE_MATPLOTLIB()                                                                              \
+  do {                                                                                                    \
+    if (!chart_python())                                                                                  \
+      GTEST_SKIP() << "no Python interpreter with matplotlib ($GEMMSCOPE_PYTHON, python3, /usr/bin/python3)" \
+                      ": apt-get install python3-matplotlib";                                            \
+  } while (0)
+
+// Renders with the script; returns the SVG text ("" on failure, with the output in the failure).
+std::string render(const std::string& fixture, const std::string& out_name, std::vector<std::string> extra = {}) {
+  const fs::path out = work_dir() / out_name;
+  std::vector<std::string> args = {*chart_python(), kScript, kData + "/" + fixture, "-o", out.string()};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const Proc p = run(args);
+  EXPECT_EQ(p.rc, 0) << p.out;
+  EXPECT_TRUE(fs::exists(out)) << out;
+  return p.rc == 0 ? slurp(out) : std::string();
+}
+
+// Number of SVG ids that match the regex.
+int count_ids(const std::string& svg, const std::string& id_regex) {
+  const std::regex re("id=\"" + id_regex + "\"");
+  return static_cast<int>(std::distance(std::sregex_iterator(svg.begin(), svg.end(), re), std::sregex_iterator()));
+}
+
+bool has_text(const std::string& svg, const std::string& text) {
+  return svg.find(">" + text + "<") != std::string::npos;
+}
+
+json load(const std::string& name) {
+  std::ifstream in(kData + "/" + name);
+  return json::parse(in);
+}
+
+double mean_ms(const json& doc, const std::string& pass, const std::string& op, const std::string& prec,
+               const std::string& mode = "autocast") {
+  for (const auto& g : doc["gemms"])
+    if (g["pass"] == pass && g["op"] == op) return g["results"][mode][prec]["mean_ms"].get<double>();
+  return NAN;
+}
+
+std::string two_decimals(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+// ------------------------------------------------------------------------------------------------
+
+TEST(Plot, ModelChart) {
+  REQUIRE_MATPLOTLIB();
+  const std::string svg = render("model_5b_autocast.json", "model.svg");
+  // 3 precisions with results x 4 ops x (fprop+dgrad, wgrad); FP8Block has an n/a cell
+  EXPECT_EQ(count_ids(svg, "bar:[A-Za-z0-9]+:(QKV|AttnOut|MLPUp|MLPDown):(fpropdgrad|wgrad)"), 24);
+  EXPECT_EQ(count_ids(svg, "bar:BF16:QKV:fpropdgrad"), 1);
+  EXPECT_EQ(count_ids(svg, "bar:FP8Block:[^\"]*"), 0);
+  EXPECT_EQ(count_ids(svg, "na:FP8Block"), 1);
+  EXPECT_EQ(count_ids(svg, "speedup:[A-Za-z0-9]+"), 3);
+  EXPECT_EQ(count_ids(svg, "bar:[^\"]*:LMHead:all"), 0);  // no LM head in this config
+  EXPECT_TRUE(has_text(svg, "N/A"));
+
+  // speedups: BF16 per-layer total / precision's per-layer total, from the fixture's summary
+  const json doc = load("model_5b_autocast.json");
+  const auto& total = doc["summary"]["autocast"]["per_layer"]["total"];
+  for (const char* p : {"FP8Current", "FP8Delayed"}) {
+    const std::string want = two_decimals(total["BF16"].get<double>() / total[p].get<double>()) + "x";
+    EXPECT_TRUE(has_text(svg, want)) << p << " speedup label " << want;
+  }
+  // the Fprop+Dgrad segment is the measured sum, not twice the fprop time
+  const double fprop = mean_ms(doc, "fprop", "qkv", "FP8Current"), dgrad = mean_ms(doc, "dgrad", "qkv", "FP8Current");
+  ASSERT_NE(two_decimals(fprop + dgrad), two_decimals(2 * fprop)) << "fixture cannot tell them apart";
+  EXPECT_TRUE(has_text(svg, two_decimals(fprop + dgrad)));
+  // title names the GPU and the config
+  EXPECT_NE(svg.find("NVIDIA H200 NVL"), std::string::npos);
+  EXPECT_NE(svg.find("hidden 4,096, intermediate 16,384, heads 32, layers 24, tokens 15,872"), std::string::npos);
+}
+
+TEST(Plot, ModelChartWithLmHeadAndEmulatedMarker) {
+  REQUIRE_MATPLOTLIB();
+  const std::string svg = render("model_lmhead_b200.json", "model_lm.svg");
+  EXPECT_EQ(count_ids(svg, "bar:[A-Za-z0-9]+:(QKV|AttnOut|MLPUp|MLPDown):(fpropdgrad|wgrad)"), 40);
+  EXPECT_EQ(count_ids(svg, "bar:[A-Za-z0-9]+:LMHead:all"), 5);
+  EXPECT_EQ(count_ids(svg, "speedup:[A-Za-z0-9]+"), 5);
+  EXPECT_EQ(count_ids(svg, "na:[^\"]*"), 0);
+  EXPECT_NE(svg.find("(emulated, unverified on hardware)"), std::string::npos);
+  // with the LM head, the label is the full-model speedup (layers * per layer + LM head)
+  const json doc = load("model_lmhead_b200.json");
+  const auto& full = doc["summary"]["autocast"]["full_model"];
+  EXPECT_TRUE(has_text(svg, two_decimals(full["BF16"].get<double>() / full["NVFP4"].get<double>()) + "x"));
+}
+
+TEST(Plot, ModelChartPicksTheMode) {
+  REQUIRE_MATPLOTLIB();
+  // both modes, no --kind: the model chart of autocast
+  std::string svg = render("model_5b_both_modes.json", "both_default.svg");
+  EXPECT_EQ(count_ids(svg, "bar:[A-Za-z0-9]+:(QKV|AttnOut|MLPUp|MLPDown):(fpropdgrad|wgrad)"), 32);
+  EXPECT_EQ(count_ids(svg, "bar:autocast:[^\"]*"), 0);
+  // pre-quantized: FP8Block has no results at all there
+  svg = render("model_5b_both_modes.json", "both_pq.svg", {"--mode", "pre-quantized"});
+  EXPECT_EQ(count_ids(svg, "bar:[A-Za-z0-9]+:(QKV|AttnOut|MLPUp|MLPDown):(fpropdgrad|wgrad)"), 24);
+  EXPECT_EQ(count_ids(svg, "na:FP8Block"), 1);
+  EXPECT_NE(svg.find("pre-quantized"), std::string::npos);
+  const json doc = load("model_5b_both_modes.json");
+  const auto& total = doc["summary"]["pre-quantized"]["per_layer"]["total"];
+  EXPECT_TRUE(has_text(svg, two_decimals(total["BF16"].get<double>() / total["FP8Current"].get<double>()) + "x"));
+}
+
+TEST(Plot, ModesChart) {
+  REQUIRE_MATPLOTLIB();
+  const std::string svg = render("model_5b_both_modes.json", "modes.svg", {"--kind", "modes"});
+  EXPECT_EQ(count_ids(svg, "bar:autocast:[A-Za-z0-9]+"), 3);       // FP8Current, FP8Delayed, FP8Block
+  EXPECT_EQ(count_ids(svg, "bar:pre-quantized:[A-Za-z0-9]+"), 2);  // FP8Block is n/a pre-quantized
+  EXPECT_EQ(count_ids(svg, "na:pre-quantized:FP8Block"), 1);
+  EXPECT_EQ(count_ids(svg, "bar:[a-z-]+:BF16"), 0);  // the baseline is the 1.00x line
+  const json doc = load("model_5b_both_modes.json");
+  for (const char* mode : {"autocast", "pre-quantized"}) {
+    const auto& full = doc["summary"][mode]["full_model"];
+    EXPECT_TRUE(has_text(svg, two_decimals(full["BF16"].get<double>() / full["FP8Current"].get<double>()) + "x"))
+        << mode;
+  }
+}
+
+TEST(Plot, ShapesChart) {
+  REQUIRE_MATPLOTLIB();
+  const std::string svg = render("shapes_4.json", "shapes.svg");
+  EXPECT_EQ(count_ids(svg, "bar:[A-Za-z0-9]+:[0-9]+"), 15);  // 4 shapes x 4 precisions, one n/a
+  EXPECT_EQ(count_ids(svg, "na:FP8Block:1"), 1);
+  EXPECT_EQ(count_ids(svg, "bar:BF16:[0-9]+"), 4);
+  EXPECT_EQ(count_ids(svg, "line:[^\"]*"), 0);
+  EXPECT_TRUE(has_text(svg, "15872x4096x12288"));
+}
+
+TEST(Plot, SweepChart) {
+  REQUIRE_MATPLOTLIB();
+  const std::string svg = render("sweep_square.json", "sweep.svg");  // auto: 7 square shapes
+  EXPECT_EQ(count_ids(svg, "line:latency:[A-Za-z0-9]+"), 5);
+  EXPECT_EQ(count_ids(svg, "line:tflops:[A-Za-z0-9]+"), 5);
+  EXPECT_EQ(count_ids(svg, "line:speedup:[A-Za-z0-9]+"), 4);  // every precision but the baseline
+  EXPECT_EQ(count_ids(svg, "line:speedup:BF16"), 0);
+  EXPECT_EQ(count_ids(svg, "bar:[^\"]*"), 0);
+  // --baseline moves the reference
+  const std::string svg2 = render("sweep_square.json", "sweep_fp8.svg", {"--baseline", "FP8Current"});
+  EXPECT_EQ(count_ids(svg2, "line:speedup:BF16"), 1);
+  EXPECT_EQ(count_ids(svg2, "line:speedup:FP8Current"), 0);
+  // the square sweep drawn as grouped bars on request
+  const std::string svg3 = render("sweep_square.json", "sweep_bars.svg", {"--kind", "shapes"});
+  EXPECT_EQ(count_ids(svg3, "bar:[A-Za-z0-9]+:[0-9]+"), 7 * 5 - 1);
+}
+
+TEST(Plot, PngAndPdfOutputs) {
+  REQUIRE_MATPLOTLIB();
+  for (const char* name : {"model.png", "model.pdf"}) {
+    const fs::path out = work_dir() / name;
+    const Proc p = run({*chart_python(), kScript, kData + "/model_5b_autocast.json", "-o", out.string()});
+    EXPECT_EQ(p.rc, 0) << p.out;
+    ASSERT_TRUE(fs::exists(out));
+    const std::string head = slurp(out).substr(0, 4);
+    EXPECT_EQ(head, std::string(name).ends_with(".png") ? std::string("\x89PNG") : std::string("%PDF"));
+  }
+}
+
+// Bad input: exit 2 and one line on stderr, before matplotlib is needed.
+TEST(Plot, BadInputExitsTwo) {
+  const auto py = chart_python() ? chart_python() : any_python();
+  if (!py) GTEST_SKIP() << "no python3 interpreter";
+  const fs::path d = work_dir();
+  std::ofstream(d / "not_json.json") << "this is not json\n";
+  json wrong = load("shapes_4.json");
+  wrong["schema"] = "something/else";
+  std::ofstream(d / "wrong_schema.json") << wrong.dump();
+  json dry = load("shapes_4.json");
+  dry["dry_run"] = true;
+  for (auto& g : dry["gemms"]) g.erase("results");
+  std::ofstream(d / "dry.json") << dry.dump();
+  const std::string out = (d / "bad.svg").string();
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{(d / "missing.json").string(), "-o", out}, "cannot read"},
+      {{(d / "not_json.json").string(), "-o", out}, "is not JSON"},
+      {{(d / "wrong_schema.json").string(), "-o", out}, "expected \"gemmscope.result/1\""},
+      {{(d / "dry.json").string(), "-o", out}, "is a dry run"},
+      {{kData + "/model_5b_autocast.json", "-o", out, "--mode", "pre-quantized"}, "mode pre-quantized is not in"},
+      {{kData + "/model_5b_autocast.json", "-o", out, "--kind", "modes"}, "needs both autocast and pre-quantized"},
+      {{kData + "/model_5b_autocast.json", "-o", out, "--baseline", "NVFP4"}, "baseline NVFP4 is not in"},
+      {{kData + "/shapes_4.json", "-o", out, "--kind", "model"}, "needs a model-config result"},
+      {{kData + "/model_5b_autocast.json", "-o", (d / "chart.jpg").string()}, "unsupported type"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {*py, kScript};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    const Proc p = run(args);
+    EXPECT_EQ(p.rc, 2) << c.message << "\n" << p.out;
+    EXPECT_NE(p.out.find(c.message), std::string::npos) << p.out;
+    EXPECT_EQ(std::count(p.out.begin(), p.out.end(), '\n'), 1) << p.out;
+  }
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// A Python whose `import matplotlib` fails (a stub package first on PYTHONPATH): exit 3 and the
+// install hint, from the script and from the binary.
+class NoMatplotlib : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const fs::path stub = work_dir() / "stub" / "matplotlib";
+    fs::create_directories(stub);
+    std::ofstream(stub / "__init__.py") << "raise ImportError('stubbed out by gemmscope tests')\n";
+    const char* old = std::getenv("PYTHONPATH");
+    if (old) saved_ = old;
+    had_ = old != nullptr;
+    setenv("PYTHONPATH", (work_dir() / "stub").c_str(), 1);
+  }
+  void TearDown() override {
+    if (had_)
+      setenv("PYTHONPATH", saved_.c_str(), 1);
+    else
+      unsetenv("PYTHONPATH");
+  }
+  std::string saved_;
+  bool had_ = false;
+};
+
+TEST_F(NoMatplotlib, ScriptExitsThree) {
+  const auto py = any_python();
+  if (!py) GTEST_SKIP() << "no python3 interpreter";
+  const fs::path out = work_dir() / "nompl.svg";
+  const Proc p = run({*py, kScript, kData + "/model_5b_autocast.json", "-o", out.string()});
+  EXPECT_EQ(p.rc, 3) << p.out;
+  EXPECT_NE(p.out.find(kMatplotlibMissing), std::string::npos) << p.out;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST_F(NoMatplotlib, BinaryExitsThree) {
+  if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
+  const fs::path out = work_dir() / "nompl_bin.svg";
+  const Proc p = run({kBinary, "plot", kData + "/model_5b_autocast.json", "-o", out.string()});
+  EXPECT_EQ(p.rc, 3) << p.out;
+  EXPECT_NE(p.out.find(kMatplotlibMissing), std::string::npos) << p.out;
+}
+
+// The subcommand of the built binary: interpreter choice, argument passing, exit codes.
+TEST(PlotBinary, RendersEachKind) {
+  if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
+  REQUIRE_MATPLOTLIB();
+  struct Case {
+    std::string fixture, out;
+    std::vector<std::string> extra;
+    std::string id_regex;
+    int count;
+  };
+  const std::vector<Case> cases = {
+      {"model_5b_autocast.json", "bin_model.svg", {}, "bar:[A-Za-z0-9]+:[A-Za-z]+:(fpropdgrad|wgrad)", 24},
+      {"model_5b_both_modes.json", "bin_modes.svg", {"--kind", "modes"}, "bar:(autocast|pre-quantized):[A-Za-z0-9]+", 5},
+      {"shapes_4.json", "bin_shapes.svg", {}, "bar:[A-Za-z0-9]+:[0-9]+", 15},
+      {"sweep_square.json", "bin_sweep.svg", {"--baseline", "BF16"}, "line:(latency|tflops|speedup):[A-Za-z0-9]+", 14},
+  };
+  for (const auto& c : cases) {
+    const fs::path out = work_dir() / c.out;
+    std::vector<std::string> args = {kBinary, "plot", kData + "/" + c.fixture, "-o", out.string()};
+    args.insert(args.end(), c.extra.begin(), c.extra.end());
+    const Proc p = run(args);
+    ASSERT_EQ(p.rc, 0) << c.fixture << "\n" << p.out;
+    EXPECT_EQ(count_ids(slurp(out), c.id_regex), c.count) << c.fixture;
+  }
+}
+
+TEST(PlotBinary, BadInputExitsTwo) {
+  if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
+  REQUIRE_MATPLOTLIB();
+  const fs::path d = work_dir();
+  std::ofstream(d / "bin_not_json.json") << "[1, 2";
+  Proc p = run({kBinary, "plot", (d / "bin_not_json.json").string(), "-o", (d / "x.svg").string()});
+  EXPECT_EQ(p.rc, 2) << p.out;
+  EXPECT_NE(p.out.find("is not JSON"), std::string::npos) << p.out;
+  p = run({kBinary, "plot", kData + "/shapes_4.json"});  // -o missing: CLI11 error
+  EXPECT_EQ(p.rc, 2) << p.out;
+  p = run({kBinary, "plot", kData + "/shapes_4.json", "-o", (d / "x.svg").string(), "--kind", "pie"});
+  EXPECT_EQ(p.rc, 2) << p.out;
+}
+
+// `gemmscope compare` exit codes: 0 clean, 1 regressions, 2 bad input.
+TEST(CompareBinary, ExitCodes) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "no gemmscope binary at " << kBinary;
+  if (run({kBinary, "compare", "--help"}).rc != 0) GTEST_SKIP() << "gemmscope has no compare subcommand yet";
+  const std::string a = kData + "/compare_a.json", b = kData + "/compare_b.json";
+  Proc p = run({kBinary, "compare", a, a});
+  EXPECT_EQ(p.rc, 0) << p.out;
+  p = run({kBinary, "compare", a, b});
+  EXPECT_EQ(p.rc, 1) << p.out;
+  EXPECT_NE(p.out.find("Regressions (14)"), std::string::npos);
+  p = run({kBinary, "compare", a, b, "--threshold", "12%"});
+  EXPECT_EQ(p.rc, 0) << p.out;
+  p = run({kBinary, "compare", a, b, "--markdown", "--threshold", "0.05"});
+  EXPECT_EQ(p.rc, 1);
+  EXPECT_NE(p.out.find("**1.100 slower**"), std::string::npos) << p.out;
+  p = run({kBinary, "compare", a, kData + "/shapes_4.json"});
+  EXPECT_EQ(p.rc, 2) << p.out;
+  p = run({kBinary, "compare", a, kData + "/no_such.json"});
+  EXPECT_EQ(p.rc, 2) << p.out;
+  p = run({kBinary, "compare", a, b, "--threshold", "lots"});
+  EXPECT_EQ(p.rc, 2) << p.out;
+  p = run({kBinary, "compare", a, b, "--mode", "pre-quantized"});
+  EXPECT_EQ(p.rc, 2) << p.out;
+}
+
+}  // namespace
