@@ -30,6 +30,8 @@ struct Options {
   ModelOverrides model;
   std::string config_path, preset, shapes, mode = "autocast", sweep_spec;
   bool sweep = false, list_models = false, dry_run = false, pre_quantize = false, quiet = false;
+  bool accuracy = false, accuracy_only = false;
+  std::string dist = "normal";
   bool no_bf16 = false, no_fp8_current = false, no_fp8_delayed = false, no_fp8_block = false, no_mxfp8 = false,
        no_fp4 = false;
   std::string precisions;
@@ -149,6 +151,11 @@ RunRequest build_request(const Options& o) {
   r.nvfp4_2d_weights = !o.nvfp4_no_2d;
   r.nvfp4_rht = !o.nvfp4_no_rht;
   r.nvfp4_stochastic_rounding = !o.nvfp4_no_sr;
+  req.accuracy = o.accuracy;
+  req.accuracy_only = o.accuracy_only;
+  req.dist = dist_from_string(o.dist);
+  if (o.dist != "normal" && !o.accuracy && !o.accuracy_only)
+    throw UsageError("--dist applies to --accuracy / --accuracy-only");
   return req;
 }
 
@@ -215,6 +222,9 @@ int run_main(int argc, char** argv) {
   app.add_flag("--nvfp4-no-2d", o.nvfp4_no_2d, "NVFP4: 1x16 weight scales instead of 16x16")->group("Recipes");
   app.add_flag("--nvfp4-no-rht", o.nvfp4_no_rht, "NVFP4: no random Hadamard transform on Wgrad inputs")->group("Recipes");
   app.add_flag("--nvfp4-no-sr", o.nvfp4_no_sr, "NVFP4: no stochastic rounding of gradients")->group("Recipes");
+  app.add_flag("--accuracy", o.accuracy, "Also measure each recipe's error vs an FP32 GEMM of the BF16 inputs")->group("Accuracy");
+  app.add_flag("--accuracy-only", o.accuracy_only, "Only the accuracy pass (no timing)")->group("Accuracy");
+  app.add_option("--dist", o.dist, "Operand distribution for --accuracy: normal | outliers")->group("Accuracy");
   app.add_flag("--dry-run", o.dry_run, "Print the plan (FLOPs, bytes); touch no GPU")->group("Output");
   app.add_option("-o,--output", o.out_chart, "Chart file (.png/.svg/.pdf)")->group("Output");
   app.add_option("--json", o.out_json, "Write the result JSON here")->group("Output");

@@ -114,7 +114,23 @@ json to_json(const RunResult& r) {
       }
       jg["results"] = res;
     }
+    if (r.has_accuracy) {
+      json acc = json::object();
+      for (size_t p = 0; p < r.accuracy_precisions.size(); ++p) {
+        const AccuracyCell& c = r.accuracy[g][p];
+        acc[to_string(r.accuracy_precisions[p])] =
+            c.ok ? json{{"status", "ok"}, {"rel_error", c.rel_error}, {"emulated", c.emulated}}
+                 : json{{"status", "n/a"}, {"reason", c.reason}};
+      }
+      jg["accuracy"] = acc;
+    }
     j["gemms"].push_back(jg);
+  }
+  if (r.has_accuracy) {
+    j["accuracy"] = {{"dist", to_string(r.accuracy_dist)},
+                     {"metric", "relative Frobenius error vs FP32 GEMM of the BF16 inputs"},
+                     {"precisions", json::array()}};
+    for (Precision p : r.accuracy_precisions) j["accuracy"]["precisions"].push_back(to_string(p));
   }
   if (r.plan.model_mode && !r.dry_run) {
     json sum;
@@ -252,6 +268,28 @@ RunResult from_json(const json& j) {
           } else {
             r.cells[m][gi][p] = Cell::na(c.value("reason", std::string("n/a")));
           }
+        }
+      }
+    }
+  }
+  if (j.contains("accuracy") && j["accuracy"].is_object()) {
+    r.has_accuracy = true;
+    r.accuracy_dist = dist_from_string(j["accuracy"].value("dist", std::string("normal")));
+    for (const auto& p : need<std::vector<std::string>>(j["accuracy"], "precisions", "accuracy"))
+      r.accuracy_precisions.push_back(precision_from_string(p));
+    r.accuracy.assign(r.plan.gemms.size(), std::vector<AccuracyCell>(r.accuracy_precisions.size()));
+    for (size_t gi = 0; gi < r.plan.gemms.size(); ++gi) {
+      const json& g = j["gemms"][gi];
+      if (!g.contains("accuracy")) throw UsageError(fmt::format("result JSON: gemm {} has no accuracy", gi));
+      for (size_t p = 0; p < r.accuracy_precisions.size(); ++p) {
+        const json& c = g["accuracy"].at(to_string(r.accuracy_precisions[p]));
+        AccuracyCell& a = r.accuracy[gi][p];
+        if (c.value("status", std::string()) == "ok") {
+          a.ok = true;
+          a.rel_error = need<double>(c, "rel_error", "accuracy cell");
+          a.emulated = c.value("emulated", false);
+        } else {
+          a.reason = c.value("reason", std::string("n/a"));
         }
       }
     }

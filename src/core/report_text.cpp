@@ -222,6 +222,37 @@ std::string modes_block(const RunResult& r) {
   return out;
 }
 
+std::string accuracy_block(const RunResult& r, Footnotes& fn) {
+  std::string out;
+  out += fmt::format("Accuracy (relative Frobenius error vs an FP32 GEMM of the BF16 inputs; {} inputs{}):\n",
+                     to_string(r.accuracy_dist),
+                     r.accuracy_dist == Dist::Outliers ? ": 0.1% of activation/gradient elements x50" : "");
+  out += kRuleLight + "\n";
+  Table t;
+  t.widths = {16, 20};
+  for (size_t i = 0; i < r.accuracy_precisions.size(); ++i) t.widths.push_back(13);
+  std::vector<std::string> head = {"Pass Op", "Shape"};
+  for (Precision p : r.accuracy_precisions) head.push_back(to_string(p));
+  out += t.row(head);
+  out += kRuleLight + "\n";
+  bool any_emulated = false;
+  for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+    const Gemm& x = r.plan.gemms[g];
+    std::vector<std::string> row = {x.scope == Scope::Shape ? "-" : fmt::format("{} {}", pass_label(x.pass), x.label()),
+                                    x.shape()};
+    for (size_t p = 0; p < r.accuracy_precisions.size(); ++p) {
+      const AccuracyCell& c = r.accuracy[g][p];
+      any_emulated |= c.ok && c.emulated;
+      row.push_back(c.ok ? fmt::format("{:.2e}{}", c.rel_error, c.emulated ? "*" : "") : fmt::format("N/A[{}]", fn.index(c.reason)));
+    }
+    out += t.row(row);
+  }
+  out += kRuleLight + "\n";
+  if (any_emulated) out += "* emulated: our quantization, dequantized, BF16 GEMM with FP32 accumulation (no native kernel on this GPU)\n";
+  out += kRuleHeavy + "\n";
+  return out;
+}
+
 }  // namespace
 
 std::string format_thousands(int64_t v) {
@@ -247,6 +278,13 @@ std::string render_text(const RunResult& r) {
     out += r.plan.model_mode ? model_block(r, m, fn) : shapes_block(r, m, fn);
   }
   if (r.modes.size() == 2) out += modes_block(r);
+  if (r.has_accuracy) {
+    if (r.modes.empty()) {
+      out += fmt::format("GEMM Accuracy ({}) on {}\n", r.plan.model_mode ? "Model Config Mode" : "Shape Mode", device_name(r));
+      out += kRuleHeavy + "\n";
+    }
+    out += accuracy_block(r, fn);
+  }
   if (!fn.items.empty() || !r.notes.empty()) {
     out += "Notes:\n";
     for (size_t i = 0; i < fn.items.size(); ++i) out += fmt::format("  [{}] {}\n", i + 1, fn.items[i]);

@@ -18,6 +18,14 @@ Mode mode_from_string(const std::string& s) {
   throw UsageError(fmt::format("unknown mode '{}' (autocast, pre-quantized)", s));
 }
 
+const char* to_string(Dist d) { return d == Dist::Normal ? "normal" : "outliers"; }
+
+Dist dist_from_string(const std::string& s) {
+  if (s == "normal") return Dist::Normal;
+  if (s == "outliers") return Dist::Outliers;
+  throw UsageError(fmt::format("unknown distribution '{}' (normal, outliers)", s));
+}
+
 const char* mode_description(Mode m) {
   return m == Mode::Autocast
              ? "Autocast (timed: quantization of both BF16 operands into the GEMM's layout + the GEMM)"

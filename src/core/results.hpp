@@ -31,6 +31,20 @@ struct Cell {
   static Cell measured(const Stats& s) { Cell c; c.ok = true; c.stats = s; return c; }
 };
 
+// Operand distributions for --accuracy (and the timing operands, which are always normal).
+enum class Dist { Normal, Outliers };
+const char* to_string(Dist d);
+Dist dist_from_string(const std::string& s);
+
+// Relative Frobenius error of a recipe's GEMM against an FP32 GEMM of the original BF16 inputs.
+struct AccuracyCell {
+  bool ok = false;
+  std::string reason;
+  double rel_error = 0;
+  bool emulated = false;  // quantize -> dequantize -> higher-precision GEMM (no native kernel here)
+  static AccuracyCell na(std::string why) { AccuracyCell c; c.reason = std::move(why); return c; }
+};
+
 struct DeviceInfo {
   std::string name;
   int cc_major = 0, cc_minor = 0;
@@ -60,6 +74,12 @@ struct RunResult {
   std::vector<std::vector<std::vector<Cell>>> cells;
   std::vector<std::string> notes;
   std::string created;  // ISO 8601 UTC
+  // --accuracy: accuracy[gemm][i] for accuracy_precisions[i] (may include precisions the GPU
+  // cannot time, which are emulated).
+  bool has_accuracy = false;
+  Dist accuracy_dist = Dist::Normal;
+  std::vector<Precision> accuracy_precisions;
+  std::vector<std::vector<AccuracyCell>> accuracy;
 
   void allocate_cells();  // sizes `cells` for modes x gemms x precisions, all N/A "not run"
   const Cell& cell(size_t mode, size_t gemm, size_t prec) const { return cells.at(mode).at(gemm).at(prec); }

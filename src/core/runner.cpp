@@ -69,9 +69,35 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
     r.precisions.push_back(p);
   }
   add_recipe_notes(r);
+  if (req.accuracy_only) r.modes.clear();
   r.allocate_cells();
-  const size_t total = r.modes.size() * r.plan.gemms.size() * r.precisions.size();
+  const size_t n_acc = req.accuracy || req.accuracy_only ? r.plan.gemms.size() * req.precisions.size() : 0;
+  const size_t total = r.modes.size() * r.plan.gemms.size() * r.precisions.size() + n_acc;
   size_t done = 0;
+  if (n_acc) {
+    r.has_accuracy = true;
+    r.accuracy_dist = req.dist;
+    r.accuracy_precisions = req.precisions;
+    r.accuracy.assign(r.plan.gemms.size(), std::vector<AccuracyCell>(req.precisions.size()));
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+      for (size_t p = 0; p < req.precisions.size(); ++p) {
+        const Gemm& x = r.plan.gemms[g];
+        if (progress)
+          progress(done, total, fmt::format("accuracy {} {} {} {}", pass_label(x.pass), x.label(), x.shape(),
+                                            to_string(req.precisions[p])));
+        r.accuracy[g][p] = engine.accuracy(x, req.precisions[p], req.dist);
+        ++done;
+      }
+    for (Precision p : req.precisions)
+      if (cc < min_compute_capability(p))
+        r.notes.push_back(fmt::format("{} accuracy is emulated on this GPU (quantize, dequantize, BF16 GEMM with FP32 "
+                                      "accumulation); its timing needs compute capability >= {}.{}",
+                                      to_string(p), min_compute_capability(p) / 10, min_compute_capability(p) % 10));
+  }
+  if (r.modes.empty()) {
+    if (progress) progress(total, total, "done");
+    return r;
+  }
   if (req.options.timing.gpu_warmup_s > 0) {
     if (progress) progress(0, total, fmt::format("GPU warm-up ({:.1f} s)", req.options.timing.gpu_warmup_s));
     engine.gpu_warmup(req.options.timing.gpu_warmup_s);

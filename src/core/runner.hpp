@@ -14,6 +14,9 @@ struct RunRequest {
   std::vector<Precision> precisions;  // requested, in column order
   std::vector<Mode> modes;
   EngineOptions options;
+  bool accuracy = false;       // also run the accuracy pass
+  bool accuracy_only = false;  // only the accuracy pass (no timing)
+  Dist dist = Dist::Normal;
 };
 
 // Called before each measurement: (done, total, description). May print progress.

@@ -8,6 +8,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/engine_cuda.hpp"
+#include "cuda/error_norm.cuh"
 #include "cuda/fill.cuh"
 #include "cuda/gemm_lt.hpp"
 #include "cuda/recipe_gemm.hpp"
@@ -69,6 +70,69 @@ class CudaEngine final : public Engine {
     }
   }
 
+  AccuracyCell accuracy(const Gemm& g, Precision p, Dist d) override {
+    const Recipe recipe = make_recipe(p, g, opts_.recipe);
+    if (std::string why = shape_constraint(recipe, g); !why.empty()) return AccuracyCell::na(why);
+    const int cc = device_info().compute_capability();
+    const bool emulate = cc < min_compute_capability(p);
+    if (emulate && p != Precision::MXFP8 && p != Precision::NVFP4)
+      return AccuracyCell::na("needs a newer GPU (no emulation for this recipe)");
+    try {
+      prepare_sources(g, d);
+      const size_t mn = static_cast<size_t>(g.m) * static_cast<size_t>(g.n);
+      if (!reference_) {
+        // FP32 output of a GEMM of the original BF16 operands (exact products, FP32 accumulation).
+        reference_ = DeviceBuffer(mn * sizeof(float));
+        LtProblem lp;
+        lp.m = g.m; lp.n = g.n; lp.k = g.k;
+        lp.l = {sources_->l.get(), CUDA_R_16BF, g.a.k_major, nullptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
+        lp.r = {sources_->r.get(), CUDA_R_16BF, g.b.k_major, nullptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
+        lp.c = reference_.get();
+        lp.c_type = CUDA_R_32F;
+        LtMatmul ref(handle_, lp, workspace_.get(), kWorkspaceBytes);
+        ref.run(stream_);
+      }
+      AccuracyCell cell;
+      cell.ok = true;
+      cell.emulated = emulate;
+      if (!emulate) {
+        RecipeGemm rg(handle_, g, recipe, *sources_, workspace_.get(), opts_.recipe);
+        for (int i = 0; i < 3; ++i) rg.autocast_step(stream_);  // delayed scaling: a real history
+        cell.rel_error = rel_frobenius_error(sources_->c.get(), true, reference_.get<float>(), mn, nullptr, stream_);
+        return cell;
+      }
+      // Emulation: our quantization kernels, dequantized to BF16 (exact for these formats), a
+      // BF16 GEMM with FP32 accumulation and output, times the NVFP4 global scales.
+      RecipeGemm rg(handle_, g, recipe, *sources_, workspace_.get(), opts_.recipe, /*with_gemm=*/false);
+      rg.quantize_only(stream_);
+      DeviceBuffer lq(static_cast<size_t>(g.m) * static_cast<size_t>(g.k) * 2);
+      DeviceBuffer rq(static_cast<size_t>(g.n) * static_cast<size_t>(g.k) * 2);
+      DeviceBuffer out(mn * sizeof(float));
+      rg.l()->dequantize_to(lq.get<__nv_bfloat16>(), stream_);
+      rg.r()->dequantize_to(rq.get<__nv_bfloat16>(), stream_);
+      LtProblem lp;
+      lp.m = g.m; lp.n = g.n; lp.k = g.k;
+      lp.l = {lq.get(), CUDA_R_16BF, true, nullptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
+      lp.r = {rq.get(), CUDA_R_16BF, true, nullptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
+      lp.c = out.get();
+      lp.c_type = CUDA_R_32F;
+      LtMatmul mm(handle_, lp, workspace_.get(), kWorkspaceBytes);
+      mm.run(stream_);
+      cell.rel_error = rel_frobenius_error(out.get(), false, reference_.get<float>(), mn, rg.alpha_device(), stream_);
+      return cell;
+    } catch (const CublasError& e) {
+      cudaStreamSynchronize(stream_);
+      return AccuracyCell::na(e.not_supported() ? std::string("cuBLASLt NOT_SUPPORTED") : std::string(e.what()));
+    } catch (const CudaError& e) {
+      cudaGetLastError();
+      sources_.reset();
+      reference_ = DeviceBuffer();
+      return AccuracyCell::na(e.oom() ? "out of GPU memory" : std::string("CUDA error: ") + e.what());
+    } catch (const std::exception& e) {
+      return AccuracyCell::na(e.what());
+    }
+  }
+
   Cell measure(const Gemm& g, Precision p, Mode mode) override {
     const Recipe recipe = make_recipe(p, g, opts_.recipe);
     if (std::string why = shape_constraint(recipe, g); !why.empty()) return Cell::na(why);
@@ -118,16 +182,23 @@ class CudaEngine final : public Engine {
                        to_string(r.b.format), to_string(r.b.scaling), "R");
   }
 
-  void prepare_sources(const Gemm& g) {
-    if (sources_ && sources_->matches(g)) return;
+  void prepare_sources(const Gemm& g, Dist d = Dist::Normal) {
+    if (sources_ && sources_->matches(g) && dist_ == d) return;
     sources_.reset();  // free the previous operands before allocating the next
+    reference_ = DeviceBuffer();
+    dist_ = d;
     sources_.emplace(GemmSources::allocate(g));
     const size_t le = static_cast<size_t>(g.m) * static_cast<size_t>(g.k);
     const size_t re = static_cast<size_t>(g.k) * static_cast<size_t>(g.n);
     // Inputs ~ N(0,1), weights ~ N(0, 0.02) as a trained layer roughly has; fixed seeds.
-    auto stddev = [](Role r) { return r == Role::Weight ? 0.02f : 1.0f; };
-    fill_normal_bf16(sources_->l.get<__nv_bfloat16>(), le, opts_.seed * 2 + 1, stddev(g.a.role), stream_);
-    fill_normal_bf16(sources_->r.get<__nv_bfloat16>(), re, opts_.seed * 2 + 2, stddev(g.b.role), stream_);
+    // --dist outliers: activations and gradients get 0.1% of elements scaled by 50 (weights stay normal).
+    auto fill = [&](__nv_bfloat16* x, size_t n, uint64_t seed, Role r) {
+      const float sd = r == Role::Weight ? 0.02f : 1.0f;
+      if (d == Dist::Outliers && r != Role::Weight) fill_outliers_bf16(x, n, seed, sd, 1e-3f, 50.f, stream_);
+      else fill_normal_bf16(x, n, seed, sd, stream_);
+    };
+    fill(sources_->l.get<__nv_bfloat16>(), le, opts_.seed * 2 + 1, g.a.role);
+    fill(sources_->r.get<__nv_bfloat16>(), re, opts_.seed * 2 + 2, g.b.role);
     GS_CUDA(cudaMemsetAsync(sources_->c.get(), 0, sources_->c.bytes(), stream_));
     GS_CUDA(cudaStreamSynchronize(stream_));
   }
@@ -138,6 +209,8 @@ class CudaEngine final : public Engine {
   DeviceBuffer workspace_;
   std::vector<cudaEvent_t> events_;
   std::optional<GemmSources> sources_;
+  Dist dist_ = Dist::Normal;
+  DeviceBuffer reference_;  // FP32 reference output for the current sources (accuracy)
 };
 
 }  // namespace

@@ -34,7 +34,7 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* ws, size_t
     else GS_CUBLAS(cublasLtMatrixLayoutCreate(&a_, p.r.type, n, k, static_cast<int64_t>(n)));
     if (p.l.k_major) GS_CUBLAS(cublasLtMatrixLayoutCreate(&b_, p.l.type, k, m, static_cast<int64_t>(k)));
     else GS_CUBLAS(cublasLtMatrixLayoutCreate(&b_, p.l.type, m, k, static_cast<int64_t>(m)));
-    GS_CUBLAS(cublasLtMatrixLayoutCreate(&c_, CUDA_R_16BF, n, m, static_cast<int64_t>(n)));
+    GS_CUBLAS(cublasLtMatrixLayoutCreate(&c_, p.c_type, n, m, static_cast<int64_t>(n)));
 
     cublasLtMatmulPreference_t pref = nullptr;
     GS_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));

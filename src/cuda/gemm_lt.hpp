@@ -29,7 +29,8 @@ struct LtOperand {
 struct LtProblem {
   int64_t m = 0, n = 0, k = 0;
   LtOperand l, r;
-  void* c = nullptr;        // BF16 [m,n] row-major
+  void* c = nullptr;        // [m,n] row-major, c_type
+  cudaDataType_t c_type = CUDA_R_16BF;  // BF16, or FP32 for references
   bool fast_accum = false;  // FP8 per-tensor only
   // Device {alpha, beta=0} pair (NVFP4 folds its tensor scales into alpha); null: alpha 1, beta 0 on the host.
   const float* alpha_device = nullptr;

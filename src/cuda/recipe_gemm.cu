@@ -1,6 +1,7 @@
 #include <stdexcept>
 
 #include "cuda/quantize.cuh"
+#include "cuda/quantize_mx.cuh"
 #include "cuda/recipe_gemm.hpp"
 
 namespace gs::cuda {
@@ -78,11 +79,29 @@ QuantizedOperand::QuantizedOperand(const OperandRecipe& recipe, const __nv_bfloa
     case Scaling::None:
       break;
     case Scaling::Mx32:
+      q_ = DeviceBuffer(mxfp8_data_bytes(to_int(outer), to_int(k)));
+      scale_ = DeviceBuffer(mxfp8_scale_bytes(to_int(outer), to_int(k)));
+      break;
     case Scaling::Nv16:
     case Scaling::Nv16x16:
-      throw std::runtime_error("MXFP8/NVFP4 GEMMs are not wired into the engine yet");
+      q_ = DeviceBuffer(nvfp4_data_bytes(to_int(outer), to_int(k)));
+      scale_ = DeviceBuffer(nvfp4_scale_bytes(to_int(outer), to_int(k)));
+      amax_ = DeviceBuffer(sizeof(float));
+      ws_ = DeviceBuffer(amax_workspace_bytes(elems));
+      gscale_inv_ = DeviceBuffer(sizeof(float));
+      break;
   }
 }
+
+namespace {
+
+// NVFP4's per-tensor scales have no cuBLASLt attribute: alpha = product of both operands'.
+__global__ void alpha_from_global_scales(const float* a, const float* b, float* alpha_beta) {
+  alpha_beta[0] = *a * *b;
+  alpha_beta[1] = 0.f;
+}
+
+}  // namespace
 
 void QuantizedOperand::quantize(cudaStream_t s) {
   // The source is [rows, cols]: [outer, K] when K-major, else [K, outer] (transposed on the way).
@@ -105,8 +124,41 @@ void QuantizedOperand::quantize(cudaStream_t s) {
     case Scaling::Block128x128:
       quantize_block_128x128(src_, rows, cols, transpose_, fp8_kind(recipe_.format), q, sc, s);
       break;
-    default:
+    case Scaling::Mx32:
+      quantize_mxfp8(src_, rows, cols, transpose_, fp8_kind(recipe_.format), q, scale_.get<uint8_t>(), s);
       break;
+    case Scaling::Nv16:
+    case Scaling::Nv16x16: {
+      Nvfp4Options o;
+      o.two_d = recipe_.scaling == Scaling::Nv16x16;
+      o.rht = recipe_.hadamard;
+      o.stochastic = recipe_.stochastic_rounding;
+      o.sr_seed = 0x5eed;
+      o.sr_offset = sr_calls_++;  // fresh rounding bits every call, as in training
+      // The per-tensor amax pass (of the transformed tensor when the RHT is on), then the cast.
+      if (o.rht) amax_rht_bf16(src_, rows, cols, transpose_, o.rht_sign_mask, amax_.get<float>(), s);
+      else amax_bf16(src_, static_cast<size_t>(rows) * static_cast<size_t>(cols), amax_.get<float>(), ws_.get(), s);
+      quantize_nvfp4(src_, rows, cols, transpose_, amax_.get<float>(), o, q, scale_.get<uint8_t>(),
+                     gscale_inv_.get<float>(), s);
+      break;
+    }
+    case Scaling::None:
+      break;
+  }
+}
+
+void QuantizedOperand::dequantize_to(__nv_bfloat16* out, cudaStream_t s) const {
+  const int outer = to_int(outer_), k = to_int(k_);
+  switch (recipe_.scaling) {
+    case Scaling::Mx32:
+      dequantize_mxfp8(q_.get<uint8_t>(), scale_.get<uint8_t>(), outer, k, fp8_kind(recipe_.format), out, s);
+      break;
+    case Scaling::Nv16:
+    case Scaling::Nv16x16:
+      dequantize_nvfp4(q_.get<uint8_t>(), scale_.get<uint8_t>(), outer, k, out, s);
+      break;
+    default:
+      throw std::invalid_argument("dequantize_to: only MXFP8/NVFP4 operands are emulated");
   }
 }
 
@@ -146,7 +198,7 @@ std::vector<float> QuantizedOperand::scales_host() const {
 }
 
 RecipeGemm::RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, GemmSources& src, void* workspace,
-                       const RecipeOptions& opts)
+                       const RecipeOptions& opts, bool with_gemm)
     : recipe_(r) {
   LtProblem p;
   p.m = g.m; p.n = g.n; p.k = g.k;
@@ -160,19 +212,30 @@ RecipeGemm::RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, 
     r_ = std::make_unique<QuantizedOperand>(r.b, src.r.get<__nv_bfloat16>(), g.n, g.k, src.r_k_major, opts);
     p.l = l_->lt();
     p.r = r_->lt();
+    if (l_->global_scale_inv() && r_->global_scale_inv()) {
+      alpha_ = DeviceBuffer(2 * sizeof(float));
+      p.alpha_device = alpha_.get<float>();
+    }
   }
-  mm_ = std::make_unique<LtMatmul>(handle, p, workspace, kWorkspaceBytes);
+  if (with_gemm) mm_ = std::make_unique<LtMatmul>(handle, p, workspace, kWorkspaceBytes);
+}
+
+void RecipeGemm::update_alpha(cudaStream_t s) {
+  if (!alpha_) return;
+  alpha_from_global_scales<<<1, 1, 0, s>>>(l_->global_scale_inv(), r_->global_scale_inv(), alpha_.get<float>());
+  GS_CUDA_LAUNCH();
 }
 
 void RecipeGemm::autocast_step(cudaStream_t s) {
   if (l_) l_->quantize(s);
   if (r_) r_->quantize(s);
+  update_alpha(s);
   mm_->run(s);
   if (l_) l_->after_gemm(s);
   if (r_) r_->after_gemm(s);
 }
 
-void RecipeGemm::gemm_only(cudaStream_t s) { mm_->run(s); }
+void RecipeGemm::gemm_only(cudaStream_t s) { mm_->run(s); }  // callers built with_gemm
 
 void RecipeGemm::prequantize(cudaStream_t s) {
   // Delayed scaling needs history: three rounds make the scale that of this data's amax.
@@ -183,6 +246,7 @@ void RecipeGemm::prequantize(cudaStream_t s) {
   }
   if (l_) l_->quantize(s);
   if (r_) r_->quantize(s);
+  update_alpha(s);
   GS_CUDA(cudaStreamSynchronize(s));
 }
 

@@ -42,34 +42,51 @@ class QuantizedOperand {
   // Host copies for verification: the quantized bytes [outer*K] and the scales as the GEMM reads them.
   std::vector<uint8_t> data_host() const;
   std::vector<float> scales_host() const;
+  // NVFP4: the device float 1/global_encode_scale that multiplies the GEMM result; else null.
+  const float* global_scale_inv() const { return gscale_inv_ ? gscale_inv_.get<float>() : nullptr; }
+  // Accuracy emulation: the dequantized operand [outer, K] in BF16 (exact for MXFP8/NVFP4
+  // element x block scale; the NVFP4 global scale is left to global_scale_inv()).
+  void dequantize_to(__nv_bfloat16* out, cudaStream_t s) const;
 
  private:
   OperandRecipe recipe_;
   const __nv_bfloat16* src_;
   int64_t outer_, k_;
   bool transpose_;  // source is [K, outer]
-  DeviceBuffer q_, scale_, amax_, ws_, history_, pos_, delayed_scale_;
+  DeviceBuffer q_, scale_, amax_, ws_, history_, pos_, delayed_scale_, gscale_inv_;
   int history_len_ = 1;
+  uint64_t sr_calls_ = 0;
 };
 
 class RecipeGemm {
  public:
+  // with_gemm=false builds only the quantization side (accuracy emulation where cuBLASLt has no
+  // kernel for the format, e.g. MXFP8/NVFP4 on Hopper).
   RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, GemmSources& src, void* workspace,
-             const RecipeOptions& opts);
+             const RecipeOptions& opts, bool with_gemm = true);
   // One autocast iteration: quantize both BF16 operands into the GEMM's layout, run the GEMM,
   // and (delayed scaling) the amax-history step, which TE runs once per step outside.
   void autocast_step(cudaStream_t s);
   // One pre-quantized iteration: the GEMM kernel only.
   void gemm_only(cudaStream_t s);
+  // Accuracy emulation on GPUs without MXFP8/NVFP4 GEMMs: quantize both operands only.
+  void quantize_only(cudaStream_t s) {
+    if (l_) l_->quantize(s);
+    if (r_) r_->quantize(s);
+    update_alpha(s);
+  }
+  const float* alpha_device() const { return alpha_ ? alpha_.get<float>() : nullptr; }
   // Prepares pre-quantized operands (for delayed scaling: enough rounds that the scale comes
   // from this data's amax history).
   void prequantize(cudaStream_t s);
   const QuantizedOperand* l() const { return l_.get(); }
   const QuantizedOperand* r() const { return r_.get(); }
-  const std::string& layout() const { return mm_->layout(); }
+  std::string layout() const { return mm_ ? mm_->layout() : std::string("-"); }
 
  private:
+  void update_alpha(cudaStream_t s);
   Recipe recipe_;
+  DeviceBuffer alpha_;  // NVFP4: device {alpha, 0} = product of both operands' global scales
   std::unique_ptr<QuantizedOperand> l_, r_;  // null for BF16
   std::unique_ptr<LtMatmul> mm_;
 };

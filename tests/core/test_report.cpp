@@ -37,6 +37,13 @@ class FakeEngine : public Engine {
     s.mean_ms = ms; s.median_ms = ms; s.min_ms = ms * 0.99; s.max_ms = ms * 1.02; s.stdev_ms = ms * 0.005; s.iters = 100;
     return Cell::measured(s);
   }
+  AccuracyCell accuracy(const Gemm& g, Precision p, Dist d) override {
+    AccuracyCell c;
+    c.ok = true;
+    c.emulated = p == Precision::MXFP8 || p == Precision::NVFP4;
+    c.rel_error = (p == Precision::BF16 ? 1e-3 : 3e-2) * (d == Dist::Outliers ? 2 : 1) * (g.pass == Pass::Wgrad ? 1.5 : 1);
+    return c;
+  }
   int cc_, calls = 0, warmups = 0;
 };
 
@@ -129,6 +136,30 @@ TEST(Report, CsvHasOneRowPerCell) {
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 12 * 3);
   EXPECT_NE(csv.find("autocast,wgrad,attn_out,layer,4096,15872,4096,"), std::string::npos);
   EXPECT_NE(csv.find("n/a,,,,,,,,\"cuBLASLt NOT_SUPPORTED (fake)\""), std::string::npos);
+}
+
+TEST(Report, AccuracyTableAndJson) {
+  FakeEngine e(90);
+  RunRequest req;
+  req.plan = build_model_plan(default_config());
+  req.precisions = {Precision::BF16, Precision::FP8Current, Precision::MXFP8};
+  req.modes = {Mode::Autocast};
+  req.accuracy_only = true;
+  req.dist = Dist::Outliers;
+  RunResult r = run(e, req);
+  EXPECT_EQ(e.calls, 0);  // no timing
+  ASSERT_TRUE(r.has_accuracy);
+  ASSERT_EQ(r.accuracy_precisions.size(), 3u);  // MXFP8 kept: emulated
+  const std::string txt = render_text(r);
+  EXPECT_NE(txt.find("outliers inputs"), std::string::npos);
+  EXPECT_NE(txt.find("9.00e-02*"), std::string::npos) << txt;  // MXFP8 Wgrad, emulated marker
+  EXPECT_NE(txt.find("MXFP8 accuracy is emulated"), std::string::npos);
+  nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["accuracy"]["dist"], "outliers");
+  EXPECT_DOUBLE_EQ(j["gemms"][0]["accuracy"]["FP8Current"]["rel_error"].get<double>(), 6e-2);
+  EXPECT_TRUE(j["gemms"][0]["accuracy"]["MXFP8"]["emulated"].get<bool>());
+  RunResult b = from_json(j);
+  EXPECT_EQ(to_json(b), j);
 }
 
 TEST(Stats, Summary) {

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# One command on a GPU node: GPU tests, quantization bandwidth, the 5B config and 8192^3 in both
+# modes, the accuracy tables, a chart, and the sanity-bar check.
+#   bench/run_all.sh [OUTDIR]        (binaries from $BIN, default build/)
+set -uo pipefail
+BIN=${BIN:-build}
+OUT=${1:-bench-results}
+mkdir -p "$OUT"
+here=$(cd "$(dirname "$0")" && pwd)
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
+echo "== GPU tests"
+"$BIN/gemmscope_gpu_tests" > "$OUT/gpu_tests.log" 2>&1; echo "gpu tests exit $?"; tail -3 "$OUT/gpu_tests.log"
+echo "== quantization bandwidth"
+"$BIN/quant_bandwidth" --json "$OUT/quant_bw.json" > "$OUT/quant_bw.txt" 2>&1; tail -2 "$OUT/quant_bw.txt"
+echo "== 5B config, autocast + pre-quantized"
+"$BIN/gemmscope" -q --mode both --json "$OUT/5b.json" --csv "$OUT/5b.csv" -o "$OUT/5b.png" > "$OUT/5b.txt"
+echo "== 8192^3"
+"$BIN/gemmscope" -q --shapes 8192x8192x8192 --mode both --gpu-warmup 1 --json "$OUT/8192.json" > "$OUT/8192.txt"
+echo "== accuracy (normal, outliers)"
+"$BIN/gemmscope" -q --accuracy-only --json "$OUT/acc_normal.json" > "$OUT/acc_normal.txt"
+"$BIN/gemmscope" -q --accuracy-only --dist outliers --json "$OUT/acc_outliers.json" > "$OUT/acc_outliers.txt"
+"$BIN/gemmscope" plot "$OUT/5b.json" -o "$OUT/5b_modes.png" --kind modes
+echo "== sanity bars"
+python3 "$here/check_targets.py" "$OUT"
