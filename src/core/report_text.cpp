@@ -150,7 +150,8 @@ std::string shapes_block(const RunResult& r, size_t mode, Footnotes& fn) {
   std::string out;
   Table t;
   t.widths = {22, 0};
-  for (size_t i = 0; i < r.precisions.size(); ++i) t.widths.push_back(prec_width(r) + 2);
+  // Wide enough for the longest header ("FP8Current TFLOP/s") plus a gap.
+  for (size_t i = 0; i < r.precisions.size(); ++i) t.widths.push_back(prec_width(r) + 7);
   auto table = [&](const char* title, const char* unit, auto value) {
     out += fmt::format("{}:\n", title);
     out += kRuleLight + "\n";
