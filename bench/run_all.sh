@@ -2,6 +2,7 @@
 # One command on a GPU node: GPU tests, quantization bandwidth, the 5B config and 8192^3 in both
 # modes, the accuracy tables, a chart, and the sanity-bar check.
 #   bench/run_all.sh [OUTDIR]        (binaries from $BIN, default build/)
+#   PREV=old/5b.json bench/run_all.sh  also compares this run's 5B result with an earlier one
 set -uo pipefail
 BIN=${BIN:-build}
 OUT=${1:-bench-results}
@@ -20,5 +21,14 @@ echo "== accuracy (normal, outliers)"
 "$BIN/gemmscope" -q --accuracy-only --json "$OUT/acc_normal.json" > "$OUT/acc_normal.txt"
 "$BIN/gemmscope" -q --accuracy-only --dist outliers --json "$OUT/acc_outliers.json" > "$OUT/acc_outliers.txt"
 "$BIN/gemmscope" plot "$OUT/5b.json" -o "$OUT/5b_modes.png" --kind modes
+echo "== square sweep and the tutorial's Fprop shapes (charts)"
+"$BIN/gemmscope" -q --sweep --gpu-warmup 1 --num-iters 50 --json "$OUT/sweep.json" -o "$OUT/sweep.png" > "$OUT/sweep.txt"
+"$BIN/gemmscope" -q --shapes 15872x4096x12288,15872x4096x4096,15872x4096x16384,15872x16384x4096 --gpu-warmup 1 \
+  --json "$OUT/shapes.json" -o "$OUT/shapes.png" > "$OUT/shapes.txt"
+if [[ -n "${PREV:-}" ]]; then
+  echo "== compare with $PREV"
+  "$BIN/gemmscope" compare "$PREV" "$OUT/5b.json" --threshold 3% > "$OUT/compare.txt"; echo "compare exit $?"
+  tail -25 "$OUT/compare.txt"
+fi
 echo "== sanity bars"
 python3 "$here/check_targets.py" "$OUT"

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/report.hpp"
@@ -279,6 +280,25 @@ std::string render_text(const RunResult& r) {
     out += r.plan.model_mode ? model_block(r, m, fn) : shapes_block(r, m, fn);
   }
   if (r.modes.size() == 2) out += modes_block(r);
+  // Spread of the per-iteration times behind the means (full statistics are in JSON/CSV).
+  double worst_cv = -1, worst_gap = 0;
+  std::string worst_where;
+  for (size_t m = 0; m < r.modes.size(); ++m)
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+      for (size_t p = 0; p < r.precisions.size(); ++p) {
+        const Cell& c = r.cell(m, g, p);
+        if (!c.ok || c.stats.mean_ms <= 0) continue;
+        worst_gap = std::max(worst_gap, std::abs(c.stats.median_ms - c.stats.mean_ms) / c.stats.mean_ms);
+        const double cv = c.stats.stdev_ms / c.stats.mean_ms;
+        if (cv > worst_cv) {
+          worst_cv = cv;
+          worst_where = fmt::format("{} {} {} {}", to_string(r.modes[m]), pass_label(r.plan.gemms[g].pass),
+                                    r.plan.gemms[g].label(), to_string(r.precisions[p]));
+        }
+      }
+  if (worst_cv >= 0)
+    out += fmt::format("Timing spread: largest stdev {:.1f}% of mean ({}); median within {:.1f}% of mean everywhere\n",
+                       100 * worst_cv, worst_where, 100 * worst_gap);
   if (r.has_accuracy) {
     if (r.modes.empty()) {
       out += fmt::format("GEMM Accuracy ({}) on {}\n", r.plan.model_mode ? "Model Config Mode" : "Shape Mode", device_name(r));
