@@ -16,8 +16,17 @@ void require(bool ok, const char* what) {
   if (!ok) throw std::invalid_argument(std::string("gs::mx: ") + what);
 }
 
-// fmaxf semantics: a NaN operand is ignored.
-float max_abs(float m, float v) { return std::fmax(m, std::fabs(v)); }
+// The GPU's fmaxf(m, |v|): a NaN operand is ignored — quiet or signaling. (std::fmax would
+// return NaN for a signaling NaN, and BF16 0x7F81..0x7FBF widen to signaling NaNs.)
+float max_abs(float m, float v) {
+  const float a = std::fabs(v);
+  return a > m ? a : m;
+}
+// The GPU's fminf(x, FLT_MAX): NaN and +Inf -> FLT_MAX.
+float min_flt_max(float x) {
+  constexpr float kFlt = std::numeric_limits<float>::max();
+  return x <= kFlt ? x : kFlt;
+}
 
 }  // namespace
 
@@ -118,9 +127,8 @@ std::vector<float> dequantize_mxfp8(const Mxfp8& t) {
 
 // ---- NVFP4 --------------------------------------------------------------------------------------------
 float nvfp4_global_encode_scale(float tensor_amax) {
-  constexpr float kFlt = std::numeric_limits<float>::max();
   float s = (fmt::kE4M3Max * fmt::kE2M1Max) / tensor_amax;  // 2688 / amax
-  s = std::fmin(s, kFlt);
+  s = min_flt_max(s);
   if (tensor_amax == 0.f || s == 0.f) return 1.f;
   return s;
 }
@@ -131,8 +139,7 @@ uint8_t nvfp4_block_scale(float block_amax, float s_enc) {
 }
 
 float nvfp4_block_encode_multiplier(uint8_t block_scale, float s_dec) {
-  constexpr float kFlt = std::numeric_limits<float>::max();
-  return std::fmin(1.0f / (fmt::decode_ue4m3(block_scale) * s_dec), kFlt);
+  return min_flt_max(1.0f / (fmt::decode_ue4m3(block_scale) * s_dec));
 }
 
 Nvfp4 quantize_nvfp4(const float* x, int outer, int K, float tensor_amax,

@@ -419,4 +419,14 @@ TEST(MxHelpers, TransposeAndAmax) {
   EXPECT_EQ(mx::amax(x.data(), x.size()), 6.f);
   const float withnan[3] = {1.f, std::numeric_limits<float>::quiet_NaN(), -2.f};
   EXPECT_EQ(mx::amax(withnan, 3), 2.f);
+  // Signaling NaNs (BF16 0x7F81..0x7FBF widened) are ignored too, like the GPU's fmaxf
+  // (std::fmax would return NaN here).
+  const float snan = fmt::bf16_to_float(0x7F81);
+  ASSERT_TRUE(std::isnan(snan));
+  const float withsnan[4] = {std::numeric_limits<float>::infinity(), snan, 3.f, snan};
+  EXPECT_EQ(mx::amax(withsnan, 4), std::numeric_limits<float>::infinity());
+  const float s2[2] = {snan, -5.f};
+  EXPECT_EQ(mx::amax(s2, 2), 5.f);
+  // A NaN tensor amax gives the FLT_MAX guard of the global scale, like the GPU's fminf.
+  EXPECT_EQ(mx::nvfp4_global_encode_scale(snan), std::numeric_limits<float>::max());
 }
