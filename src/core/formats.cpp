@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-namespace gs::fmt {
+namespace gs::nf {
 namespace {
 
 uint32_t bits_of(float x) { return std::bit_cast<uint32_t>(x); }
@@ -184,4 +184,4 @@ float mx_scale_inv(uint8_t code) {
   return float_of(static_cast<uint32_t>(254 - code) << 23);
 }
 
-}  // namespace gs::fmt
+}  // namespace gs::nf

@@ -22,7 +22,7 @@
 #pragma once
 #include <cstdint>
 
-namespace gs::fmt {
+namespace gs::nf {
 
 // FP8 flavour. Same numbering as gs::cuda::Fp8Kind.
 enum class Fp8 : int { E4M3 = 0, E5M2 = 1 };
@@ -90,4 +90,4 @@ uint8_t mx_scale_e8m0_ocp(float block_amax, Fp8 kind);
 // BF16 inputs), code 255 -> NaN.
 float mx_scale_inv(uint8_t code);
 
-}  // namespace gs::fmt
+}  // namespace gs::nf

@@ -88,7 +88,7 @@ std::vector<float> transpose(const float* x, int rows, int cols) {
 }
 
 // ---- MXFP8 --------------------------------------------------------------------------------------------
-Mxfp8 quantize_mxfp8(const float* x, int outer, int K, fmt::Fp8 kind) {
+Mxfp8 quantize_mxfp8(const float* x, int outer, int K, nf::Fp8 kind) {
   require(outer >= 0 && K >= 0 && K % kMxBlock == 0, "quantize_mxfp8: K must be a multiple of 32");
   Mxfp8 t;
   t.outer = outer;
@@ -103,11 +103,11 @@ Mxfp8 quantize_mxfp8(const float* x, int outer, int K, fmt::Fp8 kind) {
     for (int b = 0; b < K / kMxBlock; ++b) {
       float m = 0.f;
       for (int j = 0; j < kMxBlock; ++j) m = max_abs(m, row[b * kMxBlock + j]);
-      const uint8_t code = fmt::mx_scale_e8m0(m, kind);
+      const uint8_t code = nf::mx_scale_e8m0(m, kind);
       t.scales[swizzled_scale_index(o, b, S4)] = code;
-      const float mul = fmt::mx_scale_inv(code);
+      const float mul = nf::mx_scale_inv(code);
       for (int j = 0; j < kMxBlock; ++j)
-        q[b * kMxBlock + j] = fmt::encode_fp8(row[b * kMxBlock + j] * mul, kind, true);
+        q[b * kMxBlock + j] = nf::encode_fp8(row[b * kMxBlock + j] * mul, kind, true);
     }
   }
   return t;
@@ -119,15 +119,15 @@ std::vector<float> dequantize_mxfp8(const Mxfp8& t) {
   for (int o = 0; o < t.outer; ++o)
     for (int k = 0; k < t.K; ++k) {
       const size_t e = static_cast<size_t>(o) * static_cast<size_t>(t.K) + static_cast<size_t>(k);
-      const float s = fmt::decode_ue8m0(t.scales[swizzled_scale_index(o, k / kMxBlock, S4)]);
-      y[e] = fmt::decode_fp8(t.data[e], t.kind) * s;
+      const float s = nf::decode_ue8m0(t.scales[swizzled_scale_index(o, k / kMxBlock, S4)]);
+      y[e] = nf::decode_fp8(t.data[e], t.kind) * s;
     }
   return y;
 }
 
 // ---- NVFP4 --------------------------------------------------------------------------------------------
 float nvfp4_global_encode_scale(float tensor_amax) {
-  float s = (fmt::kE4M3Max * fmt::kE2M1Max) / tensor_amax;  // 2688 / amax
+  float s = (nf::kE4M3Max * nf::kE2M1Max) / tensor_amax;  // 2688 / amax
   s = min_flt_max(s);
   if (tensor_amax == 0.f || s == 0.f) return 1.f;
   return s;
@@ -135,11 +135,11 @@ float nvfp4_global_encode_scale(float tensor_amax) {
 
 uint8_t nvfp4_block_scale(float block_amax, float s_enc) {
   constexpr float kRcp6 = 1.0f / 6.0f;
-  return fmt::encode_ue4m3(block_amax * (s_enc * kRcp6));
+  return nf::encode_ue4m3(block_amax * (s_enc * kRcp6));
 }
 
 float nvfp4_block_encode_multiplier(uint8_t block_scale, float s_dec) {
-  return min_flt_max(1.0f / (fmt::decode_ue4m3(block_scale) * s_dec));
+  return min_flt_max(1.0f / (nf::decode_ue4m3(block_scale) * s_dec));
 }
 
 Nvfp4 quantize_nvfp4(const float* x, int outer, int K, float tensor_amax,
@@ -184,8 +184,8 @@ Nvfp4 quantize_nvfp4(const float* x, int outer, int K, float tensor_amax,
         const float y = at(o, k) * mul;
         const uint64_t e = static_cast<uint64_t>(o) * static_cast<uint64_t>(K) +
                            static_cast<uint64_t>(k);
-        const uint8_t c = opt.stochastic ? fmt::encode_e2m1_sr(y, sr_bits16(key, e))
-                                         : fmt::encode_e2m1(y);
+        const uint8_t c = opt.stochastic ? nf::encode_e2m1_sr(y, sr_bits16(key, e))
+                                         : nf::encode_e2m1(y);
         uint8_t& byte = t.data[e / 2];
         byte = static_cast<uint8_t>((k & 1) ? (byte | (c << 4)) : (byte | c));
       }
@@ -202,8 +202,8 @@ std::vector<float> dequantize_nvfp4(const Nvfp4& t, bool apply_global) {
       const size_t e = static_cast<size_t>(o) * static_cast<size_t>(t.K) + static_cast<size_t>(k);
       const uint8_t byte = t.data[e / 2];
       const uint8_t c = static_cast<uint8_t>((k & 1) ? (byte >> 4) : (byte & 0xF));
-      const float s = fmt::decode_ue4m3(t.scales[swizzled_scale_index(o, k / kNvBlock, S4)]);
-      float val = fmt::decode_e2m1(c) * s;
+      const float s = nf::decode_ue4m3(t.scales[swizzled_scale_index(o, k / kNvBlock, S4)]);
+      float val = nf::decode_e2m1(c) * s;
       if (apply_global) val *= t.s_dec;
       y[e] = val;
     }

@@ -93,14 +93,14 @@ void rht16_inverse(float* v, uint16_t sign_mask);
 // ---- MXFP8 ----------------------------------------------------------------------------------------
 struct Mxfp8 {
   int outer = 0, K = 0;
-  fmt::Fp8 kind = fmt::Fp8::E4M3;
+  nf::Fp8 kind = nf::Fp8::E4M3;
   std::vector<uint8_t> data;    // [outer, K]
   std::vector<uint8_t> scales;  // swizzled UE8M0, swizzled_scale_bytes(outer, K, 32)
 };
 // x: row-major [outer, K] (values as floats, e.g. BF16 inputs widened). K % 32 == 0.
-// Per block of 32: amax = max |x| (NaN ignored, as fmaxf does), code = fmt::mx_scale_e8m0(amax),
-// q = encode_fp8(x * fmt::mx_scale_inv(code), kind, saturate=true).
-Mxfp8 quantize_mxfp8(const float* x, int outer, int K, fmt::Fp8 kind);
+// Per block of 32: amax = max |x| (NaN ignored, as fmaxf does), code = nf::mx_scale_e8m0(amax),
+// q = encode_fp8(x * nf::mx_scale_inv(code), kind, saturate=true).
+Mxfp8 quantize_mxfp8(const float* x, int outer, int K, nf::Fp8 kind);
 // x[o,k] = decode_fp8(q) * decode_ue8m0(scale), in FP32 (exact for finite results).
 std::vector<float> dequantize_mxfp8(const Mxfp8& t);
 

@@ -61,8 +61,8 @@ __device__ __forceinline__ uint4 load8(const __nv_bfloat16* x, int row, int col,
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// ---- codecs (device twins of gs::fmt, checked bit for bit by the GPU tests) -------------------
-// fmt::e8m0_round_up for a non-negative, non-NaN argument.
+// ---- codecs (device twins of gs::nf, checked bit for bit by the GPU tests) -------------------
+// nf::e8m0_round_up for a non-negative, non-NaN argument.
 __device__ __forceinline__ uint32_t e8m0_round_up(float x) {
   const uint32_t u = __float_as_uint(x) & 0x7FFFFFFFu;
   if (u >= 0x7F800000u) return u == 0x7F800000u ? 0xFEu : 0xFFu;
@@ -71,7 +71,7 @@ __device__ __forceinline__ uint32_t e8m0_round_up(float x) {
   if (mant != 0 && e != 0xFE && !(e == 0 && mant <= 0x400000u)) ++e;
   return e;
 }
-// fmt::mx_scale_inv.
+// nf::mx_scale_inv.
 __device__ __forceinline__ float mx_scale_inv(uint32_t code) {
   if (code == 0) return 1.f;
   if (code == 0xFF) return __uint_as_float(0x7FC00000u);
@@ -82,7 +82,7 @@ __device__ __forceinline__ float decode_ue8m0(uint32_t code) {
   if (code == 0) return __uint_as_float(0x00400000u);
   return __uint_as_float(code << 23);
 }
-// fmt::decode_ue4m3 (bit 7 ignored).
+// nf::decode_ue4m3 (bit 7 ignored).
 __device__ __forceinline__ float decode_ue4m3(uint32_t c) {
   c &= 0x7Fu;
   if (c == 0x7Fu) return __uint_as_float(0x7FC00000u);
@@ -95,11 +95,11 @@ __device__ __forceinline__ uint32_t fp8x2(float a, float b) {
   return static_cast<uint32_t>(__nv_cvt_float2_to_fp8x2(make_float2(a, b), __NV_SATFINITE,
                                                         F == kFmtE4M3 ? __NV_E4M3 : __NV_E5M2));
 }
-// fmt::encode_ue4m3 for a non-negative argument: satfinite RN E4M3.
+// nf::encode_ue4m3 for a non-negative argument: satfinite RN E4M3.
 __device__ __forceinline__ uint32_t ue4m3(float x) {
   return static_cast<uint32_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
 }
-// fmt::encode_e2m1: nearest-even thresholds 0.25 < .75 <= 1.25 < 1.75 <= 2.5 < 3.5 <= 5 <.
+// nf::encode_e2m1: nearest-even thresholds 0.25 < .75 <= 1.25 < 1.75 <= 2.5 < 3.5 <= 5 <.
 __device__ __forceinline__ uint32_t e2m1_rn(float v) {
   const float a = fabsf(v);
   if (a != a) return 0x7u;  // NaN -> +6
@@ -109,7 +109,7 @@ __device__ __forceinline__ uint32_t e2m1_rn(float v) {
                      static_cast<uint32_t>(a > 5.0f);
   return ((__float_as_uint(v) >> 28) & 0x8u) | c;
 }
-// fmt::encode_e2m1_sr.
+// nf::encode_e2m1_sr.
 __device__ __forceinline__ uint32_t e2m1_sr(float v, uint32_t r16) {
   if (v != v) return 0x7u;
   const float a = fminf(fabsf(v), 6.f);

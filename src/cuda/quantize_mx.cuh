@@ -32,7 +32,7 @@ inline size_t nvfp4_scale_bytes(int outer, int K) { return mx::swizzled_scale_by
 // ---- MXFP8 -------------------------------------------------------------------------------------
 // K % 32 == 0. q: [outer, K] FP8 codes (E4M3 or E5M2). scales: mxfp8_scale_bytes(outer, K)
 // swizzled UE8M0 (padding written as zeros). Scale rule: Transformer Engine's (E8M0 of
-// block_amax / fp8_max rounded up), see fmt::mx_scale_e8m0.
+// block_amax / fp8_max rounded up), see nf::mx_scale_e8m0.
 void quantize_mxfp8(const __nv_bfloat16* x, int rows, int cols, bool transpose, Fp8Kind kind,
                     uint8_t* q, uint8_t* scales, cudaStream_t stream);
 

@@ -14,7 +14,7 @@
 #include "core/mx_reference.hpp"
 
 namespace mx = gs::mx;
-namespace fmt = gs::fmt;
+namespace nf = gs::nf;
 
 namespace {
 
@@ -22,7 +22,7 @@ std::vector<float> random_bf16_matrix(int rows, int cols, uint32_t seed, float s
   std::mt19937 gen(seed);
   std::normal_distribution<float> nd(0.f, sigma);
   std::vector<float> v(static_cast<size_t>(rows) * static_cast<size_t>(cols));
-  for (float& x : v) x = fmt::bf16_to_float(fmt::float_to_bf16_rne(nd(gen)));
+  for (float& x : v) x = nf::bf16_to_float(nf::float_to_bf16_rne(nd(gen)));
   return v;
 }
 
@@ -95,7 +95,7 @@ TEST(Mxfp8Reference, HandWorkedBlocks) {
   // Row 1, block 0: all zero -> code 0, data 0. Block 1: amax 448 -> code 127.
   x[64 + 32] = 448.f;
   x[64 + 33] = 232.f;             // 14.5 quanta of 16: ties to even -> 224
-  const mx::Mxfp8 t = mx::quantize_mxfp8(x.data(), 2, 64, fmt::Fp8::E4M3);
+  const mx::Mxfp8 t = mx::quantize_mxfp8(x.data(), 2, 64, nf::Fp8::E4M3);
   const int S4 = mx::scale_cols_padded(64, 32);
   ASSERT_EQ(S4, 4);
   ASSERT_EQ(t.scales.size(), 128u * 4u);
@@ -103,15 +103,15 @@ TEST(Mxfp8Reference, HandWorkedBlocks) {
   EXPECT_EQ(t.scales[mx::swizzled_scale_index(0, 1, S4)], 119);
   EXPECT_EQ(t.scales[mx::swizzled_scale_index(1, 0, S4)], 0);
   EXPECT_EQ(t.scales[mx::swizzled_scale_index(1, 1, S4)], 127);
-  EXPECT_EQ(t.data[0], fmt::encode_e4m3(250.f));
-  EXPECT_EQ(t.data[1], fmt::encode_e4m3(-1.5f));
-  EXPECT_EQ(t.data[2], fmt::encode_e4m3(0.375f));
+  EXPECT_EQ(t.data[0], nf::encode_e4m3(250.f));
+  EXPECT_EQ(t.data[1], nf::encode_e4m3(-1.5f));
+  EXPECT_EQ(t.data[2], nf::encode_e4m3(0.375f));
   EXPECT_EQ(t.data[3], 0x00);
   EXPECT_EQ(t.data[32], 0x78);  // scale 2^-8: data = 1 * 2^8 = 256 -> exponent field 15, mantissa 0
-  EXPECT_EQ(t.data[33], fmt::encode_e4m3(128.f));
+  EXPECT_EQ(t.data[33], nf::encode_e4m3(128.f));
   EXPECT_EQ(t.data[34], 0x01);
   EXPECT_EQ(t.data[64 + 32], 0x7E);
-  EXPECT_EQ(t.data[64 + 33], fmt::encode_e4m3(232.f));
+  EXPECT_EQ(t.data[64 + 33], nf::encode_e4m3(232.f));
   // Everything outside the four real scales is zero padding.
   int nonzero = 0;
   for (uint8_t s : t.scales) nonzero += s != 0;
@@ -126,19 +126,19 @@ TEST(Mxfp8Reference, HandWorkedBlocks) {
 }
 
 TEST(Mxfp8Reference, RoundTripErrorBound) {
-  for (fmt::Fp8 kind : {fmt::Fp8::E4M3, fmt::Fp8::E5M2}) {
+  for (nf::Fp8 kind : {nf::Fp8::E4M3, nf::Fp8::E5M2}) {
     const int outer = 37, K = 96;
     std::vector<float> x = random_bf16_matrix(outer, K, 7);
     for (size_t i = 0; i < x.size(); i += 13) x[i] *= 1000.f;  // wide dynamic range per block
     const mx::Mxfp8 t = mx::quantize_mxfp8(x.data(), outer, K, kind);
     const std::vector<float> y = mx::dequantize_mxfp8(t);
-    const int mbits = kind == fmt::Fp8::E4M3 ? 3 : 2;
-    const int emin = kind == fmt::Fp8::E4M3 ? -6 : -14;
+    const int mbits = kind == nf::Fp8::E4M3 ? 3 : 2;
+    const int emin = kind == nf::Fp8::E4M3 ? -6 : -14;
     const int S4 = mx::scale_cols_padded(K, 32);
     for (int o = 0; o < outer; ++o)
       for (int k = 0; k < K; ++k) {
         const size_t e = static_cast<size_t>(o * K + k);
-        const float S = fmt::decode_ue8m0(t.scales[mx::swizzled_scale_index(o, k / 32, S4)]);
+        const float S = nf::decode_ue8m0(t.scales[mx::swizzled_scale_index(o, k / 32, S4)]);
         // Half an ulp relative (normal range), or half the subnormal quantum, in data units.
         const float bound = std::max(std::fabs(x[e]) * std::ldexp(1.f, -mbits - 1),
                                      S * std::ldexp(1.f, emin - mbits - 1));
@@ -149,7 +149,7 @@ TEST(Mxfp8Reference, RoundTripErrorBound) {
 
 TEST(Mxfp8Reference, RejectsKNotMultipleOf32) {
   std::vector<float> x(48, 1.f);
-  EXPECT_THROW(mx::quantize_mxfp8(x.data(), 1, 48, fmt::Fp8::E4M3), std::invalid_argument);
+  EXPECT_THROW(mx::quantize_mxfp8(x.data(), 1, 48, nf::Fp8::E4M3), std::invalid_argument);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -165,7 +165,7 @@ TEST(Nvfp4Reference, GlobalAndBlockScaleFormulas) {
   EXPECT_EQ(mx::nvfp4_block_scale(6.f, 448.f), 0x7E);
   EXPECT_EQ(mx::nvfp4_block_scale(12.f, 224.f), 0x7E);
   // ... and a block 8x smaller gets 56 (exact in E4M3).
-  EXPECT_EQ(mx::nvfp4_block_scale(0.75f, 448.f), fmt::encode_e4m3(56.f));
+  EXPECT_EQ(mx::nvfp4_block_scale(0.75f, 448.f), nf::encode_e4m3(56.f));
   EXPECT_EQ(mx::nvfp4_block_scale(0.f, 448.f), 0x00);
   // Multiplier: 1 / (448 * (1/448)) = 1; zero scale -> FLT_MAX.
   EXPECT_EQ(mx::nvfp4_block_encode_multiplier(0x7E, 1.f / 448.f), 1.f);
@@ -190,7 +190,7 @@ TEST(Nvfp4Reference, HandWorkedRowAndPacking) {
   const int S4 = mx::scale_cols_padded(32, 16);
   EXPECT_EQ(t.scales[mx::swizzled_scale_index(0, 0, S4)], 0x7E);
   // Block 1: amax 3 -> scale e4m3(3 * 448/6) = e4m3(224) = 0x76; codes again 0..15.
-  EXPECT_EQ(t.scales[mx::swizzled_scale_index(0, 1, S4)], fmt::encode_e4m3(224.f));
+  EXPECT_EQ(t.scales[mx::swizzled_scale_index(0, 1, S4)], nf::encode_e4m3(224.f));
   for (int j = 0; j < 8; ++j) EXPECT_EQ(t.data[static_cast<size_t>(8 + j)], (2 * j) | ((2 * j + 1) << 4)) << j;
   // Without the global scale, dequantization is exact: code * block scale = x * 448 here.
   const std::vector<float> y_local = mx::dequantize_nvfp4(t, false);
@@ -211,7 +211,7 @@ TEST(Nvfp4Reference, RoundTripErrorBound) {
     for (int k = 0; k < K; ++k) {
       const size_t e = static_cast<size_t>(o * K + k);
       // The effective decode scale d of the block; |x/d| <= 6 (+ the E4M3 rounding of d).
-      const float d = fmt::decode_ue4m3(t.scales[mx::swizzled_scale_index(o, k / 16, S4)]) * t.s_dec;
+      const float d = nf::decode_ue4m3(t.scales[mx::swizzled_scale_index(o, k / 16, S4)]) * t.s_dec;
       const float yv = std::fabs(x[e]) / d;
       const float half_spacing = yv < 2.f ? 0.25f : (yv < 4.f ? 0.5f : 1.f);
       const float sat = std::max(0.f, yv - 6.f);
@@ -421,7 +421,7 @@ TEST(MxHelpers, TransposeAndAmax) {
   EXPECT_EQ(mx::amax(withnan, 3), 2.f);
   // Signaling NaNs (BF16 0x7F81..0x7FBF widened) are ignored too, like the GPU's fmaxf
   // (std::fmax would return NaN here).
-  const float snan = fmt::bf16_to_float(0x7F81);
+  const float snan = nf::bf16_to_float(0x7F81);
   ASSERT_TRUE(std::isnan(snan));
   const float withsnan[4] = {std::numeric_limits<float>::infinity(), snan, 3.f, snan};
   EXPECT_EQ(mx::amax(withsnan, 4), std::numeric_limits<float>::infinity());

@@ -33,7 +33,7 @@ std::vector<double> bf16_operand(const std::vector<uint16_t>& src, int64_t outer
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < k; ++j)
       out[static_cast<size_t>(o * k + j)] =
-          gs::fmt::bf16_to_float(src[static_cast<size_t>(k_major ? o * k + j : j * outer + o)]);
+          gs::nf::bf16_to_float(src[static_cast<size_t>(k_major ? o * k + j : j * outer + o)]);
   return out;
 }
 
@@ -41,7 +41,7 @@ std::vector<double> dequantize(const QuantizedOperand& q) {
   const int64_t outer = q.outer(), k = q.k();
   const auto data = q.data_host();
   const auto sc = q.scales_host();
-  const gs::fmt::Fp8 kind = q.recipe().format == ElemFormat::E5M2 ? gs::fmt::Fp8::E5M2 : gs::fmt::Fp8::E4M3;
+  const gs::nf::Fp8 kind = q.recipe().format == ElemFormat::E5M2 ? gs::nf::Fp8::E5M2 : gs::nf::Fp8::E4M3;
   const int64_t kb_count = (k + 127) / 128, l4 = (kb_count + 3) / 4 * 4;
   std::vector<double> out(static_cast<size_t>(outer * k));
   for (int64_t o = 0; o < outer; ++o)
@@ -54,7 +54,7 @@ std::vector<double> dequantize(const QuantizedOperand& q) {
         case Scaling::Block128x128: s = sc[static_cast<size_t>((o / 128) * l4 + j / 128)]; break;    // BLK128x128
         default: ADD_FAILURE() << "unexpected scaling"; return out;
       }
-      out[static_cast<size_t>(o * k + j)] = gs::fmt::decode_fp8(data[static_cast<size_t>(o * k + j)], kind) * s;
+      out[static_cast<size_t>(o * k + j)] = gs::nf::decode_fp8(data[static_cast<size_t>(o * k + j)], kind) * s;
     }
   return out;
 }
@@ -120,7 +120,7 @@ TEST_P(RecipeGemmTest, MatchesReferenceOfItsOwnOperands) {
     GS_CUDA(cudaDeviceSynchronize());
     const auto out16 = to_host_u16(src.c);
     std::vector<double> out(out16.size());
-    for (size_t i = 0; i < out.size(); ++i) out[i] = gs::fmt::bf16_to_float(out16[i]);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = gs::nf::bf16_to_float(out16[i]);
     const auto l_orig = bf16_operand(to_host_u16(src.l), g.m, g.k, g.a.k_major);
     const auto r_orig = bf16_operand(to_host_u16(src.r), g.n, g.k, g.b.k_major);
     const auto ref_orig = ref_gemm(l_orig, r_orig, g.m, g.n, g.k);

@@ -30,7 +30,7 @@
 
 namespace {
 
-namespace fmt = gs::fmt;
+namespace nf = gs::nf;
 namespace mx = gs::mx;
 using gs::cuda::Fp8Kind;
 
@@ -79,16 +79,16 @@ std::vector<uint16_t> random_bf16(int rows, int cols, uint32_t seed) {
       float x = nd(gen) * range;
       if (pct(gen) < 3) x = 0.f;
       if (r >= rows / 2 && r < rows / 2 + 3 && c < 32) x = 0.f;
-      v[static_cast<size_t>(r) * static_cast<size_t>(cols) + static_cast<size_t>(c)] = fmt::float_to_bf16_rne(x);
+      v[static_cast<size_t>(r) * static_cast<size_t>(cols) + static_cast<size_t>(c)] = nf::float_to_bf16_rne(x);
     }
   return v;
 }
 std::vector<float> widen(const std::vector<uint16_t>& b) {
   std::vector<float> f(b.size());
-  for (size_t i = 0; i < b.size(); ++i) f[i] = fmt::bf16_to_float(b[i]);
+  for (size_t i = 0; i < b.size(); ++i) f[i] = nf::bf16_to_float(b[i]);
   return f;
 }
-fmt::Fp8 host_kind(Fp8Kind k) { return k == Fp8Kind::E4M3 ? fmt::Fp8::E4M3 : fmt::Fp8::E5M2; }
+nf::Fp8 host_kind(Fp8Kind k) { return k == Fp8Kind::E4M3 ? nf::Fp8::E4M3 : nf::Fp8::E5M2; }
 
 // Compares a downloaded buffer (with guard) to the expected bytes; reports the first mismatches.
 // `nan_ok(kind)`: for FP8 data, a byte whose expected value is a NaN code may be any NaN code
@@ -284,7 +284,7 @@ TEST(QuantizeNvfp4, EveryBf16PatternThroughTheFp4Encoder) {
     const size_t b = i / per_block, j = 1 + i % per_block;
     xb[b * 16 + j] = static_cast<uint16_t>(i);
   }
-  for (int b = 0; b < nblocks; ++b) xb[static_cast<size_t>(b) * 16] = fmt::float_to_bf16_rne(6.f);
+  for (int b = 0; b < nblocks; ++b) xb[static_cast<size_t>(b) * 16] = nf::float_to_bf16_rne(6.f);
   // [nblocks, 16]: one block per row.
   mx::Nvfp4Options opt;
   const mx::Nvfp4 ref = check_nvfp4(xb, nblocks, 16, false, opt, 6.f);
@@ -321,8 +321,8 @@ TEST(QuantizeNvfp4, StochasticRoundingIsUnbiasedOnDevice) {
                           2.875f, 3.25f, 3.875f, 4.5f, 5.5f, -0.3125f, -4.25f};  // exact in BF16
   std::vector<uint16_t> xb(static_cast<size_t>(rows) * 16);
   for (int r = 0; r < rows; ++r) {
-    xb[static_cast<size_t>(r) * 16] = fmt::float_to_bf16_rne(6.f);
-    for (int j = 1; j < 16; ++j) xb[static_cast<size_t>(r) * 16 + j] = fmt::float_to_bf16_rne(vals[j - 1]);
+    xb[static_cast<size_t>(r) * 16] = nf::float_to_bf16_rne(6.f);
+    for (int j = 1; j < 16; ++j) xb[static_cast<size_t>(r) * 16 + j] = nf::float_to_bf16_rne(vals[j - 1]);
   }
   for (bool transpose : {false, true}) {
     // Transposed: the source is [16, rows] so that the quantized operand is again [rows, 16].
@@ -347,7 +347,7 @@ TEST(QuantizeNvfp4, StochasticRoundingIsUnbiasedOnDevice) {
     const std::vector<uint8_t> data = download(q, q.n);
     const float grid[8] = {0.f, 0.5f, 1.f, 1.5f, 2.f, 3.f, 4.f, 6.f};
     for (int j = 1; j < 16; ++j) {
-      const float v = fmt::bf16_to_float(fmt::float_to_bf16_rne(vals[j - 1])), av = std::fabs(v);
+      const float v = nf::bf16_to_float(nf::float_to_bf16_rne(vals[j - 1])), av = std::fabs(v);
       int lo = 0;
       while (grid[lo + 1] <= av) ++lo;
       std::set<float> seen;
@@ -355,7 +355,7 @@ TEST(QuantizeNvfp4, StochasticRoundingIsUnbiasedOnDevice) {
       for (int r = 0; r < rows; ++r) {
         const size_t e = static_cast<size_t>(r) * 16 + j;
         const uint8_t c = static_cast<uint8_t>((e & 1) ? data[e / 2] >> 4 : data[e / 2] & 0xF);
-        const float d = fmt::decode_e2m1(c);
+        const float d = nf::decode_e2m1(c);
         seen.insert(d);
         sum += d;
       }
@@ -383,7 +383,7 @@ TEST(DequantizeMx, BitExactAgainstHostDequant) {
       GS_CUDA(cudaDeviceSynchronize());
       std::vector<uint8_t> want_b(want.size() * 2);
       for (size_t i = 0; i < want.size(); ++i) {
-        const uint16_t b = fmt::float_to_bf16_rne(want[i]);
+        const uint16_t b = nf::float_to_bf16_rne(want[i]);
         std::memcpy(&want_b[2 * i], &b, 2);
       }
       EXPECT_TRUE(same_bytes(download(y, y.n), want_b, 0xAB, "mxfp8 dequant"));
@@ -401,8 +401,8 @@ TEST(DequantizeMx, BitExactAgainstHostDequant) {
       GS_CUDA(cudaDeviceSynchronize());
       std::vector<uint8_t> want_b(want.size() * 2);
       for (size_t i = 0; i < want.size(); ++i) {
-        ASSERT_EQ(fmt::bf16_to_float(fmt::float_to_bf16_rne(want[i])), want[i]);  // exact in BF16
-        const uint16_t b = fmt::float_to_bf16_rne(want[i]);
+        ASSERT_EQ(nf::bf16_to_float(nf::float_to_bf16_rne(want[i])), want[i]);  // exact in BF16
+        const uint16_t b = nf::float_to_bf16_rne(want[i]);
         std::memcpy(&want_b[2 * i], &b, 2);
       }
       EXPECT_TRUE(same_bytes(download(y, y.n), want_b, 0xAB, "nvfp4 dequant"));
@@ -429,8 +429,8 @@ TEST(DequantizeMx, RoundTripOnDevice) {
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) {
       const size_t i = static_cast<size_t>(r) * cols + c;
-      const float yv = fmt::bf16_to_float(yb[i]);
-      const float S = fmt::decode_ue8m0(scales[mx::swizzled_scale_index(r, c / 32, mx::scale_cols_padded(cols, 32))]);
+      const float yv = nf::bf16_to_float(yb[i]);
+      const float S = nf::decode_ue8m0(scales[mx::swizzled_scale_index(r, c / 32, mx::scale_cols_padded(cols, 32))]);
       // Half an E4M3 ulp (2^-4 relative) in the normal range, half the subnormal quantum
       // (2^-10 in scaled units) below it.
       ASSERT_LE(std::fabs(yv - xf[i]), std::max(std::fabs(xf[i]) * 0.0625f, S * 0x1p-10f)) << r << "," << c;
@@ -445,7 +445,7 @@ TEST(DequantizeMx, RoundTripOnDevice) {
   const float g = download_float(a.as<float>() + 1);
   double err2 = 0, sig2 = 0;
   for (size_t i = 0; i < xf.size(); ++i) {
-    const double d = double(fmt::bf16_to_float(yb[i])) * g - xf[i];
+    const double d = double(nf::bf16_to_float(yb[i])) * g - xf[i];
     err2 += d * d;
     sig2 += double(xf[i]) * xf[i];
   }
