@@ -113,7 +113,8 @@ Recipe make_recipe(Precision p, const Gemm& g, const RecipeOptions& o) {
         // 128x128 for weights, 1x128 for activations and gradients. Wgrad's operands are an
         // activation and a gradient, so it is 1x128 x 1x128 (sm_90 cuBLASLt has no 2D x 2D).
         x.format = fp8_fmt(op.role);
-        x.scaling = op.role == Role::Weight ? Scaling::Block128x128 : Scaling::Block1x128;
+        if (o.fp8_block_via_mxfp8) x.scaling = Scaling::Mx32;
+        else x.scaling = op.role == Role::Weight ? Scaling::Block128x128 : Scaling::Block1x128;
         break;
       case Precision::MXFP8: x.format = fp8_fmt(op.role); x.scaling = Scaling::Mx32; break;
       case Precision::NVFP4:
@@ -147,7 +148,7 @@ std::string shape_constraint(const Recipe& r, const Gemm& g) {
         return "cuBLASLt has no E5M2 x E5M2 GEMM";
       if (g.k % 16 || g.m % 16 || g.n % 16)
         return fmt::format("FP8 GEMMs need M, K and N multiples of 16 (got {})", g.shape());
-      if (r.precision == Precision::MXFP8 && g.k % 32)
+      if ((r.a.scaling == Scaling::Mx32 || r.b.scaling == Scaling::Mx32) && g.k % 32)
         return fmt::format("MXFP8 needs K a multiple of 32 (got K={})", g.k);
       return {};
     case Precision::NVFP4:

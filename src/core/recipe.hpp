@@ -45,6 +45,10 @@ struct RecipeOptions {
   bool nvfp4_2d_weights = true;   // TE NVFP4 recipe: 16x16 scales for weights
   bool nvfp4_rht = true;          // random Hadamard transform on Wgrad inputs
   bool nvfp4_stochastic_rounding = true;  // on gradients
+  // Set by the engine from the device (compute capability >= 10.0): cuBLASLt on sm_100 has no
+  // 1x128/128x128 block-scaled FP8 GEMM, so FP8Block runs through the MXFP8 path (1x32 UE8M0
+  // scales, the same GEMM kernel Transformer Engine's emulation uses) and is labelled emulated.
+  bool fp8_block_via_mxfp8 = false;
 };
 
 struct OperandRecipe {

@@ -79,7 +79,8 @@ json to_json(const RunResult& r) {
       {"amax_history_len", o.amax_history_len},
       {"nvfp4_2d_weights", o.nvfp4_2d_weights},
       {"nvfp4_rht", o.nvfp4_rht},
-      {"nvfp4_stochastic_rounding", o.nvfp4_stochastic_rounding}};
+      {"nvfp4_stochastic_rounding", o.nvfp4_stochastic_rounding},
+      {"fp8_block_via_mxfp8", o.fp8_block_via_mxfp8}};
   j["modes"] = json::array();
   for (Mode m : r.modes) j["modes"].push_back(to_string(m));
   j["precisions"] = json::array();
@@ -211,6 +212,7 @@ RunResult from_json(const json& j) {
     r.recipe_options.nvfp4_2d_weights = o.value("nvfp4_2d_weights", true);
     r.recipe_options.nvfp4_rht = o.value("nvfp4_rht", true);
     r.recipe_options.nvfp4_stochastic_rounding = o.value("nvfp4_stochastic_rounding", true);
+    r.recipe_options.fp8_block_via_mxfp8 = o.value("fp8_block_via_mxfp8", false);
   }
   for (const auto& m : need<std::vector<std::string>>(j, "modes", "top level")) r.modes.push_back(mode_from_string(m));
   for (const auto& p : need<std::vector<std::string>>(j, "precisions", "top level"))

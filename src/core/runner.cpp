@@ -40,7 +40,12 @@ void add_recipe_notes(RunResult& r) {
                                   o.fp8_format == Fp8Format::Hybrid ? "hybrid (E4M3 activations/weights, E5M2 gradients)" : "E4M3",
                                   o.fp8_accum == Accumulation::Auto ? "fast on Fprop, split on Dgrad/Wgrad (TE defaults)"
                                   : o.fp8_accum == Accumulation::Fast ? "fast" : "split"));
-  if (has(Precision::FP8Block))
+  if (has(Precision::FP8Block) && o.fp8_block_via_mxfp8)
+    r.notes.push_back("FP8Block: emulated on this GPU via MXFP8 (1x32 UE8M0 scales, the MXFP8 GEMM kernel), as "
+                      "Transformer Engine does on sm_100; TE converts 1x128/128x128 power-of-two scales to that layout, "
+                      "we quantize to 1x32 blocks directly, so the kernel is the same but numerics differ slightly. "
+                      "Unverified on hardware");
+  else if (has(Precision::FP8Block))
     r.notes.push_back("FP8Block: 1x128 activations/gradients, 128x128 weights; Wgrad is 1x128 x 1x128 "
                       "(sm_90 cuBLASLt has no 2D x 2D); split accumulation");
 }
@@ -59,6 +64,7 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
   RunResult r = base_result(req);
   r.device = engine.device_info();
   const int cc = r.device->compute_capability();
+  r.recipe_options.fp8_block_via_mxfp8 = cc >= 100;  // what the engine does on this device
   for (Precision p : req.precisions) {
     if (cc < min_compute_capability(p)) {
       r.notes.push_back(fmt::format("{}: skipped, needs compute capability >= {}.{} (device is {}.{})", to_string(p),

@@ -21,6 +21,7 @@ class CudaEngine final : public Engine {
  public:
   explicit CudaEngine(const EngineOptions& o) : opts_(o) {
     GS_CUDA(cudaSetDevice(o.device));
+    opts_.recipe.fp8_block_via_mxfp8 = device_info().compute_capability() >= 100;
     GS_CUBLAS(cublasLtCreate(&handle_));
     GS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     workspace_ = DeviceBuffer(kWorkspaceBytes);

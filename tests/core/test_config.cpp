@@ -134,6 +134,29 @@ TEST(Recipes, FormatsPerRoleAndAccumulation) {
   EXPECT_FALSE(make_recipe(Precision::NVFP4, fprop, o).a.hadamard);
 }
 
+TEST(Recipes, Sm100PathsAndConstraints) {
+  Plan p = build_model_plan(default_config());
+  RecipeOptions o;
+  o.fp8_block_via_mxfp8 = true;  // what the engine sets on compute capability >= 10.0
+  for (const Gemm& g : p.gemms) {
+    Recipe r = make_recipe(Precision::FP8Block, g, o);
+    EXPECT_EQ(r.a.scaling, Scaling::Mx32);
+    EXPECT_EQ(r.b.scaling, Scaling::Mx32);
+    EXPECT_EQ(r.a.format, g.a.role == Role::Grad ? ElemFormat::E5M2 : ElemFormat::E4M3);
+  }
+  // Alignment rules of the block-scaled sm_100 GEMMs.
+  Plan s = build_shapes_plan("4096x4112x4096,4096x4096x4096,4096x4096x4112,4128x4096x4096");
+  RecipeOptions d;
+  EXPECT_NE(shape_constraint(make_recipe(Precision::MXFP8, s.gemms[0], d), s.gemms[0]).find("K a multiple of 32"), std::string::npos);
+  EXPECT_EQ(shape_constraint(make_recipe(Precision::MXFP8, s.gemms[1], d), s.gemms[1]), "");
+  EXPECT_NE(shape_constraint(make_recipe(Precision::NVFP4, s.gemms[2], d), s.gemms[2]).find("multiples of 32"), std::string::npos);
+  EXPECT_EQ(shape_constraint(make_recipe(Precision::NVFP4, s.gemms[3], d), s.gemms[3]), "");
+  EXPECT_NE(shape_constraint(make_recipe(Precision::FP8Block, s.gemms[0], o), s.gemms[0]).find("multiple of 32"), std::string::npos);
+  // Scale bytes follow the swizzled 128x4 tiles: MXFP8 [4096 x 4096] -> 4096 rows x 128 scale columns.
+  EXPECT_DOUBLE_EQ(make_recipe(Precision::MXFP8, s.gemms[1], d).a.scale_bytes(4096, 4096), 4096.0 * 128);
+  EXPECT_DOUBLE_EQ(make_recipe(Precision::NVFP4, s.gemms[1], d).a.scale_bytes(100, 4096), 128.0 * 256 + 4);
+}
+
 TEST(Recipes, ShapeConstraintsAndBytes) {
   Plan p = build_shapes_plan("100x4096x4096,4096x4096x4096");
   RecipeOptions o;

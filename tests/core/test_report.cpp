@@ -85,6 +85,22 @@ TEST(Runner, GatesByCapabilityAndMeasuresTheRest) {
   EXPECT_EQ(skipped_notes, 2);
 }
 
+TEST(Runner, BlackwellRunsEverythingAndLabelsFp8BlockEmulated) {
+  FakeEngine e(100);
+  RunRequest req;
+  req.plan = build_shapes_plan("4096");
+  req.precisions = {Precision::BF16, Precision::FP8Block, Precision::MXFP8, Precision::NVFP4};
+  req.modes = {Mode::Autocast};
+  req.options.timing.gpu_warmup_s = 0;
+  RunResult r = run(e, req);
+  EXPECT_EQ(r.precisions.size(), 4u);
+  EXPECT_TRUE(r.recipe_options.fp8_block_via_mxfp8);
+  bool labelled = false;
+  for (const auto& n : r.notes) labelled |= n.rfind("FP8Block: emulated on this GPU via MXFP8", 0) == 0;
+  EXPECT_TRUE(labelled);
+  EXPECT_TRUE(to_json(r)["recipe_options"]["fp8_block_via_mxfp8"].get<bool>());
+}
+
 TEST(Summary, SumsSpeedupsAndNa) {
   RunResult r = fake_run({Mode::Autocast});
   ModeSummary s = summarize_mode(r, 0);
