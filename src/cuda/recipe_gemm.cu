@@ -16,6 +16,17 @@ cudaDataType_t cuda_type(ElemFormat f) {
   return CUDA_R_16BF;
 }
 
+cublasLtMatmulMatrixScale_t lt_scale_mode(Scaling s) {
+  switch (s) {
+    case Scaling::Block1x128: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    case Scaling::Block128x128: return CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    case Scaling::Mx32: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0;
+    case Scaling::Nv16:
+    case Scaling::Nv16x16: return CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3;
+    default: return CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  }
+}
+
 GemmSources GemmSources::allocate(const Gemm& g) {
   GemmSources s;
   s.m = g.m; s.k = g.k; s.n = g.n;
@@ -174,14 +185,7 @@ LtOperand QuantizedOperand::lt() const {
   o.type = cuda_type(recipe_.format);
   o.k_major = true;
   o.scale = scale_.get();
-  switch (recipe_.scaling) {
-    case Scaling::Block1x128: o.scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F; break;
-    case Scaling::Block128x128: o.scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F; break;
-    case Scaling::Mx32: o.scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0; break;
-    case Scaling::Nv16:
-    case Scaling::Nv16x16: o.scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3; break;
-    default: o.scale_mode = CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F; break;
-  }
+  o.scale_mode = lt_scale_mode(recipe_.scaling);
   return o;
 }
 

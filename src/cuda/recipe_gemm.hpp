@@ -92,5 +92,7 @@ class RecipeGemm {
 };
 
 cudaDataType_t cuda_type(ElemFormat f);
+// The cuBLASLt scale mode of a scaling (per-tensor scalings use the default scalar mode).
+cublasLtMatmulMatrixScale_t lt_scale_mode(Scaling s);
 
 }  // namespace gs::cuda
