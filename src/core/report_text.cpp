@@ -196,8 +196,14 @@ std::string modes_block(const RunResult& r) {
   t.widths = {14, 0, 14, 16, 16, 12, 14, 14};
   out += t.row({"Precision", "", "Autocast ms", "Pre-quant ms", "Quant ovh ms", "Ovh %", "Spd autocast", "Spd pre-q"});
   out += kRuleLight + "\n";
+  // Summaries once per mode (model mode), not once per precision.
+  std::optional<ModeSummary> sum_ac, sum_pq;
+  if (r.plan.model_mode) {
+    sum_ac = summarize_mode(r, ac);
+    sum_pq = summarize_mode(r, pq);
+  }
   auto total = [&](size_t mode, size_t p) -> std::optional<double> {
-    if (r.plan.model_mode) return summarize_mode(r, mode).sums[p].total;
+    if (r.plan.model_mode) return (mode == ac ? *sum_ac : *sum_pq).sums[p].total;
     double s = 0;
     for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
       if (!r.cell(mode, g, p).ok) return std::nullopt;

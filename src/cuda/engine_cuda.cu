@@ -21,7 +21,8 @@ class CudaEngine final : public Engine {
  public:
   explicit CudaEngine(const EngineOptions& o) : opts_(o) {
     GS_CUDA(cudaSetDevice(o.device));
-    opts_.recipe.fp8_block_via_mxfp8 = device_info().compute_capability() >= 100;
+    cc_ = device_info().compute_capability();
+    opts_.recipe.fp8_block_via_mxfp8 = cc_ >= 100;
     GS_CUBLAS(cublasLtCreate(&handle_));
     GS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     workspace_ = DeviceBuffer(kWorkspaceBytes);
@@ -74,8 +75,7 @@ class CudaEngine final : public Engine {
   AccuracyCell accuracy(const Gemm& g, Precision p, Dist d) override {
     const Recipe recipe = make_recipe(p, g, opts_.recipe);
     if (std::string why = shape_constraint(recipe, g); !why.empty()) return AccuracyCell::na(why);
-    const int cc = device_info().compute_capability();
-    const bool emulate = cc < min_compute_capability(p);
+    const bool emulate = cc_ < min_compute_capability(p);
     if (emulate && p != Precision::MXFP8 && p != Precision::NVFP4)
       return AccuracyCell::na("needs a newer GPU (no emulation for this recipe)");
     try {
@@ -205,6 +205,7 @@ class CudaEngine final : public Engine {
   }
 
   EngineOptions opts_;
+  int cc_ = 0;  // compute capability, read once
   cublasLtHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
   DeviceBuffer workspace_;
