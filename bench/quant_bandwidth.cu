@@ -3,7 +3,8 @@
 //
 //   build/quant_bandwidth [--json FILE] [--iters N] [--warmup N] [--gpu-warmup SECONDS]
 //
-// Bytes moved = BF16 bytes read + FP8 bytes written + scale bytes (amax: its read only); the
+// Bytes moved = BF16 bytes read + FP8 bytes written + scale bytes (amax: its read only; the dual
+// variants " D " write both copies, so 2 + 2 bytes per element); the
 // copy counts read + write bytes too. A kernel passes at >= 85% of the copy bandwidth. The exit
 // code is 0 whatever the ratios (it is a report); it is non-zero only on a CUDA error or bad
 // arguments.
@@ -208,8 +209,8 @@ int main(int argc, char** argv) try {
   for (const Shape sh : shapes) {
     const size_t n = size_t(sh.rows) * sh.cols;
     __nv_bfloat16* x = nullptr;
-    uint8_t* q = nullptr;
-    float *sc = nullptr, *amax = nullptr, *hist = nullptr, *scale = nullptr;
+    uint8_t *q = nullptr, *q2 = nullptr;  // q2, sc2: the dual passes' transposed copy
+    float *sc = nullptr, *sc2 = nullptr, *amax = nullptr, *hist = nullptr, *scale = nullptr;
     int* pos = nullptr;
     void* ws = nullptr;
     const size_t nscale = size_t(std::max(
@@ -219,7 +220,9 @@ int main(int argc, char** argv) try {
          gs::cuda::block_scale_count_128x128(sh.cols, sh.rows), 1}));
     GS_CUDA(cudaMalloc(&x, n * 2));
     GS_CUDA(cudaMalloc(&q, n));
+    GS_CUDA(cudaMalloc(&q2, n));
     GS_CUDA(cudaMalloc(&sc, nscale * 4));
+    GS_CUDA(cudaMalloc(&sc2, nscale * 4));
     GS_CUDA(cudaMalloc(&amax, 4));
     GS_CUDA(cudaMalloc(&hist, 1024 * 4));
     GS_CUDA(cudaMalloc(&scale, 4));
@@ -282,13 +285,31 @@ int main(int argc, char** argv) try {
                 });
       }
     }
+    // Dual output (autocast-shared): one read, the rowwise and the transposed copy written.
+    for (Fp8Kind k : {Fp8Kind::E4M3, Fp8Kind::E5M2}) {
+      const std::string v = std::string(" D ") + (k == Fp8Kind::E4M3 ? "E4M3" : "E5M2");
+      measure("cast_fp8_current" + v, 4 * nd + 8, [&] {
+        gs::cuda::cast_fp8_current_dual(x, sh.rows, sh.cols, k, amax, q, sc, q2, sc2, s);
+      });
+      measure("cast_fp8_delayed" + v, 4 * nd + 12, [&] {
+        gs::cuda::cast_fp8_delayed_dual(x, sh.rows, sh.cols, k, scale, q, sc, q2, sc2, hist, pos, s);
+      });
+      measure("quantize_block_1x128" + v,
+              4 * nd + 4.0 * (gs::cuda::block_scale_count_1x128(sh.rows, sh.cols) +
+                              gs::cuda::block_scale_count_1x128(sh.cols, sh.rows)),
+              [&] { gs::cuda::quantize_block_1x128_dual(x, sh.rows, sh.cols, k, q, sc, q2, sc2, s); });
+      measure("quantize_block_128x128" + v, 4 * nd + 8.0 * ((sh.rows + 127) / 128) * ((sh.cols + 127) / 128),
+              [&] { gs::cuda::quantize_block_128x128_dual(x, sh.rows, sh.cols, k, q, sc, q2, sc2, s); });
+    }
     measure("delayed_scale_update (1024)", 0,
             [&] { gs::cuda::delayed_scale_update(hist, 1024, pos, Fp8Kind::E4M3, scale, s); },
             false);
     GS_CUDA(cudaStreamSynchronize(s));
     GS_CUDA(cudaFree(x));
     GS_CUDA(cudaFree(q));
+    GS_CUDA(cudaFree(q2));
     GS_CUDA(cudaFree(sc));
+    GS_CUDA(cudaFree(sc2));
     GS_CUDA(cudaFree(amax));
     GS_CUDA(cudaFree(hist));
     GS_CUDA(cudaFree(scale));

@@ -129,7 +129,13 @@ RunRequest build_request(const Options& o) {
     throw UsageError(fmt::format("--pre-quantize conflicts with --mode {}", o.mode));
   std::string mode = o.pre_quantize ? "pre-quantized" : o.mode;
   if (mode == "both") req.modes = {Mode::Autocast, Mode::PreQuantized};
-  else req.modes = {mode_from_string(mode)};
+  else if (mode == "all" && req.plan.model_mode) req.modes = {Mode::Autocast, Mode::AutocastShared, Mode::PreQuantized};
+  else if (mode == "all") req.modes = {Mode::Autocast, Mode::PreQuantized};  // shapes: nothing to share
+  else if (mode == "autocast" || mode == "autocast-shared" || mode == "pre-quantized") req.modes = {mode_from_string(mode)};
+  else throw UsageError(fmt::format("--mode must be autocast, autocast-shared, pre-quantized, both or all, got '{}'", mode));
+  if (!req.plan.model_mode && req.modes.front() == Mode::AutocastShared)
+    throw UsageError("--mode autocast-shared needs a model plan: it shares quantized tensors between the Fprop, "
+                     "Dgrad and Wgrad of a layer, and --shapes/--sweep GEMMs stand alone (use autocast)");
   if (o.warmup < 0) throw UsageError("--num-warmup must be >= 0");
   if (o.iters < 1) throw UsageError("--num-iters must be >= 1");
   if (o.iters > 100000) throw UsageError("--num-iters must be <= 100000");
@@ -208,8 +214,10 @@ int run_main(int argc, char** argv) {
   app.add_flag("--no-fp8,--no-mxfp8", o.no_mxfp8, "Skip MXFP8 (the seed's --no-fp8)")->group("Precisions");
   app.add_flag("--no-fp4,--no-nvfp4", o.no_fp4, "Skip NVFP4")->group("Precisions");
   app.add_flag("--pre-quantize", o.pre_quantize, "Time the GEMM kernel only (= --mode pre-quantized)")->group("Measurement");
-  app.add_option("--mode", o.mode, "autocast | pre-quantized | both")->group("Measurement")
-      ->check(CLI::IsMember({"autocast", "pre-quantized", "both"}));
+  app.add_option("--mode", o.mode,
+                 "autocast | autocast-shared (each tensor quantized once per step, as TE) | pre-quantized | "
+                 "both (autocast + pre-quantized) | all")
+      ->group("Measurement");
   app.add_option("--num-warmup", o.warmup, "Warmup iterations per GEMM (default 10)")->group("Measurement");
   app.add_option("--num-iters", o.iters, "Timed iterations per GEMM (default 100)")->group("Measurement");
   app.add_option("--gpu-warmup", o.gpu_warmup, "Seconds of BF16 GEMMs to settle clocks first (default 5)")->group("Measurement");

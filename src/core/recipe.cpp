@@ -159,22 +159,35 @@ std::string shape_constraint(const Recipe& r, const Gemm& g) {
   return {};
 }
 
-ByteCount byte_count(const Recipe& r, const Gemm& g) {
-  auto operand = [&](const OperandRecipe& o, int64_t outer, double elems, ByteCount& bc) {
+bool dual_is_fused(const OperandRecipe& o) {
+  switch (o.scaling) {
+    case Scaling::TensorCurrent:
+    case Scaling::TensorDelayed:
+    case Scaling::Block1x128:
+    case Scaling::Block128x128: return true;
+    default: return false;
+  }
+}
+
+ByteCount byte_count(const Recipe& r, const Gemm& g, QuantWork wa, QuantWork wb) {
+  auto operand = [&](const OperandRecipe& o, int64_t outer, double elems, QuantWork w, ByteCount& bc) {
     const double data = elems * bits(o.format) / 8.0;
     const double scales = o.scale_bytes(outer, g.k);
     bc.gemm += data + scales;
-    if (o.format == ElemFormat::BF16) return;
-    double q = elems * 2.0 + data + scales;  // read BF16 source, write quantized data + scales
+    if (o.format == ElemFormat::BF16 || w == QuantWork::None) return;
+    // One pass: read the BF16 source, write quantized data + scales (the transposed copy's scale
+    // count is taken as equal: the model's scale bytes are small next to the data).
+    double pass = elems * 2.0 + data + scales;
     if (o.scaling == Scaling::TensorCurrent || o.scaling == Scaling::Nv16 || o.scaling == Scaling::Nv16x16)
-      q += elems * 2.0;  // separate amax pass over the BF16 source
-    bc.quantize += q;
+      pass += elems * 2.0;  // separate amax pass over the BF16 source
+    if (w == QuantWork::Own) bc.quantize += pass;
+    else bc.quantize += dual_is_fused(o) ? pass + data + scales : 2.0 * pass;
   };
   ByteCount bc;
   const double mk = static_cast<double>(g.m) * static_cast<double>(g.k);
   const double kn = static_cast<double>(g.k) * static_cast<double>(g.n);
-  operand(r.a, g.m, mk, bc);
-  operand(r.b, g.n, kn, bc);
+  operand(r.a, g.m, mk, wa, bc);
+  operand(r.b, g.n, kn, wb, bc);
   bc.gemm += static_cast<double>(g.m) * static_cast<double>(g.n) * 2.0;  // BF16 output
   return bc;
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/modes.hpp"
 #include "core/plan.hpp"
 
 namespace gs {
@@ -73,12 +74,17 @@ Recipe make_recipe(Precision p, const Gemm& g, const RecipeOptions& o);
 std::string shape_constraint(const Recipe& r, const Gemm& g);
 
 // Memory traffic model (bytes). `gemm`: what the GEMM kernel reads (both operands in their
-// format plus scales) and writes (BF16 output), each once. `quantize`: what the autocast
-// quantization passes read and write (BF16 source reads, an extra read for a per-tensor amax
-// pass, quantized data and scales written). Used for --dry-run and roofline estimates.
+// format plus scales) and writes (BF16 output), each once. `quantize`: what the timed
+// quantization passes of the two operands read and write, given each operand's QuantWork (Own:
+// BF16 source read, an extra read for a per-tensor amax pass, quantized data and scales written;
+// Dual: the same with both copies written, in one fused pass for the FP8 recipes and two passes
+// for MXFP8/NVFP4; None: nothing). Used for --dry-run and roofline estimates.
 struct ByteCount {
   double gemm = 0, quantize = 0;
 };
-ByteCount byte_count(const Recipe& r, const Gemm& g);
+ByteCount byte_count(const Recipe& r, const Gemm& g, QuantWork a = QuantWork::Own, QuantWork b = QuantWork::Own);
+// Whether a Dual quantization of this operand recipe runs as one fused pass writing both copies
+// (the FP8 per-tensor and block recipes) or as two independent passes (MXFP8, NVFP4).
+bool dual_is_fused(const OperandRecipe& o);
 
 }  // namespace gs

@@ -102,8 +102,11 @@ json to_json(const RunResult& r) {
                {"b", {{"role", to_string(x.b.role)}, {"k_major", x.b.k_major}}}};
     json bytes;
     for (Precision p : kAllPrecisions) {
-      ByteCount bc = byte_count(make_recipe(p, x, o), x);
-      bytes[to_string(p)] = {{"gemm", bc.gemm}, {"quantize", bc.quantize}};
+      const Recipe rec = make_recipe(p, x, o);
+      const ByteCount bc = byte_count(rec, x);
+      const ByteCount sh = byte_count(rec, x, quant_work(Mode::AutocastShared, x, Side::Left),
+                                      quant_work(Mode::AutocastShared, x, Side::Right));
+      bytes[to_string(p)] = {{"gemm", bc.gemm}, {"quantize", bc.quantize}, {"quantize_shared", sh.quantize}};
     }
     jg["bytes"] = bytes;
     if (!r.dry_run) {

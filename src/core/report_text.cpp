@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <map>
 
@@ -185,25 +186,50 @@ std::string shapes_block(const RunResult& r, size_t mode, Footnotes& fn) {
   return out;
 }
 
-// Autocast vs pre-quantized: the cost of quantization per precision.
+// The modes side by side (model mode: per-layer GEMM time; shapes: the sum over shapes): time per
+// mode, the quantization overhead of each autocast mode over pre-quantized, speedups vs BF16.
 std::string modes_block(const RunResult& r) {
   std::string out;
-  size_t ac = 0, pq = 0;
-  for (size_t i = 0; i < r.modes.size(); ++i) (r.modes[i] == Mode::Autocast ? ac : pq) = i;
-  out += r.plan.model_mode ? "Autocast vs Pre-quantized (per-layer GEMM time):\n"
-                           : "Autocast vs Pre-quantized (sum over shapes):\n";
+  std::optional<size_t> pq;
+  for (size_t i = 0; i < r.modes.size(); ++i)
+    if (r.modes[i] == Mode::PreQuantized) pq = i;
+  std::vector<size_t> quantizing;  // the autocast modes, compared with pre-quantized
+  for (size_t i = 0; i < r.modes.size(); ++i)
+    if (r.modes[i] != Mode::PreQuantized && pq) quantizing.push_back(i);
+  std::string title;
+  for (size_t i = 0; i < r.modes.size(); ++i) {
+    std::string name = to_string(r.modes[i]);
+    name[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[0])));
+    title += (i ? " vs " : "") + name;
+  }
+  out += fmt::format("{} ({}):\n", title, r.plan.model_mode ? "per-layer GEMM time" : "sum over shapes");
   Table t;
-  t.widths = {14, 0, 14, 16, 16, 12, 14, 14};
-  out += t.row({"Precision", "", "Autocast ms", "Pre-quant ms", "Quant ovh ms", "Ovh %", "Spd autocast", "Spd pre-q"});
+  std::vector<std::string> head = {"Precision", ""};
+  t.widths = {14, 0};
+  for (Mode m : r.modes) {
+    head.push_back(fmt::format("{} ms", mode_short(m)));
+    t.widths.push_back(m == Mode::PreQuantized ? 16 : 14);
+  }
+  const bool one = quantizing.size() == 1;
+  for (size_t i : quantizing) {
+    const std::string pre = one ? "Quant" : mode_short(r.modes[i]);
+    head.push_back(pre + " ovh ms");
+    head.push_back(one ? "Ovh %" : pre + " ovh %");
+    t.widths.push_back(16);
+    t.widths.push_back(one ? 12 : 16);
+  }
+  for (Mode m : r.modes) {
+    head.push_back(m == Mode::PreQuantized ? "Spd pre-q" : fmt::format("Spd {}", m == Mode::Autocast ? "autocast" : "shared"));
+    t.widths.push_back(14);
+  }
+  out += t.row(head);
   out += kRuleLight + "\n";
   // Summaries once per mode (model mode), not once per precision.
-  std::optional<ModeSummary> sum_ac, sum_pq;
-  if (r.plan.model_mode) {
-    sum_ac = summarize_mode(r, ac);
-    sum_pq = summarize_mode(r, pq);
-  }
+  std::vector<ModeSummary> sums;
+  if (r.plan.model_mode)
+    for (size_t m = 0; m < r.modes.size(); ++m) sums.push_back(summarize_mode(r, m));
   auto total = [&](size_t mode, size_t p) -> std::optional<double> {
-    if (r.plan.model_mode) return (mode == ac ? *sum_ac : *sum_pq).sums[p].total;
+    if (r.plan.model_mode) return sums[mode].sums[p].total;
     double s = 0;
     for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
       if (!r.cell(mode, g, p).ok) return std::nullopt;
@@ -213,19 +239,27 @@ std::string modes_block(const RunResult& r) {
   };
   auto bf = std::find(r.precisions.begin(), r.precisions.end(), Precision::BF16);
   for (size_t p = 0; p < r.precisions.size(); ++p) {
-    auto a = total(ac, p), q = total(pq, p);
-    std::string ovh = a && q ? fmt::format("{:.3f}", *a - *q) : "N/A";
-    std::string pct = a && q && *a > 0 ? fmt::format("{:.1f}%", 100.0 * (*a - *q) / *a) : "N/A";
-    std::string sa = "N/A", sq = "N/A";
-    if (bf != r.precisions.end()) {
-      size_t b = static_cast<size_t>(bf - r.precisions.begin());
-      auto ba = total(ac, b), bq = total(pq, b);
-      if (a && ba) sa = fmt::format("{:.2f}x", *ba / *a);
-      if (q && bq) sq = fmt::format("{:.2f}x", *bq / *q);
+    std::vector<std::string> row = {to_string(r.precisions[p]), ""};
+    for (size_t m = 0; m < r.modes.size(); ++m) row.push_back(ms(total(m, p)));
+    for (size_t i : quantizing) {
+      auto a = total(i, p), q = total(*pq, p);
+      row.push_back(a && q ? fmt::format("{:.3f}", *a - *q) : "N/A");
+      row.push_back(a && q && *a > 0 ? fmt::format("{:.1f}%", 100.0 * (*a - *q) / *a) : "N/A");
     }
-    out += t.row({to_string(r.precisions[p]), "", ms(a), ms(q), ovh, pct, sa, sq});
+    for (size_t m = 0; m < r.modes.size(); ++m) {
+      std::string sp = "N/A";
+      if (bf != r.precisions.end()) {
+        auto a = total(m, p), b = total(m, static_cast<size_t>(bf - r.precisions.begin()));
+        if (a && b) sp = fmt::format("{:.2f}x", *b / *a);
+      }
+      row.push_back(sp);
+    }
+    out += t.row(row);
   }
-  out += "Spd = speedup vs BF16 in that mode. Quant ovh = autocast - pre-quantized.\n";
+  out += fmt::format("Spd = speedup vs BF16 in that mode.{}\n",
+                     !pq ? std::string()
+                     : one ? fmt::format(" Quant ovh = {} - pre-quantized.", to_string(r.modes[quantizing[0]]))
+                           : std::string(" <Mode> ovh = that mode - pre-quantized."));
   out += kRuleHeavy + "\n";
   return out;
 }
@@ -285,7 +319,7 @@ std::string render_text(const RunResult& r) {
     out += header_block(r, m);
     out += r.plan.model_mode ? model_block(r, m, fn) : shapes_block(r, m, fn);
   }
-  if (r.modes.size() == 2) out += modes_block(r);
+  if (r.modes.size() >= 2) out += modes_block(r);
   // Spread of the per-iteration times behind the means (full statistics are in JSON/CSV).
   double worst_cv = -1, worst_gap = 0;
   std::string worst_where;
@@ -356,6 +390,20 @@ std::string render_plan_text(const RunResult& r) {
     if (f.model_once > 0) out += fmt::format("FLOPs once per step (LM head, 3 passes): {:.2f}T\n", f.model_once / 1e12);
     out += fmt::format("FLOPs full model ({} layers{}): {:.2f}T per step\n", r.plan.layers(),
                        f.model_once > 0 ? " + LM head" : "", f.full_model(r.plan.layers()) / 1e12);
+    // Quantization traffic model per layer: every GEMM quantizing its own operands vs each tensor
+    // once (both copies), the difference between the autocast and autocast-shared modes.
+    out += "Quantization traffic per layer (model; BF16 reads incl. amax pass + quantized writes):\n";
+    for (Precision p : {Precision::FP8Current, Precision::FP8Delayed, Precision::FP8Block}) {
+      double own = 0, shared = 0;
+      for (const Gemm& g : r.plan.gemms) {
+        if (g.scope != Scope::Layer) continue;
+        const Recipe rec = make_recipe(p, g, r.recipe_options);
+        own += byte_count(rec, g).quantize;
+        shared += byte_count(rec, g, quant_work(Mode::AutocastShared, g, Side::Left),
+                             quant_work(Mode::AutocastShared, g, Side::Right)).quantize;
+      }
+      out += fmt::format("  {:<11} autocast {:.2f} GB, autocast-shared {:.2f} GB\n", to_string(p), own / 1e9, shared / 1e9);
+    }
   } else {
     double tot = 0;
     for (const Gemm& g : r.plan.gemms) tot += g.flops();

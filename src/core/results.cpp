@@ -10,26 +10,12 @@
 
 namespace gs {
 
-const char* to_string(Mode m) { return m == Mode::Autocast ? "autocast" : "pre-quantized"; }
-
-Mode mode_from_string(const std::string& s) {
-  if (s == "autocast") return Mode::Autocast;
-  if (s == "pre-quantized" || s == "prequantized" || s == "pre-quantize") return Mode::PreQuantized;
-  throw UsageError(fmt::format("unknown mode '{}' (autocast, pre-quantized)", s));
-}
-
 const char* to_string(Dist d) { return d == Dist::Normal ? "normal" : "outliers"; }
 
 Dist dist_from_string(const std::string& s) {
   if (s == "normal") return Dist::Normal;
   if (s == "outliers") return Dist::Outliers;
   throw UsageError(fmt::format("unknown distribution '{}' (normal, outliers)", s));
-}
-
-const char* mode_description(Mode m) {
-  return m == Mode::Autocast
-             ? "Autocast (timed: quantization of both BF16 operands into the GEMM's layout + the GEMM)"
-             : "Pre-quantized (timed: the GEMM kernel only; operands quantized before the timed loop)";
 }
 
 Stats summarize(const std::vector<double>& v) {

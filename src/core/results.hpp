@@ -6,15 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "core/modes.hpp"
 #include "core/plan.hpp"
 #include "core/recipe.hpp"
 
 namespace gs {
 
-enum class Mode { Autocast, PreQuantized };
-const char* to_string(Mode m);          // "autocast", "pre-quantized"
-Mode mode_from_string(const std::string& s);
-const char* mode_description(Mode m);   // what the timed region holds
 
 struct Stats {
   double mean_ms = 0, median_ms = 0, min_ms = 0, max_ms = 0, stdev_ms = 0;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -40,6 +41,15 @@ void add_recipe_notes(RunResult& r) {
                                   o.fp8_format == Fp8Format::Hybrid ? "hybrid (E4M3 activations/weights, E5M2 gradients)" : "E4M3",
                                   o.fp8_accum == Accumulation::Auto ? "fast on Fprop, split on Dgrad/Wgrad (TE defaults)"
                                   : o.fp8_accum == Accumulation::Fast ? "fast" : "split"));
+  if (std::find(r.modes.begin(), r.modes.end(), Mode::AutocastShared) != r.modes.end()) {
+    r.notes.push_back(
+        "autocast-shared: each tensor is quantized once per step into its rowwise and transposed copy, the cost "
+        "carried by its first GEMM (X and W: Fprop, dY: Dgrad; Wgrad runs on earlier copies); the per-layer sum is "
+        "the step's cost as Transformer Engine quantizes. FP8 recipes write both copies in one fused pass (after the "
+        "amax pass for current scaling)");
+    if (has(Precision::MXFP8) || has(Precision::NVFP4))
+      r.notes.push_back("autocast-shared, MXFP8/NVFP4: the two copies are written by two separate passes (not fused)");
+  }
   if (has(Precision::FP8Block) && o.fp8_block_via_mxfp8)
     r.notes.push_back("FP8Block: emulated on this GPU via MXFP8 (1x32 UE8M0 scales, the MXFP8 GEMM kernel), as "
                       "Transformer Engine does on sm_100; TE converts 1x128/128x128 power-of-two scales to that layout, "

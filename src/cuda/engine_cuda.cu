@@ -139,10 +139,10 @@ class CudaEngine final : public Engine {
     if (std::string why = shape_constraint(recipe, g); !why.empty()) return Cell::na(why);
     try {
       prepare_sources(g);
-      RecipeGemm rg(handle_, g, recipe, *sources_, workspace_.get(), opts_.recipe);
-      const bool autocast = mode == Mode::Autocast;
-      if (!autocast) rg.prequantize(stream_);
-      auto step = [&] { autocast ? rg.autocast_step(stream_) : rg.gemm_only(stream_); };
+      RecipeGemm rg(handle_, g, recipe, *sources_, workspace_.get(), opts_.recipe, /*with_gemm=*/true,
+                    quant_work(mode, g, Side::Left), quant_work(mode, g, Side::Right));
+      if (rg.needs_prequantize()) rg.prequantize(stream_);
+      auto step = [&] { rg.step(stream_); };
       for (int i = 0; i < opts_.timing.warmup; ++i) step();
       const int iters = opts_.timing.iters;
       GS_CUDA(cudaEventRecord(events_[0], stream_));

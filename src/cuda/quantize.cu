@@ -260,12 +260,27 @@ __device__ __forceinline__ void store_transposed(const uint4* tile, uint8_t* q, 
 // round of tiles leaves SMs idle and each block stalls at its barriers.)
 enum : int { kModeCur = 0, kModeDel = 1, kModeB1 = 2, kModeB128 = 3 };
 
-template <Fp8Kind K, int kMode, int kH, bool kVec>
+// Dual output: source row r0+4g+i, columns c0+8cc..+7 of this thread, quantized with scale s,
+// stored into the source-layout copy (8 lanes write 64 contiguous bytes of a row).
+template <Fp8Kind K>
+__device__ __forceinline__ void store_rowwise(uint8_t* q_row, int rows, int cols, int r, int col,
+                                              uint4 v, float s) {
+  if (r < rows && col < cols) stg8(q_row + size_t(r) * cols + col, quant8<K>(v, s));
+}
+
+//
+// kDual (autocast-shared): the same read also writes the source-layout copy q_row [rows, cols]
+// with its scales (scale_row), straight from registers with 8-byte stores: per-tensor modes with
+// the tensor scale; kModeB128 with the tile's scale; kModeB1 (kH == 2: a tile row is one 1x128
+// block) with a per-row scale from a 3-step shuffle max over the 8 lanes that hold the row.
+template <Fp8Kind K, int kMode, int kH, bool kVec, bool kDual>
 __global__ void __launch_bounds__(kThreads)
     transpose_kernel(const __nv_bfloat16* x, int rows, int cols, const float* src, uint8_t* q,
-                     float* scale_inv, float* history, const int* pos) {
+                     float* scale_inv, float* history, const int* pos, uint8_t* q_row,
+                     float* scale_row) {
   static_assert(kH == 1 || kH == 2, "halves");
   static_assert(kMode != kModeB128 || kH == 2, "128x128 blocks need 128-column tiles");
+  static_assert(!kDual || kMode != kModeB1 || kH == 2, "dual 1x128 needs 128-column tiles");
   constexpr int kTW = kTC * kH;  // tile width (source columns) = output rows per tile
   constexpr bool kB1 = kMode == kModeB1;
   __shared__ uint4 tile[kTW * 8];
@@ -281,7 +296,10 @@ __global__ void __launch_bounds__(kThreads)
   float s_tensor = 1.f;
   if constexpr (kMode == kModeCur || kMode == kModeDel) {
     s_tensor = per_tensor_scale<K, kMode == kModeDel>(src);
-    if (blockIdx.x == 0 && threadIdx.x == 0) *scale_inv = 1.f / s_tensor;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      *scale_inv = 1.f / s_tensor;
+      if constexpr (kDual) *scale_row = 1.f / s_tensor;
+    }
   }
   uint32_t acc_t = 0;  // delayed: packed |x| max of the tile
   uint4 v[kH][4];
@@ -300,6 +318,13 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int h = 0; h < kH; ++h)
         stage_transposed<K, false>(tile_words, v[h], &s_tensor, h * kTC + cc * 8, g);
+      if constexpr (kDual) {
+#pragma unroll
+        for (int h = 0; h < kH; ++h)
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            store_rowwise<K>(q_row, rows, cols, tc.r0 + 4 * g + i, tc.c0 + h * kTC + cc * 8, v[h][i], s_tensor);
+      }
     } else if constexpr (kMode == kModeB128) {
       uint32_t acc = 0;
 #pragma unroll
@@ -313,7 +338,34 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int h = 0; h < kH; ++h)
         stage_transposed<K, false>(tile_words, v[h], &s, h * kTC + cc * 8, g);
+      if constexpr (kDual) {
+        const int L4r = (tiles_c + 3) / 4 * 4;  // the source-layout copy: outer = rows, K = cols
+        if (threadIdx.x == 0) scale_row[size_t(tc.r0 / 128) * L4r + tc.c0 / 128] = 1.f / s;
+#pragma unroll
+        for (int h = 0; h < kH; ++h)
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            store_rowwise<K>(q_row, rows, cols, tc.r0 + 4 * g + i, tc.c0 + h * kTC + cc * 8, v[h][i], s);
+      }
     } else {  // kModeB1
+      if constexpr (kDual) {
+        // Row blocks: tile row r is the 1x128 block (r, c0/128) of the source-layout copy.
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          uint32_t acc = 0;
+#pragma unroll
+          for (int h = 0; h < kH; ++h) acc = absmax_acc(acc, v[h][i]);
+          uint32_t m = fold_to_f32bits(acc);
+          m = max(m, __shfl_xor_sync(kFullMask, m, 1));
+          m = max(m, __shfl_xor_sync(kFullMask, m, 2));
+          m = max(m, __shfl_xor_sync(kFullMask, m, 4));
+          const float sr = scale_from_amax(__uint_as_float(m), Fp8Info<K>::kMax, 1.f);
+          const int r = tc.r0 + 4 * g + i;
+          if (cc == 0 && r < rows) scale_row[size_t(tc.c0 / 128) * rows + r] = 1.f / sr;
+#pragma unroll
+          for (int h = 0; h < kH; ++h) store_rowwise<K>(q_row, rows, cols, r, tc.c0 + h * kTC + cc * 8, v[h][i], sr);
+        }
+      }
 #pragma unroll
       for (int h = 0; h < kH; ++h) {
         // per-column |x| max over this thread's 4 rows: word k holds columns 2k (lo), 2k+1 (hi)
@@ -537,17 +589,48 @@ size_t amax_blocks_needed(size_t n) {
   return std::max<size_t>(1, std::min<size_t>(kAmaxMaxBlocks, (n + per_block - 1) / per_block));
 }
 
-template <Fp8Kind K, int kMode, int kH>
+template <Fp8Kind K, int kMode, int kH, bool kDual = false>
 void launch_transpose_h(const __nv_bfloat16* x, int rows, int cols, const float* src, uint8_t* q,
-                        float* scale_inv, float* history, const int* pos, cudaStream_t s) {
+                        float* scale_inv, float* history, const int* pos, cudaStream_t s,
+                        uint8_t* q_row = nullptr, float* scale_row = nullptr) {
   const bool vec = (rows % 16) == 0;
-  auto* k = vec ? transpose_kernel<K, kMode, kH, true> : transpose_kernel<K, kMode, kH, false>;
+  auto* k = vec ? transpose_kernel<K, kMode, kH, true, kDual> : transpose_kernel<K, kMode, kH, false, kDual>;
   const long long tiles =
       (long long)((rows + kTR - 1) / kTR) * ((cols + kTC * kH - 1) / (kTC * kH));
   require(tiles < (1ll << 31), "quantize (transposed)", "too many tiles");
   // One tile per block (not a persistent grid): the block scheduler balances the SMs, and a
   // new block's loads overlap the barriers and stores of the blocks finishing on its SM.
-  k<<<int(std::max<long long>(1, tiles)), kThreads, 0, s>>>(x, rows, cols, src, q, scale_inv, history, pos);
+  k<<<int(std::max<long long>(1, tiles)), kThreads, 0, s>>>(x, rows, cols, src, q, scale_inv, history, pos,
+                                                             q_row, scale_row);
+}
+
+// Dual output: 128-column tiles where a tile row must be a whole 1x128 block (kModeB1) or tile
+// (kModeB128); 64-column tiles for the per-tensor modes.
+template <Fp8Kind K, int kMode>
+void launch_dual(const __nv_bfloat16* x, int rows, int cols, const float* src, uint8_t* q_row,
+                 float* scale_row, uint8_t* q_t, float* scale_t, float* history, const int* pos,
+                 cudaStream_t s) {
+  constexpr int kH = (kMode == kModeB1 || kMode == kModeB128) ? 2 : 1;
+  launch_transpose_h<K, kMode, kH, true>(x, rows, cols, src, q_t, scale_t, history, pos, s, q_row, scale_row);
+  GS_CUDA_LAUNCH();
+}
+
+template <int kMode>
+void dispatch_dual(Fp8Kind kind, const __nv_bfloat16* x, int rows, int cols, const float* src,
+                   uint8_t* q_row, float* scale_row, uint8_t* q_t, float* scale_t, float* history,
+                   const int* pos, cudaStream_t s) {
+  if (rows == 0 || cols == 0) return;
+  if (kind == Fp8Kind::E4M3)
+    launch_dual<Fp8Kind::E4M3, kMode>(x, rows, cols, src, q_row, scale_row, q_t, scale_t, history, pos, s);
+  else
+    launch_dual<Fp8Kind::E5M2, kMode>(x, rows, cols, src, q_row, scale_row, q_t, scale_t, history, pos, s);
+}
+
+void check_dual(const char* fn, const void* x, int rows, int cols, const void* q_row, const void* q_t,
+                const void* scale_row, const void* scale_t) {
+  check_2d(fn, x, rows, cols, q_row);
+  require(q_t != nullptr && aligned16(q_t), fn, "transposed output must be non-null and 16-byte aligned");
+  require(scale_row != nullptr && scale_t != nullptr, fn, "null scale output");
 }
 
 template <Fp8Kind K, int kMode>
@@ -694,6 +777,35 @@ void quantize_block_128x128(const __nv_bfloat16* x, int rows, int cols, bool tra
                                                nullptr, s);
   }
   GS_CUDA_LAUNCH();
+}
+
+// ---- dual output (autocast-shared) -------------------------------------------------------------
+void cast_fp8_current_dual(const __nv_bfloat16* x, int rows, int cols, Fp8Kind kind, const float* amax,
+                           uint8_t* q_row, float* scale_inv_row, uint8_t* q_t, float* scale_inv_t,
+                           cudaStream_t s) {
+  check_dual("cast_fp8_current_dual", x, rows, cols, q_row, q_t, scale_inv_row, scale_inv_t);
+  require(amax != nullptr, "cast_fp8_current_dual", "null amax");
+  dispatch_dual<kModeCur>(kind, x, rows, cols, amax, q_row, scale_inv_row, q_t, scale_inv_t, nullptr, nullptr, s);
+}
+
+void cast_fp8_delayed_dual(const __nv_bfloat16* x, int rows, int cols, Fp8Kind kind, const float* scale,
+                           uint8_t* q_row, float* scale_inv_row, uint8_t* q_t, float* scale_inv_t,
+                           float* history, const int* pos, cudaStream_t s) {
+  check_dual("cast_fp8_delayed_dual", x, rows, cols, q_row, q_t, scale_inv_row, scale_inv_t);
+  require(scale && history && pos, "cast_fp8_delayed_dual", "null pointer argument");
+  dispatch_dual<kModeDel>(kind, x, rows, cols, scale, q_row, scale_inv_row, q_t, scale_inv_t, history, pos, s);
+}
+
+void quantize_block_1x128_dual(const __nv_bfloat16* x, int rows, int cols, Fp8Kind kind, uint8_t* q_row,
+                               float* scale_inv_row, uint8_t* q_t, float* scale_inv_t, cudaStream_t s) {
+  check_dual("quantize_block_1x128_dual", x, rows, cols, q_row, q_t, scale_inv_row, scale_inv_t);
+  dispatch_dual<kModeB1>(kind, x, rows, cols, nullptr, q_row, scale_inv_row, q_t, scale_inv_t, nullptr, nullptr, s);
+}
+
+void quantize_block_128x128_dual(const __nv_bfloat16* x, int rows, int cols, Fp8Kind kind, uint8_t* q_row,
+                                 float* scale_inv_row, uint8_t* q_t, float* scale_inv_t, cudaStream_t s) {
+  check_dual("quantize_block_128x128_dual", x, rows, cols, q_row, q_t, scale_inv_row, scale_inv_t);
+  dispatch_dual<kModeB128>(kind, x, rows, cols, nullptr, q_row, scale_inv_row, q_t, scale_inv_t, nullptr, nullptr, s);
 }
 
 }  // namespace gs::cuda

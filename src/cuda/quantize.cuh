@@ -79,6 +79,23 @@ void quantize_block_1x128(const __nv_bfloat16* x, int rows, int cols, bool trans
 // zero it once if the GEMM may read it).
 void quantize_block_128x128(const __nv_bfloat16* x, int rows, int cols, bool transpose,
                             Fp8Kind kind, uint8_t* q, float* scale_inv, cudaStream_t s);
+// ---- dual output (autocast-shared: one cast per tensor and step) --------------------------------
+// One read of the source [rows, cols] writes both copies a tensor's GEMMs need: q_row [rows, cols]
+// (the source layout, what transpose=false writes) and q_t [cols, rows] (what transpose=true
+// writes), each with its scales, bit-identical to the single-output calls above. Same
+// requirements; q_t must be 16-byte aligned too. Per-tensor scales are written to both scale
+// pointers; delayed scaling records the amax once.
+void cast_fp8_current_dual(const __nv_bfloat16* x, int rows, int cols, Fp8Kind kind, const float* amax,
+                           uint8_t* q_row, float* scale_inv_row, uint8_t* q_t, float* scale_inv_t,
+                           cudaStream_t s);
+void cast_fp8_delayed_dual(const __nv_bfloat16* x, int rows, int cols, Fp8Kind kind, const float* scale,
+                           uint8_t* q_row, float* scale_inv_row, uint8_t* q_t, float* scale_inv_t,
+                           float* history, const int* pos, cudaStream_t s);
+void quantize_block_1x128_dual(const __nv_bfloat16* x, int rows, int cols, Fp8Kind kind, uint8_t* q_row,
+                               float* scale_inv_row, uint8_t* q_t, float* scale_inv_t, cudaStream_t s);
+void quantize_block_128x128_dual(const __nv_bfloat16* x, int rows, int cols, Fp8Kind kind, uint8_t* q_row,
+                                 float* scale_inv_row, uint8_t* q_t, float* scale_inv_t, cudaStream_t s);
+
 inline int block_scale_count_1x128(int outer, int K) { return ((K + 127) / 128) * outer; }
 inline int block_scale_count_128x128(int outer, int K) {
   return ((outer + 127) / 128) * ((((K + 127) / 128) + 3) / 4 * 4);

@@ -158,6 +158,38 @@ void QuantizedOperand::quantize(cudaStream_t s) {
   }
 }
 
+void QuantizedOperand::quantize_dual(QuantizedOperand& o, cudaStream_t s) {
+  if (o.src_ != src_ || o.transpose_ == transpose_ || o.outer_ != k_ || o.k_ != outer_)
+    throw std::invalid_argument("quantize_dual: the other operand is not this source in the other layout");
+  const bool fused = dual_is_fused(recipe_) && recipe_.scaling == o.recipe_.scaling && recipe_.format == o.recipe_.format;
+  if (!fused) {
+    quantize(s);
+    o.quantize(s);
+    return;
+  }
+  QuantizedOperand& row = transpose_ ? o : *this;  // [rows, cols]: the source layout
+  QuantizedOperand& tr = transpose_ ? *this : o;   // [cols, rows]
+  const int rows = to_int(row.outer_), cols = to_int(row.k_);
+  const Fp8Kind kind = fp8_kind(recipe_.format);
+  auto* rq = row.q_.get<uint8_t>();
+  auto* tq = tr.q_.get<uint8_t>();
+  auto* rs = row.scale_.get<float>();
+  auto* ts = tr.scale_.get<float>();
+  switch (recipe_.scaling) {
+    case Scaling::TensorCurrent:
+      amax_bf16(src_, static_cast<size_t>(rows) * static_cast<size_t>(cols), amax_.get<float>(), ws_.get(), s);
+      cast_fp8_current_dual(src_, rows, cols, kind, amax_.get<float>(), rq, rs, tq, ts, s);
+      break;
+    case Scaling::TensorDelayed:
+      cast_fp8_delayed_dual(src_, rows, cols, kind, delayed_scale_.get<float>(), rq, rs, tq, ts, history_.get<float>(),
+                            pos_.get<int>(), s);
+      break;
+    case Scaling::Block1x128: quantize_block_1x128_dual(src_, rows, cols, kind, rq, rs, tq, ts, s); break;
+    case Scaling::Block128x128: quantize_block_128x128_dual(src_, rows, cols, kind, rq, rs, tq, ts, s); break;
+    default: throw std::logic_error("quantize_dual: no fused dual pass for this scaling");
+  }
+}
+
 void QuantizedOperand::dequantize_to(__nv_bfloat16* out, cudaStream_t s) const {
   const int outer = to_int(outer_), k = to_int(k_);
   switch (recipe_.scaling) {
@@ -202,8 +234,8 @@ std::vector<float> QuantizedOperand::scales_host() const {
 }
 
 RecipeGemm::RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, GemmSources& src, void* workspace,
-                       const RecipeOptions& opts, bool with_gemm)
-    : recipe_(r) {
+                       const RecipeOptions& opts, bool with_gemm, QuantWork wl, QuantWork wr)
+    : recipe_(r), wl_(wl), wr_(wr) {
   LtProblem p;
   p.m = g.m; p.n = g.n; p.k = g.k;
   p.c = src.c.get();
@@ -214,6 +246,16 @@ RecipeGemm::RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, 
   } else {
     l_ = std::make_unique<QuantizedOperand>(r.a, src.l.get<__nv_bfloat16>(), g.m, g.k, src.l_k_major, opts);
     r_ = std::make_unique<QuantizedOperand>(r.b, src.r.get<__nv_bfloat16>(), g.n, g.k, src.r_k_major, opts);
+    // The sibling of a Dual operand: the same source in the other layout, with the recipe of the
+    // GEMM that reads it (e.g. NVFP4's Wgrad copies carry the Hadamard transform).
+    auto sibling = [&](Side side, const QuantizedOperand& own, const __nv_bfloat16* source, bool src_k_major) {
+      const DualConsumer dc = dual_consumer(g, side);
+      const Recipe cr = make_recipe(r.precision, dc.gemm, opts);
+      return std::make_unique<QuantizedOperand>(dc.side == Side::Left ? cr.a : cr.b, source, own.k(), own.outer(),
+                                                !src_k_major, opts);
+    };
+    if (wl == QuantWork::Dual) l_sib_ = sibling(Side::Left, *l_, src.l.get<__nv_bfloat16>(), src.l_k_major);
+    if (wr == QuantWork::Dual) r_sib_ = sibling(Side::Right, *r_, src.r.get<__nv_bfloat16>(), src.r_k_major);
     p.l = l_->lt();
     p.r = r_->lt();
     if (l_->global_scale_inv() && r_->global_scale_inv()) {
@@ -240,6 +282,20 @@ void RecipeGemm::autocast_step(cudaStream_t s) {
 }
 
 void RecipeGemm::gemm_only(cudaStream_t s) { mm_->run(s); }  // callers built with_gemm
+
+void RecipeGemm::step(cudaStream_t s) {
+  auto work = [&](QuantizedOperand* q, QuantizedOperand* sib, QuantWork w) {
+    if (!q || w == QuantWork::None) return;
+    if (w == QuantWork::Dual) q->quantize_dual(*sib, s);
+    else q->quantize(s);
+  };
+  work(l_.get(), l_sib_.get(), wl_);
+  work(r_.get(), r_sib_.get(), wr_);
+  if (wl_ != QuantWork::None || wr_ != QuantWork::None) update_alpha(s);
+  mm_->run(s);
+  if (l_ && wl_ != QuantWork::None) l_->after_gemm(s);
+  if (r_ && wr_ != QuantWork::None) r_->after_gemm(s);
+}
 
 void RecipeGemm::prequantize(cudaStream_t s) {
   // Delayed scaling needs history: three rounds make the scale that of this data's amax.

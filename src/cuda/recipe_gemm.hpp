@@ -34,6 +34,11 @@ class QuantizedOperand {
   QuantizedOperand(const OperandRecipe& recipe, const __nv_bfloat16* src, int64_t outer, int64_t k, bool src_k_major,
                    const RecipeOptions& opts);
   void quantize(cudaStream_t s);     // the autocast work for this operand
+  // Dual (autocast-shared): quantizes the source into this operand and into `other`, which must
+  // hold the same source in the other layout. One fused pass for the FP8 recipes (after one amax
+  // pass for current scaling; delayed scaling records into this operand's history); MXFP8/NVFP4
+  // run two independent passes. Throws std::invalid_argument if `other` is not the sibling.
+  void quantize_dual(QuantizedOperand& other, cudaStream_t s);
   void after_gemm(cudaStream_t s);   // delayed scaling's amax-history step; no-op otherwise
   LtOperand lt() const;              // what cuBLASLt gets
   const OperandRecipe& recipe() const { return recipe_; }
@@ -62,8 +67,16 @@ class RecipeGemm {
  public:
   // with_gemm=false builds only the quantization side (accuracy emulation where cuBLASLt has no
   // kernel for the format, e.g. MXFP8/NVFP4 on Hopper).
+  // wl / wr: what step() does for the left / right operand (core/modes.hpp). A Dual operand gets
+  // a sibling: the other-layout copy its dual_consumer GEMM reads, with that GEMM's recipe.
   RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, GemmSources& src, void* workspace,
-             const RecipeOptions& opts, bool with_gemm = true);
+             const RecipeOptions& opts, bool with_gemm = true, QuantWork wl = QuantWork::Own,
+             QuantWork wr = QuantWork::Own);
+  // One timed iteration of the mode the work flags describe: quantize the Own/Dual operands, the
+  // GEMM, delayed scaling's history step for the quantized ones. Operands with work None must
+  // have been prepared by prequantize().
+  void step(cudaStream_t s);
+  bool needs_prequantize() const { return wl_ == QuantWork::None || wr_ == QuantWork::None; }
   // One autocast iteration: quantize both BF16 operands into the GEMM's layout, run the GEMM,
   // and (delayed scaling) the amax-history step, which TE runs once per step outside.
   void autocast_step(cudaStream_t s);
@@ -81,6 +94,9 @@ class RecipeGemm {
   void prequantize(cudaStream_t s);
   const QuantizedOperand* l() const { return l_.get(); }
   const QuantizedOperand* r() const { return r_.get(); }
+  // Dual operands' other-layout copies (null unless that operand's work is Dual).
+  const QuantizedOperand* l_sibling() const { return l_sib_.get(); }
+  const QuantizedOperand* r_sibling() const { return r_sib_.get(); }
   std::string layout() const { return mm_ ? mm_->layout() : std::string("-"); }
 
  private:
@@ -88,6 +104,8 @@ class RecipeGemm {
   Recipe recipe_;
   DeviceBuffer alpha_;  // NVFP4: device {alpha, 0} = product of both operands' global scales
   std::unique_ptr<QuantizedOperand> l_, r_;  // null for BF16
+  std::unique_ptr<QuantizedOperand> l_sib_, r_sib_;  // Dual: the other-layout copies
+  QuantWork wl_ = QuantWork::Own, wr_ = QuantWork::Own;
   std::unique_ptr<LtMatmul> mm_;
 };
 

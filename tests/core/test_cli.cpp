@@ -69,6 +69,8 @@ TEST(Cli, BadInputClasses) {
   expect_usage_error("--shapes 1024 --hidden_size 4096", "mutually exclusive");
   expect_usage_error("--model llama-3-8b --config x.json", "mutually exclusive");
   expect_usage_error("--pre-quantize --mode both", "conflicts");
+  expect_usage_error("--mode bogus", "--mode must be autocast, autocast-shared, pre-quantized, both or all");
+  expect_usage_error("--shapes 1024 --mode autocast-shared", "needs a model plan");
   expect_usage_error("--tensor-parallel 3", "--tensor-parallel 3 does not divide");
   expect_usage_error("--precisions BF16,FP9", "unknown precision 'FP9'");
   expect_usage_error("--num-iters 0", "--num-iters must be >= 1");
@@ -116,6 +118,20 @@ TEST(Cli, DryRunEveryPresetAndFlagFamily) {
     EXPECT_TRUE(fs::exists(j));
     EXPECT_TRUE(nlohmann::json::accept(slurp(j)));
   }
+}
+
+TEST(Cli, ModeAllDependsOnThePlan) {
+  const fs::path j = tmpdir() / "modes.json";
+  Out r = run("--dry-run --mode all --json " + j.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto doc = nlohmann::json::parse(slurp(j));
+  EXPECT_EQ(doc["modes"], nlohmann::json({"autocast", "autocast-shared", "pre-quantized"}));
+  EXPECT_NE(r.out.find("FP8Current  autocast 12.42 GB, autocast-shared 7.45 GB"), std::string::npos) << r.out;
+  EXPECT_GT(doc["gemms"][0]["bytes"]["FP8Current"]["quantize_shared"].get<double>(), 0);
+  EXPECT_EQ(doc["gemms"][8]["bytes"]["FP8Current"]["quantize_shared"].get<double>(), 0);  // Wgrad reuses copies
+  r = run("--dry-run --shapes 1024 --mode all --json " + j.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(j))["modes"], nlohmann::json({"autocast", "pre-quantized"}));
 }
 
 TEST(Cli, ConfigJsonWithOverrides) {

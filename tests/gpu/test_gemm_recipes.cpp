@@ -150,6 +150,78 @@ std::vector<Case> cases() {
   return v;
 }
 
+// autocast-shared: a GEMM whose operands were cast by the dual pass (or prepared before the timed
+// loop) computes exactly what the GEMM with its own casts computes, and the other-layout copy a
+// dual pass writes is exactly what the consuming GEMM (dual_consumer) would quantize for itself.
+class SharedQuantizationTest : public ::testing::TestWithParam<Precision> {};
+
+TEST_P(SharedQuantizationTest, SameOutputAndSiblingsMatchTheirConsumers) {
+  GS_REQUIRE_GPU();
+  const Precision p = GetParam();
+  if (gs::test::compute_capability() < min_compute_capability(p)) GTEST_SKIP() << "needs a newer GPU";
+  ModelConfig mc;
+  mc.hidden_size = 384; mc.intermediate_size = 656; mc.num_attention_heads = 6; mc.num_hidden_layers = 1;
+  mc.micro_batch_size = 2; mc.sequence_length = 168;
+  const Plan plan = build_model_plan(mc);
+  RecipeOptions opts;
+  cublasLtHandle_t handle;
+  ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  DeviceBuffer ws(kWorkspaceBytes);
+  int duals = 0, reused = 0;
+  for (const Gemm& g : plan.gemms) {
+    SCOPED_TRACE(std::string(pass_label(g.pass)) + " " + g.label() + " " + g.shape());
+    GemmSources src = GemmSources::allocate(g);
+    fill_normal_bf16(src.l.get<__nv_bfloat16>(), static_cast<size_t>(g.m * g.k), 21, 1.0f, 0);
+    fill_normal_bf16(src.r.get<__nv_bfloat16>(), static_cast<size_t>(g.k * g.n), 22, g.b.role == Role::Weight ? 0.02f : 1.0f, 0);
+    const Recipe recipe = make_recipe(p, g, opts);
+    const QuantWork wl = quant_work(Mode::AutocastShared, g, Side::Left), wr = quant_work(Mode::AutocastShared, g, Side::Right);
+    // Own casts, three steps (delayed scaling: the scale comes from this data's history).
+    GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));
+    RecipeGemm own(handle, g, recipe, src, ws.get(), opts);
+    for (int i = 0; i < 3; ++i) own.autocast_step(0);
+    GS_CUDA(cudaDeviceSynchronize());
+    const auto c_own = to_host_u16(src.c);
+    GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));
+    RecipeGemm shared(handle, g, recipe, src, ws.get(), opts, true, wl, wr);
+    if (shared.needs_prequantize()) shared.prequantize(0);
+    for (int i = 0; i < 3; ++i) shared.step(0);
+    GS_CUDA(cudaDeviceSynchronize());
+    EXPECT_EQ(to_host_u16(src.c), c_own) << "autocast-shared GEMM output differs from autocast";
+    reused += (wl == QuantWork::None) + (wr == QuantWork::None);
+    for (Side side : {Side::Left, Side::Right}) {
+      const QuantizedOperand* sib = side == Side::Left ? shared.l_sibling() : shared.r_sibling();
+      if ((side == Side::Left ? wl : wr) != QuantWork::Dual || p == Precision::BF16) {  // BF16: nothing to cast
+        EXPECT_EQ(sib, nullptr);
+        continue;
+      }
+      ASSERT_NE(sib, nullptr);
+      ++duals;
+      if (p == Precision::FP8Delayed) continue;  // stateful scale: covered by the output check above
+      // The consumer's own quantization of the same BF16 tensor.
+      const DualConsumer dc = dual_consumer(g, side);
+      const Recipe cr = make_recipe(p, dc.gemm, opts);
+      const bool src_k_major = side == Side::Left ? g.a.k_major : g.b.k_major;
+      const auto* source = (side == Side::Left ? src.l : src.r).get<__nv_bfloat16>();
+      const QuantizedOperand& mine = side == Side::Left ? *shared.l() : *shared.r();
+      QuantizedOperand expect(dc.side == Side::Left ? cr.a : cr.b, source, mine.k(), mine.outer(), !src_k_major, opts);
+      const int64_t c_outer = dc.side == Side::Left ? dc.gemm.m : dc.gemm.n;
+      EXPECT_EQ(expect.outer(), c_outer) << "the sibling has the consumer's outer dimension";
+      EXPECT_EQ(expect.k(), dc.gemm.k);
+      expect.quantize(0);
+      GS_CUDA(cudaDeviceSynchronize());
+      EXPECT_EQ(sib->data_host(), expect.data_host()) << "sibling bytes";
+      EXPECT_EQ(sib->scales_host(), expect.scales_host()) << "sibling scales";
+    }
+  }
+  EXPECT_EQ(duals, p == Precision::BF16 ? 0 : 12);  // X, W per Fprop, dY per Dgrad, 4 linears
+  EXPECT_EQ(reused, 12);  // W per Dgrad, X and dY per Wgrad
+  cublasLtDestroy(handle);
+}
+
+INSTANTIATE_TEST_SUITE_P(Hopper, SharedQuantizationTest,
+                         ::testing::Values(Precision::BF16, Precision::FP8Current, Precision::FP8Delayed, Precision::FP8Block),
+                         [](const auto& info) { return std::string(to_string(info.param)); });
+
 INSTANTIATE_TEST_SUITE_P(Hopper, RecipeGemmTest, ::testing::ValuesIn(cases()), [](const auto& info) {
   return std::string(to_string(info.param.precision)) + "_" + pass_label(info.param.pass) + "_" +
          (info.param.mode == Mode::Autocast ? "Autocast" : "PreQuantized");

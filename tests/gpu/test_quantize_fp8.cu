@@ -586,6 +586,118 @@ TEST(QuantizeBlock128x128, BitExactDataAndBlk128Layout) {
   }
 }
 
+// ============================================================================================
+// Dual output (autocast-shared): one read, the rowwise and the transposed copy, each equal to the
+// host reference of that layout (and so to the single-output kernels), scales and guards included.
+enum class DualKind { Current, Delayed, Block1x128, Block128x128 };
+const char* dual_name(DualKind d) {
+  switch (d) {
+    case DualKind::Current: return "current";
+    case DualKind::Delayed: return "delayed";
+    case DualKind::Block1x128: return "1x128";
+    case DualKind::Block128x128: return "128x128";
+  }
+  return "?";
+}
+
+TEST(QuantizeDual, BothCopiesBitExact) {
+  GS_REQUIRE_GPU();
+  uint32_t seed = 900;
+  for (Shape sh : kShapes) {
+    const ZeroRegion z{0, std::min(sh.rows, 128), 0, std::min(sh.cols, 128)};
+    const std::vector<uint16_t> x = make_data(sh.rows, sh.cols, seed++, z);
+    const std::vector<uint16_t> xt = transpose_host(x, sh.rows, sh.cols);
+    const size_t n = x.size();
+    const float am = host_amax(x);
+    DevBuf d_x(n * 2), d_qr(n + kGuard), d_qt(n + kGuard), d_amax(4), d_ws(gs::cuda::amax_workspace_bytes(n));
+    DevBuf d_scale(4), d_hist(16), d_pos(4);
+    d_x.upload(x);
+    for (DualKind dk : {DualKind::Current, DualKind::Delayed, DualKind::Block1x128, DualKind::Block128x128})
+      for (Fp8Kind k : {Fp8Kind::E4M3, Fp8Kind::E5M2}) {
+        SCOPED_TRACE(std::string(dual_name(dk)) + " " + shape_str(sh, false, k));
+        // Expected copies: row = [rows, cols], t = [cols, rows].
+        std::vector<uint8_t> er, et;
+        std::vector<float> sr, st;
+        std::vector<bool> pr, pt;
+        const float delayed_scale = 0.75f * fmax_of(k) / std::max(am, 1e-30f);  // some saturation-free scale
+        switch (dk) {
+          case DualKind::Current:
+          case DualKind::Delayed: {
+            const float sc = dk == DualKind::Current ? ref_scale(am, fmax_of(k), 1.f) : delayed_scale;
+            er = ref_cast(x, sc, k);
+            et = ref_cast(xt, sc, k);
+            sr = st = {1.f / sc};
+            break;
+          }
+          case DualKind::Block1x128:
+            ref_block_1x128(x, sh.rows, sh.cols, k, er, sr);
+            ref_block_1x128(xt, sh.cols, sh.rows, k, et, st);
+            break;
+          case DualKind::Block128x128:
+            ref_block_128x128(x, sh.rows, sh.cols, k, er, sr, pr);
+            ref_block_128x128(xt, sh.cols, sh.rows, k, et, st, pt);
+            break;
+        }
+        DevBuf d_sr(sr.size() * 4 + kGuard), d_st(st.size() * 4 + kGuard);
+        for (uint8_t poison : kPoisons) {
+          d_qr.poison(poison);
+          d_qt.poison(poison);
+          d_sr.poison(poison);
+          d_st.poison(poison);
+          GS_CUDA(cudaMemset(d_hist.as<void>(), 0, 16));
+          GS_CUDA(cudaMemset(d_pos.as<void>(), 0, 4));
+          d_scale.upload(std::vector<float>{delayed_scale});
+          auto* xb = d_x.as<__nv_bfloat16>();
+          switch (dk) {
+            case DualKind::Current:
+              gs::cuda::amax_bf16(xb, n, d_amax.as<float>(), d_ws.as<void>(), nullptr);
+              gs::cuda::cast_fp8_current_dual(xb, sh.rows, sh.cols, k, d_amax.as<float>(), d_qr.as<uint8_t>(),
+                                              d_sr.as<float>(), d_qt.as<uint8_t>(), d_st.as<float>(), nullptr);
+              break;
+            case DualKind::Delayed:
+              gs::cuda::cast_fp8_delayed_dual(xb, sh.rows, sh.cols, k, d_scale.as<float>(), d_qr.as<uint8_t>(),
+                                              d_sr.as<float>(), d_qt.as<uint8_t>(), d_st.as<float>(),
+                                              d_hist.as<float>(), d_pos.as<int>(), nullptr);
+              break;
+            case DualKind::Block1x128:
+              gs::cuda::quantize_block_1x128_dual(xb, sh.rows, sh.cols, k, d_qr.as<uint8_t>(), d_sr.as<float>(),
+                                                  d_qt.as<uint8_t>(), d_st.as<float>(), nullptr);
+              break;
+            case DualKind::Block128x128:
+              gs::cuda::quantize_block_128x128_dual(xb, sh.rows, sh.cols, k, d_qr.as<uint8_t>(), d_sr.as<float>(),
+                                                    d_qt.as<uint8_t>(), d_st.as<float>(), nullptr);
+              break;
+          }
+          sync();
+          EXPECT_TRUE(same_bytes(d_qr, er, sh.rows, sh.cols, poison)) << "rowwise copy";
+          EXPECT_TRUE(same_bytes(d_qt, et, sh.cols, sh.rows, poison)) << "transposed copy";
+          EXPECT_TRUE(same_scales(d_sr, sr, poison, pr.empty() ? nullptr : &pr)) << "rowwise scales";
+          EXPECT_TRUE(same_scales(d_st, st, poison, pt.empty() ? nullptr : &pt)) << "transposed scales";
+          if (dk == DualKind::Delayed) {
+            const std::vector<float> h = d_hist.download<float>(4);
+            EXPECT_EQ(fbits(h[0]), fbits(am)) << "the amax is recorded once, exactly";
+            EXPECT_EQ(fbits(h[1]), 0u);
+          }
+        }
+      }
+  }
+}
+
+TEST(QuantizeDual, RejectsBadArguments) {
+  GS_REQUIRE_GPU();
+  DevBuf d_x(64 * 64 * 2), d_q(64 * 64 + 16), d_s(64);
+  auto* xb = d_x.as<__nv_bfloat16>();
+  EXPECT_THROW(gs::cuda::quantize_block_1x128_dual(xb, 64, 64, Fp8Kind::E4M3, d_q.as<uint8_t>(), d_s.as<float>(),
+                                                   nullptr, d_s.as<float>(), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(gs::cuda::quantize_block_128x128_dual(xb, 64, 60, Fp8Kind::E4M3, d_q.as<uint8_t>(), d_s.as<float>(),
+                                                     d_q.as<uint8_t>(), d_s.as<float>(), nullptr),
+               std::invalid_argument);
+  EXPECT_THROW(gs::cuda::cast_fp8_current_dual(xb, 64, 64, Fp8Kind::E4M3, nullptr, d_q.as<uint8_t>(), d_s.as<float>(),
+                                               d_q.as<uint8_t>() + 1, d_s.as<float>(), nullptr),
+               std::invalid_argument);
+}
+
 // Every FP8 kernel is asynchronous on the given stream: run a block cast on a non-blocking
 // stream behind a long-running copy and check the result after synchronizing that stream only.
 TEST(QuantizeStreams, RunsOnTheGivenStream) {

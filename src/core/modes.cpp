@@ -1,0 +1,89 @@
+#include "core/modes.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "core/error.hpp"
+
+namespace gs {
+
+const char* to_string(Mode m) {
+  switch (m) {
+    case Mode::Autocast: return "autocast";
+    case Mode::AutocastShared: return "autocast-shared";
+    case Mode::PreQuantized: return "pre-quantized";
+  }
+  return "?";
+}
+
+Mode mode_from_string(const std::string& s) {
+  if (s == "autocast") return Mode::Autocast;
+  if (s == "autocast-shared" || s == "shared") return Mode::AutocastShared;
+  if (s == "pre-quantized" || s == "prequantized" || s == "pre-quantize") return Mode::PreQuantized;
+  throw UsageError(fmt::format("unknown mode '{}' (autocast, autocast-shared, pre-quantized)", s));
+}
+
+const char* mode_description(Mode m) {
+  switch (m) {
+    case Mode::Autocast:
+      return "Autocast (timed: quantization of both BF16 operands into the GEMM's layout + the GEMM)";
+    case Mode::AutocastShared:
+      return "Autocast-shared (timed: the GEMM + the quantization of the tensors it is first to use, each cast once "
+             "per step into its rowwise and transposed copy, as Transformer Engine does: X and W in Fprop, dY in "
+             "Dgrad; Wgrad reuses copies)";
+    case Mode::PreQuantized:
+      return "Pre-quantized (timed: the GEMM kernel only; operands quantized before the timed loop)";
+  }
+  return "?";
+}
+
+const char* mode_short(Mode m) {
+  switch (m) {
+    case Mode::Autocast: return "Autocast";
+    case Mode::AutocastShared: return "Shared";
+    case Mode::PreQuantized: return "Pre-quant";
+  }
+  return "?";
+}
+
+const char* to_string(QuantWork w) {
+  switch (w) {
+    case QuantWork::None: return "none";
+    case QuantWork::Own: return "own";
+    case QuantWork::Dual: return "dual";
+  }
+  return "?";
+}
+
+QuantWork quant_work(Mode m, const Gemm& g, Side side) {
+  switch (m) {
+    case Mode::PreQuantized: return QuantWork::None;
+    case Mode::Autocast: return QuantWork::Own;
+    case Mode::AutocastShared: break;
+  }
+  switch (g.pass) {
+    case Pass::Shape: return QuantWork::Own;
+    case Pass::Fprop: return QuantWork::Dual;                                       // X and W
+    case Pass::Dgrad: return side == Side::Left ? QuantWork::Dual : QuantWork::None;  // dY; W from Fprop
+    case Pass::Wgrad: return QuantWork::None;                                       // X from Fprop, dY from Dgrad
+  }
+  return QuantWork::Own;
+}
+
+DualConsumer dual_consumer(const Gemm& g, Side side) {
+  if (quant_work(Mode::AutocastShared, g, side) != QuantWork::Dual)
+    throw std::invalid_argument(fmt::format("dual_consumer: {} operand of {} {} is not quantized dual",
+                                            side == Side::Left ? "left" : "right", pass_label(g.pass), g.label()));
+  // The three GEMMs of a linear (plan.cpp): Fprop (T, in, out), Dgrad (T, out, in), Wgrad (in, T, out).
+  const Operand act{Role::Activation, false}, grad_t{Role::Grad, false}, w_t{Role::Weight, false};
+  if (g.pass == Pass::Fprop) {
+    const int64_t t = g.m, in = g.k, out = g.n;
+    if (side == Side::Left) return {{Pass::Wgrad, g.op, g.scope, in, t, out, act, grad_t}, Side::Left};
+    return {{Pass::Dgrad, g.op, g.scope, t, out, in, {Role::Grad, true}, w_t}, Side::Right};
+  }
+  const int64_t t = g.m, out = g.k, in = g.n;  // Dgrad, left operand dY
+  return {{Pass::Wgrad, g.op, g.scope, in, t, out, act, grad_t}, Side::Right};
+}
+
+}  // namespace gs
