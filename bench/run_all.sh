@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One command on a GPU node: GPU tests, quantization bandwidth, the 5B config and 8192^3 in both
-# modes, the accuracy tables, a chart, and the sanity-bar check.
+# One command on a GPU node: GPU tests, quantization bandwidth, the 5B config in all three modes
+# and 8192^3 in both, the accuracy tables, a chart, and the sanity-bar check.
 #   bench/run_all.sh [OUTDIR]        (binaries from $BIN, default build/)
 #   PREV=old/5b.json bench/run_all.sh  also compares this run's 5B result with an earlier one
 set -uo pipefail
@@ -13,8 +13,11 @@ echo "== GPU tests"
 "$BIN/gemmscope_gpu_tests" > "$OUT/gpu_tests.log" 2>&1; echo "gpu tests exit $?"; tail -3 "$OUT/gpu_tests.log"
 echo "== quantization bandwidth"
 "$BIN/quant_bandwidth" --json "$OUT/quant_bw.json" > "$OUT/quant_bw.txt" 2>&1; tail -2 "$OUT/quant_bw.txt"
-echo "== 5B config, autocast + pre-quantized"
-"$BIN/gemmscope" -q --mode both --json "$OUT/5b.json" --csv "$OUT/5b.csv" -o "$OUT/5b.png" > "$OUT/5b.txt"
+echo "== 5B config, autocast + autocast-shared + pre-quantized"
+"$BIN/gemmscope" -q --mode all --json "$OUT/5b.json" --csv "$OUT/5b.csv" -o "$OUT/5b.png" > "$OUT/5b.txt"
+echo "== 5B config, autocast-shared with an amax pass for every tensor (--no-producer-amax)"
+"$BIN/gemmscope" -q --mode autocast-shared --no-producer-amax --precisions BF16,FP8Current --gpu-warmup 1 \
+  --json "$OUT/5b_shared_no_producer_amax.json" > "$OUT/5b_shared_no_producer_amax.txt"
 echo "== 8192^3"
 "$BIN/gemmscope" -q --shapes 8192x8192x8192 --mode both --gpu-warmup 1 --json "$OUT/8192.json" > "$OUT/8192.txt"
 echo "== accuracy (normal, outliers)"

@@ -2,13 +2,13 @@
 """Charts from a gemmscope result JSON (schema "gemmscope.result/1", see docs/json-schema.md).
 
 usage: gemmscope_plot.py RESULT.json -o OUT.{png,svg,pdf} [--baseline BF16]
-                         [--mode autocast|pre-quantized] [--kind auto|model|shapes|sweep|modes]
+                         [--mode autocast|autocast-shared|pre-quantized] [--kind auto|model|shapes|sweep|modes]
 
 Chart kinds (docs/charts.md has the details):
   model   per-layer GEMM time, one stacked bar per precision (kind "model")
   shapes  grouped TFLOP/s bars, one group per GEMM shape (kind "shapes", few shapes)
   sweep   one figure, three panels: latency, TFLOP/s and speedup vs size (>= 5 square shapes)
-  modes   speedup over the baseline, autocast next to pre-quantized (needs both modes)
+  modes   speedup over the baseline, each mode side by side (needs pre-quantized and an autocast mode)
 
 Exit status: 0 chart written; 2 bad input (missing file, not JSON, wrong schema, dry run,
 unknown precision or mode, unsupported output type); 3 matplotlib is not installed.
@@ -38,7 +38,7 @@ EXIT_BAD_INPUT = 2
 EXIT_NO_MATPLOTLIB = 3
 MATPLOTLIB_MISSING = ("matplotlib is not installed: apt-get install python3-matplotlib "
                       "(or pip install matplotlib)")
-KNOWN_MODES = ("autocast", "pre-quantized")
+KNOWN_MODES = ("autocast", "autocast-shared", "pre-quantized")
 KINDS = ("auto", "model", "shapes", "sweep", "modes")
 OUT_TYPES = (".png", ".svg", ".pdf")
 
@@ -57,6 +57,7 @@ PRECISION_COLORS = {
 EXTRA_COLORS = ["#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
 MODE_TEXT = {
     "autocast": "autocast (quantization of the inputs inside the timed region)",
+    "autocast-shared": "autocast-shared (each tensor quantized once per step, both layouts, as Transformer Engine)",
     "pre-quantized": "pre-quantized (inputs quantized once before timing: GEMM kernel only)",
 }
 
@@ -688,12 +689,13 @@ def chart_modes(doc, baseline, out):
     ymax = max(allv + [1.0])
 
     fig, ax = plt.subplots(figsize=(max(7.5, 1.6 * len(precs) + 4.0), 5.6))
-    width = 0.38
+    width = 0.76 / len(modes)
     styles = {"autocast": dict(color="#1f77b4"),
+              "autocast-shared": dict(color="#17becf", hatch="..", edgecolor="#0f7f8a"),
               "pre-quantized": dict(color=lighten("#1f77b4", 0.55), hatch="//", edgecolor="#1f77b4")}
     for j, m in enumerate(modes):
         for i, p in enumerate(precs):
-            x = i + (j - 0.5) * width
+            x = i + (j - (len(modes) - 1) / 2.0) * width
             v = sp[(m, p)]
             if v is None:
                 t = ax.text(x, ymax * 0.02, "N/A", ha="center", va="bottom", fontsize=10, color="#b00020",
@@ -720,9 +722,12 @@ def chart_modes(doc, baseline, out):
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9, title="Mode")
-    fig.suptitle("Autocast vs pre-quantized speedup over %s on %s" % (baseline, device_name(doc)),
+    fig.suptitle("%s speedup over %s on %s" % (" vs ".join(modes).capitalize(), baseline, device_name(doc)),
                  fontsize=12, fontweight="bold", x=0.01, ha="left")
     sub = "autocast includes the quantization of the inputs; pre-quantized times the GEMM kernel only"
+    if "autocast-shared" in modes:
+        sub = ("autocast: every GEMM quantizes its inputs; autocast-shared: each tensor once per step (TE); "
+               "pre-quantized: GEMM kernel only")
     if doc["kind"] == "model":
         sub = config_line(doc) + "\n" + sub
     ax.set_title(sub, fontsize=9, loc="left", color="#333333")
@@ -789,8 +794,10 @@ def main(argv=None):
         else:
             baseline = "BF16" if "BF16" in doc["precisions"] else doc["precisions"][0]
         kind = pick_kind(doc, args.kind)
-        if kind == "modes" and not all(m in doc["modes"] for m in KNOWN_MODES):
-            raise InputError("the modes chart needs both autocast and pre-quantized results (%s has: %s)" % (
+        if kind == "modes" and not ("pre-quantized" in doc["modes"] and
+                                    any(m in doc["modes"] for m in ("autocast", "autocast-shared"))):
+            raise InputError("the modes chart needs pre-quantized and autocast (or autocast-shared) results "
+                             "(%s has: %s)" % (
                 os.path.basename(args.result), ", ".join(doc["modes"])))
         if kind == "model" and doc["kind"] != "model":
             raise InputError("the model chart needs a model-config result (%s is kind \"%s\")" % (

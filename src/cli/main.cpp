@@ -29,6 +29,7 @@ using namespace gs;
 struct Options {
   ModelOverrides model;
   std::string config_path, preset, shapes, mode = "autocast", sweep_spec;
+  bool no_producer_amax = false;
   bool sweep = false, list_models = false, dry_run = false, pre_quantize = false, quiet = false;
   bool accuracy = false, accuracy_only = false;
   std::string dist = "normal";
@@ -157,6 +158,7 @@ RunRequest build_request(const Options& o) {
   r.nvfp4_2d_weights = !o.nvfp4_no_2d;
   r.nvfp4_rht = !o.nvfp4_no_rht;
   r.nvfp4_stochastic_rounding = !o.nvfp4_no_sr;
+  r.producer_amax = !o.no_producer_amax;
   req.accuracy = o.accuracy;
   req.accuracy_only = o.accuracy_only;
   req.dist = dist_from_string(o.dist);
@@ -229,6 +231,10 @@ int run_main(int argc, char** argv) {
   app.add_option("--amax-history", o.amax_history, "FP8 delayed scaling amax history length (default 1024)")->group("Recipes");
   app.add_flag("--nvfp4-no-2d", o.nvfp4_no_2d, "NVFP4: 1x16 weight scales instead of 16x16")->group("Recipes");
   app.add_flag("--nvfp4-no-rht", o.nvfp4_no_rht, "NVFP4: no random Hadamard transform on Wgrad inputs")->group("Recipes");
+  app.add_flag("--no-producer-amax", o.no_producer_amax,
+               "autocast-shared: an amax pass for every FP8 current-scaling tensor, also norm/activation outputs "
+               "(default: their amax comes from the producing kernel, as TE LayerNormLinear/LayerNormMLP)")
+      ->group("Recipes");
   app.add_flag("--nvfp4-no-sr", o.nvfp4_no_sr, "NVFP4: no stochastic rounding of gradients")->group("Recipes");
   app.add_flag("--accuracy", o.accuracy, "Also measure each recipe's error vs an FP32 GEMM of the BF16 inputs")->group("Accuracy");
   app.add_flag("--accuracy-only", o.accuracy_only, "Only the accuracy pass (no timing)")->group("Accuracy");

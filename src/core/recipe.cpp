@@ -169,8 +169,21 @@ bool dual_is_fused(const OperandRecipe& o) {
   }
 }
 
-ByteCount byte_count(const Recipe& r, const Gemm& g, QuantWork wa, QuantWork wb) {
-  auto operand = [&](const OperandRecipe& o, int64_t outer, double elems, QuantWork w, ByteCount& bc) {
+OperandWork operand_work(Mode m, const Gemm& g, Side side, const Recipe& r, const RecipeOptions& o) {
+  OperandWork w(quant_work(m, g, side));
+  const OperandRecipe& op = side == Side::Left ? r.a : r.b;
+  if (m != Mode::AutocastShared || !o.producer_amax || op.scaling != Scaling::TensorCurrent || side != Side::Left)
+    return w;
+  // Norm outputs feed QKV and MLP-up, the activation output feeds MLP-down (Fprop X); the
+  // activation backward writes MLP-up's output gradient (Dgrad dY).
+  if (g.pass == Pass::Fprop) w.producer_amax = g.op == Op::Qkv || g.op == Op::MlpUp || g.op == Op::MlpDown;
+  if (g.pass == Pass::Dgrad) w.producer_amax = g.op == Op::MlpUp;
+  return w;
+}
+
+ByteCount byte_count(const Recipe& r, const Gemm& g, OperandWork wa, OperandWork wb) {
+  auto operand = [&](const OperandRecipe& o, int64_t outer, double elems, OperandWork ow, ByteCount& bc) {
+    const QuantWork w = ow.work;
     const double data = elems * bits(o.format) / 8.0;
     const double scales = o.scale_bytes(outer, g.k);
     bc.gemm += data + scales;
@@ -178,8 +191,8 @@ ByteCount byte_count(const Recipe& r, const Gemm& g, QuantWork wa, QuantWork wb)
     // One pass: read the BF16 source, write quantized data + scales (the transposed copy's scale
     // count is taken as equal: the model's scale bytes are small next to the data).
     double pass = elems * 2.0 + data + scales;
-    if (o.scaling == Scaling::TensorCurrent || o.scaling == Scaling::Nv16 || o.scaling == Scaling::Nv16x16)
-      pass += elems * 2.0;  // separate amax pass over the BF16 source
+    const bool amax_pass = o.scaling == Scaling::TensorCurrent || o.scaling == Scaling::Nv16 || o.scaling == Scaling::Nv16x16;
+    if (amax_pass && !ow.producer_amax) pass += elems * 2.0;  // separate amax pass over the BF16 source
     if (w == QuantWork::Own) bc.quantize += pass;
     else bc.quantize += dual_is_fused(o) ? pass + data + scales : 2.0 * pass;
   };

@@ -50,6 +50,12 @@ struct RecipeOptions {
   // 1x128/128x128 block-scaled FP8 GEMM, so FP8Block runs through the MXFP8 path (1x32 UE8M0
   // scales, the same GEMM kernel Transformer Engine's emulation uses) and is labelled emulated.
   bool fp8_block_via_mxfp8 = false;
+  // autocast-shared, FP8 current scaling: the amax of a norm output (QKV and MLP-up X), an
+  // activation output (MLP-down X) and an activation-backward output (MLP-up dY) comes from the
+  // kernel that produced the tensor, as Transformer Engine's LayerNormLinear / LayerNormMLP fuse
+  // it (fused norm/activation + amax, then the cast with that amax). false: every tensor gets its
+  // own amax pass, as plain te.Linear modules do.
+  bool producer_amax = true;
 };
 
 struct OperandRecipe {
@@ -82,7 +88,19 @@ std::string shape_constraint(const Recipe& r, const Gemm& g);
 struct ByteCount {
   double gemm = 0, quantize = 0;
 };
-ByteCount byte_count(const Recipe& r, const Gemm& g, QuantWork a = QuantWork::Own, QuantWork b = QuantWork::Own);
+// How one operand is quantized inside a GEMM's timed region.
+struct OperandWork {
+  QuantWork work = QuantWork::Own;
+  // The per-tensor amax is given (see RecipeOptions::producer_amax): the timed region runs the
+  // cast only; the amax is computed once before the timed loop.
+  bool producer_amax = false;
+  OperandWork(QuantWork w = QuantWork::Own, bool producer = false) : work(w), producer_amax(producer) {}  // NOLINT
+};
+// quant_work(m, g, side), plus producer_amax for the tensors TE's fused norm/activation kernels
+// produce with their amax: autocast-shared, a TensorCurrent operand, option on, and operand `side`
+// of `g` is X of QKV / MLP-up / MLP-down Fprop or dY of MLP-up Dgrad (model plans; not the LM head).
+OperandWork operand_work(Mode m, const Gemm& g, Side side, const Recipe& r, const RecipeOptions& o);
+ByteCount byte_count(const Recipe& r, const Gemm& g, OperandWork a = {}, OperandWork b = {});
 // Whether a Dual quantization of this operand recipe runs as one fused pass writing both copies
 // (the FP8 per-tensor and block recipes) or as two independent passes (MXFP8, NVFP4).
 bool dual_is_fused(const OperandRecipe& o);

@@ -80,6 +80,7 @@ json to_json(const RunResult& r) {
       {"nvfp4_2d_weights", o.nvfp4_2d_weights},
       {"nvfp4_rht", o.nvfp4_rht},
       {"nvfp4_stochastic_rounding", o.nvfp4_stochastic_rounding},
+      {"producer_amax", o.producer_amax},
       {"fp8_block_via_mxfp8", o.fp8_block_via_mxfp8}};
   j["modes"] = json::array();
   for (Mode m : r.modes) j["modes"].push_back(to_string(m));
@@ -104,8 +105,8 @@ json to_json(const RunResult& r) {
     for (Precision p : kAllPrecisions) {
       const Recipe rec = make_recipe(p, x, o);
       const ByteCount bc = byte_count(rec, x);
-      const ByteCount sh = byte_count(rec, x, quant_work(Mode::AutocastShared, x, Side::Left),
-                                      quant_work(Mode::AutocastShared, x, Side::Right));
+      const ByteCount sh = byte_count(rec, x, operand_work(Mode::AutocastShared, x, Side::Left, rec, o),
+                                      operand_work(Mode::AutocastShared, x, Side::Right, rec, o));
       bytes[to_string(p)] = {{"gemm", bc.gemm}, {"quantize", bc.quantize}, {"quantize_shared", sh.quantize}};
     }
     jg["bytes"] = bytes;
@@ -215,6 +216,7 @@ RunResult from_json(const json& j) {
     r.recipe_options.nvfp4_2d_weights = o.value("nvfp4_2d_weights", true);
     r.recipe_options.nvfp4_rht = o.value("nvfp4_rht", true);
     r.recipe_options.nvfp4_stochastic_rounding = o.value("nvfp4_stochastic_rounding", true);
+    r.recipe_options.producer_amax = o.value("producer_amax", true);
     r.recipe_options.fp8_block_via_mxfp8 = o.value("fp8_block_via_mxfp8", false);
   }
   for (const auto& m : need<std::vector<std::string>>(j, "modes", "top level")) r.modes.push_back(mode_from_string(m));

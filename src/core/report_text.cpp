@@ -399,8 +399,8 @@ std::string render_plan_text(const RunResult& r) {
         if (g.scope != Scope::Layer) continue;
         const Recipe rec = make_recipe(p, g, r.recipe_options);
         own += byte_count(rec, g).quantize;
-        shared += byte_count(rec, g, quant_work(Mode::AutocastShared, g, Side::Left),
-                             quant_work(Mode::AutocastShared, g, Side::Right)).quantize;
+        shared += byte_count(rec, g, operand_work(Mode::AutocastShared, g, Side::Left, rec, r.recipe_options),
+                             operand_work(Mode::AutocastShared, g, Side::Right, rec, r.recipe_options)).quantize;
       }
       out += fmt::format("  {:<11} autocast {:.2f} GB, autocast-shared {:.2f} GB\n", to_string(p), own / 1e9, shared / 1e9);
     }

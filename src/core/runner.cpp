@@ -47,6 +47,13 @@ void add_recipe_notes(RunResult& r) {
         "carried by its first GEMM (X and W: Fprop, dY: Dgrad; Wgrad runs on earlier copies); the per-layer sum is "
         "the step's cost as Transformer Engine quantizes. FP8 recipes write both copies in one fused pass (after the "
         "amax pass for current scaling)");
+    if (has(Precision::FP8Current))
+      r.notes.push_back(o.producer_amax
+                            ? "autocast-shared, FP8Current: norm outputs (QKV, MLP-up X), the activation output (MLP-down X) "
+                              "and the activation gradient (MLP-up dY) are cast with the amax their producing kernel "
+                              "computed (TE's fused norm/activation + amax; not timed here); every other tensor gets an "
+                              "amax pass. --no-producer-amax times an amax pass for every tensor"
+                            : "autocast-shared, FP8Current: every tensor gets its own amax pass (--no-producer-amax)");
     if (has(Precision::MXFP8) || has(Precision::NVFP4))
       r.notes.push_back("autocast-shared, MXFP8/NVFP4: the two copies are written by two separate passes (not fused)");
   }

@@ -140,7 +140,8 @@ class CudaEngine final : public Engine {
     try {
       prepare_sources(g);
       RecipeGemm rg(handle_, g, recipe, *sources_, workspace_.get(), opts_.recipe, /*with_gemm=*/true,
-                    quant_work(mode, g, Side::Left), quant_work(mode, g, Side::Right));
+                    operand_work(mode, g, Side::Left, recipe, opts_.recipe),
+                    operand_work(mode, g, Side::Right, recipe, opts_.recipe));
       if (rg.needs_prequantize()) rg.prequantize(stream_);
       auto step = [&] { rg.step(stream_); };
       for (int i = 0; i < opts_.timing.warmup; ++i) step();

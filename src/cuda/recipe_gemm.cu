@@ -114,7 +114,7 @@ __global__ void alpha_from_global_scales(const float* a, const float* b, float* 
 
 }  // namespace
 
-void QuantizedOperand::quantize(cudaStream_t s) {
+void QuantizedOperand::quantize(cudaStream_t s, bool amax_given) {
   // The source is [rows, cols]: [outer, K] when K-major, else [K, outer] (transposed on the way).
   const int rows = to_int(transpose_ ? k_ : outer_);
   const int cols = to_int(transpose_ ? outer_ : k_);
@@ -122,7 +122,8 @@ void QuantizedOperand::quantize(cudaStream_t s) {
   auto* sc = scale_.get<float>();
   switch (recipe_.scaling) {
     case Scaling::TensorCurrent:
-      amax_bf16(src_, static_cast<size_t>(rows) * static_cast<size_t>(cols), amax_.get<float>(), ws_.get(), s);
+      if (!amax_given)
+        amax_bf16(src_, static_cast<size_t>(rows) * static_cast<size_t>(cols), amax_.get<float>(), ws_.get(), s);
       cast_fp8_current(src_, rows, cols, transpose_, fp8_kind(recipe_.format), amax_.get<float>(), q, sc, s);
       break;
     case Scaling::TensorDelayed:
@@ -158,12 +159,12 @@ void QuantizedOperand::quantize(cudaStream_t s) {
   }
 }
 
-void QuantizedOperand::quantize_dual(QuantizedOperand& o, cudaStream_t s) {
+void QuantizedOperand::quantize_dual(QuantizedOperand& o, cudaStream_t s, bool amax_given) {
   if (o.src_ != src_ || o.transpose_ == transpose_ || o.outer_ != k_ || o.k_ != outer_)
     throw std::invalid_argument("quantize_dual: the other operand is not this source in the other layout");
   const bool fused = dual_is_fused(recipe_) && recipe_.scaling == o.recipe_.scaling && recipe_.format == o.recipe_.format;
   if (!fused) {
-    quantize(s);
+    quantize(s, amax_given);
     o.quantize(s);
     return;
   }
@@ -177,7 +178,8 @@ void QuantizedOperand::quantize_dual(QuantizedOperand& o, cudaStream_t s) {
   auto* ts = tr.scale_.get<float>();
   switch (recipe_.scaling) {
     case Scaling::TensorCurrent:
-      amax_bf16(src_, static_cast<size_t>(rows) * static_cast<size_t>(cols), amax_.get<float>(), ws_.get(), s);
+      if (!amax_given)
+        amax_bf16(src_, static_cast<size_t>(rows) * static_cast<size_t>(cols), amax_.get<float>(), ws_.get(), s);
       cast_fp8_current_dual(src_, rows, cols, kind, amax_.get<float>(), rq, rs, tq, ts, s);
       break;
     case Scaling::TensorDelayed:
@@ -234,7 +236,7 @@ std::vector<float> QuantizedOperand::scales_host() const {
 }
 
 RecipeGemm::RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, GemmSources& src, void* workspace,
-                       const RecipeOptions& opts, bool with_gemm, QuantWork wl, QuantWork wr)
+                       const RecipeOptions& opts, bool with_gemm, OperandWork wl, OperandWork wr)
     : recipe_(r), wl_(wl), wr_(wr) {
   LtProblem p;
   p.m = g.m; p.n = g.n; p.k = g.k;
@@ -254,8 +256,8 @@ RecipeGemm::RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, 
       return std::make_unique<QuantizedOperand>(dc.side == Side::Left ? cr.a : cr.b, source, own.k(), own.outer(),
                                                 !src_k_major, opts);
     };
-    if (wl == QuantWork::Dual) l_sib_ = sibling(Side::Left, *l_, src.l.get<__nv_bfloat16>(), src.l_k_major);
-    if (wr == QuantWork::Dual) r_sib_ = sibling(Side::Right, *r_, src.r.get<__nv_bfloat16>(), src.r_k_major);
+    if (wl.work == QuantWork::Dual) l_sib_ = sibling(Side::Left, *l_, src.l.get<__nv_bfloat16>(), src.l_k_major);
+    if (wr.work == QuantWork::Dual) r_sib_ = sibling(Side::Right, *r_, src.r.get<__nv_bfloat16>(), src.r_k_major);
     p.l = l_->lt();
     p.r = r_->lt();
     if (l_->global_scale_inv() && r_->global_scale_inv()) {
@@ -284,17 +286,17 @@ void RecipeGemm::autocast_step(cudaStream_t s) {
 void RecipeGemm::gemm_only(cudaStream_t s) { mm_->run(s); }  // callers built with_gemm
 
 void RecipeGemm::step(cudaStream_t s) {
-  auto work = [&](QuantizedOperand* q, QuantizedOperand* sib, QuantWork w) {
-    if (!q || w == QuantWork::None) return;
-    if (w == QuantWork::Dual) q->quantize_dual(*sib, s);
-    else q->quantize(s);
+  auto work = [&](QuantizedOperand* q, QuantizedOperand* sib, const OperandWork& w) {
+    if (!q || w.work == QuantWork::None) return;
+    if (w.work == QuantWork::Dual) q->quantize_dual(*sib, s, w.producer_amax);
+    else q->quantize(s, w.producer_amax);
   };
   work(l_.get(), l_sib_.get(), wl_);
   work(r_.get(), r_sib_.get(), wr_);
-  if (wl_ != QuantWork::None || wr_ != QuantWork::None) update_alpha(s);
+  if (wl_.work != QuantWork::None || wr_.work != QuantWork::None) update_alpha(s);
   mm_->run(s);
-  if (l_ && wl_ != QuantWork::None) l_->after_gemm(s);
-  if (r_ && wr_ != QuantWork::None) r_->after_gemm(s);
+  if (l_ && wl_.work != QuantWork::None) l_->after_gemm(s);
+  if (r_ && wr_.work != QuantWork::None) r_->after_gemm(s);
 }
 
 void RecipeGemm::prequantize(cudaStream_t s) {

@@ -33,12 +33,14 @@ class QuantizedOperand {
   // `src` is [rows, cols] row-major; the quantized copy is [outer, K] K-contiguous.
   QuantizedOperand(const OperandRecipe& recipe, const __nv_bfloat16* src, int64_t outer, int64_t k, bool src_k_major,
                    const RecipeOptions& opts);
-  void quantize(cudaStream_t s);     // the autocast work for this operand
+  // The autocast work for this operand. amax_given: skip the per-tensor amax pass and cast with
+  // the amax already in this operand's amax buffer (left there by an earlier quantize()).
+  void quantize(cudaStream_t s, bool amax_given = false);
   // Dual (autocast-shared): quantizes the source into this operand and into `other`, which must
   // hold the same source in the other layout. One fused pass for the FP8 recipes (after one amax
   // pass for current scaling; delayed scaling records into this operand's history); MXFP8/NVFP4
   // run two independent passes. Throws std::invalid_argument if `other` is not the sibling.
-  void quantize_dual(QuantizedOperand& other, cudaStream_t s);
+  void quantize_dual(QuantizedOperand& other, cudaStream_t s, bool amax_given = false);
   void after_gemm(cudaStream_t s);   // delayed scaling's amax-history step; no-op otherwise
   LtOperand lt() const;              // what cuBLASLt gets
   const OperandRecipe& recipe() const { return recipe_; }
@@ -70,13 +72,14 @@ class RecipeGemm {
   // wl / wr: what step() does for the left / right operand (core/modes.hpp). A Dual operand gets
   // a sibling: the other-layout copy its dual_consumer GEMM reads, with that GEMM's recipe.
   RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, GemmSources& src, void* workspace,
-             const RecipeOptions& opts, bool with_gemm = true, QuantWork wl = QuantWork::Own,
-             QuantWork wr = QuantWork::Own);
+             const RecipeOptions& opts, bool with_gemm = true, OperandWork wl = {}, OperandWork wr = {});
   // One timed iteration of the mode the work flags describe: quantize the Own/Dual operands, the
-  // GEMM, delayed scaling's history step for the quantized ones. Operands with work None must
-  // have been prepared by prequantize().
+  // GEMM, delayed scaling's history step for the quantized ones. Operands with work None, and the
+  // amax of producer_amax operands, must have been prepared by prequantize().
   void step(cudaStream_t s);
-  bool needs_prequantize() const { return wl_ == QuantWork::None || wr_ == QuantWork::None; }
+  bool needs_prequantize() const {
+    return wl_.work == QuantWork::None || wr_.work == QuantWork::None || wl_.producer_amax || wr_.producer_amax;
+  }
   // One autocast iteration: quantize both BF16 operands into the GEMM's layout, run the GEMM,
   // and (delayed scaling) the amax-history step, which TE runs once per step outside.
   void autocast_step(cudaStream_t s);
@@ -105,7 +108,7 @@ class RecipeGemm {
   DeviceBuffer alpha_;  // NVFP4: device {alpha, 0} = product of both operands' global scales
   std::unique_ptr<QuantizedOperand> l_, r_;  // null for BF16
   std::unique_ptr<QuantizedOperand> l_sib_, r_sib_;  // Dual: the other-layout copies
-  QuantWork wl_ = QuantWork::Own, wr_ = QuantWork::Own;
+  OperandWork wl_, wr_;
   std::unique_ptr<LtMatmul> mm_;
 };
 

@@ -114,6 +114,40 @@ TEST(Modes, ByteModelOfSharedQuantization) {
   EXPECT_NEAR(shared / own, 0.6, 1e-6);
 }
 
+TEST(Modes, ProducerAmaxOnlyForFusedProducersUnderSharedCurrentScaling) {
+  const Plan p = build_model_plan(default_config());
+  RecipeOptions on, off;
+  off.producer_amax = false;
+  int fused = 0;
+  for (const Gemm& g : p.gemms)
+    for (Side s : {Side::Left, Side::Right})
+      for (Precision prec : {Precision::FP8Current, Precision::FP8Delayed, Precision::FP8Block, Precision::NVFP4}) {
+        const Recipe r = make_recipe(prec, g, on);
+        const OperandWork w = operand_work(Mode::AutocastShared, g, s, r, on);
+        EXPECT_EQ(w.work, quant_work(Mode::AutocastShared, g, s));
+        EXPECT_FALSE(operand_work(Mode::AutocastShared, g, s, r, off).producer_amax);
+        EXPECT_FALSE(operand_work(Mode::Autocast, g, s, r, on).producer_amax);
+        const bool expect = prec == Precision::FP8Current && s == Side::Left &&
+                            ((g.pass == Pass::Fprop && g.op != Op::AttnOut) || (g.pass == Pass::Dgrad && g.op == Op::MlpUp));
+        EXPECT_EQ(w.producer_amax, expect) << pass_label(g.pass) << " " << g.label() << " " << to_string(prec);
+        fused += w.producer_amax;
+      }
+  EXPECT_EQ(fused, 4);
+  // The byte model drops exactly those amax reads: 2 B per element of the four tensors.
+  double with = 0, without = 0, fused_elems = 0;
+  for (const Gemm& g : p.gemms) {
+    const Recipe r = make_recipe(Precision::FP8Current, g, on);
+    with += byte_count(r, g, operand_work(Mode::AutocastShared, g, Side::Left, r, on),
+                       operand_work(Mode::AutocastShared, g, Side::Right, r, on)).quantize;
+    without += byte_count(r, g, operand_work(Mode::AutocastShared, g, Side::Left, r, off),
+                          operand_work(Mode::AutocastShared, g, Side::Right, r, off)).quantize;
+    if (operand_work(Mode::AutocastShared, g, Side::Left, r, on).producer_amax)
+      fused_elems += static_cast<double>(g.m) * static_cast<double>(g.k);
+  }
+  EXPECT_DOUBLE_EQ(without - with, 2 * fused_elems);
+  EXPECT_DOUBLE_EQ(fused_elems, 15872.0 * (4096 + 4096 + 16384 + 16384));
+}
+
 namespace {
 
 // Fake times: the GEMM at a precision rate plus a quantization cost per byte of the mode's work.

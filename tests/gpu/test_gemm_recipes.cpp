@@ -167,14 +167,20 @@ TEST_P(SharedQuantizationTest, SameOutputAndSiblingsMatchTheirConsumers) {
   cublasLtHandle_t handle;
   ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
   DeviceBuffer ws(kWorkspaceBytes);
-  int duals = 0, reused = 0;
+  int duals = 0, reused = 0, producer_amaxes = 0;
   for (const Gemm& g : plan.gemms) {
     SCOPED_TRACE(std::string(pass_label(g.pass)) + " " + g.label() + " " + g.shape());
     GemmSources src = GemmSources::allocate(g);
     fill_normal_bf16(src.l.get<__nv_bfloat16>(), static_cast<size_t>(g.m * g.k), 21, 1.0f, 0);
     fill_normal_bf16(src.r.get<__nv_bfloat16>(), static_cast<size_t>(g.k * g.n), 22, g.b.role == Role::Weight ? 0.02f : 1.0f, 0);
     const Recipe recipe = make_recipe(p, g, opts);
-    const QuantWork wl = quant_work(Mode::AutocastShared, g, Side::Left), wr = quant_work(Mode::AutocastShared, g, Side::Right);
+    for (bool producer_amax : {true, false}) {
+    SCOPED_TRACE(producer_amax ? "producer amax" : "own amax pass");
+    opts.producer_amax = producer_amax;
+    const OperandWork owl = operand_work(Mode::AutocastShared, g, Side::Left, recipe, opts);
+    const OperandWork owr = operand_work(Mode::AutocastShared, g, Side::Right, recipe, opts);
+    producer_amaxes += owl.producer_amax + owr.producer_amax;
+    const QuantWork wl = owl.work, wr = owr.work;
     // Own casts, three steps (delayed scaling: the scale comes from this data's history).
     GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));
     RecipeGemm own(handle, g, recipe, src, ws.get(), opts);
@@ -182,7 +188,7 @@ TEST_P(SharedQuantizationTest, SameOutputAndSiblingsMatchTheirConsumers) {
     GS_CUDA(cudaDeviceSynchronize());
     const auto c_own = to_host_u16(src.c);
     GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));
-    RecipeGemm shared(handle, g, recipe, src, ws.get(), opts, true, wl, wr);
+    RecipeGemm shared(handle, g, recipe, src, ws.get(), opts, true, owl, owr);
     if (shared.needs_prequantize()) shared.prequantize(0);
     for (int i = 0; i < 3; ++i) shared.step(0);
     GS_CUDA(cudaDeviceSynchronize());
@@ -212,9 +218,13 @@ TEST_P(SharedQuantizationTest, SameOutputAndSiblingsMatchTheirConsumers) {
       EXPECT_EQ(sib->data_host(), expect.data_host()) << "sibling bytes";
       EXPECT_EQ(sib->scales_host(), expect.scales_host()) << "sibling scales";
     }
+    }
   }
-  EXPECT_EQ(duals, p == Precision::BF16 ? 0 : 12);  // X, W per Fprop, dY per Dgrad, 4 linears
-  EXPECT_EQ(reused, 12);  // W per Dgrad, X and dY per Wgrad
+  // Per option value: X, W per Fprop and dY per Dgrad of 4 linears are dual; W per Dgrad, X and dY
+  // per Wgrad are reused; with producer amax, FP8Current takes 4 amaxes from their producers.
+  EXPECT_EQ(duals, p == Precision::BF16 ? 0 : 24);
+  EXPECT_EQ(reused, 24);
+  EXPECT_EQ(producer_amaxes, p == Precision::FP8Current ? 4 : 0);
   cublasLtDestroy(handle);
 }
 
