@@ -125,9 +125,13 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
     if (progress) progress(0, total, fmt::format("GPU warm-up ({:.1f} s)", req.options.timing.gpu_warmup_s));
     engine.gpu_warmup(req.options.timing.gpu_warmup_s);
   }
-  for (size_t m = 0; m < r.modes.size(); ++m)
-    for (size_t g = 0; g < r.plan.gemms.size(); ++g)
-      for (size_t p = 0; p < r.precisions.size(); ++p) {
+  // GEMM-major: every mode and precision of one GEMM is measured back to back, so the ratios a
+  // report prints (speedups, quantization overhead) come from measurements minutes apart at most,
+  // not from passes over the whole plan with clock and temperature drift in between; the
+  // operands of a GEMM are also generated once instead of once per mode.
+  for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+    for (size_t p = 0; p < r.precisions.size(); ++p)
+      for (size_t m = 0; m < r.modes.size(); ++m) {
         const Gemm& x = r.plan.gemms[g];
         if (progress)
           progress(done, total, fmt::format("{} {} {} {} {}", to_string(r.modes[m]), pass_label(x.pass), x.label(),
