@@ -709,7 +709,8 @@ def chart_modes(doc, baseline, out):
         if sp[(m, precs[0])] is None:
             ax.bar(0, 0, 0, label=m, **styles[m])
     ax.axhline(1.0, color="#555555", linestyle="--", linewidth=0.9)
-    ax.text(len(precs) - 0.45, 1.0, " %s = 1.00x" % baseline, va="bottom", ha="right", fontsize=8, color="#555555")
+    ax.text(len(precs) - 0.38, 1.0, "%s = 1.00x" % baseline, va="center", ha="left", fontsize=8, color="#555555",
+            clip_on=False)  # right of the axes, clear of the bars
     ax.set_xticks(range(len(precs)))
     ax.set_xticklabels([tick_label(doc, modes[-1], p) if precision_flags(doc, modes[-1], p)[0]
                         else tick_label(doc, modes[0], p) for p in precs], fontsize=9)
