@@ -14,6 +14,7 @@
 #include "core/plan.hpp"
 #include "core/report.hpp"
 #include "core/runner.hpp"
+#include "core/text_util.hpp"
 #if __has_include("cli/commands.hpp")
 #include "cli/commands.hpp"
 #define GS_HAVE_SUBCOMMANDS 1
@@ -69,17 +70,11 @@ void add_model_options(CLI::App& app, Options& o) {
 std::vector<Precision> chosen_precisions(const Options& o) {
   std::vector<Precision> out;
   if (!o.precisions.empty()) {
-    std::string s = o.precisions;
-    size_t start = 0;
-    while (true) {
-      size_t c = s.find(',', start);
-      std::string item = s.substr(start, c == std::string::npos ? std::string::npos : c - start);
-      Precision p = precision_from_string(item);
+    for (const std::string& item : split_list(o.precisions)) {
+      const Precision p = precision_from_string(item);  // an empty item is "unknown precision ''"
       for (Precision q : out)
         if (q == p) throw UsageError(fmt::format("--precisions lists {} twice", item));
       out.push_back(p);
-      if (c == std::string::npos) break;
-      start = c + 1;
     }
     return out;
   }

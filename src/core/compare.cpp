@@ -3,16 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "core/error.hpp"
+#include "core/report.hpp"
+#include "core/text_util.hpp"
 
 namespace gs {
 
@@ -20,71 +18,34 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kSchema = "gemmscope.result/1";
-
-bool is_positive_int(const json& v) {
-  return (v.is_number_unsigned() || v.is_number_integer()) && v.get<long long>() > 0;
+// What compare needs of a result besides a valid document: times.
+void require_times(const RunResult& r, const std::string& name) {
+  if (r.dry_run) throw UsageError(fmt::format("{} is a dry run: it holds no results to compare", name));
+  if (r.modes.empty()) throw UsageError(fmt::format("{}: \"modes\" must be a non-empty list of strings", name));
+  if (r.precisions.empty())
+    throw UsageError(fmt::format("{}: \"precisions\" must be a non-empty list of strings", name));
 }
 
-bool is_positive_number(const json& v) { return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0; }
+const char* kind_of(const RunResult& r) { return r.plan.model_mode ? "model" : "shapes"; }
 
-const json* find(const json& obj, const char* key) {
-  if (!obj.is_object()) return nullptr;
-  auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
-}
-
-std::vector<std::string> string_list(const json& doc, const char* key, const std::string& name) {
-  const json* v = find(doc, key);
-  if (!v || !v->is_array() || v->empty())
-    throw UsageError(fmt::format("{}: \"{}\" must be a non-empty list of strings", name, key));
+template <class T>
+std::vector<std::string> names(const std::vector<T>& v) {
   std::vector<std::string> out;
-  for (const json& s : *v) {
-    if (!s.is_string()) throw UsageError(fmt::format("{}: \"{}\" must be a non-empty list of strings", name, key));
-    out.push_back(s.get<std::string>());
-  }
+  for (const T& x : v) out.push_back(to_string(x));
   return out;
 }
 
-std::string str_or(const json& obj, const char* key, const std::string& dflt) {
-  const json* v = find(obj, key);
-  return v && v->is_string() ? v->get<std::string>() : dflt;
+size_t index_of(const std::vector<std::string>& v, const std::string& x) {
+  return static_cast<size_t>(std::find(v.begin(), v.end(), x) - v.begin());
 }
 
-std::string gemm_key(const json& g) {
-  return fmt::format("{} {} {}x{}x{}", g["pass"].get<std::string>(), g["op"].get<std::string>(), g["m"].get<long long>(),
-                     g["k"].get<long long>(), g["n"].get<long long>());
-}
+// "fprop qkv 15872x4096x12288": what GEMMs are matched by.
+std::string gemm_key(const Gemm& g) { return fmt::format("{} {} {}", to_string(g.pass), to_string(g.op), g.shape()); }
 
-// mean_ms of a cell, nullopt for n/a or a missing cell.
-std::optional<double> cell_ms(const json& g, const std::string& mode, const std::string& prec) {
-  const json* res = find(g, "results");
-  if (!res) return std::nullopt;
-  const json* m = find(*res, mode.c_str());
-  if (!m) return std::nullopt;
-  const json* c = find(*m, prec.c_str());
-  if (!c || str_or(*c, "status", "") != "ok") return std::nullopt;
-  return (*c)["mean_ms"].get<double>();
-}
-
-std::optional<double> summary_value(const json& doc, const std::string& mode, const char* section, const char* sub,
-                                    const std::string& prec) {
-  const json* s = find(doc, "summary");
-  if (!s) return std::nullopt;
-  const json* m = find(*s, mode.c_str());
-  if (!m) return std::nullopt;
-  const json* sec = find(*m, section);
-  if (!sec) return std::nullopt;
-  if (sub) sec = find(*sec, sub);
-  if (!sec) return std::nullopt;
-  const json* v = find(*sec, prec.c_str());
-  if (!v || !v->is_number()) return std::nullopt;
-  return v->get<double>();
-}
-
-bool has_summary(const json& doc, const std::string& mode) {
-  const json* s = find(doc, "summary");
-  return s && find(*s, mode.c_str()) != nullptr;
+// mean_ms of a cell, nullopt for n/a.
+std::optional<double> cell_ms(const RunResult& r, size_t mode, size_t gemm, size_t prec) {
+  const Cell& c = r.cell(mode, gemm, prec);
+  return c.ok ? std::optional<double>(c.stats.mean_ms) : std::nullopt;
 }
 
 CompareCell make_cell(const std::string& prec, std::optional<double> a, std::optional<double> b, double t) {
@@ -247,86 +208,37 @@ const char* to_string(Verdict v) {
   return "?";
 }
 
-void validate_result_json(const json& doc, const std::string& name) {
-  if (!doc.is_object()) throw UsageError(fmt::format("{} is not a gemmscope result (top level is not an object)", name));
-  const json* schema = find(doc, "schema");
-  if (!schema || !schema->is_string() || schema->get<std::string>() != kSchema)
-    throw UsageError(fmt::format("{} has schema {}, expected \"{}\"", name, schema ? schema->dump() : "(none)", kSchema));
-  const std::string kind = str_or(doc, "kind", "");
-  if (kind != "model" && kind != "shapes")
-    throw UsageError(fmt::format("{}: \"kind\" must be \"model\" or \"shapes\"", name));
-  const json* dry = find(doc, "dry_run");
-  if (dry && dry->is_boolean() && dry->get<bool>())
-    throw UsageError(fmt::format("{} is a dry run: it holds no results to compare", name));
-  const auto modes = string_list(doc, "modes", name);
-  string_list(doc, "precisions", name);
-  const json* gemms = find(doc, "gemms");
-  if (!gemms || !gemms->is_array() || gemms->empty())
-    throw UsageError(fmt::format("{}: \"gemms\" must be a non-empty list", name));
-  for (size_t i = 0; i < gemms->size(); ++i) {
-    const json& g = (*gemms)[i];
-    const std::string where = fmt::format("{}: gemms[{}]", name, i);
-    if (!g.is_object()) throw UsageError(where + " is not an object");
-    for (const char* key : {"pass", "op"})
-      if (!find(g, key) || !g[key].is_string()) throw UsageError(fmt::format("{}: \"{}\" must be a string", where, key));
-    for (const char* key : {"m", "k", "n"})
-      if (!find(g, key) || !is_positive_int(g[key]))
-        throw UsageError(fmt::format("{}: \"{}\" must be a positive integer", where, key));
-    const json* res = find(g, "results");
-    if (!res || !res->is_object())
-      throw UsageError(fmt::format("{} has no \"results\" (not a measured run?)", where));
-    for (const std::string& mode : modes) {
-      const json* cells = find(*res, mode.c_str());
-      if (!cells || !cells->is_object())
-        throw UsageError(fmt::format("{}.results has no object for mode \"{}\"", where, mode));
-      for (auto it = cells->begin(); it != cells->end(); ++it) {
-        const std::string cw = fmt::format("{}.results.{}.{}", where, mode, it.key());
-        const std::string status = str_or(it.value(), "status", "");
-        if (status != "ok" && status != "n/a")
-          throw UsageError(cw + ": a cell must be an object with status \"ok\" or \"n/a\"");
-        if (status == "ok" && (!find(it.value(), "mean_ms") || !is_positive_number(it.value()["mean_ms"])))
-          throw UsageError(cw + ": status \"ok\" needs a positive number mean_ms");
-      }
-    }
-  }
+RunResult comparable_result(const json& doc, const std::string& name) {
+  RunResult r = from_json(doc, name);
+  require_times(r, name);
+  return r;
 }
 
+void validate_result_json(const json& doc, const std::string& name) { comparable_result(doc, name); }
+
 json load_result_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json doc;
-  try {
-    doc = json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 1: ..."
-    std::string msg = e.what();
-    const auto p = msg.find("] ");
-    if (p != std::string::npos) msg = msg.substr(p + 2);
-    throw UsageError(fmt::format("{} is not JSON: {}", path, msg));
-  }
-  validate_result_json(doc, path);
+  json doc = read_json_file(path);
+  comparable_result(doc, path);
   return doc;
 }
 
-CompareResult compare_results(const json& a, const json& b, const CompareOptions& opt) {
-  validate_result_json(a, "A");
-  validate_result_json(b, "B");
+CompareResult compare_results(const RunResult& a, const RunResult& b, const CompareOptions& opt) {
+  require_times(a, "A");
+  require_times(b, "B");
   if (!(opt.threshold >= 0.0) || opt.threshold >= 1.0)
     throw UsageError(fmt::format("threshold must be in [0, 1) (got {})", opt.threshold));
   CompareResult r;
   r.threshold = opt.threshold;
-  r.kind = a["kind"].get<std::string>();
-  const std::string kind_b = b["kind"].get<std::string>();
-  if (r.kind != kind_b)
-    throw UsageError(fmt::format("cannot compare a \"{}\" result with a \"{}\" result", r.kind, kind_b));
-  if (const json* d = find(a, "device")) r.a_device = str_or(*d, "name", "");
-  if (const json* d = find(b, "device")) r.b_device = str_or(*d, "name", "");
-  r.a_created = str_or(a, "created", "");
-  r.b_created = str_or(b, "created", "");
+  r.kind = kind_of(a);
+  if (r.kind != kind_of(b))
+    throw UsageError(fmt::format("cannot compare a \"{}\" result with a \"{}\" result", r.kind, kind_of(b)));
+  if (a.device) r.a_device = a.device->name;
+  if (b.device) r.b_device = b.device->name;
+  r.a_created = a.created;
+  r.b_created = b.created;
 
-  const auto modes_a = string_list(a, "modes", "A"), modes_b = string_list(b, "modes", "B");
+  // Modes and precisions by name, in each file's order, whatever modes the files hold.
+  const auto modes_a = names(a.modes), modes_b = names(b.modes);
   std::vector<std::string> modes = intersect(modes_a, modes_b);
   r.only_a_modes = minus(modes_a, modes_b);
   r.only_b_modes = minus(modes_b, modes_a);
@@ -341,7 +253,7 @@ CompareResult compare_results(const json& a, const json& b, const CompareOptions
   if (modes.empty())
     throw UsageError(fmt::format("the files have no mode in common (A: {}; B: {})", join(modes_a), join(modes_b)));
 
-  const auto precs_a = string_list(a, "precisions", "A"), precs_b = string_list(b, "precisions", "B");
+  const auto precs_a = names(a.precisions), precs_b = names(b.precisions);
   r.precisions = intersect(precs_a, precs_b);
   r.only_a_precisions = minus(precs_a, precs_b);
   r.only_b_precisions = minus(precs_b, precs_a);
@@ -350,9 +262,9 @@ CompareResult compare_results(const json& a, const json& b, const CompareOptions
         fmt::format("the files have no precision in common (A: {}; B: {})", join(precs_a), join(precs_b)));
 
   // Match GEMMs by (pass, op, m, k, n); repeated keys pair up in file order.
+  const std::vector<Gemm>& ga = a.plan.gemms;
+  const std::vector<Gemm>& gb = b.plan.gemms;
   std::map<std::string, std::vector<size_t>> b_by_key;
-  const json& ga = a["gemms"];
-  const json& gb = b["gemms"];
   for (size_t j = 0; j < gb.size(); ++j) b_by_key[gemm_key(gb[j])].push_back(j);
   std::vector<std::pair<size_t, size_t>> pairs;
   std::vector<bool> b_used(gb.size(), false);
@@ -372,27 +284,25 @@ CompareResult compare_results(const json& a, const json& b, const CompareOptions
 
   const double t = opt.threshold;
   for (const std::string& mode : modes) {
+    const size_t ma = index_of(modes_a, mode), mb = index_of(modes_b, mode);
     CompareMode cm;
     cm.mode = mode;
     for (const auto& [i, j] : pairs) {
-      const json& x = ga[i];
-      CompareGemmRow row;
-      row.pass = x["pass"].get<std::string>();
-      row.op = x["op"].get<std::string>();
-      row.label = str_or(x, "label", row.op);
-      row.m = x["m"].get<long long>();
-      row.k = x["k"].get<long long>();
-      row.n = x["n"].get<long long>();
-      for (const std::string& p : r.precisions) row.cells.push_back(make_cell(p, cell_ms(x, mode, p), cell_ms(gb[j], mode, p), t));
+      const Gemm& x = ga[i];
+      CompareGemmRow row{to_string(x.pass), to_string(x.op), x.label(), x.m, x.k, x.n, {}};
+      for (const std::string& p : r.precisions)
+        row.cells.push_back(
+            make_cell(p, cell_ms(a, ma, i, index_of(precs_a, p)), cell_ms(b, mb, j, index_of(precs_b, p)), t));
       cm.gemms.push_back(std::move(row));
     }
-    if (has_summary(a, mode) && has_summary(b, mode)) {
+    if (a.plan.model_mode) {  // the sums the text report prints, each file over its own GEMMs
+      const ModeSummary sa = summarize_mode(a, ma), sb = summarize_mode(b, mb);
       CompareTotalRow layer{"per-layer total", {}}, full{"full model", {}};
       for (const std::string& p : r.precisions) {
-        layer.cells.push_back(make_cell(p, summary_value(a, mode, "per_layer", "total", p),
-                                        summary_value(b, mode, "per_layer", "total", p), t));
-        full.cells.push_back(make_cell(p, summary_value(a, mode, "full_model", nullptr, p),
-                                       summary_value(b, mode, "full_model", nullptr, p), t));
+        const PrecisionSums& pa = sa.sums[index_of(precs_a, p)];
+        const PrecisionSums& pb = sb.sums[index_of(precs_b, p)];
+        layer.cells.push_back(make_cell(p, pa.total, pb.total, t));
+        full.cells.push_back(make_cell(p, pa.full_model, pb.full_model, t));
       }
       cm.totals.push_back(std::move(layer));
       cm.totals.push_back(std::move(full));
@@ -414,9 +324,13 @@ CompareResult compare_results(const json& a, const json& b, const CompareOptions
   return r;
 }
 
+CompareResult compare_results(const json& a, const json& b, const CompareOptions& opt) {
+  return compare_results(comparable_result(a, "A"), comparable_result(b, "B"), opt);
+}
+
 CompareResult compare_files(const std::string& a_path, const std::string& b_path, const CompareOptions& opt) {
-  const json a = load_result_json(a_path);
-  const json b = load_result_json(b_path);
+  const RunResult a = comparable_result(read_json_file(a_path), a_path);
+  const RunResult b = comparable_result(read_json_file(b_path), b_path);
   CompareResult r = compare_results(a, b, opt);
   r.a_path = a_path;
   r.b_path = b_path;
@@ -424,9 +338,7 @@ CompareResult compare_files(const std::string& a_path, const std::string& b_path
 }
 
 double parse_threshold(const std::string& text) {
-  std::string s = text;
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.erase(s.begin());
+  std::string s = trim(text);
   bool percent = false;
   if (!s.empty() && s.back() == '%') {
     percent = true;

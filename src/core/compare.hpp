@@ -1,7 +1,8 @@
 // Comparison of two gemmscope result files (docs/json-schema.md): A is the reference, B the
-// candidate. GEMMs are matched by (pass, op, m, k, n); for every mode and precision present in
-// both files the ratio B/A of the mean times is computed, per GEMM and, for model runs, for the
-// per-layer and full-model totals.
+// candidate. Both are read with from_json into a RunResult. GEMMs are matched by (pass, op, m, k,
+// n); for every mode and precision present in both files the ratio B/A of the mean times is
+// computed, per GEMM and, for model runs, for the per-layer and full-model totals, which are each
+// file's summarize_mode sums (what its text report prints).
 //
 // Flags, with threshold t (default 0.05):
 //   regression   B is slower than A by more than t:  B/A > 1 + t
@@ -15,6 +16,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "core/results.hpp"
 
 namespace gs {
 
@@ -67,15 +70,21 @@ struct CompareResult {
   bool has_regressions() const { return regressions > 0; }
 };
 
-// Throws UsageError when `doc` is not a usable gemmscope result ("name" prefixes the message).
+// from_json(doc, name), and a UsageError naming `name` when the result holds no times to
+// compare: a dry run, no modes (--accuracy-only), no precisions.
+RunResult comparable_result(const nlohmann::json& doc, const std::string& name);
+// The same check, for a document only.
 void validate_result_json(const nlohmann::json& doc, const std::string& name);
 
-// Reads and validates a result file; UsageError on a missing file, bad JSON, wrong schema,
-// a dry run.
+// Reads and checks a result file (read_json_file, comparable_result); UsageError on a missing
+// file, bad JSON, a document from_json rejects, a dry run.
 nlohmann::json load_result_json(const std::string& path);
 
-// Compares validated documents. UsageError when they cannot be compared: different kinds,
-// no common mode (or opt.mode missing from one), no common precision, no common GEMM.
+// Compares two results. Modes and precisions are compared by name (to_string), every mode the
+// results hold. UsageError when they cannot be compared: no times in one, different kinds, no
+// common mode (or opt.mode, matched as written, missing from one), no common precision, no
+// common GEMM. The json overload reads the documents with comparable_result, named "A" and "B".
+CompareResult compare_results(const RunResult& a, const RunResult& b, const CompareOptions& opt = {});
 CompareResult compare_results(const nlohmann::json& a, const nlohmann::json& b, const CompareOptions& opt = {});
 CompareResult compare_files(const std::string& a_path, const std::string& b_path, const CompareOptions& opt = {});
 

@@ -7,6 +7,7 @@
 #include <charconv>
 
 #include "core/error.hpp"
+#include "core/text_util.hpp"
 
 namespace gs {
 
@@ -148,14 +149,6 @@ Plan build_model_plan(const ModelConfig& c) {
 
 namespace {
 
-std::string trim(std::string s) {
-  auto sp = [](unsigned char ch) { return std::isspace(ch) != 0; };
-  while (!s.empty() && sp(static_cast<unsigned char>(s.back()))) s.pop_back();
-  size_t i = 0;
-  while (i < s.size() && sp(static_cast<unsigned char>(s[i]))) ++i;
-  return s.substr(i);
-}
-
 int64_t parse_dim(const std::string& tok, const std::string& item, int index) {
   constexpr int64_t kMaxDim = int64_t{1} << 24;
   if (tok.empty())
@@ -182,25 +175,14 @@ Gemm shape_gemm(int64_t m, int64_t k, int64_t n) {
 
 Plan build_shapes_plan(const std::string& spec) {
   Plan p;
-  std::string s = trim(spec);
-  if (s.empty()) throw UsageError("--shapes is empty");
+  if (trim(spec).empty()) throw UsageError("--shapes is empty");
   int index = 0;
-  size_t start = 0;
-  while (true) {
-    size_t comma = s.find(',', start);
-    std::string item = trim(s.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+  for (const std::string& item : split_list(spec)) {
     ++index;
     if (item.empty()) throw UsageError(fmt::format("--shapes item {} is empty", index));
     std::string lower = item;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    std::vector<std::string> parts;
-    size_t ps = 0;
-    while (true) {
-      size_t x = lower.find('x', ps);
-      parts.push_back(trim(lower.substr(ps, x == std::string::npos ? std::string::npos : x - ps)));
-      if (x == std::string::npos) break;
-      ps = x + 1;
-    }
+    const std::vector<std::string> parts = split_list(lower, 'x');
     if (parts.size() == 1) {
       int64_t v = parse_dim(parts[0], item, index);
       p.gemms.push_back(shape_gemm(v, v, v));
@@ -212,8 +194,6 @@ Plan build_shapes_plan(const std::string& spec) {
     } else {
       throw UsageError(fmt::format("--shapes item {} '{}': expected MxKxN or a single size N", index, item));
     }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return p;
 }

@@ -15,9 +15,18 @@ std::string render_text(const RunResult& r);
 // --dry-run: every GEMM with roles, FLOPs and bytes per precision; FLOP totals.
 std::string render_plan_text(const RunResult& r);
 
-// JSON as documented in docs/json-schema.md, and back (UsageError on a malformed document).
+// JSON as documented in docs/json-schema.md, and back. from_json throws a UsageError that names
+// `name` (a file's path, say) and the offending field for a document that does not follow the
+// schema: another "schema", a "kind" other than model/shapes, an unknown mode, precision, pass or
+// op, a GEMM without positive integer m/k/n, a missing "results" object or cell on a measured
+// run, a cell whose status is not "ok" or "n/a", an ok cell without a positive finite mean_ms.
+// A dry run (no results) and an --accuracy-only run (no modes) are valid documents.
 nlohmann::json to_json(const RunResult& r);
-RunResult from_json(const nlohmann::json& j);
+RunResult from_json(const nlohmann::json& j, const std::string& name = "result JSON");
+
+// The parsed contents of the JSON file at `path`: UsageError "cannot read PATH: ..." or
+// "PATH is not JSON: ...".
+nlohmann::json read_json_file(const std::string& path);
 
 // One row per (mode, GEMM, precision) with the statistics; N/A rows carry the reason.
 std::string render_csv(const RunResult& r);

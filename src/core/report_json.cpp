@@ -1,7 +1,11 @@
 #include <fmt/format.h>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -38,14 +42,76 @@ json cell_json(const Cell& c, const Gemm& g) {
           {"iters", c.stats.iters},   {"tflops", tflops(g, c.stats.mean_ms)}};
 }
 
+constexpr const char* kSchema = "gemmscope.result/1";
+
+// nlohmann's message without its "[json.exception.type_error.302] " prefix.
+std::string json_error_text(const json::exception& e) {
+  std::string msg = e.what();
+  const auto p = msg.find("] ");
+  return p == std::string::npos ? msg : msg.substr(p + 2);
+}
+
+const json* find(const json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  const auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+// `where` names the document and the object: "a.json: config".
 template <class T>
-T need(const json& j, const char* key, const char* where) {
-  if (!j.contains(key)) throw UsageError(fmt::format("result JSON: {} has no '{}'", where, key));
+T need(const json& j, const char* key, const std::string& where) {
+  if (!j.contains(key)) throw UsageError(fmt::format("{} has no '{}'", where, key));
   try {
     return j.at(key).get<T>();
   } catch (const json::exception&) {
-    throw UsageError(fmt::format("result JSON: {}.{} has the wrong type", where, key));
+    throw UsageError(fmt::format("{}.{} has the wrong type", where, key));
   }
+}
+
+// parse(text), with `where` in front of the UsageError it throws ("a.json: \"modes\": unknown mode ...").
+template <class Parse>
+auto parsed_at(const std::string& where, const std::string& text, Parse parse) {
+  try {
+    return parse(text);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("{}: {}", where, e.what()));
+  }
+}
+
+// The strings of list `key`; it may be empty (an --accuracy-only run has no modes).
+std::vector<std::string> string_list(const json& j, const char* key, const std::string& name) {
+  const json* v = find(j, key);
+  const auto bad = [&] { return UsageError(fmt::format("{}: \"{}\" must be a list of strings", name, key)); };
+  if (!v || !v->is_array()) throw bad();
+  std::vector<std::string> out;
+  for (const json& s : *v) {
+    if (!s.is_string()) throw bad();
+    out.push_back(s.get<std::string>());
+  }
+  return out;
+}
+
+bool is_positive_int(const json& v) {
+  return (v.is_number_unsigned() || v.is_number_integer()) && v.get<int64_t>() > 0;
+}
+
+// One timing cell; `where` names it ("a.json: gemms[2].results.autocast.BF16").
+Cell read_cell(const json& c, const std::string& where) {
+  const json* status = find(c, "status");
+  const std::string s = status && status->is_string() ? status->get<std::string>() : "";
+  if (s != "ok" && s != "n/a") throw UsageError(where + ": a cell must be an object with status \"ok\" or \"n/a\"");
+  if (s == "n/a") return Cell::na(c.value("reason", std::string("n/a")));
+  const json* mean = find(c, "mean_ms");
+  if (!mean || !mean->is_number() || !std::isfinite(mean->get<double>()) || !(mean->get<double>() > 0))
+    throw UsageError(where + ": status \"ok\" needs a positive number mean_ms");
+  Stats st;
+  st.mean_ms = mean->get<double>();
+  st.median_ms = c.value("median_ms", st.mean_ms);
+  st.min_ms = c.value("min_ms", st.mean_ms);
+  st.max_ms = c.value("max_ms", st.mean_ms);
+  st.stdev_ms = c.value("stdev_ms", 0.0);
+  st.iters = c.value("iters", 0);
+  return Cell::measured(st);
 }
 
 }  // namespace
@@ -174,23 +240,28 @@ json to_json(const RunResult& r) {
   return j;
 }
 
-RunResult from_json(const json& j) {
-  if (!j.is_object()) throw UsageError("result JSON: not an object");
-  if (j.value("schema", std::string()) != "gemmscope.result/1")
-    throw UsageError("result JSON: schema is not 'gemmscope.result/1'");
+namespace {
+
+RunResult read_result(const json& j, const std::string& name) {
+  if (!j.is_object()) throw UsageError(fmt::format("{} is not a gemmscope result (top level is not an object)", name));
+  const json* schema = find(j, "schema");
+  if (!schema || !schema->is_string() || schema->get<std::string>() != kSchema)
+    throw UsageError(fmt::format("{} has schema {}, expected \"{}\"", name, schema ? schema->dump() : "(none)", kSchema));
+  const json* kind = find(j, "kind");
+  const std::string kind_name = kind && kind->is_string() ? kind->get<std::string>() : "";
+  if (kind_name != "model" && kind_name != "shapes")
+    throw UsageError(fmt::format("{}: \"kind\" must be \"model\" or \"shapes\"", name));
   RunResult r;
+  r.plan.model_mode = kind_name == "model";
   r.created = j.value("created", std::string());
   r.dry_run = j.value("dry_run", false);
-  const std::string kind = need<std::string>(j, "kind", "top level");
-  if (kind != "model" && kind != "shapes") throw UsageError(fmt::format("result JSON: unknown kind '{}'", kind));
-  r.plan.model_mode = kind == "model";
   if (j.contains("device") && j["device"].is_object()) {
     const json& d = j["device"];
     DeviceInfo di;
-    di.name = need<std::string>(d, "name", "device");
+    di.name = need<std::string>(d, "name", name + ": device");
     std::string cc = d.value("compute_capability", std::string("0.0"));
     if (std::sscanf(cc.c_str(), "%d.%d", &di.cc_major, &di.cc_minor) != 2)
-      throw UsageError("result JSON: device.compute_capability is not 'X.Y'");
+      throw UsageError(fmt::format("{}: device.compute_capability is not 'X.Y'", name));
     di.sm_count = d.value("sm_count", 0);
     di.memory_bytes = d.value("memory_bytes", int64_t{0});
     di.l2_bytes = d.value("l2_bytes", int64_t{0});
@@ -219,84 +290,106 @@ RunResult from_json(const json& j) {
     r.recipe_options.producer_amax = o.value("producer_amax", true);
     r.recipe_options.fp8_block_via_mxfp8 = o.value("fp8_block_via_mxfp8", false);
   }
-  for (const auto& m : need<std::vector<std::string>>(j, "modes", "top level")) r.modes.push_back(mode_from_string(m));
-  for (const auto& p : need<std::vector<std::string>>(j, "precisions", "top level"))
-    r.precisions.push_back(precision_from_string(p));
+  const std::vector<std::string> mode_names = string_list(j, "modes", name);
+  for (const std::string& m : mode_names) r.modes.push_back(parsed_at(name + ": \"modes\"", m, mode_from_string));
+  const std::vector<std::string> precision_names = string_list(j, "precisions", name);
+  for (const std::string& p : precision_names)
+    r.precisions.push_back(parsed_at(name + ": \"precisions\"", p, precision_from_string));
   if (r.plan.model_mode) {
-    if (!j.contains("config") || !j["config"].is_object()) throw UsageError("result JSON: model run without 'config'");
+    if (!j.contains("config") || !j["config"].is_object()) throw UsageError(fmt::format("{}: model run without 'config'", name));
     const json& c = j["config"];
+    const std::string where = name + ": config";
     ModelConfig mc;
     mc.name = c.value("name", std::string("custom"));
-    mc.hidden_size = need<int64_t>(c, "hidden_size", "config");
-    mc.intermediate_size = need<int64_t>(c, "intermediate_size", "config");
-    mc.num_attention_heads = need<int64_t>(c, "num_attention_heads", "config");
+    mc.hidden_size = need<int64_t>(c, "hidden_size", where);
+    mc.intermediate_size = need<int64_t>(c, "intermediate_size", where);
+    mc.num_attention_heads = need<int64_t>(c, "num_attention_heads", where);
     mc.num_key_value_heads = c.value("num_key_value_heads", int64_t{0});
     mc.head_dim = c.value("head_dim", int64_t{0});
-    mc.num_hidden_layers = need<int64_t>(c, "num_hidden_layers", "config");
-    mc.micro_batch_size = need<int64_t>(c, "micro_batch_size", "config");
-    mc.sequence_length = need<int64_t>(c, "sequence_length", "config");
+    mc.num_hidden_layers = need<int64_t>(c, "num_hidden_layers", where);
+    mc.micro_batch_size = need<int64_t>(c, "micro_batch_size", where);
+    mc.sequence_length = need<int64_t>(c, "sequence_length", where);
     mc.vocab_size = c.value("vocab_size", int64_t{0});
     mc.gated_mlp = c.value("gated_mlp", false);
     mc.tensor_parallel = c.value("tensor_parallel", int64_t{1});
     r.plan.config = mc;
   }
-  if (!j.contains("gemms") || !j["gemms"].is_array()) throw UsageError("result JSON: no 'gemms' array");
-  for (const json& g : j["gemms"]) {
-    Gemm x{pass_from_string(need<std::string>(g, "pass", "gemm")), op_from_string(need<std::string>(g, "op", "gemm")),
-           scope_from_string(need<std::string>(g, "scope", "gemm")), need<int64_t>(g, "m", "gemm"),
-           need<int64_t>(g, "k", "gemm"), need<int64_t>(g, "n", "gemm"),
-           {Role::Activation, true}, {Role::Weight, true}};
-    if (g.contains("a")) x.a = {role_from_string(need<std::string>(g["a"], "role", "gemm.a")), g["a"].value("k_major", true)};
-    if (g.contains("b")) x.b = {role_from_string(need<std::string>(g["b"], "role", "gemm.b")), g["b"].value("k_major", true)};
-    r.plan.gemms.push_back(x);
-  }
-  r.allocate_cells();
-  if (!r.dry_run) {
-    for (size_t gi = 0; gi < r.plan.gemms.size(); ++gi) {
-      const json& g = j["gemms"][gi];
-      if (!g.contains("results")) throw UsageError(fmt::format("result JSON: gemm {} has no results", gi));
-      for (size_t m = 0; m < r.modes.size(); ++m) {
-        const char* mname = to_string(r.modes[m]);
-        if (!g["results"].contains(mname)) throw UsageError(fmt::format("result JSON: gemm {} has no '{}' results", gi, mname));
-        const json& jm = g["results"][mname];
-        for (size_t p = 0; p < r.precisions.size(); ++p) {
-          const char* pname = to_string(r.precisions[p]);
-          if (!jm.contains(pname)) throw UsageError(fmt::format("result JSON: gemm {} {} has no {} cell", gi, mname, pname));
-          const json& c = jm[pname];
-          if (c.value("status", std::string()) == "ok") {
-            Stats s;
-            s.mean_ms = need<double>(c, "mean_ms", "cell");
-            s.median_ms = c.value("median_ms", s.mean_ms);
-            s.min_ms = c.value("min_ms", s.mean_ms);
-            s.max_ms = c.value("max_ms", s.mean_ms);
-            s.stdev_ms = c.value("stdev_ms", 0.0);
-            s.iters = c.value("iters", 0);
-            r.cells[m][gi][p] = Cell::measured(s);
-          } else {
-            r.cells[m][gi][p] = Cell::na(c.value("reason", std::string("n/a")));
-          }
+  const json* gemms = find(j, "gemms");
+  if (!gemms || !gemms->is_array() || gemms->empty())
+    throw UsageError(fmt::format("{}: \"gemms\" must be a non-empty list", name));
+  r.cells.assign(r.modes.size(), {});  // filled per GEMM below; a dry run gets all "not run" at the end
+  for (size_t gi = 0; gi < gemms->size(); ++gi) {
+    const json& g = (*gemms)[gi];
+    const std::string where = fmt::format("{}: gemms[{}]", name, gi);
+    if (!g.is_object()) throw UsageError(where + " is not an object");
+    const auto text = [&](const char* key) {
+      const json* v = find(g, key);
+      if (!v || !v->is_string()) throw UsageError(fmt::format("{}: \"{}\" must be a string", where, key));
+      return v->get<std::string>();
+    };
+    const auto dim = [&](const char* key) {
+      const json* v = find(g, key);
+      if (!v || !is_positive_int(*v)) throw UsageError(fmt::format("{}: \"{}\" must be a positive integer", where, key));
+      return v->get<int64_t>();
+    };
+    const auto operand = [&](const char* side, Operand dflt) {
+      const json* o = find(g, side);
+      if (!o) return dflt;
+      const std::string role = need<std::string>(*o, "role", fmt::format("{}.{}", where, side));
+      return Operand{parsed_at(where, role, role_from_string), o->value("k_major", true)};
+    };
+    const std::string pass = text("pass"), op = text("op");
+    const int64_t m = dim("m"), k = dim("k"), n = dim("n");
+    const Gemm x{parsed_at(where, pass, pass_from_string), parsed_at(where, op, op_from_string),
+                 parsed_at(where, text("scope"), scope_from_string), m, k, n,
+                 operand("a", {Role::Activation, true}), operand("b", {Role::Weight, true})};
+    if (!r.dry_run) {
+      // One object per mode, keyed by the mode as "modes" spells it. Every cell in it is checked,
+      // also those of precisions the file does not list; the listed ones are read.
+      const json* res = find(g, "results");
+      if (!res || (!r.modes.empty() && !res->is_object()))
+        throw UsageError(fmt::format("{} has no \"results\" (not a measured run?)", where));
+      for (size_t mi = 0; mi < r.modes.size(); ++mi) {
+        const std::string& mname = mode_names[mi];
+        const json* cells = find(*res, mname.c_str());
+        if (!cells || !cells->is_object())
+          throw UsageError(fmt::format("{}.results has no object for mode \"{}\"", where, mname));
+        std::map<std::string, Cell> by_precision;
+        for (auto it = cells->begin(); it != cells->end(); ++it)
+          by_precision.emplace(it.key(), read_cell(it.value(), fmt::format("{}.results.{}.{}", where, mname, it.key())));
+        std::vector<Cell> row;
+        for (const std::string& pname : precision_names) {
+          const auto c = by_precision.find(pname);
+          if (c == by_precision.end()) throw UsageError(fmt::format("{}.results.{} has no {} cell", where, mname, pname));
+          row.push_back(c->second);
         }
+        r.cells[mi].push_back(std::move(row));
       }
     }
+    r.plan.gemms.push_back(x);
   }
+  if (r.dry_run) r.allocate_cells();
   if (j.contains("accuracy") && j["accuracy"].is_object()) {
     r.has_accuracy = true;
-    r.accuracy_dist = dist_from_string(j["accuracy"].value("dist", std::string("normal")));
-    for (const auto& p : need<std::vector<std::string>>(j["accuracy"], "precisions", "accuracy"))
-      r.accuracy_precisions.push_back(precision_from_string(p));
+    r.accuracy_dist = parsed_at(name + ": accuracy", j["accuracy"].value("dist", std::string("normal")), dist_from_string);
+    for (const auto& p : need<std::vector<std::string>>(j["accuracy"], "precisions", name + ": accuracy"))
+      r.accuracy_precisions.push_back(parsed_at(name + ": accuracy", p, precision_from_string));
     r.accuracy.assign(r.plan.gemms.size(), std::vector<AccuracyCell>(r.accuracy_precisions.size()));
     for (size_t gi = 0; gi < r.plan.gemms.size(); ++gi) {
-      const json& g = j["gemms"][gi];
-      if (!g.contains("accuracy")) throw UsageError(fmt::format("result JSON: gemm {} has no accuracy", gi));
+      const json& g = (*gemms)[gi];
+      const std::string where = fmt::format("{}: gemms[{}].accuracy", name, gi);
+      const json* acc = find(g, "accuracy");
+      if (!acc) throw UsageError(fmt::format("{}: gemms[{}] has no accuracy", name, gi));
       for (size_t p = 0; p < r.accuracy_precisions.size(); ++p) {
-        const json& c = g["accuracy"].at(to_string(r.accuracy_precisions[p]));
+        const json* c = find(*acc, to_string(r.accuracy_precisions[p]));
+        if (!c) throw UsageError(fmt::format("{} has no {} cell", where, to_string(r.accuracy_precisions[p])));
         AccuracyCell& a = r.accuracy[gi][p];
-        if (c.value("status", std::string()) == "ok") {
+        if (c->value("status", std::string()) == "ok") {
           a.ok = true;
-          a.rel_error = need<double>(c, "rel_error", "accuracy cell");
-          a.emulated = c.value("emulated", false);
+          a.rel_error = need<double>(*c, "rel_error", fmt::format("{}.{}", where, to_string(r.accuracy_precisions[p])));
+          a.emulated = c->value("emulated", false);
         } else {
-          a.reason = c.value("reason", std::string("n/a"));
+          a.reason = c->value("reason", std::string("n/a"));
         }
       }
     }
@@ -304,6 +397,29 @@ RunResult from_json(const json& j) {
   if (j.contains("notes") && j["notes"].is_array())
     for (const auto& n : j["notes"]) r.notes.push_back(n.get<std::string>());
   return r;
+}
+
+}  // namespace
+
+RunResult from_json(const json& j, const std::string& name) {
+  try {
+    return read_result(j, name);
+  } catch (const json::exception& e) {
+    // a value of the wrong type where the reader takes a default: "a.json: type must be number, but is string"
+    throw UsageError(fmt::format("{}: {}", name, json_error_text(e)));
+  }
+}
+
+json read_json_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    throw UsageError(fmt::format("{} is not JSON: {}", path, json_error_text(e)));
+  }
 }
 
 std::string render_csv(const RunResult& r) {

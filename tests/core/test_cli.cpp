@@ -162,3 +162,15 @@ TEST(Cli, ListModels) {
   for (const char* m : {"codonfm-5b", "llama-3-8b", "llama-3-70b", "mistral-7b", "qwen2.5-7b"})
     EXPECT_NE(r.out.find(m), std::string::npos) << m;
 }
+
+// --precisions is split by split_list: items are trimmed, an empty item is an unknown precision
+// (the message it always had) and a repeated one is named as written.
+TEST(Cli, PrecisionListItems) {
+  const fs::path j = tmpdir() / "precisions.json";
+  Out r = run("--dry-run --shapes 1024 --precisions ' BF16 , fp8current' --json " + j.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(slurp(j))["precisions"], nlohmann::json({"BF16", "FP8Current"}));
+  expect_usage_error("--precisions BF16,,FP8Current", "unknown precision ''");
+  expect_usage_error("--precisions BF16,", "unknown precision ''");
+  expect_usage_error("--precisions 'BF16, bf16'", "--precisions lists bf16 twice");
+}

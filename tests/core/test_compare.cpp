@@ -11,6 +11,7 @@
 
 #include "core/compare.hpp"
 #include "core/error.hpp"
+#include "core/report.hpp"
 
 namespace {
 
@@ -117,9 +118,95 @@ TEST(Compare, TotalsFromSummaries) {
       EXPECT_NEAR(*c.ratio, want, 1e-5);
     }
   }
-  // the summary value itself is read, not recomputed: A's BF16 per-layer total from the fixture
+  // the totals are summarize_mode's sums of the cells; for the fixture they are the summary it holds
   const json a = load("compare_a.json");
   EXPECT_DOUBLE_EQ(*totals[0].cells[0].a_ms, a["summary"]["autocast"]["per_layer"]["total"]["BF16"].get<double>());
+}
+
+// Totals come from the cells (summarize_mode), not from the file's "summary".
+TEST(Compare, TotalsAreTheSumsOfTheCells) {
+  const json a = load("compare_a.json");
+  json b = a;  // every BF16 time x1.5, the summary left as it was
+  for (auto& g : b["gemms"]) g["results"]["autocast"]["BF16"]["mean_ms"] = g["results"]["autocast"]["BF16"]["mean_ms"].get<double>() * 1.5;
+  auto r = gs::compare_results(a, b);
+  const auto& totals = r.modes.at(0).totals;
+  ASSERT_EQ(totals.size(), 2u);
+  for (const auto& t : totals) {
+    SCOPED_TRACE(t.what);
+    ASSERT_TRUE(t.cells.at(0).ratio);
+    EXPECT_EQ(t.cells[0].precision, "BF16");
+    EXPECT_NEAR(*t.cells[0].ratio, 1.5, 1e-9);
+  }
+
+  // full model = layers x per-layer total + the GEMMs run once per step (the LM head)
+  const json lm = load("model_lmhead_b200.json");
+  json lm2 = lm;
+  double layer = 0, once = 0;
+  for (auto& g : lm2["gemms"]) {
+    const double ms = g["results"]["autocast"]["BF16"]["mean_ms"].get<double>();
+    if (g["scope"] == "model") {
+      once += ms;
+      g["results"]["autocast"]["BF16"]["mean_ms"] = 2 * ms;  // only the LM head gets slower
+    } else {
+      layer += ms;
+    }
+  }
+  ASSERT_GT(once, 0);
+  const double layers = lm["config"]["num_hidden_layers"].get<double>();
+  r = gs::compare_results(lm, lm2);
+  const auto& lt = r.modes.at(0).totals;
+  ASSERT_EQ(lt.at(0).cells.at(0).precision, "BF16");
+  EXPECT_NEAR(*lt[0].cells[0].a_ms, layer, 1e-9);
+  EXPECT_NEAR(*lt[0].cells[0].ratio, 1.0, 1e-12);
+  EXPECT_NEAR(*lt[1].cells[0].a_ms, layers * layer + once, 1e-9);
+  EXPECT_NEAR(*lt[1].cells[0].b_ms, layers * layer + 2 * once, 1e-9);
+}
+
+// compare_results on RunResults: cells are read from RunResult::cells, GEMMs from plan.gemms.
+TEST(Compare, RunResultsDirectly) {
+  const gs::RunResult a = gs::from_json(load("compare_a.json"), "A");
+  gs::RunResult b = a;
+  ASSERT_EQ(gs::to_string(b.precisions.at(0)), std::string("BF16"));
+  b.cells.at(0).at(4).at(0).stats.mean_ms *= 2;  // autocast, dgrad QKV, BF16
+  const auto r = gs::compare_results(a, b);
+  const auto& row = r.modes.at(0).gemms.at(4);
+  EXPECT_EQ(row.pass, "dgrad");
+  EXPECT_EQ(row.op, "qkv");
+  EXPECT_EQ(row.label, "QKV Proj");
+  EXPECT_NEAR(*cell_of(row, "BF16").ratio, 2.0, 1e-12);
+  EXPECT_EQ(cell_of(row, "BF16").verdict, Verdict::Regression);
+  EXPECT_EQ(r.regressions, 3);  // the GEMM, the per-layer total, the full model
+
+  b.dry_run = true;
+  EXPECT_NE(usage_error_of([&] { gs::compare_results(a, b); }).find("B is a dry run"), std::string::npos);
+  gs::RunResult accuracy_only = a;
+  accuracy_only.modes.clear();
+  accuracy_only.cells.clear();
+  EXPECT_NE(usage_error_of([&] { gs::compare_results(accuracy_only, a); }).find("A: \"modes\" must be a non-empty list"),
+            std::string::npos);
+}
+
+// Modes are read with mode_from_string and compared by their names; --mode is matched as written.
+TEST(Compare, ModesAreComparedByName) {
+  const json both = load("model_5b_both_modes.json");
+  json alias = both;  // an older spelling of pre-quantized
+  alias["modes"] = {"autocast", "prequantized"};
+  for (auto& g : alias["gemms"]) {
+    g["results"]["prequantized"] = g["results"]["pre-quantized"];
+    g["results"].erase("pre-quantized");
+  }
+  auto r = gs::compare_results(both, alias);
+  ASSERT_EQ(r.modes.size(), 2u);
+  EXPECT_EQ(r.modes[1].mode, "pre-quantized");
+  EXPECT_TRUE(r.only_a_modes.empty());
+  EXPECT_TRUE(r.only_b_modes.empty());
+  EXPECT_EQ(r.regressions + r.improvements, 0);
+
+  CompareOptions o;
+  o.mode = "foo";
+  EXPECT_NE(usage_error_of([&] { gs::compare_results(both, both, o); })
+                .find("mode \"foo\" is not in either file (modes of A: autocast, pre-quantized; of B: autocast, pre-quantized)"),
+            std::string::npos);
 }
 
 TEST(Compare, ThresholdDecidesTheFlags) {
@@ -171,11 +258,12 @@ TEST(Compare, LostCellIsARegression) {
   EXPECT_EQ(c.verdict, Verdict::Regression);
   EXPECT_TRUE(c.a_ms);
   EXPECT_FALSE(c.b_ms);
-  EXPECT_EQ(r.regressions, 1);
+  // the GEMM, and B's BF16 per-layer and full-model totals, which the lost cell makes n/a
+  EXPECT_EQ(r.regressions, 3);
   EXPECT_NE(gs::format_compare_text(r).find("ok->n/a R"), std::string::npos);
   const auto back = gs::compare_results(b, a);
   EXPECT_EQ(back.regressions, 0);
-  EXPECT_EQ(back.improvements, 1);
+  EXPECT_EQ(back.improvements, 3);
 }
 
 TEST(Compare, PrecisionsInOneFileOnlyAreListed) {
@@ -247,6 +335,8 @@ TEST(Compare, MismatchedFilesAreUsageErrors) {
 
   json other_precs = a;
   other_precs["precisions"] = {"MXFP8", "NVFP4"};
+  for (auto& g : other_precs["gemms"])
+    g["results"]["autocast"] = {{"MXFP8", g["results"]["autocast"]["BF16"]}, {"NVFP4", g["results"]["autocast"]["BF16"]}};
   EXPECT_NE(usage_error_of([&] { gs::compare_results(a, other_precs); }).find("no precision in common"), std::string::npos);
 
   json other_mode = a;

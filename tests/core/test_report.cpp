@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/report.hpp"
@@ -144,6 +147,106 @@ TEST(Report, JsonRejectsForeignDocuments) {
   nlohmann::json j = to_json(fake_run({Mode::Autocast}));
   j["gemms"][0]["results"]["autocast"].erase("BF16");
   EXPECT_THROW(from_json(j), UsageError);
+}
+
+// from_json is the one reader of result files (gemmscope compare loads with it): every malformed
+// document is a UsageError naming the document and the field, never a nlohmann exception.
+TEST(Report, JsonErrorsNameTheFileAndField) {
+  using nlohmann::json;
+  const json good = to_json(fake_run({Mode::Autocast}));
+  const auto error_of = [](const json& doc) -> std::string {
+    try {
+      from_json(doc, "x.json");
+    } catch (const UsageError& e) {
+      return e.what();
+    } catch (const std::exception& e) {
+      return std::string("not a UsageError: ") + e.what();
+    }
+    return "(accepted)";
+  };
+  struct Case {
+    const char* what;
+    std::function<void(json&)> edit;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"array", [](json& j) { j = json::array(); }, "x.json is not a gemmscope result (top level is not an object)"},
+      {"schema", [](json& j) { j["schema"] = "gemmscope.result/2"; },
+       "x.json has schema \"gemmscope.result/2\", expected \"gemmscope.result/1\""},
+      {"no schema", [](json& j) { j.erase("schema"); }, "x.json has schema (none), expected"},
+      {"kind", [](json& j) { j["kind"] = "sweep"; }, "x.json: \"kind\" must be \"model\" or \"shapes\""},
+      {"modes not a list", [](json& j) { j["modes"] = "autocast"; }, "x.json: \"modes\" must be a list of strings"},
+      {"unknown mode", [](json& j) { j["modes"] = {"bogus"}; }, "x.json: \"modes\": unknown mode 'bogus'"},
+      {"precision not a string", [](json& j) { j["precisions"] = {1}; }, "x.json: \"precisions\" must be a list of strings"},
+      {"unknown precision", [](json& j) { j["precisions"] = {"FP9"}; }, "x.json: \"precisions\": unknown precision 'FP9'"},
+      {"no gemms", [](json& j) { j["gemms"] = json::array(); }, "x.json: \"gemms\" must be a non-empty list"},
+      {"gemm not an object", [](json& j) { j["gemms"][3] = "qkv"; }, "x.json: gemms[3] is not an object"},
+      {"pass", [](json& j) { j["gemms"][0]["pass"] = 3; }, "x.json: gemms[0]: \"pass\" must be a string"},
+      {"unknown op", [](json& j) { j["gemms"][0]["op"] = "conv"; }, "x.json: gemms[0]: unknown op 'conv'"},
+      {"m as text", [](json& j) { j["gemms"][0]["m"] = "15872"; }, "x.json: gemms[0]: \"m\" must be a positive integer"},
+      {"k zero", [](json& j) { j["gemms"][1]["k"] = 0; }, "x.json: gemms[1]: \"k\" must be a positive integer"},
+      {"n fractional", [](json& j) { j["gemms"][1]["n"] = 4096.5; }, "x.json: gemms[1]: \"n\" must be a positive integer"},
+      {"no scope", [](json& j) { j["gemms"][1].erase("scope"); }, "x.json: gemms[1]: \"scope\" must be a string"},
+      {"no results", [](json& j) { j["gemms"][3].erase("results"); }, "x.json: gemms[3] has no \"results\" (not a measured run?)"},
+      {"no mode object", [](json& j) { j["gemms"][3]["results"].erase("autocast"); },
+       "x.json: gemms[3].results has no object for mode \"autocast\""},
+      {"no cell", [](json& j) { j["gemms"][0]["results"]["autocast"].erase("BF16"); },
+       "x.json: gemms[0].results.autocast has no BF16 cell"},
+      {"ok without mean", [](json& j) { j["gemms"][2]["results"]["autocast"]["BF16"] = {{"status", "ok"}}; },
+       "x.json: gemms[2].results.autocast.BF16: status \"ok\" needs a positive number mean_ms"},
+      {"ok with zero mean", [](json& j) { j["gemms"][2]["results"]["autocast"]["BF16"]["mean_ms"] = 0; },
+       "x.json: gemms[2].results.autocast.BF16: status \"ok\" needs a positive number mean_ms"},
+      {"ok with text mean", [](json& j) { j["gemms"][2]["results"]["autocast"]["BF16"]["mean_ms"] = "1.5"; },
+       "x.json: gemms[2].results.autocast.BF16: status \"ok\" needs a positive number mean_ms"},
+      {"status", [](json& j) { j["gemms"][2]["results"]["autocast"]["FP8Current"]["status"] = "skipped"; },
+       "x.json: gemms[2].results.autocast.FP8Current: a cell must be an object with status \"ok\" or \"n/a\""},
+      {"bad cell of an unlisted precision", [](json& j) { j["gemms"][2]["results"]["autocast"]["NVFP4"] = 1.5; },
+       "x.json: gemms[2].results.autocast.NVFP4: a cell must be an object with status"},
+      {"created not text", [](json& j) { j["created"] = 2026; }, "x.json: type must be string, but is number"},
+  };
+  ASSERT_EQ(error_of(good), "(accepted)");
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    json doc = good;
+    c.edit(doc);
+    EXPECT_NE(error_of(doc).find(c.message), std::string::npos) << error_of(doc);
+  }
+  // without a name the messages say "result JSON"
+  json bad = good;
+  bad["kind"] = "sweep";
+  EXPECT_THROW(
+      {
+        try {
+          from_json(bad);
+        } catch (const UsageError& e) {
+          EXPECT_STREQ(e.what(), "result JSON: \"kind\" must be \"model\" or \"shapes\"");
+          throw;
+        }
+      },
+      UsageError);
+}
+
+// A dry run (no "results") and an --accuracy-only run (no modes) are valid documents.
+TEST(Report, JsonAcceptsDryAndAccuracyOnlyRuns) {
+  RunRequest req;
+  req.plan = build_model_plan(default_config());
+  req.precisions = {Precision::BF16, Precision::FP8Current};
+  req.modes = {Mode::Autocast, Mode::PreQuantized};
+  const RunResult dry = plan_only(req);
+  const nlohmann::json jd = to_json(dry);
+  ASSERT_FALSE(jd["gemms"][0].contains("results"));
+  const RunResult dry_back = from_json(jd, "dry.json");
+  EXPECT_TRUE(dry_back.dry_run);
+  EXPECT_EQ(to_json(dry_back), jd);
+
+  FakeEngine e(90);
+  req.accuracy_only = true;
+  const RunResult acc = run(e, req);
+  ASSERT_TRUE(acc.modes.empty());
+  const nlohmann::json ja = to_json(acc);
+  const RunResult acc_back = from_json(ja, "acc.json");
+  EXPECT_TRUE(acc_back.modes.empty());
+  EXPECT_EQ(to_json(acc_back), ja);
 }
 
 TEST(Report, CsvHasOneRowPerCell) {
