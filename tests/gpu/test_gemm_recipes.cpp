@@ -83,6 +83,25 @@ double rel_frobenius(const std::vector<double>& x, const std::vector<double>& re
   return std::sqrt(num / den);
 }
 
+// A small model whose token count (2 x 168 = 336) and widths are not multiples of 128, so
+// partial scale blocks are exercised in every direction.
+Plan small_model_plan() {
+  ModelConfig mc;
+  mc.hidden_size = 384; mc.intermediate_size = 656; mc.num_attention_heads = 6; mc.num_hidden_layers = 1;
+  mc.micro_batch_size = 2; mc.sequence_length = 168;
+  return build_model_plan(mc);
+}
+
+// A cuBLASLt handle and workspace for one test.
+struct LtContext {
+  cublasLtHandle_t handle = nullptr;
+  DeviceBuffer workspace{kWorkspaceBytes};
+  LtContext() { GS_CUBLAS(cublasLtCreate(&handle)); }
+  ~LtContext() { cublasLtDestroy(handle); }
+  LtContext(const LtContext&) = delete;
+  LtContext& operator=(const LtContext&) = delete;
+};
+
 struct Case { Precision precision; Pass pass; Mode mode; };
 
 class RecipeGemmTest : public ::testing::TestWithParam<Case> {};
@@ -91,16 +110,11 @@ TEST_P(RecipeGemmTest, MatchesReferenceOfItsOwnOperands) {
   GS_REQUIRE_GPU();
   const Case c = GetParam();
   if (gs::test::compute_capability() < min_compute_capability(c.precision)) GTEST_SKIP() << "needs a newer GPU";
-  // A small model whose token count (2 x 168 = 336) and widths are not multiples of 128, so
-  // partial scale blocks are exercised in every direction.
-  ModelConfig mc;
-  mc.hidden_size = 384; mc.intermediate_size = 656; mc.num_attention_heads = 6; mc.num_hidden_layers = 1;
-  mc.micro_batch_size = 2; mc.sequence_length = 168;
-  const Plan plan = build_model_plan(mc);
+  const Plan plan = small_model_plan();
   RecipeOptions opts;
-  cublasLtHandle_t handle;
-  ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
-  DeviceBuffer ws(kWorkspaceBytes);
+  LtContext lt;
+  cublasLtHandle_t handle = lt.handle;
+  DeviceBuffer& ws = lt.workspace;
   int checked = 0;
   for (const Gemm& g : plan.gemms) {
     if (g.pass != c.pass) continue;
@@ -139,7 +153,6 @@ TEST_P(RecipeGemmTest, MatchesReferenceOfItsOwnOperands) {
     ++checked;
   }
   EXPECT_EQ(checked, 4);
-  cublasLtDestroy(handle);
 }
 
 std::vector<Case> cases() {
@@ -159,14 +172,11 @@ TEST_P(SharedQuantizationTest, SameOutputAndSiblingsMatchTheirConsumers) {
   GS_REQUIRE_GPU();
   const Precision p = GetParam();
   if (gs::test::compute_capability() < min_compute_capability(p)) GTEST_SKIP() << "needs a newer GPU";
-  ModelConfig mc;
-  mc.hidden_size = 384; mc.intermediate_size = 656; mc.num_attention_heads = 6; mc.num_hidden_layers = 1;
-  mc.micro_batch_size = 2; mc.sequence_length = 168;
-  const Plan plan = build_model_plan(mc);
+  const Plan plan = small_model_plan();
   RecipeOptions opts;
-  cublasLtHandle_t handle;
-  ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
-  DeviceBuffer ws(kWorkspaceBytes);
+  LtContext lt;
+  cublasLtHandle_t handle = lt.handle;
+  DeviceBuffer& ws = lt.workspace;
   int duals = 0, reused = 0, producer_amaxes = 0;
   for (const Gemm& g : plan.gemms) {
     SCOPED_TRACE(std::string(pass_label(g.pass)) + " " + g.label() + " " + g.shape());
@@ -175,49 +185,49 @@ TEST_P(SharedQuantizationTest, SameOutputAndSiblingsMatchTheirConsumers) {
     fill_normal_bf16(src.r.get<__nv_bfloat16>(), static_cast<size_t>(g.k * g.n), 22, g.b.role == Role::Weight ? 0.02f : 1.0f, 0);
     const Recipe recipe = make_recipe(p, g, opts);
     for (bool producer_amax : {true, false}) {
-    SCOPED_TRACE(producer_amax ? "producer amax" : "own amax pass");
-    opts.producer_amax = producer_amax;
-    const OperandWork owl = operand_work(Mode::AutocastShared, g, Side::Left, recipe, opts);
-    const OperandWork owr = operand_work(Mode::AutocastShared, g, Side::Right, recipe, opts);
-    producer_amaxes += owl.producer_amax + owr.producer_amax;
-    const QuantWork wl = owl.work, wr = owr.work;
-    // Own casts, three steps (delayed scaling: the scale comes from this data's history).
-    GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));
-    RecipeGemm own(handle, g, recipe, src, ws.get(), opts);
-    for (int i = 0; i < 3; ++i) own.autocast_step(0);
-    GS_CUDA(cudaDeviceSynchronize());
-    const auto c_own = to_host_u16(src.c);
-    GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));
-    RecipeGemm shared(handle, g, recipe, src, ws.get(), opts, true, owl, owr);
-    if (shared.needs_prequantize()) shared.prequantize(0);
-    for (int i = 0; i < 3; ++i) shared.step(0);
-    GS_CUDA(cudaDeviceSynchronize());
-    EXPECT_EQ(to_host_u16(src.c), c_own) << "autocast-shared GEMM output differs from autocast";
-    reused += (wl == QuantWork::None) + (wr == QuantWork::None);
-    for (Side side : {Side::Left, Side::Right}) {
-      const QuantizedOperand* sib = side == Side::Left ? shared.l_sibling() : shared.r_sibling();
-      if ((side == Side::Left ? wl : wr) != QuantWork::Dual || p == Precision::BF16) {  // BF16: nothing to cast
-        EXPECT_EQ(sib, nullptr);
-        continue;
-      }
-      ASSERT_NE(sib, nullptr);
-      ++duals;
-      if (p == Precision::FP8Delayed) continue;  // stateful scale: covered by the output check above
-      // The consumer's own quantization of the same BF16 tensor.
-      const DualConsumer dc = dual_consumer(g, side);
-      const Recipe cr = make_recipe(p, dc.gemm, opts);
-      const bool src_k_major = side == Side::Left ? g.a.k_major : g.b.k_major;
-      const auto* source = (side == Side::Left ? src.l : src.r).get<__nv_bfloat16>();
-      const QuantizedOperand& mine = side == Side::Left ? *shared.l() : *shared.r();
-      QuantizedOperand expect(dc.side == Side::Left ? cr.a : cr.b, source, mine.k(), mine.outer(), !src_k_major, opts);
-      const int64_t c_outer = dc.side == Side::Left ? dc.gemm.m : dc.gemm.n;
-      EXPECT_EQ(expect.outer(), c_outer) << "the sibling has the consumer's outer dimension";
-      EXPECT_EQ(expect.k(), dc.gemm.k);
-      expect.quantize(0);
+      SCOPED_TRACE(producer_amax ? "producer amax" : "own amax pass");
+      opts.producer_amax = producer_amax;
+      const OperandWork owl = operand_work(Mode::AutocastShared, g, Side::Left, recipe, opts);
+      const OperandWork owr = operand_work(Mode::AutocastShared, g, Side::Right, recipe, opts);
+      producer_amaxes += owl.producer_amax + owr.producer_amax;
+      const QuantWork wl = owl.work, wr = owr.work;
+      // Own casts, three steps (delayed scaling: the scale comes from this data's history).
+      GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));
+      RecipeGemm own(handle, g, recipe, src, ws.get(), opts);
+      for (int i = 0; i < 3; ++i) own.autocast_step(0);
       GS_CUDA(cudaDeviceSynchronize());
-      EXPECT_EQ(sib->data_host(), expect.data_host()) << "sibling bytes";
-      EXPECT_EQ(sib->scales_host(), expect.scales_host()) << "sibling scales";
-    }
+      const auto c_own = to_host_u16(src.c);
+      GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));
+      RecipeGemm shared(handle, g, recipe, src, ws.get(), opts, true, owl, owr);
+      if (shared.needs_prequantize()) shared.prequantize(0);
+      for (int i = 0; i < 3; ++i) shared.step(0);
+      GS_CUDA(cudaDeviceSynchronize());
+      EXPECT_EQ(to_host_u16(src.c), c_own) << "autocast-shared GEMM output differs from autocast";
+      reused += (wl == QuantWork::None) + (wr == QuantWork::None);
+      for (Side side : {Side::Left, Side::Right}) {
+        const QuantizedOperand* sib = side == Side::Left ? shared.l_sibling() : shared.r_sibling();
+        if ((side == Side::Left ? wl : wr) != QuantWork::Dual || p == Precision::BF16) {  // BF16: nothing to cast
+          EXPECT_EQ(sib, nullptr);
+          continue;
+        }
+        ASSERT_NE(sib, nullptr);
+        ++duals;
+        if (p == Precision::FP8Delayed) continue;  // stateful scale: covered by the output check above
+        // The consumer's own quantization of the same BF16 tensor.
+        const DualConsumer dc = dual_consumer(g, side);
+        const Recipe cr = make_recipe(p, dc.gemm, opts);
+        const bool src_k_major = side == Side::Left ? g.a.k_major : g.b.k_major;
+        const auto* source = (side == Side::Left ? src.l : src.r).get<__nv_bfloat16>();
+        const QuantizedOperand& mine = side == Side::Left ? *shared.l() : *shared.r();
+        QuantizedOperand expect(dc.side == Side::Left ? cr.a : cr.b, source, mine.k(), mine.outer(), !src_k_major, opts);
+        const int64_t c_outer = dc.side == Side::Left ? dc.gemm.m : dc.gemm.n;
+        EXPECT_EQ(expect.outer(), c_outer) << "the sibling has the consumer's outer dimension";
+        EXPECT_EQ(expect.k(), dc.gemm.k);
+        expect.quantize(0);
+        GS_CUDA(cudaDeviceSynchronize());
+        EXPECT_EQ(sib->data_host(), expect.data_host()) << "sibling bytes";
+        EXPECT_EQ(sib->scales_host(), expect.scales_host()) << "sibling scales";
+      }
     }
   }
   // Per option value: X, W per Fprop and dY per Dgrad of 4 linears are dual; W per Dgrad, X and dY
@@ -225,7 +235,6 @@ TEST_P(SharedQuantizationTest, SameOutputAndSiblingsMatchTheirConsumers) {
   EXPECT_EQ(duals, p == Precision::BF16 ? 0 : 24);
   EXPECT_EQ(reused, 24);
   EXPECT_EQ(producer_amaxes, p == Precision::FP8Current ? 4 : 0);
-  cublasLtDestroy(handle);
 }
 
 INSTANTIATE_TEST_SUITE_P(Hopper, SharedQuantizationTest,
