@@ -256,6 +256,8 @@ std::string modes_block(const RunResult& r) {
     }
     out += t.row(row);
   }
+  if (pq && bf != r.precisions.end())
+    out += "BF16 quantizes nothing: its differences between modes are measurement noise.\n";
   out += fmt::format("Spd = speedup vs BF16 in that mode.{}\n",
                      !pq ? std::string()
                      : one ? fmt::format(" Quant ovh = {} - pre-quantized.", to_string(r.modes[quantizing[0]]))

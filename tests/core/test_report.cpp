@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -86,6 +87,39 @@ TEST(Runner, GatesByCapabilityAndMeasuresTheRest) {
   int skipped_notes = 0;
   for (const auto& n : r.notes) skipped_notes += n.find("skipped, needs compute capability >= 10.0") != std::string::npos;
   EXPECT_EQ(skipped_notes, 2);
+}
+
+// Measurements are GEMM-major: all precisions and modes of one GEMM back to back, each in its
+// cell (the order is what keeps drift out of the ratios; the cells must still land in place).
+TEST(Runner, MeasuresGemmByGemmAndFillsEveryCell) {
+  struct Recorder : FakeEngine {
+    Recorder() : FakeEngine(90) {}
+    std::vector<std::tuple<Pass, Op, Precision, Mode>> order;
+    Cell measure(const Gemm& g, Precision p, Mode m) override {
+      order.emplace_back(g.pass, g.op, p, m);
+      Stats s;
+      s.mean_ms = s.median_ms = s.min_ms = s.max_ms = 1.0 + static_cast<int>(p) * 0.1 + static_cast<int>(m) * 0.01;
+      s.iters = 1;
+      return Cell::measured(s);
+    }
+  } e;
+  RunRequest req;
+  req.plan = build_model_plan(default_config());
+  req.precisions = {Precision::BF16, Precision::FP8Current};
+  req.modes = {Mode::Autocast, Mode::AutocastShared, Mode::PreQuantized};
+  req.options.timing.gpu_warmup_s = 0;
+  const RunResult r = run(e, req);
+  ASSERT_EQ(e.order.size(), 12u * 2 * 3);
+  for (size_t g = 0; g < 12; ++g)
+    for (size_t i = 0; i < 6; ++i) {
+      const auto& [pass, op, p, m] = e.order[g * 6 + i];
+      EXPECT_EQ(pass, r.plan.gemms[g].pass);
+      EXPECT_EQ(op, r.plan.gemms[g].op);
+      EXPECT_EQ(p, req.precisions[i / 3]);
+      EXPECT_EQ(m, req.modes[i % 3]);
+      EXPECT_DOUBLE_EQ(r.cell(i % 3, g, i / 3).stats.mean_ms,
+                       1.0 + static_cast<int>(p) * 0.1 + static_cast<int>(m) * 0.01);
+    }
 }
 
 TEST(Runner, BlackwellRunsEverythingAndLabelsFp8BlockEmulated) {
