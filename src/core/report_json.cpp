@@ -37,9 +37,12 @@ json config_json(const ModelConfig& c) {
 
 json cell_json(const Cell& c, const Gemm& g) {
   if (!c.ok) return {{"status", "n/a"}, {"reason", c.reason}};
-  return {{"status", "ok"},          {"mean_ms", c.stats.mean_ms},   {"median_ms", c.stats.median_ms},
-          {"min_ms", c.stats.min_ms}, {"max_ms", c.stats.max_ms},     {"stdev_ms", c.stats.stdev_ms},
-          {"iters", c.stats.iters},   {"tflops", tflops(g, c.stats.mean_ms)}};
+  json j = {{"status", "ok"},          {"mean_ms", c.stats.mean_ms},   {"median_ms", c.stats.median_ms},
+            {"min_ms", c.stats.min_ms}, {"max_ms", c.stats.max_ms},     {"stdev_ms", c.stats.stdev_ms},
+            {"iters", c.stats.iters},   {"tflops", tflops(g, c.stats.mean_ms)}};
+  if (c.clock)
+    j["clock"] = {{"sm_mhz", c.clock->sm_mhz}, {"max_sm_mhz", c.clock->max_sm_mhz}, {"reasons", c.clock->reasons}};
+  return j;
 }
 
 constexpr const char* kSchema = "gemmscope.result/1";
@@ -111,7 +114,15 @@ Cell read_cell(const json& c, const std::string& where) {
   st.max_ms = c.value("max_ms", st.mean_ms);
   st.stdev_ms = c.value("stdev_ms", 0.0);
   st.iters = c.value("iters", 0);
-  return Cell::measured(st);
+  Cell cell = Cell::measured(st);
+  if (const json* ck = find(c, "clock"); ck && ck->is_object()) {
+    ClockSample s;
+    s.sm_mhz = ck->value("sm_mhz", 0);
+    s.max_sm_mhz = ck->value("max_sm_mhz", 0);
+    s.reasons = ck->value("reasons", uint64_t{0});
+    cell.clock = s;
+  }
+  return cell;
 }
 
 }  // namespace

@@ -297,6 +297,31 @@ std::string accuracy_block(const RunResult& r, Footnotes& fn) {
   return out;
 }
 
+// The SM clock samples of the measured cells: range, and how many ran power-capped or
+// thermally slowed (the reason a cell can read slow without anything being wrong with it).
+std::string clock_line(const RunResult& r) {
+  int lo = 0, hi = 0, max_mhz = 0, n = 0, ok = 0, capped = 0, thermal = 0;
+  for (const auto& mode : r.cells)
+    for (const auto& gemm : mode)
+      for (const Cell& c : gemm) {
+        if (!c.ok) continue;
+        ++ok;
+        if (!c.clock) continue;
+        const ClockSample& s = *c.clock;
+        lo = n ? std::min(lo, s.sm_mhz) : s.sm_mhz;
+        hi = n ? std::max(hi, s.sm_mhz) : s.sm_mhz;
+        max_mhz = std::max(max_mhz, s.max_sm_mhz);
+        capped += s.power_capped();
+        thermal += s.thermal();
+        ++n;
+      }
+  if (ok == 0) return {};
+  if (n == 0) return "SM clock: not sampled (NVML not available)\n";
+  return fmt::format("SM clock (sampled mid-loop, {} of {} cells): {}-{} MHz, device max {} MHz; power cap active in {}, "
+                     "thermal slowdown in {}\n",
+                     n, ok, lo, hi, max_mhz, capped, thermal);
+}
+
 }  // namespace
 
 std::string format_thousands(int64_t v) {
@@ -338,9 +363,11 @@ std::string render_text(const RunResult& r) {
                                     r.plan.gemms[g].label(), to_string(r.precisions[p]));
         }
       }
-  if (worst_cv >= 0)
+  if (worst_cv >= 0) {
     out += fmt::format("Timing spread: largest stdev {:.1f}% of mean ({}); median within {:.1f}% of mean everywhere\n",
                        100 * worst_cv, worst_where, 100 * worst_gap);
+    out += clock_line(r);
+  }
   if (r.has_accuracy) {
     if (r.modes.empty()) {
       out += fmt::format("GEMM Accuracy ({}) on {}\n", r.plan.model_mode ? "Model Config Mode" : "Shape Mode", device_name(r));

@@ -20,10 +20,23 @@ struct Stats {
 // Summary statistics of per-iteration times. Throws std::invalid_argument on an empty sample.
 Stats summarize(const std::vector<double>& samples_ms);
 
+// GPU clock state sampled by the host halfway through a cell's timed loop (NVML). Absent when
+// NVML is not available; one sample per cell, so it shows the state, not an average.
+struct ClockSample {
+  int sm_mhz = 0;         // SM clock at the sample
+  int max_sm_mhz = 0;     // the device's maximum SM clock
+  uint64_t reasons = 0;   // NVML clocks-event reasons (bitmask, nvml.h nvmlClocksEventReason*)
+  static constexpr uint64_t kPowerCap = 0x4 | 0x80;         // SW power cap, HW power brake
+  static constexpr uint64_t kThermal = 0x8 | 0x20 | 0x40;   // HW slowdown, SW / HW thermal slowdown
+  bool power_capped() const { return (reasons & kPowerCap) != 0; }
+  bool thermal() const { return (reasons & kThermal) != 0; }
+};
+
 struct Cell {
   bool ok = false;
   std::string reason;  // why the cell is N/A
   Stats stats;
+  std::optional<ClockSample> clock;  // measured cells, when the engine can read clocks
   static Cell na(std::string why) { Cell c; c.reason = std::move(why); return c; }
   static Cell measured(const Stats& s) { Cell c; c.ok = true; c.stats = s; return c; }
 };

@@ -1,10 +1,12 @@
 #include <cublasLt.h>
 #include <fmt/format.h>
 
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "core/results.hpp"
+#include "cuda/clock_probe.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/engine_cuda.hpp"
@@ -23,6 +25,7 @@ class CudaEngine final : public Engine {
     GS_CUDA(cudaSetDevice(o.device));
     cc_ = device_info().compute_capability();
     opts_.recipe.fp8_block_via_mxfp8 = cc_ >= 100;
+    probe_ = std::make_unique<ClockProbe>(o.device);
     GS_CUBLAS(cublasLtCreate(&handle_));
     GS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     workspace_ = DeviceBuffer(kWorkspaceBytes);
@@ -151,6 +154,9 @@ class CudaEngine final : public Engine {
         step();
         GS_CUDA(cudaEventRecord(events_[static_cast<size_t>(i) + 1], stream_));
       }
+      // Halfway through the timed loop (the rest is still queued): the clock state it runs at.
+      GS_CUDA(cudaEventSynchronize(events_[static_cast<size_t>(iters / 2)]));
+      const std::optional<ClockSample> clock = probe_->sample();
       GS_CUDA(cudaEventSynchronize(events_[static_cast<size_t>(iters)]));
       std::vector<double> samples(static_cast<size_t>(iters));
       for (int i = 0; i < iters; ++i) {
@@ -158,7 +164,9 @@ class CudaEngine final : public Engine {
         GS_CUDA(cudaEventElapsedTime(&ms, events_[static_cast<size_t>(i)], events_[static_cast<size_t>(i) + 1]));
         samples[static_cast<size_t>(i)] = ms;
       }
-      return Cell::measured(summarize(samples));
+      Cell cell = Cell::measured(summarize(samples));
+      cell.clock = clock;
+      return cell;
     } catch (const CublasError& e) {
       cudaStreamSynchronize(stream_);
       if (e.not_supported()) return Cell::na(fmt::format("cuBLASLt NOT_SUPPORTED ({})", describe(recipe)));
@@ -207,6 +215,7 @@ class CudaEngine final : public Engine {
 
   EngineOptions opts_;
   int cc_ = 0;  // compute capability, read once
+  std::unique_ptr<ClockProbe> probe_;
   cublasLtHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
   DeviceBuffer workspace_;

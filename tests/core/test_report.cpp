@@ -1,5 +1,6 @@
 // Reports from a fixed fake result: golden text, JSON round trip, CSV, and the runner's
 // capability gating driven by a fake engine.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -120,6 +121,28 @@ TEST(Runner, MeasuresGemmByGemmAndFillsEveryCell) {
       EXPECT_DOUBLE_EQ(r.cell(i % 3, g, i / 3).stats.mean_ms,
                        1.0 + static_cast<int>(p) * 0.1 + static_cast<int>(m) * 0.01);
     }
+}
+
+TEST(Report, ClockSamplesInTextAndJson) {
+  RunResult r = fake_run({Mode::Autocast});
+  EXPECT_NE(render_text(r).find("SM clock: not sampled (NVML not available)"), std::string::npos);
+  ClockSample a, b;
+  a.sm_mhz = 1980; a.max_sm_mhz = 1980;
+  b.sm_mhz = 1545; b.max_sm_mhz = 1980; b.reasons = 0x4;  // SW power cap
+  r.cells[0][0][0].clock = a;
+  r.cells[0][1][1].clock = b;
+  int ok = 0;
+  for (const auto& g : r.cells[0])
+    for (const Cell& c : g) ok += c.ok;
+  EXPECT_NE(render_text(r).find(fmt::format("SM clock (sampled mid-loop, 2 of {} cells): 1545-1980 MHz, device max 1980 "
+                                            "MHz; power cap active in 1, thermal slowdown in 0", ok)),
+            std::string::npos)
+      << render_text(r);
+  const RunResult back = from_json(to_json(r));
+  ASSERT_TRUE(back.cell(0, 1, 1).clock.has_value());
+  EXPECT_EQ(back.cell(0, 1, 1).clock->sm_mhz, 1545);
+  EXPECT_TRUE(back.cell(0, 1, 1).clock->power_capped());
+  EXPECT_FALSE(back.cell(0, 0, 1).clock.has_value());
 }
 
 TEST(Runner, BlackwellRunsEverythingAndLabelsFp8BlockEmulated) {

@@ -1,9 +1,39 @@
 #include <cuda_runtime.h>
 
+#include "core/plan.hpp"
+#include "cuda/clock_probe.hpp"
+#include "cuda/engine_cuda.hpp"
 #include "gpu_test_util.hpp"
 
 TEST(GpuSmoke, DeviceReportsHopperOrNewer) {
   GS_REQUIRE_GPU();
   // The GPU engine targets sm_90+; on anything older the precision tests would be meaningless.
   EXPECT_GE(gs::test::compute_capability(), 90);
+}
+
+// NVML clock samples: plausible values from the probe, and on every measured cell.
+TEST(ClockTelemetry, ProbeAndEngineSampleTheSmClock) {
+  GS_REQUIRE_GPU();
+  gs::cuda::ClockProbe probe(0);
+  if (!probe.available()) GTEST_SKIP() << "NVML not available: " << probe.why();
+  const auto s = probe.sample();
+  ASSERT_TRUE(s.has_value());
+  EXPECT_GT(s->max_sm_mhz, 500);
+  EXPECT_GT(s->sm_mhz, 0);
+  EXPECT_LE(s->sm_mhz, s->max_sm_mhz);
+
+  gs::EngineOptions o;
+  o.timing.warmup = 2;
+  o.timing.iters = 100;  // ~20 ms of GEMMs: the sample lands while the GPU is busy
+  std::string why;
+  auto engine = gs::cuda::make_engine(o, why);
+  ASSERT_NE(engine, nullptr) << why;
+  const gs::Gemm g = gs::build_shapes_plan("4096").gemms[0];
+  const gs::Cell c = engine->measure(g, gs::Precision::BF16, gs::Mode::Autocast);
+  ASSERT_TRUE(c.ok) << c.reason;
+  ASSERT_TRUE(c.clock.has_value()) << "a measured cell carries its clock sample";
+  EXPECT_EQ(c.clock->max_sm_mhz, s->max_sm_mhz);
+  // Sampled while 4096^3 BF16 GEMMs run: the GPU is not idle and well above its idle clock.
+  EXPECT_FALSE(c.clock->reasons & 0x1) << "GPU-idle reason set during the timed loop";
+  EXPECT_GT(c.clock->sm_mhz, s->max_sm_mhz / 3);
 }
