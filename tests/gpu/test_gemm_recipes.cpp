@@ -16,6 +16,11 @@
 #include "cuda/recipe_gemm.hpp"
 #include "gpu_test_util.hpp"
 
+namespace gs {
+// Found by ADL for Precision-parameterized tests: gtest/ctest print the name, not the bytes.
+void PrintTo(Precision p, std::ostream* os) { *os << to_string(p); }
+}  // namespace gs
+
 using namespace gs;
 using namespace gs::cuda;
 
@@ -103,6 +108,10 @@ struct LtContext {
 };
 
 struct Case { Precision precision; Pass pass; Mode mode; };
+// Readable parameter descriptions in gtest/ctest output (instead of the object's bytes).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << to_string(c.precision) << ' ' << pass_label(c.pass) << ' ' << to_string(c.mode);
+}
 
 class RecipeGemmTest : public ::testing::TestWithParam<Case> {};
 
