@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -68,12 +70,26 @@ namespace {
 
 int64_t json_int(const nlohmann::json& j, const char* key, const std::string& origin) {
   const auto& v = j.at(key);
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    throw UsageError(fmt::format("{}: '{}' = {} is too large", origin, key, v.dump()));
   if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_number_float()) {
     double d = v.get<double>();
-    if (d == static_cast<double>(static_cast<int64_t>(d))) return static_cast<int64_t>(d);
+    if (std::isfinite(d) && std::fabs(d) < 9.0e18 && d == std::trunc(d)) return static_cast<int64_t>(d);
   }
   throw UsageError(fmt::format("{}: '{}' must be an integer, got {}", origin, key, v.dump()));
+}
+
+// A size read from config.json: an integer, > 0 (or >= 0 where 0 means "derive it").
+int64_t json_size(const nlohmann::json& j, const char* key, const std::string& origin, bool allow_zero = false) {
+  const int64_t v = json_int(j, key, origin);
+  if (v < 0 || (!allow_zero && v == 0))
+    throw UsageError(fmt::format("{}: '{}' must be {}, got {}", origin, key, allow_zero ? ">= 0" : "> 0", v));
+  return v;
+}
+
+std::string json_string(const nlohmann::json& j, const char* key) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
 
 }  // namespace
@@ -82,7 +98,7 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("{}: not valid JSON ({})", origin, e.what()));
   }
   if (!j.is_object()) throw UsageError(fmt::format("{}: expected a JSON object", origin));
@@ -90,26 +106,26 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
   if (!j.contains("hidden_size") && j.contains("text_config") && j["text_config"].is_object())
     j = j["text_config"];
   ModelConfig c;
-  c.name = j.value("model_type", std::string("config.json"));
+  const std::string type = json_string(j, "model_type");
+  c.name = type.empty() ? std::string("config.json") : type;
   for (const char* req : {"hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers"})
     if (!j.contains(req) || j[req].is_null())
       throw UsageError(fmt::format("{}: missing required field '{}'", origin, req));
-  c.hidden_size = json_int(j, "hidden_size", origin);
-  c.intermediate_size = json_int(j, "intermediate_size", origin);
-  c.num_attention_heads = json_int(j, "num_attention_heads", origin);
-  c.num_hidden_layers = json_int(j, "num_hidden_layers", origin);
+  c.hidden_size = json_size(j, "hidden_size", origin);
+  c.intermediate_size = json_size(j, "intermediate_size", origin);
+  c.num_attention_heads = json_size(j, "num_attention_heads", origin);
+  c.num_hidden_layers = json_size(j, "num_hidden_layers", origin);
   if (j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null())
-    c.num_key_value_heads = json_int(j, "num_key_value_heads", origin);
-  if (j.contains("head_dim") && !j["head_dim"].is_null()) c.head_dim = json_int(j, "head_dim", origin);
-  if (j.contains("vocab_size") && !j["vocab_size"].is_null()) c.vocab_size = json_int(j, "vocab_size", origin);
-  // Gated MLPs: the activation name says it (silu/swiglu/geglu/gelu_pytorch_tanh in Llama/Mistral/
-  // Qwen/Gemma families), as do architectures that always gate.
+    c.num_key_value_heads = json_size(j, "num_key_value_heads", origin, true);
+  if (j.contains("head_dim") && !j["head_dim"].is_null()) c.head_dim = json_size(j, "head_dim", origin, true);
+  if (j.contains("vocab_size") && !j["vocab_size"].is_null()) c.vocab_size = json_size(j, "vocab_size", origin, true);
+  // Gated MLPs: the activation name says it (silu/swiglu/geglu in the Llama/Mistral/Qwen
+  // families), as do architectures that always gate. A GELU name alone does not: Gemma's
+  // gelu_pytorch_tanh is gated (by architecture) but StarCoder2's and GPT-J's GELUs are not.
   std::string act;
   for (const char* key : {"hidden_act", "hidden_activation", "activation_function"})
-    if (j.contains(key) && j[key].is_string()) { act = j[key].get<std::string>(); break; }
-  std::string type = j.value("model_type", std::string());
-  const bool gated_act = act == "silu" || act == "swiglu" || act == "geglu" || act == "swish" ||
-                         act == "reglu" || act == "gelu_pytorch_tanh";
+    if (!(act = json_string(j, key)).empty()) break;
+  const bool gated_act = act == "silu" || act == "swiglu" || act == "geglu" || act == "swish" || act == "reglu";
   const bool gated_arch = type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" ||
                           type == "gemma" || type == "gemma2" || type == "gemma3_text" || type == "mixtral";
   c.gated_mlp = gated_act || gated_arch;
@@ -119,6 +135,11 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
 }
 
 ModelConfig load_hf_config(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw UsageError(fmt::format("config file '{}' is a directory (pass the config.json inside it)", path));
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw UsageError(fmt::format("config file '{}' is not a regular file", path));
   std::ifstream f(path);
   if (!f) throw UsageError(fmt::format("cannot read config file '{}'", path));
   std::stringstream ss;

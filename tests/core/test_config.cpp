@@ -54,6 +54,40 @@ TEST(HfConfig, GeluIsNotGatedAndHeadDimRead) {
   EXPECT_EQ(c.vocab_size, 0);
 }
 
+// GELU names decide nothing on their own: StarCoder2 (gelu_pytorch_tanh) is not gated, Gemma
+// (the same activation) is, by architecture.
+TEST(HfConfig, GatingFollowsArchitectureForGeluNames) {
+  const char* starcoder = R"({"model_type":"starcoder2","hidden_size":6144,"intermediate_size":24576,
+    "num_attention_heads":48,"num_key_value_heads":4,"num_hidden_layers":40,"hidden_act":"gelu_pytorch_tanh"})";
+  EXPECT_FALSE(parse_hf_config(starcoder, "sc2.json").gated_mlp);
+  const char* gemma = R"({"model_type":"gemma","hidden_size":3072,"intermediate_size":24576,
+    "num_attention_heads":16,"num_hidden_layers":28,"head_dim":256,"hidden_act":"gelu_pytorch_tanh"})";
+  EXPECT_TRUE(parse_hf_config(gemma, "gemma.json").gated_mlp);
+}
+
+// Bad values in config.json are named as config fields (not flags), and never wrap or throw
+// anything but a UsageError.
+TEST(HfConfig, BadValuesNameTheFileAndField) {
+  auto error_of = [](const std::string& js) {
+    try {
+      parse_hf_config(js, "cfg.json");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string base = R"("intermediate_size":16384,"num_attention_heads":32,"num_hidden_layers":24)";
+  EXPECT_EQ(error_of("{\"hidden_size\":-4096," + base + "}"), "cfg.json: 'hidden_size' must be > 0, got -4096");
+  EXPECT_EQ(error_of("{\"hidden_size\":18446744073709551615," + base + "}"),
+            "cfg.json: 'hidden_size' = 18446744073709551615 is too large");
+  EXPECT_NE(error_of("{\"hidden_size\":1e400," + base + "}"), "no error");  // parse error, named
+  EXPECT_EQ(error_of("{\"hidden_size\":1e30," + base + "}"), "cfg.json: 'hidden_size' must be an integer, got 1e+30");
+  EXPECT_EQ(error_of("{\"hidden_size\":4096,\"num_key_value_heads\":-1," + base + "}"),
+            "cfg.json: 'num_key_value_heads' must be >= 0, got -1");
+  // model_type of the wrong type is ignored, not an exception.
+  EXPECT_EQ(parse_hf_config("{\"model_type\":5,\"hidden_size\":4096," + base + "}", "cfg.json").name, "config.json");
+}
+
 TEST(HfConfig, FlagsOverrideFileValues) {
   ModelConfig c = parse_hf_config(R"({"hidden_size":4096,"intermediate_size":14336,"num_attention_heads":32,
     "num_hidden_layers":32,"hidden_act":"silu"})", "x");
