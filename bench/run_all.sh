@@ -10,7 +10,7 @@ mkdir -p "$OUT"
 here=$(cd "$(dirname "$0")" && pwd)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv | tee "$OUT/gpu.txt"
 echo "== GPU tests"
-"$BIN/gemmscope_gpu_tests" > "$OUT/gpu_tests.log" 2>&1; echo "gpu tests exit $?"; tail -3 "$OUT/gpu_tests.log"
+GS_EXPECT_GPU=1 "$BIN/gemmscope_gpu_tests" > "$OUT/gpu_tests.log" 2>&1; echo "gpu tests exit $?"; tail -3 "$OUT/gpu_tests.log"
 echo "== quantization bandwidth"
 "$BIN/quant_bandwidth" --json "$OUT/quant_bw.json" > "$OUT/quant_bw.txt" 2>&1; tail -2 "$OUT/quant_bw.txt"
 echo "== 5B config, autocast + autocast-shared + pre-quantized"

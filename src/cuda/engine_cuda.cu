@@ -5,11 +5,13 @@
 #include <optional>
 #include <vector>
 
+#include "core/modes.hpp"
 #include "core/results.hpp"
 #include "cuda/clock_probe.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/engine_cuda.hpp"
+#include "cuda/launch_gate.hpp"
 #include "cuda/error_norm.cuh"
 #include "cuda/fill.cuh"
 #include "cuda/gemm_lt.hpp"
@@ -26,6 +28,7 @@ class CudaEngine final : public Engine {
     cc_ = device_info().compute_capability();
     opts_.recipe.fp8_block_via_mxfp8 = cc_ >= 100;
     probe_ = std::make_unique<ClockProbe>(o.device);
+    gate_ = std::make_unique<LaunchGate>();
     GS_CUBLAS(cublasLtCreate(&handle_));
     GS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     workspace_ = DeviceBuffer(kWorkspaceBytes);
@@ -69,8 +72,14 @@ class CudaEngine final : public Engine {
         GS_CUDA(cudaEventSynchronize(b));
         GS_CUDA(cudaEventElapsedTime(&elapsed, a, b));
       }
-    } catch (const CudaError&) {
+    } catch (const CudaError& e) {
       // Not enough memory for the warm-up problem: measurements still work, just less settled.
+      cudaGetLastError();
+      sources_.reset();
+      throw_if_context_lost(e.what(), "the GPU warm-up");
+    } catch (const CublasError&) {
+      // cuBLASLt has no BF16 algorithm for the warm-up GEMM: measure without it.
+      cudaStreamSynchronize(stream_);
       sources_.reset();
     }
   }
@@ -86,15 +95,18 @@ class CudaEngine final : public Engine {
       const size_t mn = static_cast<size_t>(g.m) * static_cast<size_t>(g.n);
       if (!reference_) {
         // FP32 output of a GEMM of the original BF16 operands (exact products, FP32 accumulation).
-        reference_ = DeviceBuffer(mn * sizeof(float));
+        // Built in a local buffer: reference_ is set only once the GEMM ran, never left uncomputed.
+        DeviceBuffer ref_out(mn * sizeof(float));
         LtProblem lp;
         lp.m = g.m; lp.n = g.n; lp.k = g.k;
         lp.l = {sources_->l.get(), CUDA_R_16BF, g.a.k_major, nullptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
         lp.r = {sources_->r.get(), CUDA_R_16BF, g.b.k_major, nullptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
-        lp.c = reference_.get();
+        lp.c = ref_out.get();
         lp.c_type = CUDA_R_32F;
         LtMatmul ref(handle_, lp, workspace_.get(), kWorkspaceBytes);
         ref.run(stream_);
+        GS_CUDA(cudaStreamSynchronize(stream_));
+        reference_ = std::move(ref_out);
       }
       AccuracyCell cell;
       cell.ok = true;
@@ -131,6 +143,7 @@ class CudaEngine final : public Engine {
       cudaGetLastError();
       sources_.reset();
       reference_ = DeviceBuffer();
+      throw_if_context_lost(e.what(), fmt::format("the accuracy of {} {}", g.shape(), to_string(p)));
       return AccuracyCell::na(e.oom() ? "out of GPU memory" : std::string("CUDA error: ") + e.what());
     } catch (const std::exception& e) {
       return AccuracyCell::na(e.what());
@@ -149,11 +162,15 @@ class CudaEngine final : public Engine {
       auto step = [&] { rg.step(stream_); };
       for (int i = 0; i < opts_.timing.warmup; ++i) step();
       const int iters = opts_.timing.iters;
+      // The whole timed loop is enqueued behind a closed gate, then released: the GPU runs it back
+      // to back even where one iteration's launches take longer on the host than it runs.
+      gate_->close(stream_);
       GS_CUDA(cudaEventRecord(events_[0], stream_));
       for (int i = 0; i < iters; ++i) {
         step();
         GS_CUDA(cudaEventRecord(events_[static_cast<size_t>(i) + 1], stream_));
       }
+      gate_->release();
       // Halfway through the timed loop (the rest is still queued): the clock state it runs at.
       GS_CUDA(cudaEventSynchronize(events_[static_cast<size_t>(iters / 2)]));
       const std::optional<ClockSample> clock = probe_->sample();
@@ -168,12 +185,15 @@ class CudaEngine final : public Engine {
       cell.clock = clock;
       return cell;
     } catch (const CublasError& e) {
+      gate_->release();
       cudaStreamSynchronize(stream_);
       if (e.not_supported()) return Cell::na(fmt::format("cuBLASLt NOT_SUPPORTED ({})", describe(recipe)));
       return Cell::na(e.what());
     } catch (const CudaError& e) {
+      gate_->release();     // never leave the stream blocked behind the gate
       cudaGetLastError();  // clear a non-sticky error
       sources_.reset();
+      throw_if_context_lost(e.what(), fmt::format("{} {} {}", g.shape(), to_string(p), to_string(mode)));
       if (e.oom()) {
         size_t free_b = 0, total_b = 0;
         cudaMemGetInfo(&free_b, &total_b);
@@ -182,11 +202,22 @@ class CudaEngine final : public Engine {
       }
       return Cell::na(fmt::format("CUDA error: {}", e.what()));
     } catch (const std::exception& e) {
+      gate_->release();
       return Cell::na(e.what());
     }
   }
 
  private:
+  // A sticky CUDA error (illegal address, launch failure, ...) poisons the context: every later
+  // cell would be an error too. Stop the run with the cause instead of reporting N/A cells.
+  static void throw_if_context_lost(const std::string& what, const std::string& where) {
+    const cudaError_t e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) return;
+    throw std::runtime_error(fmt::format("the GPU reported an unrecoverable error during {} ({}; then {}); "
+                                         "no further measurement is possible in this process",
+                                         where, what, cudaGetErrorString(e)));
+  }
+
   static std::string describe(const Recipe& r) {
     return fmt::format("{} {}/{} x {} {}/{}", to_string(r.a.format), to_string(r.a.scaling), "L",
                        to_string(r.b.format), to_string(r.b.scaling), "R");
@@ -216,6 +247,7 @@ class CudaEngine final : public Engine {
   EngineOptions opts_;
   int cc_ = 0;  // compute capability, read once
   std::unique_ptr<ClockProbe> probe_;
+  std::unique_ptr<LaunchGate> gate_;  // created after cudaSetDevice
   cublasLtHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
   DeviceBuffer workspace_;

@@ -76,6 +76,9 @@ QuantizedOperand::QuantizedOperand(const OperandRecipe& recipe, const __nv_bfloa
       GS_CUDA(cudaMemset(pos_.get(), 0, sizeof(int)));
       const float one = 1.f;  // TE starts from scale 1 and an empty history
       GS_CUDA(cudaMemcpy(delayed_scale_.get(), &one, sizeof one, cudaMemcpyHostToDevice));
+      // These run on the legacy default stream, which the engine's non-blocking stream does not
+      // wait for: finish them before any kernel on another stream reads the history or scale.
+      GS_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
       break;
     }
     case Scaling::Block1x128:
@@ -86,6 +89,7 @@ QuantizedOperand::QuantizedOperand(const OperandRecipe& recipe, const __nv_bfloa
       q_ = DeviceBuffer(elems);
       scale_ = DeviceBuffer(sizeof(float) * static_cast<size_t>(block_scale_count_128x128(to_int(outer), to_int(k))));
       GS_CUDA(cudaMemset(scale_.get(), 0, scale_.bytes()));  // padding columns stay defined
+      GS_CUDA(cudaStreamSynchronize(cudaStreamLegacy));       // see TensorDelayed
       break;
     case Scaling::None:
       break;

@@ -180,7 +180,10 @@ TEST(Summary, SumsSpeedupsAndNa) {
 TEST(Report, GoldenText) {
   const std::string got = render_text(fake_run({Mode::Autocast, Mode::PreQuantized}));
   const std::string path = std::string(GS_TEST_DATA_DIR) + "/golden_report.txt";
-  if (std::getenv("GS_UPDATE_GOLDEN")) { std::ofstream(path) << got; }
+  if (std::getenv("GS_UPDATE_GOLDEN")) {
+    std::ofstream(path) << got;
+    FAIL() << "rewrote " << path << ": review the diff, then run again without GS_UPDATE_GOLDEN";
+  }
   const std::string want = slurp(path);
   ASSERT_FALSE(want.empty()) << "missing " << path << " (run with GS_UPDATE_GOLDEN=1 once and review it)";
   EXPECT_EQ(got, want);

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 
 namespace gs::test {
@@ -28,8 +29,15 @@ inline int compute_capability() {
 
 }  // namespace gs::test
 
+// GS_EXPECT_GPU=1 (set by bench/run_all.sh on GPU nodes) turns the skip into a failure, so a
+// node whose driver or device is broken cannot pass the GPU tests by skipping them.
 #define GS_REQUIRE_GPU()                                                         \
   do {                                                                           \
     std::string gs_why_ = ::gs::test::gpu_unavailable_reason();                  \
-    if (!gs_why_.empty()) GTEST_SKIP() << "GPU test skipped: " << gs_why_;       \
+    if (!gs_why_.empty()) {                                                      \
+      const char* gs_expect_ = std::getenv("GS_EXPECT_GPU");                     \
+      if (gs_expect_ && std::string(gs_expect_) == "1")                          \
+        FAIL() << "GS_EXPECT_GPU=1 but " << gs_why_;                             \
+      GTEST_SKIP() << "GPU test skipped: " << gs_why_;                           \
+    }                                                                            \
   } while (0)

@@ -1,8 +1,12 @@
 #include <cuda_runtime.h>
 
+#include <chrono>
+#include <thread>
+
 #include "core/plan.hpp"
 #include "cuda/clock_probe.hpp"
 #include "cuda/engine_cuda.hpp"
+#include "cuda/launch_gate.hpp"
 #include "gpu_test_util.hpp"
 
 TEST(GpuSmoke, DeviceReportsHopperOrNewer) {
@@ -36,4 +40,31 @@ TEST(ClockTelemetry, ProbeAndEngineSampleTheSmClock) {
   // Sampled while 4096^3 BF16 GEMMs run: the GPU is not idle and well above its idle clock.
   EXPECT_FALSE(c.clock->reasons & 0x1) << "GPU-idle reason set during the timed loop";
   EXPECT_GT(c.clock->sm_mhz, s->max_sm_mhz / 3);
+}
+
+// The launch gate holds a stream until released (or its timeout), so a timed loop runs back to
+// back on the GPU however slowly the host enqueues it.
+TEST(LaunchGate, HoldsTheStreamUntilReleasedAndTimesOut) {
+  GS_REQUIRE_GPU();
+  cudaStream_t s;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  cudaEvent_t after;
+  ASSERT_EQ(cudaEventCreate(&after), cudaSuccess);
+  {
+    gs::cuda::LaunchGate gate;
+    gate.close(s, /*timeout_ms=*/5000.0);
+    ASSERT_EQ(cudaEventRecord(after, s), cudaSuccess);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(cudaEventQuery(after), cudaErrorNotReady) << "work behind a closed gate must wait";
+    gate.release();
+    ASSERT_EQ(cudaEventSynchronize(after), cudaSuccess);
+    EXPECT_FALSE(gate.timed_out());
+
+    gate.close(s, /*timeout_ms=*/2.0);  // never released: opens by itself
+    ASSERT_EQ(cudaEventRecord(after, s), cudaSuccess);
+    ASSERT_EQ(cudaEventSynchronize(after), cudaSuccess);
+    EXPECT_TRUE(gate.timed_out());
+  }
+  cudaEventDestroy(after);
+  cudaStreamDestroy(s);
 }

@@ -1,0 +1,27 @@
+// Holds a stream's queue closed while the host enqueues a timed loop, so the GPU runs the loop
+// back to back instead of at the host's launch rate (small GEMMs take less GPU time than their
+// launches take host time). A one-thread kernel spins on a host-mapped flag; release() opens it.
+// A timeout (GPU clock) bounds the wait if the host blocks first, e.g. on a full launch queue.
+#pragma once
+#include <cuda_runtime.h>
+
+namespace gs::cuda {
+
+class LaunchGate {
+ public:
+  LaunchGate();  // throws CudaError
+  ~LaunchGate();
+  LaunchGate(const LaunchGate&) = delete;
+  LaunchGate& operator=(const LaunchGate&) = delete;
+
+  // Enqueue the closed gate on `s`; everything enqueued after it waits for release() or the timeout.
+  void close(cudaStream_t s, double timeout_ms = 200.0);
+  void release();
+  // After the work behind the gate completed: did the gate open by timeout rather than release()?
+  bool timed_out() const;
+
+ private:
+  volatile int* flags_ = nullptr;  // [0] open (host writes), [1] timed out (device writes)
+};
+
+}  // namespace gs::cuda
