@@ -4,8 +4,7 @@
 
 namespace gs::cuda {
 
-LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* ws, size_t ws_bytes)
-    : handle_(handle), p_(p), ws_(ws), ws_bytes_(ws_bytes) {
+LtDescriptors::LtDescriptors(const LtProblem& p) {
   try {
     GS_CUBLAS(cublasLtMatmulDescCreate(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     const cublasOperation_t ta = p.r.k_major ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -35,29 +34,15 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* ws, size_t
     if (p.l.k_major) GS_CUBLAS(cublasLtMatrixLayoutCreate(&b_, p.l.type, k, m, static_cast<int64_t>(k)));
     else GS_CUBLAS(cublasLtMatrixLayoutCreate(&b_, p.l.type, m, k, static_cast<int64_t>(m)));
     GS_CUBLAS(cublasLtMatrixLayoutCreate(&c_, p.c_type, n, m, static_cast<int64_t>(n)));
-
-    cublasLtMatmulPreference_t pref = nullptr;
-    GS_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
-    cublasLtMatmulHeuristicResult_t heur[1]{};
-    int found = 0;
-    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                             &ws_bytes_, sizeof ws_bytes_);
-    if (st == CUBLAS_STATUS_SUCCESS)
-      st = cublasLtMatmulAlgoGetHeuristic(handle_, desc_, a_, b_, c_, c_, pref, 1, heur, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS) throw_cublas(st, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
-    if (found == 0 || heur[0].state != CUBLAS_STATUS_SUCCESS)
-      throw CublasError(CUBLAS_STATUS_NOT_SUPPORTED, "cuBLASLt heuristic found no algorithm");
-    algo_ = heur[0].algo;
   } catch (...) {
     release();
     throw;
   }
 }
 
-LtMatmul::~LtMatmul() { release(); }
+LtDescriptors::~LtDescriptors() { release(); }
 
-void LtMatmul::release() {
+void LtDescriptors::release() {
   if (c_) cublasLtMatrixLayoutDestroy(c_);
   if (b_) cublasLtMatrixLayoutDestroy(b_);
   if (a_) cublasLtMatrixLayoutDestroy(a_);
@@ -66,12 +51,31 @@ void LtMatmul::release() {
   desc_ = nullptr;
 }
 
+LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* ws, size_t ws_bytes)
+    : handle_(handle), p_(p), d_(p), ws_(ws), ws_bytes_(ws_bytes) {
+  {
+    cublasLtMatmulPreference_t pref = nullptr;
+    GS_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
+    cublasLtMatmulHeuristicResult_t heur[1]{};
+    int found = 0;
+    cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                             &ws_bytes_, sizeof ws_bytes_);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulAlgoGetHeuristic(handle_, d_.desc(), d_.a(), d_.b(), d_.c(), d_.c(), pref, 1, heur, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS) throw_cublas(st, "cublasLtMatmulAlgoGetHeuristic", __FILE__, __LINE__);
+    if (found == 0 || heur[0].state != CUBLAS_STATUS_SUCCESS)
+      throw CublasError(CUBLAS_STATUS_NOT_SUPPORTED, "cuBLASLt heuristic found no algorithm");
+    algo_ = heur[0].algo;
+  }
+}
+
 void LtMatmul::run(cudaStream_t s) {
   const void* alpha = p_.alpha_device ? static_cast<const void*>(p_.alpha_device) : &alpha_;
   // In device pointer mode beta must live on the device too: alpha_device points at {alpha, 0}.
   const void* beta = p_.alpha_device ? static_cast<const void*>(p_.alpha_device + 1) : &beta_;
-  GS_CUBLAS(cublasLtMatmul(handle_, desc_, alpha, p_.r.data, a_, p_.l.data, b_, beta, p_.c, c_, p_.c, c_, &algo_, ws_,
-                           ws_bytes_, s));
+  GS_CUBLAS(cublasLtMatmul(handle_, d_.desc(), alpha, p_.r.data, d_.a(), p_.l.data, d_.b(), beta, p_.c, d_.c(), p_.c,
+                           d_.c(), &algo_, ws_, ws_bytes_, s));
 }
 
 }  // namespace gs::cuda

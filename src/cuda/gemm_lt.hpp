@@ -36,28 +36,44 @@ struct LtProblem {
   const float* alpha_device = nullptr;
 };
 
-// Owns the descriptors and the chosen algorithm. Construction throws CublasError
-// (NOT_SUPPORTED when cuBLASLt has no kernel: an N/A cell, not a crash).
-class LtMatmul {
+// The matmul descriptor and the A/B/C layouts of a problem (cuBLASLt's A = R, B = L). Needs no
+// GPU and no handle, so the host tests read back exactly what every recipe, Blackwell's
+// included, hands cuBLASLt. Throws CublasError.
+class LtDescriptors {
  public:
-  LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* workspace, size_t workspace_bytes);
-  ~LtMatmul();
-  LtMatmul(const LtMatmul&) = delete;
-  LtMatmul& operator=(const LtMatmul&) = delete;
-  void run(cudaStream_t s);
+  explicit LtDescriptors(const LtProblem& p);
+  ~LtDescriptors();
+  LtDescriptors(const LtDescriptors&) = delete;
+  LtDescriptors& operator=(const LtDescriptors&) = delete;
+  cublasLtMatmulDesc_t desc() const { return desc_; }
+  cublasLtMatrixLayout_t a() const { return a_; }
+  cublasLtMatrixLayout_t b() const { return b_; }
+  cublasLtMatrixLayout_t c() const { return c_; }
   const std::string& layout() const { return layout_; }  // e.g. "TN"
 
  private:
   void release();
-  cublasLtHandle_t handle_;
-  LtProblem p_;
   cublasLtMatmulDesc_t desc_ = nullptr;
   cublasLtMatrixLayout_t a_ = nullptr, b_ = nullptr, c_ = nullptr;
+  std::string layout_;
+};
+
+// The descriptors plus the heuristic's algorithm. Construction throws CublasError
+// (NOT_SUPPORTED when cuBLASLt has no kernel: an N/A cell, not a crash).
+class LtMatmul {
+ public:
+  LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* workspace, size_t workspace_bytes);
+  void run(cudaStream_t s);
+  const std::string& layout() const { return d_.layout(); }
+
+ private:
+  cublasLtHandle_t handle_;
+  LtProblem p_;
+  LtDescriptors d_;
   cublasLtMatmulAlgo_t algo_{};
   void* ws_;
   size_t ws_bytes_;
   float alpha_ = 1.f, beta_ = 0.f;
-  std::string layout_;
 };
 
 constexpr size_t kWorkspaceBytes = 32u << 20;  // 32 MiB, as recommended for sm_90 / sm_100

@@ -217,15 +217,17 @@ void QuantizedOperand::after_gemm(cudaStream_t s) {
                          delayed_scale_.get<float>(), s);
 }
 
-LtOperand QuantizedOperand::lt() const {
+LtOperand lt_operand(const OperandRecipe& r, const void* data, const void* scale) {
   LtOperand o;
-  o.data = q_.get();
-  o.type = cuda_type(recipe_.format);
+  o.data = data;
+  o.type = cuda_type(r.format);
   o.k_major = true;
-  o.scale = scale_.get();
-  o.scale_mode = lt_scale_mode(recipe_.scaling);
+  o.scale = scale;
+  o.scale_mode = lt_scale_mode(r.scaling);
   return o;
 }
+
+LtOperand QuantizedOperand::lt() const { return lt_operand(recipe_, q_.get(), scale_.get()); }
 
 std::vector<uint8_t> QuantizedOperand::data_host() const {
   std::vector<uint8_t> h(q_.bytes());

@@ -115,5 +115,7 @@ class RecipeGemm {
 cudaDataType_t cuda_type(ElemFormat f);
 // The cuBLASLt scale mode of a scaling (per-tensor scalings use the default scalar mode).
 cublasLtMatmulMatrixScale_t lt_scale_mode(Scaling s);
+// A quantized operand as cuBLASLt takes it: the recipe's type and scale mode, K-contiguous.
+LtOperand lt_operand(const OperandRecipe& r, const void* data, const void* scale);
 
 }  // namespace gs::cuda

@@ -7,6 +7,7 @@
 
 #include "core/plan.hpp"
 #include "core/recipe.hpp"
+#include "cuda/gemm_lt.hpp"
 #include "cuda/recipe_gemm.hpp"
 
 using namespace gs;
@@ -32,6 +33,83 @@ TEST(LtMappingHost, RecipesMapToTheDocumentedTypesAndScaleModes) {
   o.fp8_block_via_mxfp8 = true;
   EXPECT_EQ(cuda::lt_scale_mode(make_recipe(Precision::FP8Block, fprop, o).b.scaling),
             CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0);
+}
+
+namespace {
+
+template <class T>
+T desc_attr(cublasLtMatmulDesc_t d, cublasLtMatmulDescAttributes_t a) {
+  T v{};
+  size_t written = 0;
+  EXPECT_EQ(cublasLtMatmulDescGetAttribute(d, a, &v, sizeof v, &written), CUBLAS_STATUS_SUCCESS);
+  return v;
+}
+
+template <class T>
+T layout_attr(cublasLtMatrixLayout_t l, cublasLtMatrixLayoutAttribute_t a) {
+  T v{};
+  size_t written = 0;
+  EXPECT_EQ(cublasLtMatrixLayoutGetAttribute(l, a, &v, sizeof v, &written), CUBLAS_STATUS_SUCCESS);
+  return v;
+}
+
+// The problem RecipeGemm hands cuBLASLt for a quantized recipe, with stand-in pointers.
+cuda::LtProblem problem(const Gemm& g, const Recipe& r, bool device_alpha) {
+  static const char l_data = 0, l_scale = 0, r_data = 0, r_scale = 0;
+  static const float alpha[2] = {1.f, 0.f};
+  cuda::LtProblem p;
+  p.m = g.m; p.n = g.n; p.k = g.k;
+  p.l = cuda::lt_operand(r.a, &l_data, &l_scale);
+  p.r = cuda::lt_operand(r.b, &r_data, &r_scale);
+  p.fast_accum = r.fast_accum;
+  if (device_alpha) p.alpha_device = alpha;
+  return p;
+}
+
+}  // namespace
+
+// What gemm_lt.cpp builds for the Blackwell recipes, read back from cuBLASLt's own descriptor
+// objects (no GPU needed): TN transposes, the operand swap (A = R, B = L) with its scale pointers
+// and modes, FP4 layouts counted in elements, device pointer mode for NVFP4's alpha.
+TEST(LtMappingHost, BlackwellRecipeDescriptorsReadBack) {
+  const Plan plan = build_model_plan(default_config());
+  RecipeOptions o;
+  o.fp8_block_via_mxfp8 = true;  // sm_100
+  struct Want { Precision p; int gemm; cudaDataType_t a_type, b_type; cublasLtMatmulMatrixScale_t mode; bool alpha; };
+  for (const Want& w : {Want{Precision::NVFP4, 0, CUDA_R_4F_E2M1, CUDA_R_4F_E2M1, CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3, true},
+                        Want{Precision::NVFP4, 8, CUDA_R_4F_E2M1, CUDA_R_4F_E2M1, CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3, true},
+                        Want{Precision::MXFP8, 4, CUDA_R_8F_E5M2, CUDA_R_8F_E4M3,  // Dgrad: L = dY
+                        CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0, false},
+                        Want{Precision::MXFP8, 8, CUDA_R_8F_E4M3, CUDA_R_8F_E5M2,  // Wgrad: R = dY
+                        CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0, false},
+                        Want{Precision::FP8Block, 0, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0, false}}) {
+    const Gemm& g = plan.gemms[static_cast<size_t>(w.gemm)];
+    SCOPED_TRACE(std::string(to_string(w.p)) + " " + g.label());
+    const Recipe r = make_recipe(w.p, g, o);
+    const cuda::LtProblem p = problem(g, r, w.alpha);
+    const cuda::LtDescriptors d(p);
+    EXPECT_EQ(d.layout(), "TN");
+    EXPECT_EQ(desc_attr<cublasOperation_t>(d.desc(), CUBLASLT_MATMUL_DESC_TRANSA), CUBLAS_OP_T);
+    EXPECT_EQ(desc_attr<cublasOperation_t>(d.desc(), CUBLASLT_MATMUL_DESC_TRANSB), CUBLAS_OP_N);
+    // cuBLASLt's A is our R (weights in Fprop), B is our L.
+    EXPECT_EQ(desc_attr<const void*>(d.desc(), CUBLASLT_MATMUL_DESC_A_SCALE_POINTER), p.r.scale);
+    EXPECT_EQ(desc_attr<const void*>(d.desc(), CUBLASLT_MATMUL_DESC_B_SCALE_POINTER), p.l.scale);
+    EXPECT_EQ(desc_attr<cublasLtMatmulMatrixScale_t>(d.desc(), CUBLASLT_MATMUL_DESC_A_SCALE_MODE), w.mode);
+    EXPECT_EQ(desc_attr<cublasLtMatmulMatrixScale_t>(d.desc(), CUBLASLT_MATMUL_DESC_B_SCALE_MODE), w.mode);
+    EXPECT_EQ(desc_attr<int8_t>(d.desc(), CUBLASLT_MATMUL_DESC_FAST_ACCUM), r.fast_accum ? 1 : 0);
+    EXPECT_EQ(desc_attr<cublasLtPointerMode_t>(d.desc(), CUBLASLT_MATMUL_DESC_POINTER_MODE),
+              w.alpha ? CUBLASLT_POINTER_MODE_DEVICE : CUBLASLT_POINTER_MODE_HOST);
+    // A = R: k x n, ld k (K-contiguous); B = L: k x m, ld k; C: n x m BF16. FP4 counts elements.
+    EXPECT_EQ(layout_attr<cudaDataType_t>(d.a(), CUBLASLT_MATRIX_LAYOUT_TYPE), w.b_type);
+    EXPECT_EQ(layout_attr<cudaDataType_t>(d.b(), CUBLASLT_MATRIX_LAYOUT_TYPE), w.a_type);
+    EXPECT_EQ(layout_attr<uint64_t>(d.a(), CUBLASLT_MATRIX_LAYOUT_ROWS), static_cast<uint64_t>(g.k));
+    EXPECT_EQ(layout_attr<uint64_t>(d.a(), CUBLASLT_MATRIX_LAYOUT_COLS), static_cast<uint64_t>(g.n));
+    EXPECT_EQ(layout_attr<int64_t>(d.a(), CUBLASLT_MATRIX_LAYOUT_LD), g.k);
+    EXPECT_EQ(layout_attr<uint64_t>(d.b(), CUBLASLT_MATRIX_LAYOUT_COLS), static_cast<uint64_t>(g.m));
+    EXPECT_EQ(layout_attr<int64_t>(d.b(), CUBLASLT_MATRIX_LAYOUT_LD), g.k);
+    EXPECT_EQ(layout_attr<cudaDataType_t>(d.c(), CUBLASLT_MATRIX_LAYOUT_TYPE), CUDA_R_16BF);
+    EXPECT_EQ(layout_attr<int64_t>(d.c(), CUBLASLT_MATRIX_LAYOUT_LD), g.n);
+  }
 }
 
 TEST(LtMappingHost, Sm100DescriptorsAndFp4LayoutsBuildWithoutAGpu) {
