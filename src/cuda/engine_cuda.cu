@@ -29,18 +29,18 @@ class CudaEngine final : public Engine {
     opts_.recipe.fp8_block_via_mxfp8 = cc_ >= 100;
     probe_ = std::make_unique<ClockProbe>(o.device);
     gate_ = std::make_unique<LaunchGate>();
-    GS_CUBLAS(cublasLtCreate(&handle_));
-    GS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    workspace_ = DeviceBuffer(kWorkspaceBytes);
-    events_.resize(static_cast<size_t>(o.timing.iters) + 1);
-    for (auto& e : events_) GS_CUDA(cudaEventCreate(&e));
+    try {
+      GS_CUBLAS(cublasLtCreate(&handle_));
+      GS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      workspace_ = DeviceBuffer(kWorkspaceBytes);
+      events_.assign(static_cast<size_t>(o.timing.iters) + 1, nullptr);
+      for (auto& e : events_) GS_CUDA(cudaEventCreate(&e));
+    } catch (...) {
+      release();  // a constructor that throws gets no destructor call
+      throw;
+    }
   }
-  ~CudaEngine() override {
-    sources_.reset();
-    for (auto& e : events_) cudaEventDestroy(e);
-    if (stream_) cudaStreamDestroy(stream_);
-    if (handle_) cublasLtDestroy(handle_);
-  }
+  ~CudaEngine() override { release(); }
 
   DeviceInfo device_info() const override {
     cudaDeviceProp p{};
@@ -208,6 +208,17 @@ class CudaEngine final : public Engine {
   }
 
  private:
+  void release() {
+    sources_.reset();
+    for (auto& e : events_)
+      if (e) cudaEventDestroy(e);
+    events_.clear();
+    if (stream_) cudaStreamDestroy(stream_);
+    if (handle_) cublasLtDestroy(handle_);
+    stream_ = nullptr;
+    handle_ = nullptr;
+  }
+
   // A sticky CUDA error (illegal address, launch failure, ...) poisons the context: every later
   // cell would be an error too. Stop the run with the cause instead of reporting N/A cells.
   static void throw_if_context_lost(const std::string& what, const std::string& where) {
