@@ -311,6 +311,10 @@ int run_main(int argc, char** argv) {
 
 }  // namespace
 
+// Exit status: 0 ok, 1 regressions (compare only), 2 bad input, 3 no chart renderer (plot, -o),
+// 70 internal error.
+constexpr int kExitInternalError = 70;
+
 int main(int argc, char** argv) {
   try {
 #ifdef GS_HAVE_SUBCOMMANDS
@@ -322,7 +326,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "gemmscope: {}\n", e.what());
     return 2;
   } catch (const std::exception& e) {
+    // Not the user's input: 70 (EX_SOFTWARE), apart from compare's 1 = "regressions found".
     fmt::print(stderr, "gemmscope: internal error: {}\n", e.what());
-    return 1;
+    return kExitInternalError;
   }
 }

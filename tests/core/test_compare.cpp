@@ -326,6 +326,33 @@ TEST(Compare, BadFilesAreUsageErrors) {
             std::string::npos);
 
   EXPECT_THROW(gs::validate_result_json(json::array(), "arr.json"), UsageError);
+
+  // a number that overflows a double is a read error naming the file, not a nlohmann exception
+  std::string text = load("compare_a.json").dump();
+  text.replace(text.find("\"mean_ms\":") + 10, 0, "1e400, \"x\":");
+  const std::string overflow = temp_file("overflow.json", text);
+  EXPECT_NE(usage_error_of([&] { gs::load_result_json(overflow); })
+                .find(overflow + " cannot be read: number overflow parsing '1e400'"),
+            std::string::npos);
+
+  // a wrong type where the reader has a default names the field
+  json iters = load("compare_a.json");
+  iters["timing"]["iters"] = "abc";
+  EXPECT_NE(usage_error_of([&] { gs::validate_result_json(iters, "t.json"); }).find("t.json: timing.iters must be an integer"),
+            std::string::npos);
+
+  // a model result without layers cannot be compared (nor charted: the plot script refuses it too)
+  json layers = load("compare_a.json");
+  layers["config"]["num_hidden_layers"] = 0;
+  EXPECT_NE(usage_error_of([&] { gs::validate_result_json(layers, "l.json"); })
+                .find("l.json: config.num_hidden_layers must be from 1 to 16777216, got 0"),
+            std::string::npos);
+
+  // the same mode twice
+  json dup = load("compare_a.json");
+  dup["modes"] = {"autocast", "autocast"};
+  EXPECT_NE(usage_error_of([&] { gs::validate_result_json(dup, "d.json"); }).find("d.json: \"modes\" lists autocast twice"),
+            std::string::npos);
 }
 
 TEST(Compare, MismatchedFilesAreUsageErrors) {

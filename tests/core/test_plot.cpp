@@ -455,4 +455,42 @@ TEST(CompareBinary, ExitCodes) {
   EXPECT_EQ(p.rc, 2) << p.out;
 }
 
+// Any problem in an input file is bad input (2), never 1, which means "regressions found".
+TEST(CompareBinary, MalformedFilesExitTwo) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "no gemmscope binary at " << kBinary;
+  const std::string a = kData + "/compare_a.json";
+  std::string text = slurp(a);
+  const size_t at = text.find("\"mean_ms\":");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "\"overflow\": 1e400, ");
+  const fs::path overflow = work_dir() / "overflow.json";
+  std::ofstream(overflow) << text;
+  json doc = load("compare_a.json");
+  doc["timing"]["iters"] = "abc";
+  const fs::path type = work_dir() / "type_error.json";
+  std::ofstream(type) << doc.dump();
+  doc = load("compare_a.json");
+  doc["config"]["num_hidden_layers"] = -3;
+  const fs::path layers = work_dir() / "no_layers.json";
+  std::ofstream(layers) << doc.dump();
+  doc = load("compare_a.json");
+  doc["modes"] = {"autocast", "autocast"};
+  const fs::path dup = work_dir() / "dup_modes.json";
+  std::ofstream(dup) << doc.dump();
+  for (const auto& [path, message] : std::vector<std::pair<fs::path, std::string>>{
+           {overflow, "number overflow parsing '1e400'"},
+           {type, "timing.iters must be an integer"},
+           {layers, "config.num_hidden_layers must be from 1"},
+           {dup, "\"modes\" lists autocast twice"}}) {
+    for (const auto& args : {std::vector<std::string>{kBinary, "compare", a, path.string()},
+                             std::vector<std::string>{kBinary, "compare", path.string(), a}}) {
+      const Proc p = run(args);
+      EXPECT_EQ(p.rc, 2) << p.out;
+      EXPECT_NE(p.out.find(path.string()), std::string::npos) << p.out;
+      EXPECT_NE(p.out.find(message), std::string::npos) << p.out;
+      EXPECT_EQ(std::count(p.out.begin(), p.out.end(), '\n'), 1) << p.out;
+    }
+  }
+}
+
 }  // namespace
