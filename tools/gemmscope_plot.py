@@ -66,8 +66,14 @@ class InputError(Exception):
     """The user's input cannot be charted; the message is printed on one line, exit 2."""
 
 
+def printable(text):
+    """`text` with control characters (C0, DEL, C1) replaced by '?': strings from a result file
+    must not move the cursor or break the one-line message."""
+    return "".join("?" if (ord(ch) < 0x20 or 0x7f <= ord(ch) < 0xa0) else ch for ch in str(text))
+
+
 def fail(msg, code=EXIT_BAD_INPUT):
-    sys.stderr.write("gemmscope plot: error: %s\n" % msg)
+    sys.stderr.write("gemmscope plot: error: %s\n" % printable(msg))
     sys.exit(code)
 
 
@@ -114,6 +120,19 @@ def load_result(path):
     precs = doc.get("precisions")
     if not isinstance(precs, list) or not precs or not all(isinstance(p, str) for p in precs):
         raise InputError("%s: \"precisions\" must be a non-empty list of strings" % name)
+    for key, values in (("modes", modes), ("precisions", precs)):
+        for i, v in enumerate(values):
+            if v in values[:i]:
+                raise InputError("%s: \"%s\" lists %s twice" % (name, key, v))
+    # The optional objects the charts read: absent or null, else of the right type.
+    for key in ("tool", "timing", "device", "config", "summary"):
+        if doc.get(key) is not None and not isinstance(doc[key], dict):
+            raise InputError("%s: %s must be an object or null" % (name, key))
+    if doc.get("created") is not None and not isinstance(doc["created"], str):
+        raise InputError("%s: created must be a string" % name)
+    notes = doc.get("notes")
+    if notes is not None and (not isinstance(notes, list) or not all(isinstance(n, str) for n in notes)):
+        raise InputError("%s: notes must be a list of strings" % name)
     gemms = doc.get("gemms")
     if not isinstance(gemms, list) or not gemms:
         raise InputError("%s: \"gemms\" must be a non-empty list" % name)
@@ -827,6 +846,9 @@ def main(argv=None):
             chart_modes(doc, baseline, args.output)
     except InputError as e:
         fail(str(e))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as e:
+        # A value the checks above let through but a chart cannot use: still the file's problem.
+        fail("%s: cannot chart this result (%s: %s)" % (os.path.basename(args.result), type(e).__name__, e))
     print("wrote %s (%s chart%s)" % (args.output, kind, "" if kind == "modes" else ", mode " + mode))
     return 0
 

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
@@ -322,6 +323,17 @@ TEST(Plot, BadInputExitsTwo) {
   dry["dry_run"] = true;
   for (auto& g : dry["gemms"]) g.erase("results");
   std::ofstream(d / "dry.json") << dry.dump();
+  const auto write_edit = [&](const std::string& file, const std::function<void(json&)>& edit) {
+    json doc = load("model_5b_autocast.json");
+    edit(doc);
+    std::ofstream(d / file) << doc.dump();
+    return (d / file).string();
+  };
+  const std::string dup_modes = write_edit("dup_modes.json", [](json& j) { j["modes"] = {"autocast", "autocast"}; });
+  const std::string device_text = write_edit("device_text.json", [](json& j) { j["device"] = "H100"; });
+  const std::string timing_list = write_edit("timing_list.json", [](json& j) { j["timing"] = {1, 2}; });
+  const std::string notes_num = write_edit("notes_num.json", [](json& j) { j["notes"] = {"ok", 5}; });
+  const std::string escape = write_edit("escape.json", [](json& j) { j["modes"] = {"auto\x1b[2J\ncast"}; });
   const std::string out = (d / "bad.svg").string();
   struct Case {
     std::vector<std::string> args;
@@ -337,6 +349,12 @@ TEST(Plot, BadInputExitsTwo) {
       {{kData + "/model_5b_autocast.json", "-o", out, "--baseline", "NVFP4"}, "baseline NVFP4 is not in"},
       {{kData + "/shapes_4.json", "-o", out, "--kind", "model"}, "needs a model-config result"},
       {{kData + "/model_5b_autocast.json", "-o", (d / "chart.jpg").string()}, "unsupported type"},
+      {{dup_modes, "-o", out}, "dup_modes.json: \"modes\" lists autocast twice"},
+      {{device_text, "-o", out}, "device_text.json: device must be an object or null"},
+      {{timing_list, "-o", out}, "timing_list.json: timing must be an object or null"},
+      {{notes_num, "-o", out}, "notes_num.json: notes must be a list of strings"},
+      // strings from the file cannot move the cursor or add a line
+      {{escape, "-o", out, "--mode", "autocast"}, "(modes: auto?[2J?cast)"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {*py, kScript};
