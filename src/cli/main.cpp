@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fmt/format.h>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,14 +41,33 @@ struct Options {
   std::string out_chart, out_json, out_csv;
   std::string fp8_format = "hybrid", fp8_accum = "auto", timing = "cuda-events";
   bool nvfp4_no_2d = false, nvfp4_no_rht = false, nvfp4_no_sr = false;
-  int warmup = 10, iters = 100, amax_history = 1024, device = 0;
+  int64_t warmup = 10, iters = 100, amax_history = 1024, device = 0;
   double gpu_warmup = 5.0;
   uint64_t seed = 1234;
 };
 
+// The first of CLI11's comma-separated option names: "--hidden_size,--hidden-size" -> "--hidden_size".
+std::string first_name(const char* names) {
+  const std::string s = names;
+  return s.substr(0, s.find(','));
+}
+
+// Integer and number options take their text and parse it as plain decimal (text_util.hpp):
+// CLI11's own conversion detects bases (010 = 8, 0x200 = 512) and accepts nan/inf.
+CLI::Option* add_int(CLI::App& app, const char* names, int64_t& dst, const char* help) {
+  const std::string flag = first_name(names);
+  return app.add_option_function<std::string>(names, [&dst, flag](const std::string& v) { dst = parse_decimal_int(v, flag); },
+                                              help)
+      ->type_name("INT");
+}
+
 void add_model_options(CLI::App& app, Options& o) {
   auto i64 = [&](const char* names, std::optional<int64_t>& dst, const char* help) {
-    app.add_option_function<int64_t>(names, [&dst](const int64_t& v) { dst = v; }, help)->group("Model");
+    const std::string flag = first_name(names);
+    app.add_option_function<std::string>(names, [&dst, flag](const std::string& v) { dst = parse_decimal_int(v, flag); },
+                                         help)
+        ->type_name("INT")
+        ->group("Model");
   };
   i64("--hidden_size,--hidden-size", o.model.hidden_size, "Hidden size");
   i64("--intermediate_size,--intermediate-size", o.model.intermediate_size, "MLP intermediate size");
@@ -99,6 +119,8 @@ std::vector<int64_t> sweep_sizes(const std::string& spec) {
   return out;
 }
 
+constexpr int64_t kMaxIters = 100000;  // --num-iters, --num-warmup
+
 RunRequest build_request(const Options& o) {
   RunRequest req;
   const bool model_flags = o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length ||
@@ -133,14 +155,17 @@ RunRequest build_request(const Options& o) {
     throw UsageError("--mode autocast-shared needs a model plan: it shares quantized tensors between the Fprop, "
                      "Dgrad and Wgrad of a layer, and --shapes/--sweep GEMMs stand alone (use autocast)");
   if (o.warmup < 0) throw UsageError("--num-warmup must be >= 0");
+  if (o.warmup > kMaxIters) throw UsageError(fmt::format("--num-warmup must be <= {}", kMaxIters));
   if (o.iters < 1) throw UsageError("--num-iters must be >= 1");
-  if (o.iters > 100000) throw UsageError("--num-iters must be <= 100000");
-  if (o.gpu_warmup < 0 || o.gpu_warmup > 600) throw UsageError("--gpu-warmup must be between 0 and 600 seconds");
+  if (o.iters > kMaxIters) throw UsageError(fmt::format("--num-iters must be <= {}", kMaxIters));
+  if (!(o.gpu_warmup >= 0 && o.gpu_warmup <= 600)) throw UsageError("--gpu-warmup must be between 0 and 600 seconds");
   if (o.amax_history < 1 || o.amax_history > 1024) throw UsageError("--amax-history must be between 1 and 1024");
+  if (o.device < 0) throw UsageError(fmt::format("--device must be >= 0, got {}", o.device));
+  if (o.device > std::numeric_limits<int>::max()) throw UsageError(fmt::format("--device {} is too large", o.device));
   if (o.timing != "cuda-events") throw UsageError("--timing: only 'cuda-events' is implemented");
-  req.options.timing = {"cuda-events", o.warmup, o.iters, o.gpu_warmup};
+  req.options.timing = {"cuda-events", static_cast<int>(o.warmup), static_cast<int>(o.iters), o.gpu_warmup};
   req.options.seed = o.seed;
-  req.options.device = o.device;
+  req.options.device = static_cast<int>(o.device);
   RecipeOptions& r = req.options.recipe;
   if (o.fp8_format == "hybrid") r.fp8_format = Fp8Format::Hybrid;
   else if (o.fp8_format == "e4m3") r.fp8_format = Fp8Format::E4M3;
@@ -149,7 +174,7 @@ RunRequest build_request(const Options& o) {
   else if (o.fp8_accum == "fast") r.fp8_accum = Accumulation::Fast;
   else if (o.fp8_accum == "split") r.fp8_accum = Accumulation::Split;
   else throw UsageError(fmt::format("--fp8-accum must be auto, fast or split, got '{}'", o.fp8_accum));
-  r.amax_history_len = o.amax_history;
+  r.amax_history_len = static_cast<int>(o.amax_history);
   r.nvfp4_2d_weights = !o.nvfp4_no_2d;
   r.nvfp4_rht = !o.nvfp4_no_rht;
   r.nvfp4_stochastic_rounding = !o.nvfp4_no_sr;
@@ -215,15 +240,24 @@ int run_main(int argc, char** argv) {
                  "autocast | autocast-shared (each tensor quantized once per step, as TE) | pre-quantized | "
                  "both (autocast + pre-quantized) | all")
       ->group("Measurement");
-  app.add_option("--num-warmup", o.warmup, "Warmup iterations per GEMM (default 10)")->group("Measurement");
-  app.add_option("--num-iters", o.iters, "Timed iterations per GEMM (default 100)")->group("Measurement");
-  app.add_option("--gpu-warmup", o.gpu_warmup, "Seconds of BF16 GEMMs to settle clocks first (default 5)")->group("Measurement");
+  add_int(app, "--num-warmup", o.warmup, "Warmup iterations per GEMM, 0..100000 (default 10)")->group("Measurement");
+  add_int(app, "--num-iters", o.iters, "Timed iterations per GEMM, 1..100000 (default 100)")->group("Measurement");
+  app.add_option_function<std::string>(
+         "--gpu-warmup", [&o](const std::string& v) { o.gpu_warmup = parse_decimal_number(v, "--gpu-warmup"); },
+         "Seconds of BF16 GEMMs to settle clocks first, 0..600 (default 5)")
+      ->type_name("SECONDS")
+      ->group("Measurement");
   app.add_option("--timing", o.timing, "Timing method: cuda-events")->group("Measurement");
-  app.add_option("--device", o.device, "CUDA device index (default 0)")->group("Measurement");
-  app.add_option("--seed", o.seed, "Seed for the random operands (default 1234)")->group("Measurement");
+  add_int(app, "--device", o.device, "CUDA device index (default 0)")->group("Measurement");
+  app.add_option_function<std::string>(
+         "--seed", [&o](const std::string& v) { o.seed = parse_decimal_uint(v, "--seed"); },
+         "Seed for the random operands, 0..2^64-1 (default 1234)")
+      ->type_name("UINT")
+      ->group("Measurement");
   app.add_option("--fp8-format", o.fp8_format, "hybrid (E5M2 gradients, default) | e4m3")->group("Recipes");
   app.add_option("--fp8-accum", o.fp8_accum, "auto (fast Fprop, split Dgrad/Wgrad) | fast | split")->group("Recipes");
-  app.add_option("--amax-history", o.amax_history, "FP8 delayed scaling amax history length (default 1024)")->group("Recipes");
+  add_int(app, "--amax-history", o.amax_history, "FP8 delayed scaling amax history length, 1..1024 (default 1024)")
+      ->group("Recipes");
   app.add_flag("--nvfp4-no-2d", o.nvfp4_no_2d, "NVFP4: 1x16 weight scales instead of 16x16")->group("Recipes");
   app.add_flag("--nvfp4-no-rht", o.nvfp4_no_rht, "NVFP4: no random Hadamard transform on Wgrad inputs")->group("Recipes");
   app.add_flag("--no-producer-amax", o.no_producer_amax,

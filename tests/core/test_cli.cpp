@@ -81,6 +81,43 @@ TEST(Cli, BadInputClasses) {
   expect_usage_error("--config " + bad.string(), "not valid JSON");
 }
 
+// Integers are plain decimal (CLI11 alone reads 010 as 8 and 0x200 as 512); numbers are finite.
+TEST(Cli, NumbersArePlainDecimal) {
+  const fs::path j = tmpdir() / "decimal.json";
+  Out r = run("--dry-run --num_hidden_layers 010 --sequence_length 0512 --amax-history 016 --json " + j.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto doc = nlohmann::json::parse(slurp(j));
+  EXPECT_EQ(doc["config"]["num_hidden_layers"], 10);
+  EXPECT_EQ(doc["config"]["sequence_length"], 512);
+  EXPECT_EQ(doc["recipe_options"]["amax_history_len"], 16);
+  const std::string no_prefix = "is not a decimal integer (hex, octal and binary prefixes are not accepted)";
+  expect_usage_error("--sequence_length 0x200", "--sequence_length '0x200' " + no_prefix);
+  expect_usage_error("--num_hidden_layers 0b11", "--num_hidden_layers '0b11' " + no_prefix);
+  expect_usage_error("--vocab_size 0X10", "--vocab_size '0X10' " + no_prefix);
+  expect_usage_error("--tp 0x2", "--tensor-parallel '0x2' " + no_prefix);
+  expect_usage_error("--hidden_size 4e3", "--hidden_size '4e3' is not a decimal integer");
+  expect_usage_error("--hidden_size 4096abc", "--hidden_size '4096abc' is not a decimal integer");
+  expect_usage_error("--num-iters 0x10", "--num-iters '0x10' " + no_prefix);
+  expect_usage_error("--num-iters 1.5", "--num-iters '1.5' is not a decimal integer");
+  expect_usage_error("--num-warmup 0x1", "--num-warmup '0x1' " + no_prefix);
+  expect_usage_error("--num-warmup 100001", "--num-warmup must be <= 100000");
+  expect_usage_error("--num-iters 100001", "--num-iters must be <= 100000");
+  expect_usage_error("--num-iters 99999999999999999999", "--num-iters '99999999999999999999' is too large");
+  expect_usage_error("--device -1", "--device must be >= 0, got -1");
+  expect_usage_error("--device 0x1", "--device '0x1' " + no_prefix);
+  expect_usage_error("--device 99999999999", "--device 99999999999 is too large");
+  expect_usage_error("--seed -1", "--seed must be >= 0, got '-1'");
+  expect_usage_error("--seed 18446744073709551616", "--seed '18446744073709551616' is too large");
+  expect_usage_error("--seed 0x10", "--seed '0x10' " + no_prefix);
+  expect_usage_error("--amax-history 0x10", "--amax-history '0x10' " + no_prefix);
+  expect_usage_error("--gpu-warmup nan", "--gpu-warmup 'nan' is not a finite decimal number");
+  expect_usage_error("--gpu-warmup inf", "--gpu-warmup 'inf' is not a finite decimal number");
+  expect_usage_error("--gpu-warmup 0x5", "--gpu-warmup '0x5' is not a finite decimal number");
+  expect_usage_error("--gpu-warmup 1e3", "--gpu-warmup must be between 0 and 600 seconds");
+  r = run("--dry-run --shapes 64 --seed 18446744073709551615 --gpu-warmup 2.5 --num-warmup 100000 --device 3");
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
 TEST(Cli, NoGpuPrintsThePlanInsteadOfCrashing) {
   Out r = run("--shapes 1024 --gpu-warmup 0");
   EXPECT_EQ(r.rc, 0);
