@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 
 #include "core/error.hpp"
@@ -348,12 +346,16 @@ double parse_threshold(const std::string& text) {
     return UsageError(fmt::format("bad threshold '{}': use a percentage (5%) or a fraction (0.05) below 100%", text));
   };
   if (s.empty()) throw bad();
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v) || v < 0) throw bad();
-  const double frac = (percent || v >= 1.0) ? v / 100.0 : v;
+  double v = 0;
+  try {
+    v = parse_decimal_number(s, "--threshold");  // plain decimal: no 0x10, inf, nan
+  } catch (const UsageError&) {
+    throw bad();
+  }
+  if (v < 0) throw bad();
+  double frac = (percent || v >= 1.0) ? v / 100.0 : v;
   if (frac >= 1.0) throw bad();
+  if (frac == 0.0) frac = 0.0;  // -0 prints as "-0.0%" otherwise
   return frac;
 }
 

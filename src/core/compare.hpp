@@ -89,7 +89,8 @@ CompareResult compare_results(const nlohmann::json& a, const nlohmann::json& b, 
 CompareResult compare_files(const std::string& a_path, const std::string& b_path, const CompareOptions& opt = {});
 
 // "5%" -> 0.05, "0.05" -> 0.05, "5" -> 0.05 (a bare number above 1 is read as percent).
-// UsageError for anything else, negative values or values of 100 % and more.
+// Decimal numbers only (parse_decimal_number: no 0x10, inf, nan); "-0" is 0. UsageError for
+// anything else, negative values or values of 100 % and more.
 double parse_threshold(const std::string& text);
 
 std::string format_compare_text(const CompareResult& r);

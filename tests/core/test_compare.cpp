@@ -388,6 +388,19 @@ TEST(Compare, ParseThreshold) {
   EXPECT_DOUBLE_EQ(gs::parse_threshold("0"), 0.0);
   for (const char* bad : {"", "%", "abc", "5%%", "-1", "-0.05", "100%", "150", "1e400", "0.05x"})
     EXPECT_THROW(gs::parse_threshold(bad), UsageError) << bad;
+  // decimal only: strtod would read 0x10 as 16 (%), and accept inf and nan spellings
+  for (const char* bad : {"0x10", "0x10%", "0x1p-4", "inf", "nan", "infinity%", "+5%", "5 %"})
+    EXPECT_THROW(gs::parse_threshold(bad), UsageError) << bad;
+  EXPECT_DOUBLE_EQ(gs::parse_threshold("1e1%"), 0.10);
+  // -0 is zero, printed as 0.0%
+  for (const char* zero : {"-0", "-0%", "-0.0"}) {
+    const double t = gs::parse_threshold(zero);
+    EXPECT_EQ(t, 0.0) << zero;
+    EXPECT_FALSE(std::signbit(t)) << zero;
+  }
+  gs::CompareResult r = gs::compare_results(load("compare_a.json"), load("compare_a.json"));
+  r.threshold = gs::parse_threshold("-0");
+  EXPECT_NE(gs::format_compare_text(r).find("threshold 0.0%:"), std::string::npos) << gs::format_compare_text(r);
 }
 
 TEST(Compare, TextAndMarkdownOutput) {
