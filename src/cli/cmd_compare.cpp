@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "core/compare.hpp"
 #include "core/error.hpp"
@@ -30,6 +31,7 @@ int run_compare(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   try {
+    reject_empty_values(app);
     CompareOptions opt;
     opt.threshold = parse_threshold(threshold);
     opt.mode = mode;

@@ -13,7 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
+#include "core/error.hpp"
 
 extern char** environ;
 
@@ -132,6 +134,12 @@ int run_plot(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? kChartOk : kChartBadInput;
+  }
+  try {
+    reject_empty_values(app);
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "gemmscope plot: error: {}\n", e.what());
+    return kChartBadInput;
   }
   std::vector<std::string> extra;
   if (!baseline.empty()) extra.insert(extra.end(), {"--baseline", baseline});

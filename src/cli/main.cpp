@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "cli/cli_util.hpp"
 #include "core/error.hpp"
 #include "core/model_config.hpp"
 #include "core/plan.hpp"
@@ -286,6 +287,7 @@ int run_main(int argc, char** argv) {
     fmt::print(stderr, "gemmscope: {} (see --help)\n", e.what());
     return 2;
   }
+  cli::reject_empty_values(app);
   if (o.list_models) {
     for (const Preset& p : presets()) {
       const ModelConfig& c = p.config;

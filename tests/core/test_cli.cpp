@@ -118,6 +118,26 @@ TEST(Cli, NumbersArePlainDecimal) {
   EXPECT_EQ(r.rc, 0) << r.err;
 }
 
+// An empty value is an error, not "use the default" (--shapes '' ran the default model).
+TEST(Cli, EmptyValuesAreRefused) {
+  for (const char* flag : {"--shapes", "--config", "--model", "--precisions", "--csv", "--mode", "--dist", "--timing",
+                           "--num-iters", "--seed", "--gpu-warmup"})
+    expect_usage_error(std::string(flag) + " ''", std::string(flag) + " is empty");
+  expect_usage_error("-o ''", "--output is empty");
+  expect_usage_error("--sweep --sweep-sizes ''", "--sweep-sizes is empty");
+  Out r = run("--shapes 64 --json ''");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err, "gemmscope: --json is empty\n");
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  r = run("compare " + std::string(GS_TEST_DATA_DIR) + "/compare_a.json " + GS_TEST_DATA_DIR + "/compare_a.json --mode ''");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err, "gemmscope compare: error: --mode is empty\n");
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  r = run("plot " + std::string(GS_TEST_DATA_DIR) + "/shapes_4.json -o x.svg --baseline ''");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err, "gemmscope plot: error: --baseline is empty\n");
+}
+
 TEST(Cli, NoGpuPrintsThePlanInsteadOfCrashing) {
   Out r = run("--shapes 1024 --gpu-warmup 0");
   EXPECT_EQ(r.rc, 0);

@@ -1,0 +1,23 @@
+// Helpers shared by the gemmscope command and its subcommands (plot, compare) for CLI11.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <string>
+
+#include "core/error.hpp"
+
+namespace gs::cli {
+
+// A value given as an empty string ("--shapes ''", "-o ''") is a usage error, never "use the
+// default": UsageError "--shapes is empty". Call after app.parse().
+inline void reject_empty_values(const CLI::App& app) {
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->count() == 0 || opt->get_type_size() == 0) continue;  // not given, or a flag
+    for (const std::string& v : opt->results())
+      if (v.empty()) throw UsageError(fmt::format("{} is empty", opt->get_name()));
+  }
+}
+
+}  // namespace gs::cli
