@@ -16,6 +16,7 @@
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/output_paths.hpp"
 
 extern char** environ;
 
@@ -137,6 +138,8 @@ int run_plot(int argc, char** argv) {
   }
   try {
     reject_empty_values(app);
+    check_chart_path(out, "-o");  // the same rule as `gemmscope -o`
+    check_output_path(out, "-o");
   } catch (const UsageError& e) {
     fmt::print(stderr, "gemmscope plot: error: {}\n", e.what());
     return kChartBadInput;

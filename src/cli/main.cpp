@@ -13,6 +13,7 @@
 #include "cli/cli_util.hpp"
 #include "core/error.hpp"
 #include "core/model_config.hpp"
+#include "core/output_paths.hpp"
 #include "core/plan.hpp"
 #include "core/report.hpp"
 #include "core/runner.hpp"
@@ -188,20 +189,26 @@ RunRequest build_request(const Options& o) {
   return req;
 }
 
-// Output paths are checked before any measurement so a long run never ends in an unwritable file.
-void check_writable(const std::string& path, const char* flag) {
-  if (path.empty()) return;
-  std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
-  if (dir.empty()) dir = "/";
-  if (access(dir.c_str(), W_OK) != 0)
-    throw UsageError(fmt::format("{} {}: directory '{}' is not writable", flag, path, dir));
-}
-
-void check_chart_path(const std::string& p) {
-  if (p.empty()) return;
-  auto ends = [&](const char* e) { return p.size() >= std::string(e).size() && p.compare(p.size() - std::string(e).size(), std::string::npos, e) == 0; };
-  if (!ends(".png") && !ends(".svg") && !ends(".pdf"))
-    throw UsageError(fmt::format("-o {}: the chart file must end in .png, .svg or .pdf", p));
+// Output paths are checked before any measurement so a long run never ends in an unwritable or
+// clobbered file: each must be writable (output_paths.hpp), and no two outputs may be one file.
+// Without --json, -o X also writes its results to X.json.
+void check_outputs(const Options& o) {
+  if (!o.out_chart.empty()) check_chart_path(o.out_chart, "-o");
+  const std::string implicit_json = !o.out_chart.empty() && o.out_json.empty() ? o.out_chart + ".json" : "";
+  struct Out {
+    std::string path, what;
+  };
+  std::vector<Out> outs;
+  if (!o.out_json.empty()) outs.push_back({o.out_json, "--json"});
+  if (!o.out_csv.empty()) outs.push_back({o.out_csv, "--csv"});
+  if (!o.out_chart.empty()) outs.push_back({o.out_chart, "-o"});
+  if (!implicit_json.empty()) outs.push_back({implicit_json, fmt::format("the results JSON of -o {}", o.out_chart)});
+  for (const Out& x : outs) check_output_path(x.path, x.what);
+  for (size_t i = 0; i < outs.size(); ++i)
+    for (size_t j = i + 1; j < outs.size(); ++j)
+      if (same_output_path(outs[i].path, outs[j].path))
+        throw UsageError(fmt::format("{} {} and {} {} are the same file", outs[i].what, printable(outs[i].path),
+                                     outs[j].what, printable(outs[j].path)));
 }
 
 class Progress {
@@ -298,10 +305,7 @@ int run_main(int argc, char** argv) {
     return 0;
   }
   RunRequest req = build_request(o);
-  check_chart_path(o.out_chart);
-  check_writable(o.out_json, "--json");
-  check_writable(o.out_csv, "--csv");
-  check_writable(o.out_chart, "-o");
+  check_outputs(o);
 
   RunResult result;
   bool measured = false;
@@ -337,8 +341,12 @@ int run_main(int argc, char** argv) {
         json_path = o.out_chart + ".json";
         write_file_atomic(json_path, to_json(result).dump(2) + "\n");
       }
-      int rc = cli::render_chart(json_path, o.out_chart, {});
-      if (rc != 0) fmt::print(stderr, "gemmscope: chart not written (results are in {})\n", json_path);
+      const int rc = cli::render_chart(json_path, o.out_chart, {});
+      if (rc != 0) {  // the measurement is kept: say where, and fail with the chart's status
+        fmt::print(stderr, "gemmscope: chart {} not written (exit status {}); the results are in {}\n", o.out_chart, rc,
+                   json_path);
+        return rc;
+      }
 #endif
     }
   }

@@ -138,6 +138,67 @@ TEST(Cli, EmptyValuesAreRefused) {
   EXPECT_EQ(r.err, "gemmscope plot: error: --baseline is empty\n");
 }
 
+// Output paths are refused before anything runs: directories, '/'-terminated paths, places where
+// no file can be created, two outputs on one file.
+TEST(Cli, OutputPathsAreCheckedFirst) {
+  const fs::path d = tmpdir() / "outputs";
+  fs::create_directories(d / "sub");
+  const std::string dir = d.string();
+  expect_usage_error("--csv " + dir, "--csv " + dir + ": is a directory");
+  expect_usage_error("--csv " + dir + "/", "ends in '/'");
+  expect_usage_error("-o " + dir + "/sub/", "-o " + dir + "/sub/: ends in '/'");
+  expect_usage_error("-o " + dir + "/sub", "-o " + dir + "/sub: the chart file must end in .png, .svg or .pdf");
+  Out r = run("--shapes 64 --json " + dir + "/sub");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err, "gemmscope: --json " + dir + "/sub: is a directory\n");
+  expect_usage_error("--csv /proc/x.csv", "--csv /proc/x.csv: cannot create files in '/proc'");
+  expect_usage_error("--csv " + dir + "/missing/x.csv", "cannot create files in '" + dir + "/missing'");
+  // the same file twice
+  r = run("--shapes 64 --json " + dir + "/x --csv " + dir + "/./x");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--json " + dir + "/x and --csv " + dir + "/./x are the same file"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / "x"));
+  expect_usage_error("-o " + dir + "/j.png --csv " + dir + "/sub/../j.png", "are the same file");
+  r = run("--shapes 64 --json " + dir + "/j.png -o " + dir + "/j.png");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--json " + dir + "/j.png and -o " + dir + "/j.png are the same file"), std::string::npos) << r.err;
+  // without --json, -o X writes X.json
+  r = run("--shapes 64 -o " + dir + "/c.svg --csv " + dir + "/c.svg.json");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--csv " + dir + "/c.svg.json and the results JSON of -o " + dir + "/c.svg " + dir +
+                       "/c.svg.json are the same file"),
+            std::string::npos)
+      << r.err;
+  fs::create_directories(d / "c2.svg.json");
+  r = run("--shapes 64 -o " + dir + "/c2.svg");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("the results JSON of -o " + dir + "/c2.svg " + dir + "/c2.svg.json: is a directory"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(r.out.empty());
+  for (const auto& e : fs::directory_iterator(d))
+    EXPECT_EQ(e.path().filename().string().find(".gemmscope-probe"), std::string::npos) << e.path();
+}
+
+// One rule for chart names in `gemmscope -o` and `gemmscope plot -o`: .png/.svg/.pdf in any case,
+// after a non-empty name.
+TEST(Cli, ChartNamesOneRule) {
+  const std::string fixture = std::string(GS_TEST_DATA_DIR) + "/shapes_4.json";
+  const fs::path d = tmpdir();
+  for (const std::string name : {".png", "x.bmp", "chart", "..svg"}) {
+    SCOPED_TRACE(name);
+    const std::string path = (d / name).string();
+    expect_usage_error("-o " + path, "-o " + path + ": ");
+    Out r = run("plot " + fixture + " -o " + path);
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("gemmscope plot: error: -o " + path + ": "), std::string::npos) << r.err;
+  }
+  // upper case is accepted by both (a dry run skips the chart)
+  Out r = run("--dry-run --shapes 64 -o " + (d / "UPPER.PNG").string());
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
 TEST(Cli, NoGpuPrintsThePlanInsteadOfCrashing) {
   Out r = run("--shapes 1024 --gpu-warmup 0");
   EXPECT_EQ(r.rc, 0);
