@@ -20,4 +20,10 @@ inline void reject_empty_values(const CLI::App& app) {
   }
 }
 
+// A CLI11 parse error on one line ("gemmscope plot: error: A is required (see --help)"), not
+// CLI11's two ("...\nRun with --help for more information.").
+inline void print_parse_error(const char* command, const CLI::ParseError& e) {
+  fmt::print(stderr, "{}: error: {} (see --help)\n", command, e.what());
+}
+
 }  // namespace gs::cli

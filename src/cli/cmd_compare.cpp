@@ -23,12 +23,13 @@ int run_compare(int argc, char** argv) {
   app.add_option("B", b, "candidate result JSON")->required();
   app.add_option("--threshold", threshold, "relative change that is flagged: 5% or 0.05")->capture_default_str();
   app.add_flag("--markdown", markdown, "print markdown tables instead of text");
-  app.add_option("--mode", mode, "compare only this mode (autocast or pre-quantized)");
+  app.add_option("--mode", mode, "compare only this mode (autocast, autocast-shared or pre-quantized)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    print_parse_error("gemmscope compare", e);
+    return 2;
   }
   try {
     reject_empty_values(app);

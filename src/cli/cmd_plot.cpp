@@ -126,15 +126,16 @@ int run_plot(int argc, char** argv) {
   app.add_option("-o,--output", out, "chart file: .png, .svg or .pdf")->required();
   app.add_option("--baseline", baseline, "precision the speedups are taken against (default BF16)");
   app.add_option("--mode", mode, "mode to chart (default autocast when present)")
-      ->check(CLI::IsMember({"autocast", "pre-quantized"}));
+      ->check(CLI::IsMember({"autocast", "autocast-shared", "pre-quantized"}));
   app.add_option("--kind", kind, "chart kind (default auto: from the JSON)")
       ->check(CLI::IsMember({"auto", "model", "shapes", "sweep", "modes"}))
       ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? kChartOk : kChartBadInput;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    print_parse_error("gemmscope plot", e);
+    return kChartBadInput;
   }
   try {
     reject_empty_values(app);

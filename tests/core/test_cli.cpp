@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -197,6 +198,35 @@ TEST(Cli, ChartNamesOneRule) {
   // upper case is accepted by both (a dry run skips the chart)
   Out r = run("--dry-run --shapes 64 -o " + (d / "UPPER.PNG").string());
   EXPECT_EQ(r.rc, 0) << r.err;
+}
+
+// plot and compare report parse errors on one line, like the main command.
+TEST(Cli, SubcommandParseErrorsAreOneLine) {
+  const std::string a = std::string(GS_TEST_DATA_DIR) + "/compare_a.json";
+  struct Case {
+    std::string args, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"compare", "gemmscope compare: error: A is required (see --help)"},
+           {"compare " + a + " " + a + " --bogus", "gemmscope compare: error: The following argument was not expected: --bogus"},
+           {"compare " + a + " " + a + " --threshold", "gemmscope compare: error: --threshold"},
+           {"plot", "gemmscope plot: error: "},
+           {"plot " + a + " -o x.svg --kind pie", "gemmscope plot: error: --kind: pie not in"},
+           {"plot " + a + " -o x.svg --mode shared", "gemmscope plot: error: --mode: shared not in"}}) {
+    SCOPED_TRACE(c.args);
+    Out r = run(c.args);
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  // --help still prints help and exits 0; compare's lists every mode
+  Out r = run("compare --help");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_NE(r.out.find("autocast, autocast-shared or pre-quantized"), std::string::npos) << r.out;
+  r = run("plot --help");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_NE(r.out.find("autocast-shared"), std::string::npos) << r.out;
 }
 
 TEST(Cli, NoGpuPrintsThePlanInsteadOfCrashing) {

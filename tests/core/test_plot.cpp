@@ -434,6 +434,26 @@ TEST(PlotBinary, RendersEachKind) {
   }
 }
 
+// --mode autocast-shared reaches the script (CLI11 refused it while the script charts it).
+TEST(PlotBinary, ModeAutocastShared) {
+  if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
+  json doc = load("model_5b_both_modes.json");
+  doc["modes"] = {"autocast", "autocast-shared", "pre-quantized"};
+  for (auto& g : doc["gemms"]) g["results"]["autocast-shared"] = g["results"]["autocast"];
+  doc["summary"]["autocast-shared"] = doc["summary"]["autocast"];
+  const fs::path in = work_dir() / "shared_mode.json", out = work_dir() / "shared_mode.svg";
+  std::ofstream(in) << doc.dump();
+  const Proc p = run({kBinary, "plot", in.string(), "-o", out.string(), "--mode", "autocast-shared"});
+  EXPECT_EQ(p.out.find("not in {"), std::string::npos) << p.out;
+  if (chart_python()) {
+    EXPECT_EQ(p.rc, 0) << p.out;
+    EXPECT_NE(slurp(out).find("autocast-shared"), std::string::npos);
+  } else {
+    EXPECT_EQ(p.rc, 3) << p.out;  // past the option check: only matplotlib is missing
+    EXPECT_NE(p.out.find(kMatplotlibMissing), std::string::npos) << p.out;
+  }
+}
+
 TEST(PlotBinary, BadInputExitsTwo) {
   if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
   REQUIRE_MATPLOTLIB();
