@@ -17,6 +17,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/output_paths.hpp"
+#include "core/text_util.hpp"
 
 extern char** environ;
 
@@ -95,9 +96,15 @@ std::optional<std::string> find_chart_script() {
 int render_chart(const std::string& json_path, const std::string& out_path, const std::vector<std::string>& extra_args) {
   const auto script = find_chart_script();
   if (!script) {
-    fmt::print(stderr,
-               "gemmscope plot: error: the chart renderer gemmscope_plot.py was not found next to the gemmscope binary "
-               "(set GEMMSCOPE_PLOT_SCRIPT to its path)\n");
+    if (const char* env = std::getenv("GEMMSCOPE_PLOT_SCRIPT"); env && *env)
+      fmt::print(stderr,
+                 "gemmscope plot: error: GEMMSCOPE_PLOT_SCRIPT names {}, which does not exist or cannot be read "
+                 "(unset it to use the gemmscope_plot.py next to the binary)\n",
+                 printable(env));
+    else
+      fmt::print(stderr,
+                 "gemmscope plot: error: the chart renderer gemmscope_plot.py was not found next to the gemmscope "
+                 "binary (set GEMMSCOPE_PLOT_SCRIPT to its path)\n");
     return kChartUnavailable;
   }
   const auto python = find_chart_python();

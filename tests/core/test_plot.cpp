@@ -408,6 +408,21 @@ TEST_F(NoMatplotlib, BinaryExitsThree) {
   EXPECT_NE(p.out.find(kMatplotlibMissing), std::string::npos) << p.out;
 }
 
+// GEMMSCOPE_PLOT_SCRIPT naming a missing file: say so, not "not found next to the binary".
+TEST(PlotBinary, PlotScriptVariableNamesAMissingFile) {
+  if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
+  const char* old = std::getenv("GEMMSCOPE_PLOT_SCRIPT");
+  const std::string saved = old ? old : "";
+  setenv("GEMMSCOPE_PLOT_SCRIPT", "/nonexistent/gemmscope_plot.py", 1);
+  const Proc p = run({kBinary, "plot", kData + "/shapes_4.json", "-o", (work_dir() / "env.svg").string()});
+  if (old) setenv("GEMMSCOPE_PLOT_SCRIPT", saved.c_str(), 1); else unsetenv("GEMMSCOPE_PLOT_SCRIPT");
+  EXPECT_EQ(p.rc, 3) << p.out;
+  EXPECT_NE(p.out.find("GEMMSCOPE_PLOT_SCRIPT names /nonexistent/gemmscope_plot.py, which does not exist"), std::string::npos)
+      << p.out;
+  EXPECT_EQ(p.out.find("next to the gemmscope binary"), std::string::npos) << p.out;
+  EXPECT_EQ(std::count(p.out.begin(), p.out.end(), '\n'), 1) << p.out;
+}
+
 // The subcommand of the built binary: interpreter choice, argument passing, exit codes.
 TEST(PlotBinary, RendersEachKind) {
   if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
