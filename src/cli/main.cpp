@@ -111,13 +111,17 @@ std::vector<Precision> chosen_precisions(const Options& o) {
   return out;
 }
 
+// --sweep-sizes "512,1024,...": square sizes N only (an MxKxN item is refused even when M = K = N).
 std::vector<int64_t> sweep_sizes(const std::string& spec) {
   if (spec.empty()) return {256, 512, 1024, 2048, 4096, 8192, 16384};
-  std::vector<int64_t> out;
-  for (const Gemm& g : build_shapes_plan(spec).gemms) {
-    if (g.m != g.k || g.k != g.n) throw UsageError(fmt::format("--sweep takes square sizes, got {}", g.shape()));
-    out.push_back(g.m);
+  int index = 0;
+  for (const std::string& item : split_list(spec)) {
+    ++index;
+    if (item.find_first_of("xX") != std::string::npos)
+      throw UsageError(fmt::format("--sweep-sizes takes square sizes N (e.g. 512,1024), got item {} '{}'", index, item));
   }
+  std::vector<int64_t> out;
+  for (const Gemm& g : build_shapes_plan(spec, "--sweep-sizes").gemms) out.push_back(g.m);
   return out;
 }
 
@@ -128,6 +132,7 @@ RunRequest build_request(const Options& o) {
   const bool model_flags = o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length ||
                            o.model.tensor_parallel || !o.config_path.empty() || !o.preset.empty();
   if (!o.shapes.empty() && o.sweep) throw UsageError("--shapes and --sweep are mutually exclusive");
+  if (!o.sweep_spec.empty() && !o.sweep) throw UsageError("--sweep-sizes needs --sweep");
   if ((!o.shapes.empty() || o.sweep) && model_flags)
     throw UsageError(fmt::format("{} is mutually exclusive with model flags (--hidden_size, --config, --model, ...)",
                                  o.sweep ? "--sweep" : "--shapes"));

@@ -229,6 +229,23 @@ TEST(Cli, SubcommandParseErrorsAreOneLine) {
   EXPECT_NE(r.out.find("autocast-shared"), std::string::npos) << r.out;
 }
 
+// --sweep-sizes errors name --sweep-sizes; the flag needs --sweep and takes square sizes only.
+TEST(Cli, SweepSizes) {
+  expect_usage_error("--sweep --sweep-sizes 512,abc", "--sweep-sizes item 2 'abc': 'abc' is not an integer");
+  expect_usage_error("--sweep --sweep-sizes 512,,1024", "--sweep-sizes item 2 is empty");
+  expect_usage_error("--sweep --sweep-sizes 0", "--sweep-sizes item 1 '0': dimensions must be positive");
+  expect_usage_error("--sweep --sweep-sizes 512x512x512", "--sweep-sizes takes square sizes N (e.g. 512,1024), got item 1 '512x512x512'");
+  expect_usage_error("--sweep --sweep-sizes 256,512X512X1024", "--sweep-sizes takes square sizes N");
+  expect_usage_error("--sweep-sizes 512,1024", "--sweep-sizes needs --sweep");
+  expect_usage_error("--shapes 16,abc", "--shapes item 2 'abc'");  // --shapes keeps its name
+  const fs::path j = tmpdir() / "sweep.json";
+  Out r = run("--dry-run --sweep --sweep-sizes 512,01024 --json " + j.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto doc = nlohmann::json::parse(slurp(j));
+  ASSERT_EQ(doc["gemms"].size(), 2u);
+  EXPECT_EQ(doc["gemms"][1]["m"], 1024);
+}
+
 TEST(Cli, NoGpuPrintsThePlanInsteadOfCrashing) {
   Out r = run("--shapes 1024 --gpu-warmup 0");
   EXPECT_EQ(r.rc, 0);
