@@ -36,6 +36,7 @@ struct Options {
   bool no_producer_amax = false;
   bool sweep = false, list_models = false, dry_run = false, pre_quantize = false, quiet = false;
   bool accuracy = false, accuracy_only = false;
+  bool mode_given = false;  // --mode was on the command line (o.mode alone cannot tell the default)
   std::string dist = "normal";
   bool no_bf16 = false, no_fp8_current = false, no_fp8_delayed = false, no_fp8_block = false, no_mxfp8 = false,
        no_fp4 = false;
@@ -150,8 +151,12 @@ RunRequest build_request(const Options& o) {
     req.plan = build_model_plan(c);
   }
   req.precisions = chosen_precisions(o);
-  if (o.pre_quantize && o.mode != "autocast" && o.mode != "pre-quantized")
-    throw UsageError(fmt::format("--pre-quantize conflicts with --mode {}", o.mode));
+  if (o.accuracy_only && (o.mode_given || o.pre_quantize))
+    throw UsageError(fmt::format("--accuracy-only times nothing: {} does not apply (use --accuracy to time and measure "
+                                 "accuracy)",
+                                 o.mode_given ? "--mode" : "--pre-quantize"));
+  if (o.pre_quantize && o.mode_given && o.mode != "pre-quantized")
+    throw UsageError(fmt::format("--pre-quantize conflicts with --mode {} (--pre-quantize means --mode pre-quantized)", o.mode));
   std::string mode = o.pre_quantize ? "pre-quantized" : o.mode;
   if (mode == "both") req.modes = {Mode::Autocast, Mode::PreQuantized};
   else if (mode == "all" && req.plan.model_mode) req.modes = {Mode::Autocast, Mode::AutocastShared, Mode::PreQuantized};
@@ -249,7 +254,7 @@ int run_main(int argc, char** argv) {
   app.add_flag("--no-fp8,--no-mxfp8", o.no_mxfp8, "Skip MXFP8 (the seed's --no-fp8)")->group("Precisions");
   app.add_flag("--no-fp4,--no-nvfp4", o.no_fp4, "Skip NVFP4")->group("Precisions");
   app.add_flag("--pre-quantize", o.pre_quantize, "Time the GEMM kernel only (= --mode pre-quantized)")->group("Measurement");
-  app.add_option("--mode", o.mode,
+  CLI::Option* mode_opt = app.add_option("--mode", o.mode,
                  "autocast | autocast-shared (each tensor quantized once per step, as TE) | pre-quantized | "
                  "both (autocast + pre-quantized) | all")
       ->group("Measurement");
@@ -300,6 +305,7 @@ int run_main(int argc, char** argv) {
     return 2;
   }
   cli::reject_empty_values(app);
+  o.mode_given = mode_opt->count() > 0;
   if (o.list_models) {
     for (const Preset& p : presets()) {
       const ModelConfig& c = p.config;

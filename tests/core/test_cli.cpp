@@ -246,6 +246,25 @@ TEST(Cli, SweepSizes) {
   EXPECT_EQ(doc["gemms"][1]["m"], 1024);
 }
 
+// --pre-quantize with an explicit other --mode was silently pre-quantized; --accuracy-only times nothing.
+TEST(Cli, ModeFlagConflicts) {
+  expect_usage_error("--pre-quantize --mode autocast", "--pre-quantize conflicts with --mode autocast");
+  expect_usage_error("--pre-quantize --mode autocast-shared", "--pre-quantize conflicts with --mode autocast-shared");
+  expect_usage_error("--pre-quantize --mode all", "--pre-quantize conflicts with --mode all");
+  expect_usage_error("--accuracy-only --mode autocast", "--accuracy-only times nothing: --mode does not apply");
+  expect_usage_error("--accuracy-only --mode pre-quantized", "--accuracy-only times nothing: --mode does not apply");
+  expect_usage_error("--accuracy-only --pre-quantize", "--accuracy-only times nothing: --pre-quantize does not apply");
+  const fs::path j = tmpdir() / "pq.json";
+  for (const char* ok : {"--pre-quantize", "--pre-quantize --mode pre-quantized"}) {
+    SCOPED_TRACE(ok);
+    Out r = run(std::string("--dry-run --shapes 64 ") + ok + " --json " + j.string());
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(slurp(j))["modes"], nlohmann::json({"pre-quantized"}));
+  }
+  Out r = run("--dry-run --shapes 64 --accuracy-only");
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
 TEST(Cli, NoGpuPrintsThePlanInsteadOfCrashing) {
   Out r = run("--shapes 1024 --gpu-warmup 0");
   EXPECT_EQ(r.rc, 0);
