@@ -322,7 +322,10 @@ int run_main(int argc, char** argv) {
   bool measured = false;
   if (o.dry_run) {
     result = plan_only(req);
+    result.dry_run_requested = true;
+    result.why_not_measured = "--dry-run";
   } else {
+    std::string why_not;
 #ifdef GEMMSCOPE_WITH_CUDA
     std::string why;
     std::unique_ptr<Engine> engine = cuda::make_engine(req.options, why);
@@ -331,12 +334,17 @@ int run_main(int argc, char** argv) {
       result = run(*engine, req, [&](size_t d, size_t t, const std::string& w) { progress(d, t, w); });
       measured = true;
     } else {
+      why_not = "no GPU: " + why;
       fmt::print(stderr, "gemmscope: no GPU measurement: {}. Printing the plan instead; measuring needs a CUDA GPU.\n", why);
     }
 #else
+    why_not = "this build has no CUDA backend";
     fmt::print(stderr, "gemmscope: this build has no CUDA backend; printing the plan instead (measuring needs a CUDA build and a GPU).\n");
 #endif
-    if (!measured) result = plan_only(req);
+    if (!measured) {  // exit 0 with the plan, but never dressed up as a requested dry run
+      result = plan_only(req);
+      result.why_not_measured = why_not;
+    }
   }
   std::cout << (measured ? render_text(result) : render_plan_text(result)) << std::flush;
   if (!o.out_json.empty()) write_file_atomic(o.out_json, to_json(result).dump(2) + "\n");

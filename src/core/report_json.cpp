@@ -178,6 +178,8 @@ json to_json(const RunResult& r) {
   j["created"] = r.created;
   j["kind"] = r.plan.model_mode ? "model" : "shapes";
   j["dry_run"] = r.dry_run;
+  j["dry_run_requested"] = r.dry_run && r.dry_run_requested;
+  j["why_not_measured"] = r.dry_run ? json(r.why_not_measured) : json(nullptr);
   if (r.device) {
     const DeviceInfo& d = *r.device;
     j["device"] = {{"name", d.name},
@@ -311,6 +313,11 @@ RunResult read_result(const json& j, const std::string& name) {
   const auto top = [&](const char* key) { return fmt::format("{}: {}", name, key); };
   if (const json* v = find(j, "created")) r.created = as<std::string>(*v, top("created"));
   if (const json* v = find(j, "dry_run")) r.dry_run = as<bool>(*v, top("dry_run"));
+  // Files written before these fields existed: a dry run counts as requested.
+  r.dry_run_requested = r.dry_run;
+  if (const json* v = find(j, "dry_run_requested")) r.dry_run_requested = as<bool>(*v, top("dry_run_requested"));
+  if (const json* v = find(j, "why_not_measured"); v && !v->is_null())
+    r.why_not_measured = as<std::string>(*v, top("why_not_measured"));
   if (const json* d = find(j, "device"); d && !d->is_null()) {
     const std::string where = top("device");
     if (!d->is_object()) throw UsageError(where + " must be an object or null");

@@ -74,7 +74,9 @@ struct TimingConfig {
 
 struct RunResult {
   Plan plan;
-  bool dry_run = false;
+  bool dry_run = false;            // plan only, no cells measured (--dry-run, or nothing could be measured)
+  bool dry_run_requested = false;  // dry_run because --dry-run was given
+  std::string why_not_measured;    // dry_run: why ("--dry-run", or why no GPU could be used)
   std::optional<DeviceInfo> device;
   TimingConfig timing;
   RecipeOptions recipe_options;

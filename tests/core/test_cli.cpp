@@ -266,10 +266,27 @@ TEST(Cli, ModeFlagConflicts) {
 }
 
 TEST(Cli, NoGpuPrintsThePlanInsteadOfCrashing) {
-  Out r = run("--shapes 1024 --gpu-warmup 0");
+  const fs::path j = tmpdir() / "no_gpu.json";
+  Out r = run("--shapes 1024 --gpu-warmup 0 --json " + j.string());
   EXPECT_EQ(r.rc, 0);
   EXPECT_NE(r.out.find("1024x1024x1024"), std::string::npos);
   EXPECT_NE(r.err.find("measuring needs"), std::string::npos) << r.err;
+  // not dressed up as a dry run: the header and the JSON say nothing could be measured
+  EXPECT_EQ(r.out.find("dry run, no GPU touched"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("-- NOT a measurement: nothing could be measured ("), std::string::npos) << r.out;
+  auto doc = nlohmann::json::parse(slurp(j));
+  EXPECT_TRUE(doc["dry_run"].get<bool>());  // no results inside, as the schema says
+  EXPECT_FALSE(doc["dry_run_requested"].get<bool>());
+  ASSERT_TRUE(doc["why_not_measured"].is_string());
+  EXPECT_NE(doc["why_not_measured"].get<std::string>(), "--dry-run");
+  EXPECT_FALSE(doc["why_not_measured"].get<std::string>().empty());
+  // a requested dry run says so
+  r = run("--shapes 1024 --dry-run --json " + j.string());
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_NE(r.out.find("-- dry run, no GPU touched"), std::string::npos) << r.out;
+  doc = nlohmann::json::parse(slurp(j));
+  EXPECT_TRUE(doc["dry_run_requested"].get<bool>());
+  EXPECT_EQ(doc["why_not_measured"], "--dry-run");
 }
 
 TEST(Cli, DryRunDefaultIsTheSeedPlan) {
