@@ -112,6 +112,9 @@ def load_result(path):
     if doc.get("kind") not in ("model", "shapes"):
         raise InputError("%s: \"kind\" must be \"model\" or \"shapes\", got %s" % (
             name, json.dumps(doc.get("kind"))))
+    if doc.get("dry_run") is True and doc.get("dry_run_requested") is False:
+        raise InputError("%s holds no results to plot: nothing could be measured (%s)" % (
+            name, doc.get("why_not_measured")))
     if doc.get("dry_run") is True:
         raise InputError("%s is a dry run: it holds no results to plot" % name)
     modes = doc.get("modes")

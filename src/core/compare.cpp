@@ -18,6 +18,9 @@ namespace {
 
 // What compare needs of a result besides a valid document: times.
 void require_times(const RunResult& r, const std::string& name) {
+  if (r.dry_run && !r.dry_run_requested && !r.why_not_measured.empty())
+    throw UsageError(fmt::format("{} holds no results to compare: nothing could be measured ({})", name,
+                                 printable(r.why_not_measured)));
   if (r.dry_run) throw UsageError(fmt::format("{} is a dry run: it holds no results to compare", name));
   if (r.modes.empty()) throw UsageError(fmt::format("{}: \"modes\" must be a non-empty list of strings", name));
   if (r.precisions.empty())

@@ -280,6 +280,12 @@ TEST(Cli, NoGpuPrintsThePlanInsteadOfCrashing) {
   ASSERT_TRUE(doc["why_not_measured"].is_string());
   EXPECT_NE(doc["why_not_measured"].get<std::string>(), "--dry-run");
   EXPECT_FALSE(doc["why_not_measured"].get<std::string>().empty());
+  // compare and plot say why the file holds no results
+  r = run("compare " + j.string() + " " + j.string());
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("holds no results to compare: nothing could be measured ("), std::string::npos) << r.err;
+  r = run("plot " + j.string() + " -o " + (tmpdir() / "no_gpu.svg").string());
+  EXPECT_NE(r.err.find("holds no results to plot: nothing could be measured ("), std::string::npos) << r.err;
   // a requested dry run says so
   r = run("--shapes 1024 --dry-run --json " + j.string());
   EXPECT_EQ(r.rc, 0);
