@@ -195,6 +195,7 @@ json to_json(const RunResult& r) {
   }
   j["timing"] = {{"method", r.timing.method}, {"warmup", r.timing.warmup}, {"iters", r.timing.iters},
                  {"gpu_warmup_s", r.timing.gpu_warmup_s}};
+  if (r.seed) j["timing"]["seed"] = *r.seed;
   const RecipeOptions& o = r.recipe_options;
   j["recipe_options"] = {
       {"fp8_format", o.fp8_format == Fp8Format::Hybrid ? "hybrid" : "e4m3"},
@@ -342,6 +343,7 @@ RunResult read_result(const json& j, const std::string& name) {
     r.timing.warmup = get_or<int>(*t, "warmup", where, r.timing.warmup);
     r.timing.iters = get_or<int>(*t, "iters", where, r.timing.iters);
     r.timing.gpu_warmup_s = get_or<double>(*t, "gpu_warmup_s", where, r.timing.gpu_warmup_s);
+    if (const json* seed = find(*t, "seed")) r.seed = as<uint64_t>(*seed, where + ".seed");
   }
   if (const json* o = find(j, "recipe_options"); o && !o->is_null()) {
     const std::string where = top("recipe_options");

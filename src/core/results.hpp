@@ -79,6 +79,7 @@ struct RunResult {
   std::string why_not_measured;    // dry_run: why ("--dry-run", or why no GPU could be used)
   std::optional<DeviceInfo> device;
   TimingConfig timing;
+  std::optional<uint64_t> seed;  // --seed of the random operands; nullopt: a file written before it was recorded
   RecipeOptions recipe_options;
   std::vector<Mode> modes;
   std::vector<Precision> precisions;

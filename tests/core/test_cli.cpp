@@ -115,8 +115,13 @@ TEST(Cli, NumbersArePlainDecimal) {
   expect_usage_error("--gpu-warmup inf", "--gpu-warmup 'inf' is not a finite decimal number");
   expect_usage_error("--gpu-warmup 0x5", "--gpu-warmup '0x5' is not a finite decimal number");
   expect_usage_error("--gpu-warmup 1e3", "--gpu-warmup must be between 0 and 600 seconds");
-  r = run("--dry-run --shapes 64 --seed 18446744073709551615 --gpu-warmup 2.5 --num-warmup 100000 --device 3");
+  r = run("--dry-run --shapes 64 --seed 18446744073709551615 --gpu-warmup 2.5 --num-warmup 100000 --device 3 --json " +
+          j.string());
   EXPECT_EQ(r.rc, 0) << r.err;
+  doc = nlohmann::json::parse(slurp(j));
+  EXPECT_EQ(doc["timing"]["seed"].get<uint64_t>(), 18446744073709551615ull);  // the seed is recorded
+  EXPECT_EQ(doc["timing"]["warmup"], 100000);
+  EXPECT_EQ(doc["timing"]["gpu_warmup_s"], 2.5);
 }
 
 // An empty value is an error, not "use the default" (--shapes '' ran the default model).

@@ -345,6 +345,42 @@ TEST(Report, JsonAcceptsDryAndAccuracyOnlyRuns) {
   EXPECT_EQ(to_json(acc_back), ja);
 }
 
+// The operand seed is recorded under "timing" and read back; files without it stay readable.
+TEST(Report, SeedRoundTrips) {
+  FakeEngine e(90);
+  RunRequest req;
+  req.plan = build_shapes_plan("64");
+  req.precisions = {Precision::BF16};
+  req.modes = {Mode::Autocast};
+  req.options.seed = 18446744073709551615ull;
+  const RunResult r = run(e, req);
+  ASSERT_TRUE(r.seed.has_value());
+  nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["timing"]["seed"].get<uint64_t>(), 18446744073709551615ull);
+  const RunResult back = from_json(j, "s.json");
+  ASSERT_TRUE(back.seed.has_value());
+  EXPECT_EQ(*back.seed, 18446744073709551615ull);
+  EXPECT_EQ(to_json(back), j);
+  // an older file without a seed
+  j["timing"].erase("seed");
+  const RunResult old = from_json(j, "old.json");
+  EXPECT_FALSE(old.seed.has_value());
+  EXPECT_FALSE(to_json(old)["timing"].contains("seed"));
+  // a seed that is not a uint64 is named
+  j["timing"]["seed"] = -1;
+  EXPECT_THROW(
+      {
+        try {
+          from_json(j, "neg.json");
+        } catch (const UsageError& e) {
+          EXPECT_NE(std::string(e.what()).find("neg.json: timing.seed must be an integer from 0 to"), std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      UsageError);
+}
+
 TEST(Report, CsvHasOneRowPerCell) {
   RunResult r = fake_run({Mode::Autocast});
   std::string csv = render_csv(r);
