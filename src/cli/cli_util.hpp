@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/text_util.hpp"
 
 namespace gs::cli {
 
@@ -23,7 +24,7 @@ inline void reject_empty_values(const CLI::App& app) {
 // A CLI11 parse error on one line ("gemmscope plot: error: A is required (see --help)"), not
 // CLI11's two ("...\nRun with --help for more information.").
 inline void print_parse_error(const char* command, const CLI::ParseError& e) {
-  fmt::print(stderr, "{}: error: {} (see --help)\n", command, e.what());
+  fmt::print(stderr, "{}: error: {} (see --help)\n", command, printable(e.what()));
 }
 
 }  // namespace gs::cli

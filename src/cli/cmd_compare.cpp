@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "core/compare.hpp"
 #include "core/error.hpp"
+#include "core/text_util.hpp"
 
 namespace gs::cli {
 
@@ -42,7 +43,7 @@ int run_compare(int argc, char** argv) {
     std::fflush(stdout);
     return r.has_regressions() ? 1 : 0;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "gemmscope compare: error: {}\n", e.what());
+    fmt::print(stderr, "gemmscope compare: error: {}\n", printable(e.what()));  // may quote the files
     return 2;
   }
 }

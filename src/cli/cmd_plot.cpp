@@ -149,7 +149,7 @@ int run_plot(int argc, char** argv) {
     check_chart_path(out, "-o");  // the same rule as `gemmscope -o`
     check_output_path(out, "-o");
   } catch (const UsageError& e) {
-    fmt::print(stderr, "gemmscope plot: error: {}\n", e.what());
+    fmt::print(stderr, "gemmscope plot: error: {}\n", printable(e.what()));
     return kChartBadInput;
   }
   std::vector<std::string> extra;

@@ -301,7 +301,7 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "gemmscope: {} (see --help)\n", e.what());
+    fmt::print(stderr, "gemmscope: {} (see --help)\n", printable(e.what()));
     return 2;
   }
   cli::reject_empty_values(app);
@@ -385,12 +385,12 @@ int main(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "compare") return gs::cli::run_compare(argc - 1, argv + 1);
 #endif
     return run_main(argc, argv);
-  } catch (const gs::UsageError& e) {
-    fmt::print(stderr, "gemmscope: {}\n", e.what());
+  } catch (const gs::UsageError& e) {  // messages may quote file contents: one line, no control characters
+    fmt::print(stderr, "gemmscope: {}\n", gs::printable(e.what()));
     return 2;
   } catch (const std::exception& e) {
     // Not the user's input: 70 (EX_SOFTWARE), apart from compare's 1 = "regressions found".
-    fmt::print(stderr, "gemmscope: internal error: {}\n", e.what());
+    fmt::print(stderr, "gemmscope: internal error: {}\n", gs::printable(e.what()));
     return kExitInternalError;
   }
 }

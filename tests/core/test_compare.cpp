@@ -403,6 +403,76 @@ TEST(Compare, ParseThreshold) {
   EXPECT_NE(gs::format_compare_text(r).find("threshold 0.0%:"), std::string::npos) << gs::format_compare_text(r);
 }
 
+// A and B that measured different things are compared (ratios as usual), with a note per difference
+// at the top of both outputs.
+TEST(Compare, DifferencesInWhatWasMeasuredAreNoted) {
+  const json a = load("compare_a.json");
+  json b = load("compare_b.json");
+  EXPECT_TRUE(gs::compare_results(a, b).differences.empty());
+  b["config"]["num_hidden_layers"] = 12;
+  b["config"]["vocab_size"] = 0;  // same as A: no note
+  b["timing"]["iters"] = 50;
+  b["timing"]["warmup"] = 2;
+  b["timing"]["seed"] = 7;        // A has no seed recorded: not compared
+  b["recipe_options"] = {{"fp8_format", "e4m3"}, {"fp8_accumulation", "split"}, {"producer_amax", false},
+                         {"amax_history_len", 16}};
+  const auto r = gs::compare_results(a, b);
+  EXPECT_EQ(r.differences, (std::vector<std::string>{
+                               "config.num_hidden_layers: 24 vs 12",
+                               "recipe_options.fp8_format: hybrid vs e4m3",
+                               "recipe_options.fp8_accumulation: auto vs split",
+                               "recipe_options.amax_history_len: 1024 vs 16",
+                               "recipe_options.producer_amax: true vs false",
+                               "timing.warmup: 10 vs 2",
+                               "timing.iters: 100 vs 50",
+                           }));
+  // still compared: FP8Current x1.10 on the 12 GEMMs and the per-layer total; B's full model
+  // has half the layers, so it is no longer a regression
+  EXPECT_EQ(r.regressions, 13);
+  const std::string text = gs::format_compare_text(r);
+  const size_t note = text.find("  note: A and B differ in config.num_hidden_layers: 24 vs 12\n");
+  ASSERT_NE(note, std::string::npos) << text;
+  EXPECT_LT(note, text.find("precisions compared"));  // at the top, with the file lines
+  EXPECT_NE(text.find("  note: A and B differ in timing.iters: 100 vs 50\n"), std::string::npos);
+  const std::string md = gs::format_compare_markdown(r);
+  EXPECT_NE(md.find("- **note:** A and B differ in recipe_options.fp8_format: hybrid vs e4m3\n"), std::string::npos) << md;
+  EXPECT_LT(md.find("**note:**"), md.find("**Result:"));
+  // seeds are compared when both files have one
+  json c = a;
+  c["timing"]["seed"] = 1234;
+  json d = a;
+  d["timing"]["seed"] = 99;
+  EXPECT_EQ(gs::compare_results(c, d).differences, (std::vector<std::string>{"timing.seed: 1234 vs 99"}));
+  // a different batch leaves no GEMM in common: the error says why
+  json e = a;
+  e["config"]["micro_batch_size"] = 2;
+  for (auto& g : e["gemms"]) {
+    if (g["m"] == 15872) g["m"] = 1024;
+    if (g["k"] == 15872) g["k"] = 1024;
+  }
+  EXPECT_NE(usage_error_of([&] { gs::compare_results(a, e); })
+                .find("no GEMM in common (matched by pass, op, m, k, n); A and B differ in config.micro_batch_size: 31 vs 2"),
+            std::string::npos)
+      << usage_error_of([&] { gs::compare_results(a, e); });
+}
+
+// Strings from the files reach the terminal without control characters.
+TEST(Compare, FileStringsArePrintable) {
+  const json a = load("compare_a.json");
+  json b = a;
+  b["device"]["name"] = "Evil\x1b[2J GPU\nline";
+  b["created"] = "2026\r\x07";
+  b["timing"]["method"] = "cuda\x1b]0;x\x07" "events";
+  auto r = gs::compare_results(a, b);
+  for (const std::string& out : {gs::format_compare_text(r), gs::format_compare_markdown(r)}) {
+    EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+    EXPECT_EQ(out.find('\x07'), std::string::npos);
+    EXPECT_EQ(out.find('\r'), std::string::npos);
+    EXPECT_NE(out.find("Evil?[2J GPU?line, 2026??"), std::string::npos) << out;
+    EXPECT_NE(out.find("timing.method: cuda-events vs cuda?]0;x?events"), std::string::npos) << out;
+  }
+}
+
 TEST(Compare, TextAndMarkdownOutput) {
   const auto r = gs::compare_files(kData + "/compare_a.json", kData + "/compare_b.json");
   const std::string text = gs::format_compare_text(r);

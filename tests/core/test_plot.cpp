@@ -508,6 +508,20 @@ TEST(CompareBinary, ExitCodes) {
   EXPECT_EQ(p.rc, 2) << p.out;
 }
 
+// Error messages quote file contents: still one line, no control characters.
+TEST(CompareBinary, ErrorsArePrintable) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "no gemmscope binary at " << kBinary;
+  json doc = load("compare_a.json");
+  doc["modes"] = {"auto\x1b[2J\ncast"};
+  const fs::path bad = work_dir() / "ctrl_mode.json";
+  std::ofstream(bad) << doc.dump();
+  const Proc p = run({kBinary, "compare", kData + "/compare_a.json", bad.string()});
+  EXPECT_EQ(p.rc, 2) << p.out;
+  EXPECT_EQ(p.out.find('\x1b'), std::string::npos) << p.out;
+  EXPECT_EQ(std::count(p.out.begin(), p.out.end(), '\n'), 1) << p.out;
+  EXPECT_NE(p.out.find("unknown mode 'auto?[2J?cast'"), std::string::npos) << p.out;
+}
+
 // Any problem in an input file is bad input (2), never 1, which means "regressions found".
 TEST(CompareBinary, MalformedFilesExitTwo) {
   if (!fs::exists(kBinary)) GTEST_SKIP() << "no gemmscope binary at " << kBinary;
