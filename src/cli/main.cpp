@@ -82,9 +82,18 @@ void add_model_options(CLI::App& app, Options& o) {
   i64("--sequence_length,--sequence-length,--seq_length", o.model.sequence_length, "Sequence length");
   i64("--vocab_size,--vocab-size", o.model.vocab_size, "Vocabulary size: adds the LM-head GEMMs (once per step)");
   i64("--tensor-parallel,--tensor_parallel,--tp", o.model.tensor_parallel, "Tensor-parallel degree (per-rank shapes)");
-  app.add_flag_function("--gated-mlp,--gated_mlp,!--no-gated-mlp",
-                        [&o](int64_t n) { o.model.gated_mlp = n > 0; }, "Gated MLP (SwiGLU/GeGLU): MLP-up N = 2 x intermediate")
-      ->group("Model");
+  // Two flags, each with its own help line (one CLI11 flag with a '!' negation renders as
+  // "--gated-mlp,--gated_mlp,--no-gated-mlp{false}").
+  CLI::Option* gated = app.add_flag_callback("--gated-mlp,--gated_mlp", [&o] { o.model.gated_mlp = true; },
+                                             "Gated MLP (SwiGLU/GeGLU): MLP-up N = 2 x intermediate")
+                           ->group("Model");
+  CLI::Option* plain = app.add_flag_callback("--no-gated-mlp,--no_gated_mlp", [&o] { o.model.gated_mlp = false; },
+                                             "Plain MLP: overrides a preset or config.json that gates")
+                           ->group("Model");
+  // Both given: an error after parsing (CLI11's excludes() would add "Excludes: ..." to the help).
+  app.final_callback([gated, plain] {
+    if (gated->count() > 0 && plain->count() > 0) throw UsageError("--gated-mlp and --no-gated-mlp are mutually exclusive");
+  });
   app.add_option("--config", o.config_path, "Hugging Face config.json (flags override its values)")->group("Model");
   app.add_option("--model", o.preset, "Model preset (see --list-models)")->group("Model");
   app.add_flag("--list-models", o.list_models, "List model presets and exit")->group("Model");

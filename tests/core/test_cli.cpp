@@ -270,6 +270,32 @@ TEST(Cli, ModeFlagConflicts) {
   EXPECT_EQ(r.rc, 0) << r.err;
 }
 
+// --gated-mlp and --no-gated-mlp are two flags with their own help lines.
+TEST(Cli, GatedMlpFlags) {
+  Out r = run("--help");
+  ASSERT_EQ(r.rc, 0);
+  const std::string help = r.out;
+  EXPECT_EQ(help.find("Excludes"), std::string::npos) << help;
+  EXPECT_EQ(r.out.find("{false}"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(",--no-gated-mlp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--gated-mlp,--gated_mlp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--no-gated-mlp,--no_gated_mlp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Plain MLP: overrides a preset or config.json that gates"), std::string::npos) << r.out;
+  const fs::path j = tmpdir() / "gated.json";
+  for (const auto& [args, gated] : std::vector<std::pair<std::string, bool>>{{"--model llama-3-8b", true},
+                                                                              {"--model llama-3-8b --no-gated-mlp", false},
+                                                                              {"--model llama-3-8b --no_gated_mlp", false},
+                                                                              {"--gated_mlp", true},
+                                                                              {"", false}}) {
+    SCOPED_TRACE(args);
+    r = run("--dry-run " + args + " --json " + j.string());
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(slurp(j))["config"]["gated_mlp"].get<bool>(), gated);
+  }
+  expect_usage_error("--gated-mlp --no-gated-mlp", "--gated-mlp and --no-gated-mlp are mutually exclusive");
+  expect_usage_error("--no_gated_mlp --gated_mlp", "--gated-mlp and --no-gated-mlp are mutually exclusive");
+}
+
 TEST(Cli, NoGpuPrintsThePlanInsteadOfCrashing) {
   const fs::path j = tmpdir() / "no_gpu.json";
   Out r = run("--shapes 1024 --gpu-warmup 0 --json " + j.string());
