@@ -36,6 +36,7 @@ import textwrap
 SCHEMA = "gemmscope.result/1"
 EXIT_BAD_INPUT = 2
 EXIT_NO_MATPLOTLIB = 3
+EXIT_STDOUT_ERROR = 74  # EX_IOERR: the chart is written, "wrote ..." could not be
 MATPLOTLIB_MISSING = ("matplotlib is not installed: apt-get install python3-matplotlib "
                       "(or pip install matplotlib)")
 KNOWN_MODES = ("autocast", "autocast-shared", "pre-quantized")
@@ -852,7 +853,16 @@ def main(argv=None):
     except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as e:
         # A value the checks above let through but a chart cannot use: still the file's problem.
         fail("%s: cannot chart this result (%s: %s)" % (os.path.basename(args.result), type(e).__name__, e))
-    print("wrote %s (%s chart%s)" % (args.output, kind, "" if kind == "modes" else ", mode " + mode))
+    try:
+        print("wrote %s (%s chart%s)" % (args.output, kind, "" if kind == "modes" else ", mode " + mode))
+        sys.stdout.flush()
+    except OSError as e:  # the chart is written; the line about it could not be (/dev/full): EX_IOERR
+        sys.stderr.write("gemmscope plot: error writing to stdout: %s\n" % (e.strerror or e))
+        try:  # the unwritten line goes to /dev/null at exit instead of a second error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return EXIT_STDOUT_ERROR
     return 0
 
 

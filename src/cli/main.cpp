@@ -1,6 +1,8 @@
 // gemmscope: transformer config -> GEMM plan -> measurements on the local GPU -> reports.
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fmt/format.h>
 #include <iostream>
 #include <limits>
@@ -371,8 +373,8 @@ int run_main(int argc, char** argv) {
       }
       const int rc = cli::render_chart(json_path, o.out_chart, {});
       if (rc != 0) {  // the measurement is kept: say where, and fail with the chart's status
-        fmt::print(stderr, "gemmscope: chart {} not written (exit status {}); the results are in {}\n", o.out_chart, rc,
-                   json_path);
+        fmt::print(stderr, "gemmscope: drawing the chart {} failed (exit status {}); the results are in {}\n",
+                   o.out_chart, rc, json_path);
         return rc;
       }
 #endif
@@ -384,10 +386,11 @@ int run_main(int argc, char** argv) {
 }  // namespace
 
 // Exit status: 0 ok, 1 regressions (compare only), 2 bad input, 3 no chart renderer (plot, -o),
-// 70 internal error.
+// 70 internal error, 74 the report could not be written to stdout.
 constexpr int kExitInternalError = 70;
+constexpr int kExitStdoutError = 74;  // EX_IOERR
 
-int main(int argc, char** argv) {
+int dispatch(int argc, char** argv) {
   try {
 #ifdef GS_HAVE_SUBCOMMANDS
     if (argc > 1 && std::string(argv[1]) == "plot") return gs::cli::run_plot(argc - 1, argv + 1);
@@ -402,4 +405,21 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "gemmscope: internal error: {}\n", gs::printable(e.what()));
     return kExitInternalError;
   }
+}
+
+int main(int argc, char** argv) {
+  const int rc = dispatch(argc, argv);
+  // A report that did not reach stdout (a full disk, /dev/full, a closed descriptor) is not a
+  // success: check the stream state and the final flush.
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  if (!flushed || std::ferror(stdout) || !std::cout) {
+    if (rc == 0 || rc == 1) {
+      fmt::print(stderr, "gemmscope: error writing to stdout{}\n", err ? fmt::format(": {}", std::strerror(err)) : "");
+      return kExitStdoutError;
+    }
+  }
+  return rc;
 }

@@ -296,6 +296,28 @@ TEST(Cli, GatedMlpFlags) {
   expect_usage_error("--no_gated_mlp --gated_mlp", "--gated-mlp and --no-gated-mlp are mutually exclusive");
 }
 
+// A report that cannot be written to stdout is an I/O error (74), not success.
+TEST(Cli, StdoutWriteErrorsExit74) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  const std::string data = GS_TEST_DATA_DIR;
+  for (const std::string& args : std::vector<std::string>{"--dry-run", "--dry-run --shapes 64", "--list-models", "--help",
+                                 "compare " + data + "/compare_a.json " + data + "/compare_a.json",
+                                 "compare " + data + "/compare_a.json " + data + "/compare_b.json"}) {
+    SCOPED_TRACE(args);
+    const fs::path e = tmpdir() / "stderr_full";
+    const std::string cmd = std::string("CUDA_VISIBLE_DEVICES= ") + GS_BINARY + " " + args + " >/dev/full 2>" + e.string();
+    const int st = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 74);
+    const std::string err = slurp(e);
+    EXPECT_EQ(err.rfind("gemmscope: error writing to stdout", 0), 0u) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  }
+  // bad input stays 2 (nothing was written to stdout)
+  const int st = std::system((std::string(GS_BINARY) + " --bogus >/dev/full 2>/dev/null").c_str());
+  EXPECT_EQ(WEXITSTATUS(st), 2);
+}
+
 TEST(Cli, NoGpuPrintsThePlanInsteadOfCrashing) {
   const fs::path j = tmpdir() / "no_gpu.json";
   Out r = run("--shapes 1024 --gpu-warmup 0 --json " + j.string());

@@ -423,6 +423,20 @@ TEST(PlotBinary, PlotScriptVariableNamesAMissingFile) {
   EXPECT_EQ(std::count(p.out.begin(), p.out.end(), '\n'), 1) << p.out;
 }
 
+// The script's "wrote ..." line cannot reach stdout: 74 from the script and the binary.
+TEST(PlotBinary, StdoutWriteErrorExits74) {
+  if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
+  REQUIRE_MATPLOTLIB();
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  const fs::path out = work_dir() / "full.svg", err = work_dir() / "full.err";
+  const std::string cmd = kBinary + " plot " + kData + "/shapes_4.json -o " + out.string() + " >/dev/full 2>" + err.string();
+  const int st = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 74) << slurp(err);
+  EXPECT_EQ(slurp(err), "gemmscope plot: error writing to stdout: No space left on device\n");
+  EXPECT_TRUE(fs::exists(out));  // the chart itself was written
+}
+
 // The subcommand of the built binary: interpreter choice, argument passing, exit codes.
 TEST(PlotBinary, RendersEachKind) {
   if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
