@@ -16,7 +16,7 @@ int run_compare(int argc, char** argv) {
   CLI::App app{"Compare two gemmscope result JSONs (A = reference, B = candidate).\n"
                "GEMMs are matched by (pass, op, m, k, n); cells show B/A of the mean time.\n"
                "Exit status: 0 no regression, 1 regressions found (B slower than A by more than the\n"
-               "threshold, or a GEMM n/a in B only), 2 bad input.",
+               "threshold, or a GEMM n/a in B only), 2 bad input, 70 internal error, 74 stdout not writable.",
                "gemmscope compare"};
   std::string a, b, threshold = "5%", mode;
   bool markdown = false;

@@ -126,7 +126,7 @@ int run_plot(int argc, char** argv) {
   CLI::App app{"Draw a chart from a gemmscope result JSON.\n"
                "Kinds: model (stacked per-layer bars per precision), shapes (grouped TFLOP/s bars),\n"
                "sweep (latency / TFLOP/s / speedup vs size), modes (autocast vs pre-quantized speedup).\n"
-               "Exit status: 0 written, 2 bad input, 3 no Python with matplotlib.",
+               "Exit status: 0 written, 2 bad input, 3 no Python with matplotlib, 74 stdout not writable.",
                "gemmscope plot"};
   std::string result, out, baseline, mode, kind = "auto";
   app.add_option("result", result, "result JSON written by gemmscope --json")->required();
