@@ -36,6 +36,7 @@ import textwrap
 SCHEMA = "gemmscope.result/1"
 EXIT_BAD_INPUT = 2
 EXIT_NO_MATPLOTLIB = 3
+EXIT_STDOUT_ERROR = 74  # EX_IOERR: the chart is written, "wrote ..." could not be
 MATPLOTLIB_MISSING = ("matplotlib is not installed: apt-get install python3-matplotlib "
                       "(or pip install matplotlib)")
 KNOWN_MODES = ("autocast", "autocast-shared", "pre-quantized")
@@ -66,8 +67,14 @@ class InputError(Exception):
     """The user's input cannot be charted; the message is printed on one line, exit 2."""
 
 
+def printable(text):
+    """`text` with control characters (C0, DEL, C1) replaced by '?': strings from a result file
+    must not move the cursor or break the one-line message."""
+    return "".join("?" if (ord(ch) < 0x20 or 0x7f <= ord(ch) < 0xa0) else ch for ch in str(text))
+
+
 def fail(msg, code=EXIT_BAD_INPUT):
-    sys.stderr.write("gemmscope plot: error: %s\n" % msg)
+    sys.stderr.write("gemmscope plot: error: %s\n" % printable(msg))
     sys.exit(code)
 
 
@@ -106,6 +113,9 @@ def load_result(path):
     if doc.get("kind") not in ("model", "shapes"):
         raise InputError("%s: \"kind\" must be \"model\" or \"shapes\", got %s" % (
             name, json.dumps(doc.get("kind"))))
+    if doc.get("dry_run") is True and doc.get("dry_run_requested") is False:
+        raise InputError("%s holds no results to plot: nothing could be measured (%s)" % (
+            name, doc.get("why_not_measured")))
     if doc.get("dry_run") is True:
         raise InputError("%s is a dry run: it holds no results to plot" % name)
     modes = doc.get("modes")
@@ -114,6 +124,19 @@ def load_result(path):
     precs = doc.get("precisions")
     if not isinstance(precs, list) or not precs or not all(isinstance(p, str) for p in precs):
         raise InputError("%s: \"precisions\" must be a non-empty list of strings" % name)
+    for key, values in (("modes", modes), ("precisions", precs)):
+        for i, v in enumerate(values):
+            if v in values[:i]:
+                raise InputError("%s: \"%s\" lists %s twice" % (name, key, v))
+    # The optional objects the charts read: absent or null, else of the right type.
+    for key in ("tool", "timing", "device", "config", "summary"):
+        if doc.get(key) is not None and not isinstance(doc[key], dict):
+            raise InputError("%s: %s must be an object or null" % (name, key))
+    if doc.get("created") is not None and not isinstance(doc["created"], str):
+        raise InputError("%s: created must be a string" % name)
+    notes = doc.get("notes")
+    if notes is not None and (not isinstance(notes, list) or not all(isinstance(n, str) for n in notes)):
+        raise InputError("%s: notes must be a list of strings" % name)
     gemms = doc.get("gemms")
     if not isinstance(gemms, list) or not gemms:
         raise InputError("%s: \"gemms\" must be a non-empty list" % name)
@@ -827,7 +850,19 @@ def main(argv=None):
             chart_modes(doc, baseline, args.output)
     except InputError as e:
         fail(str(e))
-    print("wrote %s (%s chart%s)" % (args.output, kind, "" if kind == "modes" else ", mode " + mode))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as e:
+        # A value the checks above let through but a chart cannot use: still the file's problem.
+        fail("%s: cannot chart this result (%s: %s)" % (os.path.basename(args.result), type(e).__name__, e))
+    try:
+        print("wrote %s (%s chart%s)" % (args.output, kind, "" if kind == "modes" else ", mode " + mode))
+        sys.stdout.flush()
+    except OSError as e:  # the chart is written; the line about it could not be (/dev/full): EX_IOERR
+        sys.stderr.write("gemmscope plot: error writing to stdout: %s\n" % (e.strerror or e))
+        try:  # the unwritten line goes to /dev/null at exit instead of a second error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return EXIT_STDOUT_ERROR
     return 0
 
 

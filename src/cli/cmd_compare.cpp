@@ -4,9 +4,11 @@
 
 #include <cstdio>
 
+#include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "core/compare.hpp"
 #include "core/error.hpp"
+#include "core/text_util.hpp"
 
 namespace gs::cli {
 
@@ -14,7 +16,7 @@ int run_compare(int argc, char** argv) {
   CLI::App app{"Compare two gemmscope result JSONs (A = reference, B = candidate).\n"
                "GEMMs are matched by (pass, op, m, k, n); cells show B/A of the mean time.\n"
                "Exit status: 0 no regression, 1 regressions found (B slower than A by more than the\n"
-               "threshold, or a GEMM n/a in B only), 2 bad input.",
+               "threshold, or a GEMM n/a in B only), 2 bad input, 70 internal error, 74 stdout not writable.",
                "gemmscope compare"};
   std::string a, b, threshold = "5%", mode;
   bool markdown = false;
@@ -22,14 +24,16 @@ int run_compare(int argc, char** argv) {
   app.add_option("B", b, "candidate result JSON")->required();
   app.add_option("--threshold", threshold, "relative change that is flagged: 5% or 0.05")->capture_default_str();
   app.add_flag("--markdown", markdown, "print markdown tables instead of text");
-  app.add_option("--mode", mode, "compare only this mode (autocast or pre-quantized)");
+  app.add_option("--mode", mode, "compare only this mode (autocast, autocast-shared or pre-quantized)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    print_parse_error("gemmscope compare", e);
+    return 2;
   }
   try {
+    reject_empty_values(app);
     CompareOptions opt;
     opt.threshold = parse_threshold(threshold);
     opt.mode = mode;
@@ -39,7 +43,7 @@ int run_compare(int argc, char** argv) {
     std::fflush(stdout);
     return r.has_regressions() ? 1 : 0;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "gemmscope compare: error: {}\n", e.what());
+    fmt::print(stderr, "gemmscope compare: error: {}\n", printable(e.what()));  // may quote the files
     return 2;
   }
 }

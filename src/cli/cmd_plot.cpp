@@ -13,7 +13,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/output_paths.hpp"
+#include "core/text_util.hpp"
 
 extern char** environ;
 
@@ -92,9 +96,15 @@ std::optional<std::string> find_chart_script() {
 int render_chart(const std::string& json_path, const std::string& out_path, const std::vector<std::string>& extra_args) {
   const auto script = find_chart_script();
   if (!script) {
-    fmt::print(stderr,
-               "gemmscope plot: error: the chart renderer gemmscope_plot.py was not found next to the gemmscope binary "
-               "(set GEMMSCOPE_PLOT_SCRIPT to its path)\n");
+    if (const char* env = std::getenv("GEMMSCOPE_PLOT_SCRIPT"); env && *env)
+      fmt::print(stderr,
+                 "gemmscope plot: error: GEMMSCOPE_PLOT_SCRIPT names {}, which does not exist or cannot be read "
+                 "(unset it to use the gemmscope_plot.py next to the binary)\n",
+                 printable(env));
+    else
+      fmt::print(stderr,
+                 "gemmscope plot: error: the chart renderer gemmscope_plot.py was not found next to the gemmscope "
+                 "binary (set GEMMSCOPE_PLOT_SCRIPT to its path)\n");
     return kChartUnavailable;
   }
   const auto python = find_chart_python();
@@ -116,22 +126,31 @@ int run_plot(int argc, char** argv) {
   CLI::App app{"Draw a chart from a gemmscope result JSON.\n"
                "Kinds: model (stacked per-layer bars per precision), shapes (grouped TFLOP/s bars),\n"
                "sweep (latency / TFLOP/s / speedup vs size), modes (autocast vs pre-quantized speedup).\n"
-               "Exit status: 0 written, 2 bad input, 3 no Python with matplotlib.",
+               "Exit status: 0 written, 2 bad input, 3 no Python with matplotlib, 74 stdout not writable.",
                "gemmscope plot"};
   std::string result, out, baseline, mode, kind = "auto";
   app.add_option("result", result, "result JSON written by gemmscope --json")->required();
   app.add_option("-o,--output", out, "chart file: .png, .svg or .pdf")->required();
   app.add_option("--baseline", baseline, "precision the speedups are taken against (default BF16)");
   app.add_option("--mode", mode, "mode to chart (default autocast when present)")
-      ->check(CLI::IsMember({"autocast", "pre-quantized"}));
+      ->check(CLI::IsMember({"autocast", "autocast-shared", "pre-quantized"}));
   app.add_option("--kind", kind, "chart kind (default auto: from the JSON)")
       ->check(CLI::IsMember({"auto", "model", "shapes", "sweep", "modes"}))
       ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? kChartOk : kChartBadInput;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    print_parse_error("gemmscope plot", e);
+    return kChartBadInput;
+  }
+  try {
+    reject_empty_values(app);
+    check_chart_path(out, "-o");  // the same rule as `gemmscope -o`
+    check_output_path(out, "-o");
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "gemmscope plot: error: {}\n", printable(e.what()));
+    return kChartBadInput;
   }
   std::vector<std::string> extra;
   if (!baseline.empty()) extra.insert(extra.end(), {"--baseline", baseline});

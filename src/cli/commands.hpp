@@ -19,7 +19,8 @@ inline constexpr int kChartUnavailable = 3; // no Python with matplotlib, or gem
 int run_plot(int argc, char** argv);
 
 // `gemmscope compare A.json B.json [--threshold 5%|0.05] [--markdown] [--mode M]`
-// Exit status: 0 no regression, 1 regressions found, 2 bad input.
+// Exit status: 0 no regression, 1 regressions found, 2 bad input (any problem in either file);
+// main() turns an internal error into 70 and a failed write of the report to stdout into 74.
 int run_compare(int argc, char** argv);
 
 // Renders `json_path` into `out_path` (type from its extension) with tools/gemmscope_plot.py;

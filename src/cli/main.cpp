@@ -1,16 +1,21 @@
 // gemmscope: transformer config -> GEMM plan -> measurements on the local GPU -> reports.
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fmt/format.h>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
+#include "cli/cli_util.hpp"
 #include "core/error.hpp"
 #include "core/model_config.hpp"
+#include "core/output_paths.hpp"
 #include "core/plan.hpp"
 #include "core/report.hpp"
 #include "core/runner.hpp"
@@ -33,6 +38,7 @@ struct Options {
   bool no_producer_amax = false;
   bool sweep = false, list_models = false, dry_run = false, pre_quantize = false, quiet = false;
   bool accuracy = false, accuracy_only = false;
+  bool mode_given = false;  // --mode was on the command line (o.mode alone cannot tell the default)
   std::string dist = "normal";
   bool no_bf16 = false, no_fp8_current = false, no_fp8_delayed = false, no_fp8_block = false, no_mxfp8 = false,
        no_fp4 = false;
@@ -40,14 +46,33 @@ struct Options {
   std::string out_chart, out_json, out_csv;
   std::string fp8_format = "hybrid", fp8_accum = "auto", timing = "cuda-events";
   bool nvfp4_no_2d = false, nvfp4_no_rht = false, nvfp4_no_sr = false;
-  int warmup = 10, iters = 100, amax_history = 1024, device = 0;
+  int64_t warmup = 10, iters = 100, amax_history = 1024, device = 0;
   double gpu_warmup = 5.0;
   uint64_t seed = 1234;
 };
 
+// The first of CLI11's comma-separated option names: "--hidden_size,--hidden-size" -> "--hidden_size".
+std::string first_name(const char* names) {
+  const std::string s = names;
+  return s.substr(0, s.find(','));
+}
+
+// Integer and number options take their text and parse it as plain decimal (text_util.hpp):
+// CLI11's own conversion detects bases (010 = 8, 0x200 = 512) and accepts nan/inf.
+CLI::Option* add_int(CLI::App& app, const char* names, int64_t& dst, const char* help) {
+  const std::string flag = first_name(names);
+  return app.add_option_function<std::string>(names, [&dst, flag](const std::string& v) { dst = parse_decimal_int(v, flag); },
+                                              help)
+      ->type_name("INT");
+}
+
 void add_model_options(CLI::App& app, Options& o) {
   auto i64 = [&](const char* names, std::optional<int64_t>& dst, const char* help) {
-    app.add_option_function<int64_t>(names, [&dst](const int64_t& v) { dst = v; }, help)->group("Model");
+    const std::string flag = first_name(names);
+    app.add_option_function<std::string>(names, [&dst, flag](const std::string& v) { dst = parse_decimal_int(v, flag); },
+                                         help)
+        ->type_name("INT")
+        ->group("Model");
   };
   i64("--hidden_size,--hidden-size", o.model.hidden_size, "Hidden size");
   i64("--intermediate_size,--intermediate-size", o.model.intermediate_size, "MLP intermediate size");
@@ -59,9 +84,18 @@ void add_model_options(CLI::App& app, Options& o) {
   i64("--sequence_length,--sequence-length,--seq_length", o.model.sequence_length, "Sequence length");
   i64("--vocab_size,--vocab-size", o.model.vocab_size, "Vocabulary size: adds the LM-head GEMMs (once per step)");
   i64("--tensor-parallel,--tensor_parallel,--tp", o.model.tensor_parallel, "Tensor-parallel degree (per-rank shapes)");
-  app.add_flag_function("--gated-mlp,--gated_mlp,!--no-gated-mlp",
-                        [&o](int64_t n) { o.model.gated_mlp = n > 0; }, "Gated MLP (SwiGLU/GeGLU): MLP-up N = 2 x intermediate")
-      ->group("Model");
+  // Two flags, each with its own help line (one CLI11 flag with a '!' negation renders as
+  // "--gated-mlp,--gated_mlp,--no-gated-mlp{false}").
+  CLI::Option* gated = app.add_flag_callback("--gated-mlp,--gated_mlp", [&o] { o.model.gated_mlp = true; },
+                                             "Gated MLP (SwiGLU/GeGLU): MLP-up N = 2 x intermediate")
+                           ->group("Model");
+  CLI::Option* plain = app.add_flag_callback("--no-gated-mlp,--no_gated_mlp", [&o] { o.model.gated_mlp = false; },
+                                             "Plain MLP: overrides a preset or config.json that gates")
+                           ->group("Model");
+  // Both given: an error after parsing (CLI11's excludes() would add "Excludes: ..." to the help).
+  app.final_callback([gated, plain] {
+    if (gated->count() > 0 && plain->count() > 0) throw UsageError("--gated-mlp and --no-gated-mlp are mutually exclusive");
+  });
   app.add_option("--config", o.config_path, "Hugging Face config.json (flags override its values)")->group("Model");
   app.add_option("--model", o.preset, "Model preset (see --list-models)")->group("Model");
   app.add_flag("--list-models", o.list_models, "List model presets and exit")->group("Model");
@@ -89,21 +123,28 @@ std::vector<Precision> chosen_precisions(const Options& o) {
   return out;
 }
 
+// --sweep-sizes "512,1024,...": square sizes N only (an MxKxN item is refused even when M = K = N).
 std::vector<int64_t> sweep_sizes(const std::string& spec) {
   if (spec.empty()) return {256, 512, 1024, 2048, 4096, 8192, 16384};
-  std::vector<int64_t> out;
-  for (const Gemm& g : build_shapes_plan(spec).gemms) {
-    if (g.m != g.k || g.k != g.n) throw UsageError(fmt::format("--sweep takes square sizes, got {}", g.shape()));
-    out.push_back(g.m);
+  int index = 0;
+  for (const std::string& item : split_list(spec)) {
+    ++index;
+    if (item.find_first_of("xX") != std::string::npos)
+      throw UsageError(fmt::format("--sweep-sizes takes square sizes N (e.g. 512,1024), got item {} '{}'", index, item));
   }
+  std::vector<int64_t> out;
+  for (const Gemm& g : build_shapes_plan(spec, "--sweep-sizes").gemms) out.push_back(g.m);
   return out;
 }
+
+constexpr int64_t kMaxIters = 100000;  // --num-iters, --num-warmup
 
 RunRequest build_request(const Options& o) {
   RunRequest req;
   const bool model_flags = o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length ||
                            o.model.tensor_parallel || !o.config_path.empty() || !o.preset.empty();
   if (!o.shapes.empty() && o.sweep) throw UsageError("--shapes and --sweep are mutually exclusive");
+  if (!o.sweep_spec.empty() && !o.sweep) throw UsageError("--sweep-sizes needs --sweep");
   if ((!o.shapes.empty() || o.sweep) && model_flags)
     throw UsageError(fmt::format("{} is mutually exclusive with model flags (--hidden_size, --config, --model, ...)",
                                  o.sweep ? "--sweep" : "--shapes"));
@@ -121,8 +162,12 @@ RunRequest build_request(const Options& o) {
     req.plan = build_model_plan(c);
   }
   req.precisions = chosen_precisions(o);
-  if (o.pre_quantize && o.mode != "autocast" && o.mode != "pre-quantized")
-    throw UsageError(fmt::format("--pre-quantize conflicts with --mode {}", o.mode));
+  if (o.accuracy_only && (o.mode_given || o.pre_quantize))
+    throw UsageError(fmt::format("--accuracy-only times nothing: {} does not apply (use --accuracy to time and measure "
+                                 "accuracy)",
+                                 o.mode_given ? "--mode" : "--pre-quantize"));
+  if (o.pre_quantize && o.mode_given && o.mode != "pre-quantized")
+    throw UsageError(fmt::format("--pre-quantize conflicts with --mode {} (--pre-quantize means --mode pre-quantized)", o.mode));
   std::string mode = o.pre_quantize ? "pre-quantized" : o.mode;
   if (mode == "both") req.modes = {Mode::Autocast, Mode::PreQuantized};
   else if (mode == "all" && req.plan.model_mode) req.modes = {Mode::Autocast, Mode::AutocastShared, Mode::PreQuantized};
@@ -133,14 +178,17 @@ RunRequest build_request(const Options& o) {
     throw UsageError("--mode autocast-shared needs a model plan: it shares quantized tensors between the Fprop, "
                      "Dgrad and Wgrad of a layer, and --shapes/--sweep GEMMs stand alone (use autocast)");
   if (o.warmup < 0) throw UsageError("--num-warmup must be >= 0");
+  if (o.warmup > kMaxIters) throw UsageError(fmt::format("--num-warmup must be <= {}", kMaxIters));
   if (o.iters < 1) throw UsageError("--num-iters must be >= 1");
-  if (o.iters > 100000) throw UsageError("--num-iters must be <= 100000");
-  if (o.gpu_warmup < 0 || o.gpu_warmup > 600) throw UsageError("--gpu-warmup must be between 0 and 600 seconds");
+  if (o.iters > kMaxIters) throw UsageError(fmt::format("--num-iters must be <= {}", kMaxIters));
+  if (!(o.gpu_warmup >= 0 && o.gpu_warmup <= 600)) throw UsageError("--gpu-warmup must be between 0 and 600 seconds");
   if (o.amax_history < 1 || o.amax_history > 1024) throw UsageError("--amax-history must be between 1 and 1024");
+  if (o.device < 0) throw UsageError(fmt::format("--device must be >= 0, got {}", o.device));
+  if (o.device > std::numeric_limits<int>::max()) throw UsageError(fmt::format("--device {} is too large", o.device));
   if (o.timing != "cuda-events") throw UsageError("--timing: only 'cuda-events' is implemented");
-  req.options.timing = {"cuda-events", o.warmup, o.iters, o.gpu_warmup};
+  req.options.timing = {"cuda-events", static_cast<int>(o.warmup), static_cast<int>(o.iters), o.gpu_warmup};
   req.options.seed = o.seed;
-  req.options.device = o.device;
+  req.options.device = static_cast<int>(o.device);
   RecipeOptions& r = req.options.recipe;
   if (o.fp8_format == "hybrid") r.fp8_format = Fp8Format::Hybrid;
   else if (o.fp8_format == "e4m3") r.fp8_format = Fp8Format::E4M3;
@@ -149,7 +197,7 @@ RunRequest build_request(const Options& o) {
   else if (o.fp8_accum == "fast") r.fp8_accum = Accumulation::Fast;
   else if (o.fp8_accum == "split") r.fp8_accum = Accumulation::Split;
   else throw UsageError(fmt::format("--fp8-accum must be auto, fast or split, got '{}'", o.fp8_accum));
-  r.amax_history_len = o.amax_history;
+  r.amax_history_len = static_cast<int>(o.amax_history);
   r.nvfp4_2d_weights = !o.nvfp4_no_2d;
   r.nvfp4_rht = !o.nvfp4_no_rht;
   r.nvfp4_stochastic_rounding = !o.nvfp4_no_sr;
@@ -162,20 +210,26 @@ RunRequest build_request(const Options& o) {
   return req;
 }
 
-// Output paths are checked before any measurement so a long run never ends in an unwritable file.
-void check_writable(const std::string& path, const char* flag) {
-  if (path.empty()) return;
-  std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
-  if (dir.empty()) dir = "/";
-  if (access(dir.c_str(), W_OK) != 0)
-    throw UsageError(fmt::format("{} {}: directory '{}' is not writable", flag, path, dir));
-}
-
-void check_chart_path(const std::string& p) {
-  if (p.empty()) return;
-  auto ends = [&](const char* e) { return p.size() >= std::string(e).size() && p.compare(p.size() - std::string(e).size(), std::string::npos, e) == 0; };
-  if (!ends(".png") && !ends(".svg") && !ends(".pdf"))
-    throw UsageError(fmt::format("-o {}: the chart file must end in .png, .svg or .pdf", p));
+// Output paths are checked before any measurement so a long run never ends in an unwritable or
+// clobbered file: each must be writable (output_paths.hpp), and no two outputs may be one file.
+// Without --json, -o X also writes its results to X.json.
+void check_outputs(const Options& o) {
+  if (!o.out_chart.empty()) check_chart_path(o.out_chart, "-o");
+  const std::string implicit_json = !o.out_chart.empty() && o.out_json.empty() ? o.out_chart + ".json" : "";
+  struct Out {
+    std::string path, what;
+  };
+  std::vector<Out> outs;
+  if (!o.out_json.empty()) outs.push_back({o.out_json, "--json"});
+  if (!o.out_csv.empty()) outs.push_back({o.out_csv, "--csv"});
+  if (!o.out_chart.empty()) outs.push_back({o.out_chart, "-o"});
+  if (!implicit_json.empty()) outs.push_back({implicit_json, fmt::format("the results JSON of -o {}", o.out_chart)});
+  for (const Out& x : outs) check_output_path(x.path, x.what);
+  for (size_t i = 0; i < outs.size(); ++i)
+    for (size_t j = i + 1; j < outs.size(); ++j)
+      if (same_output_path(outs[i].path, outs[j].path))
+        throw UsageError(fmt::format("{} {} and {} {} are the same file", outs[i].what, printable(outs[i].path),
+                                     outs[j].what, printable(outs[j].path)));
 }
 
 class Progress {
@@ -211,19 +265,28 @@ int run_main(int argc, char** argv) {
   app.add_flag("--no-fp8,--no-mxfp8", o.no_mxfp8, "Skip MXFP8 (the seed's --no-fp8)")->group("Precisions");
   app.add_flag("--no-fp4,--no-nvfp4", o.no_fp4, "Skip NVFP4")->group("Precisions");
   app.add_flag("--pre-quantize", o.pre_quantize, "Time the GEMM kernel only (= --mode pre-quantized)")->group("Measurement");
-  app.add_option("--mode", o.mode,
+  CLI::Option* mode_opt = app.add_option("--mode", o.mode,
                  "autocast | autocast-shared (each tensor quantized once per step, as TE) | pre-quantized | "
                  "both (autocast + pre-quantized) | all")
       ->group("Measurement");
-  app.add_option("--num-warmup", o.warmup, "Warmup iterations per GEMM (default 10)")->group("Measurement");
-  app.add_option("--num-iters", o.iters, "Timed iterations per GEMM (default 100)")->group("Measurement");
-  app.add_option("--gpu-warmup", o.gpu_warmup, "Seconds of BF16 GEMMs to settle clocks first (default 5)")->group("Measurement");
+  add_int(app, "--num-warmup", o.warmup, "Warmup iterations per GEMM, 0..100000 (default 10)")->group("Measurement");
+  add_int(app, "--num-iters", o.iters, "Timed iterations per GEMM, 1..100000 (default 100)")->group("Measurement");
+  app.add_option_function<std::string>(
+         "--gpu-warmup", [&o](const std::string& v) { o.gpu_warmup = parse_decimal_number(v, "--gpu-warmup"); },
+         "Seconds of BF16 GEMMs to settle clocks first, 0..600 (default 5)")
+      ->type_name("SECONDS")
+      ->group("Measurement");
   app.add_option("--timing", o.timing, "Timing method: cuda-events")->group("Measurement");
-  app.add_option("--device", o.device, "CUDA device index (default 0)")->group("Measurement");
-  app.add_option("--seed", o.seed, "Seed for the random operands (default 1234)")->group("Measurement");
+  add_int(app, "--device", o.device, "CUDA device index (default 0)")->group("Measurement");
+  app.add_option_function<std::string>(
+         "--seed", [&o](const std::string& v) { o.seed = parse_decimal_uint(v, "--seed"); },
+         "Seed for the random operands, 0..2^64-1 (default 1234)")
+      ->type_name("UINT")
+      ->group("Measurement");
   app.add_option("--fp8-format", o.fp8_format, "hybrid (E5M2 gradients, default) | e4m3")->group("Recipes");
   app.add_option("--fp8-accum", o.fp8_accum, "auto (fast Fprop, split Dgrad/Wgrad) | fast | split")->group("Recipes");
-  app.add_option("--amax-history", o.amax_history, "FP8 delayed scaling amax history length (default 1024)")->group("Recipes");
+  add_int(app, "--amax-history", o.amax_history, "FP8 delayed scaling amax history length, 1..1024 (default 1024)")
+      ->group("Recipes");
   app.add_flag("--nvfp4-no-2d", o.nvfp4_no_2d, "NVFP4: 1x16 weight scales instead of 16x16")->group("Recipes");
   app.add_flag("--nvfp4-no-rht", o.nvfp4_no_rht, "NVFP4: no random Hadamard transform on Wgrad inputs")->group("Recipes");
   app.add_flag("--no-producer-amax", o.no_producer_amax,
@@ -249,9 +312,11 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "gemmscope: {} (see --help)\n", e.what());
+    fmt::print(stderr, "gemmscope: {} (see --help)\n", printable(e.what()));
     return 2;
   }
+  cli::reject_empty_values(app);
+  o.mode_given = mode_opt->count() > 0;
   if (o.list_models) {
     for (const Preset& p : presets()) {
       const ModelConfig& c = p.config;
@@ -262,16 +327,16 @@ int run_main(int argc, char** argv) {
     return 0;
   }
   RunRequest req = build_request(o);
-  check_chart_path(o.out_chart);
-  check_writable(o.out_json, "--json");
-  check_writable(o.out_csv, "--csv");
-  check_writable(o.out_chart, "-o");
+  check_outputs(o);
 
   RunResult result;
   bool measured = false;
   if (o.dry_run) {
     result = plan_only(req);
+    result.dry_run_requested = true;
+    result.why_not_measured = "--dry-run";
   } else {
+    std::string why_not;
 #ifdef GEMMSCOPE_WITH_CUDA
     std::string why;
     std::unique_ptr<Engine> engine = cuda::make_engine(req.options, why);
@@ -280,12 +345,17 @@ int run_main(int argc, char** argv) {
       result = run(*engine, req, [&](size_t d, size_t t, const std::string& w) { progress(d, t, w); });
       measured = true;
     } else {
+      why_not = "no GPU: " + why;
       fmt::print(stderr, "gemmscope: no GPU measurement: {}. Printing the plan instead; measuring needs a CUDA GPU.\n", why);
     }
 #else
+    why_not = "this build has no CUDA backend";
     fmt::print(stderr, "gemmscope: this build has no CUDA backend; printing the plan instead (measuring needs a CUDA build and a GPU).\n");
 #endif
-    if (!measured) result = plan_only(req);
+    if (!measured) {  // exit 0 with the plan, but never dressed up as a requested dry run
+      result = plan_only(req);
+      result.why_not_measured = why_not;
+    }
   }
   std::cout << (measured ? render_text(result) : render_plan_text(result)) << std::flush;
   if (!o.out_json.empty()) write_file_atomic(o.out_json, to_json(result).dump(2) + "\n");
@@ -301,8 +371,12 @@ int run_main(int argc, char** argv) {
         json_path = o.out_chart + ".json";
         write_file_atomic(json_path, to_json(result).dump(2) + "\n");
       }
-      int rc = cli::render_chart(json_path, o.out_chart, {});
-      if (rc != 0) fmt::print(stderr, "gemmscope: chart not written (results are in {})\n", json_path);
+      const int rc = cli::render_chart(json_path, o.out_chart, {});
+      if (rc != 0) {  // the measurement is kept: say where, and fail with the chart's status
+        fmt::print(stderr, "gemmscope: drawing the chart {} failed (exit status {}); the results are in {}\n",
+                   o.out_chart, rc, json_path);
+        return rc;
+      }
 #endif
     }
   }
@@ -311,18 +385,41 @@ int run_main(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// Exit status: 0 ok, 1 regressions (compare only), 2 bad input, 3 no chart renderer (plot, -o),
+// 70 internal error, 74 the report could not be written to stdout.
+constexpr int kExitInternalError = 70;
+constexpr int kExitStdoutError = 74;  // EX_IOERR
+
+int dispatch(int argc, char** argv) {
   try {
 #ifdef GS_HAVE_SUBCOMMANDS
     if (argc > 1 && std::string(argv[1]) == "plot") return gs::cli::run_plot(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "compare") return gs::cli::run_compare(argc - 1, argv + 1);
 #endif
     return run_main(argc, argv);
-  } catch (const gs::UsageError& e) {
-    fmt::print(stderr, "gemmscope: {}\n", e.what());
+  } catch (const gs::UsageError& e) {  // messages may quote file contents: one line, no control characters
+    fmt::print(stderr, "gemmscope: {}\n", gs::printable(e.what()));
     return 2;
   } catch (const std::exception& e) {
-    fmt::print(stderr, "gemmscope: internal error: {}\n", e.what());
-    return 1;
+    // Not the user's input: 70 (EX_SOFTWARE), apart from compare's 1 = "regressions found".
+    fmt::print(stderr, "gemmscope: internal error: {}\n", gs::printable(e.what()));
+    return kExitInternalError;
   }
+}
+
+int main(int argc, char** argv) {
+  const int rc = dispatch(argc, argv);
+  // A report that did not reach stdout (a full disk, /dev/full, a closed descriptor) is not a
+  // success: check the stream state and the final flush.
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  if (!flushed || std::ferror(stdout) || !std::cout) {
+    if (rc == 0 || rc == 1) {
+      fmt::print(stderr, "gemmscope: error writing to stdout{}\n", err ? fmt::format(": {}", std::strerror(err)) : "");
+      return kExitStdoutError;
+    }
+  }
+  return rc;
 }

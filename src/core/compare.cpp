@@ -3,10 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <map>
+#include <type_traits>
 
 #include "core/error.hpp"
 #include "core/report.hpp"
@@ -20,6 +19,9 @@ namespace {
 
 // What compare needs of a result besides a valid document: times.
 void require_times(const RunResult& r, const std::string& name) {
+  if (r.dry_run && !r.dry_run_requested && !r.why_not_measured.empty())
+    throw UsageError(fmt::format("{} holds no results to compare: nothing could be measured ({})", name,
+                                 printable(r.why_not_measured)));
   if (r.dry_run) throw UsageError(fmt::format("{} is a dry run: it holds no results to compare", name));
   if (r.modes.empty()) throw UsageError(fmt::format("{}: \"modes\" must be a non-empty list of strings", name));
   if (r.precisions.empty())
@@ -182,11 +184,13 @@ std::string md_align(size_t left, size_t n) {
   return s + "\n";
 }
 
+// Strings from the files (and their paths) are printed through printable(): a device name or a
+// date cannot move the cursor or add lines.
 std::string file_line(const std::string& path, const std::string& dev, const std::string& created) {
-  std::string s = path.empty() ? "(in memory)" : path;
+  std::string s = path.empty() ? "(in memory)" : printable(path);
   std::vector<std::string> bits;
-  if (!dev.empty()) bits.push_back(dev);
-  if (!created.empty()) bits.push_back(created);
+  if (!dev.empty()) bits.push_back(printable(dev));
+  if (!created.empty()) bits.push_back(printable(created));
   if (!bits.empty()) s += " (" + join(bits) + ")";
   return s;
 }
@@ -194,6 +198,59 @@ std::string file_line(const std::string& path, const std::string& dev, const std
 std::string threshold_line(double t) {
   return fmt::format("threshold {:.1f}%: B/A > {:.3f} is a regression, B/A < {:.3f} an improvement", t * 100.0, 1.0 + t,
                      1.0 / (1.0 + t));
+}
+
+template <class T>
+void note_difference(std::vector<std::string>& out, const std::string& what, const T& a, const T& b) {
+  if (a == b) return;
+  if constexpr (std::is_same_v<T, bool>)
+    out.push_back(fmt::format("{}: {} vs {}", what, a ? "true" : "false", b ? "true" : "false"));
+  else if constexpr (std::is_same_v<T, std::string>)
+    out.push_back(fmt::format("{}: {} vs {}", what, printable(a), printable(b)));
+  else
+    out.push_back(fmt::format("{}: {} vs {}", what, a, b));
+}
+
+const char* fp8_format_name(Fp8Format f) { return f == Fp8Format::Hybrid ? "hybrid" : "e4m3"; }
+const char* accumulation_name(Accumulation a) {
+  return a == Accumulation::Auto ? "auto" : a == Accumulation::Fast ? "fast" : "split";
+}
+
+// Everything that changes what a time means: the model and batch, the recipes, the timing loop.
+std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
+  std::vector<std::string> out;
+  if (a.plan.config && b.plan.config) {
+    const ModelConfig &x = *a.plan.config, &y = *b.plan.config;
+    note_difference(out, "config.hidden_size", x.hidden_size, y.hidden_size);
+    note_difference(out, "config.intermediate_size", x.intermediate_size, y.intermediate_size);
+    note_difference(out, "config.num_attention_heads", x.num_attention_heads, y.num_attention_heads);
+    note_difference(out, "config.num_key_value_heads", x.kv_heads(), y.kv_heads());
+    note_difference(out, "config.head_dim", x.head_dimension(), y.head_dimension());
+    note_difference(out, "config.num_hidden_layers", x.num_hidden_layers, y.num_hidden_layers);
+    note_difference(out, "config.micro_batch_size", x.micro_batch_size, y.micro_batch_size);
+    note_difference(out, "config.sequence_length", x.sequence_length, y.sequence_length);
+    note_difference(out, "config.vocab_size", x.vocab_size, y.vocab_size);
+    note_difference(out, "config.gated_mlp", x.gated_mlp, y.gated_mlp);
+    note_difference(out, "config.tensor_parallel", x.tensor_parallel, y.tensor_parallel);
+  }
+  const RecipeOptions &p = a.recipe_options, &q = b.recipe_options;
+  note_difference(out, "recipe_options.fp8_format", std::string(fp8_format_name(p.fp8_format)),
+                  std::string(fp8_format_name(q.fp8_format)));
+  note_difference(out, "recipe_options.fp8_accumulation", std::string(accumulation_name(p.fp8_accum)),
+                  std::string(accumulation_name(q.fp8_accum)));
+  note_difference(out, "recipe_options.amax_history_len", p.amax_history_len, q.amax_history_len);
+  note_difference(out, "recipe_options.nvfp4_2d_weights", p.nvfp4_2d_weights, q.nvfp4_2d_weights);
+  note_difference(out, "recipe_options.nvfp4_rht", p.nvfp4_rht, q.nvfp4_rht);
+  note_difference(out, "recipe_options.nvfp4_stochastic_rounding", p.nvfp4_stochastic_rounding,
+                  q.nvfp4_stochastic_rounding);
+  note_difference(out, "recipe_options.producer_amax", p.producer_amax, q.producer_amax);
+  note_difference(out, "recipe_options.fp8_block_via_mxfp8", p.fp8_block_via_mxfp8, q.fp8_block_via_mxfp8);
+  note_difference(out, "timing.method", a.timing.method, b.timing.method);
+  note_difference(out, "timing.warmup", a.timing.warmup, b.timing.warmup);
+  note_difference(out, "timing.iters", a.timing.iters, b.timing.iters);
+  note_difference(out, "timing.gpu_warmup_s", a.timing.gpu_warmup_s, b.timing.gpu_warmup_s);
+  if (a.seed && b.seed) note_difference(out, "timing.seed", *a.seed, *b.seed);
+  return out;
 }
 
 }  // namespace
@@ -236,6 +293,7 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
   if (b.device) r.b_device = b.device->name;
   r.a_created = a.created;
   r.b_created = b.created;
+  r.differences = differences(a, b);
 
   // Modes and precisions by name, in each file's order, whatever modes the files hold.
   const auto modes_a = names(a.modes), modes_b = names(b.modes);
@@ -280,7 +338,9 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
   }
   for (size_t j = 0; j < gb.size(); ++j)
     if (!b_used[j]) r.unmatched_b.push_back(gemm_key(gb[j]));
-  if (pairs.empty()) throw UsageError("the files have no GEMM in common (matched by pass, op, m, k, n)");
+  if (pairs.empty())
+    throw UsageError(fmt::format("the files have no GEMM in common (matched by pass, op, m, k, n){}",
+                                 r.differences.empty() ? "" : "; A and B differ in " + join(r.differences, "; ")));
 
   const double t = opt.threshold;
   for (const std::string& mode : modes) {
@@ -348,12 +408,16 @@ double parse_threshold(const std::string& text) {
     return UsageError(fmt::format("bad threshold '{}': use a percentage (5%) or a fraction (0.05) below 100%", text));
   };
   if (s.empty()) throw bad();
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v) || v < 0) throw bad();
-  const double frac = (percent || v >= 1.0) ? v / 100.0 : v;
+  double v = 0;
+  try {
+    v = parse_decimal_number(s, "--threshold");  // plain decimal: no 0x10, inf, nan
+  } catch (const UsageError&) {
+    throw bad();
+  }
+  if (v < 0) throw bad();
+  double frac = (percent || v >= 1.0) ? v / 100.0 : v;
   if (frac >= 1.0) throw bad();
+  if (frac == 0.0) frac = 0.0;  // -0 prints as "-0.0%" otherwise
   return frac;
 }
 
@@ -362,6 +426,7 @@ std::string format_compare_text(const CompareResult& r) {
   out += "gemmscope compare (ratio B/A of mean GEMM time: above 1 means B is slower)\n";
   out += "  A: " + file_line(r.a_path, r.a_device, r.a_created) + "\n";
   out += "  B: " + file_line(r.b_path, r.b_device, r.b_created) + "\n";
+  for (const auto& d : r.differences) out += "  note: A and B differ in " + d + "\n";
   out += "  kind " + r.kind + ", " + threshold_line(r.threshold) + "\n";
   out += "  precisions compared: " + join(r.precisions) + "\n";
   if (!r.only_a_precisions.empty()) out += "  precisions only in A (not compared): " + join(r.only_a_precisions) + "\n";
@@ -417,6 +482,7 @@ std::string format_compare_markdown(const CompareResult& r) {
   out += "## gemmscope compare\n\n";
   out += "- **A:** " + file_line(r.a_path, r.a_device, r.a_created) + "\n";
   out += "- **B:** " + file_line(r.b_path, r.b_device, r.b_created) + "\n";
+  for (const auto& d : r.differences) out += "- **note:** A and B differ in " + d + "\n";
   out += "- Kind " + r.kind + ", " + threshold_line(r.threshold) + "\n";
   out += "- Cells show B/A of the mean time (above 1: B is slower).\n";
   if (!r.only_a_precisions.empty()) out += "- Precisions only in A (not compared): " + join(r.only_a_precisions) + "\n";

@@ -63,6 +63,9 @@ struct CompareResult {
   std::vector<std::string> only_a_precisions, only_b_precisions;
   std::vector<std::string> only_a_modes, only_b_modes;       // present in one file only
   std::vector<std::string> unmatched_a, unmatched_b;         // "fprop qkv 15872x4096x12288"
+  // What A and B measured differently (model config, recipe options, timing settings), one
+  // "what: A's vs B's" each ("timing.iters: 100 vs 50"); printed as notes, ratios still computed.
+  std::vector<std::string> differences;
   std::vector<CompareMode> modes;
   int regressions = 0;   // flagged cells, GEMMs and totals together
   int improvements = 0;
@@ -89,9 +92,12 @@ CompareResult compare_results(const nlohmann::json& a, const nlohmann::json& b, 
 CompareResult compare_files(const std::string& a_path, const std::string& b_path, const CompareOptions& opt = {});
 
 // "5%" -> 0.05, "0.05" -> 0.05, "5" -> 0.05 (a bare number above 1 is read as percent).
-// UsageError for anything else, negative values or values of 100 % and more.
+// Decimal numbers only (parse_decimal_number: no 0x10, inf, nan); "-0" is 0. UsageError for
+// anything else, negative values or values of 100 % and more.
 double parse_threshold(const std::string& text);
 
+// Both start with a "note: A and B differ in ..." line per difference; strings from the files
+// (device names, dates) have control characters replaced by '?'.
 std::string format_compare_text(const CompareResult& r);
 std::string format_compare_markdown(const CompareResult& r);
 

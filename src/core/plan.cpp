@@ -149,20 +149,20 @@ Plan build_model_plan(const ModelConfig& c) {
 
 namespace {
 
-int64_t parse_dim(const std::string& tok, const std::string& item, int index) {
+int64_t parse_dim(const std::string& tok, const std::string& item, int index, const std::string& flag) {
   constexpr int64_t kMaxDim = int64_t{1} << 24;
   if (tok.empty())
-    throw UsageError(fmt::format("--shapes item {} '{}': empty dimension", index, item));
+    throw UsageError(fmt::format("{} item {} '{}': empty dimension", flag, index, item));
   int64_t v = 0;
   auto [ptr, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
   if (ec == std::errc::result_out_of_range)
-    throw UsageError(fmt::format("--shapes item {} '{}': '{}' is too large", index, item, tok));
+    throw UsageError(fmt::format("{} item {} '{}': '{}' is too large", flag, index, item, tok));
   if (ec != std::errc() || ptr != tok.data() + tok.size())
-    throw UsageError(fmt::format("--shapes item {} '{}': '{}' is not an integer", index, item, tok));
+    throw UsageError(fmt::format("{} item {} '{}': '{}' is not an integer", flag, index, item, tok));
   if (v <= 0)
-    throw UsageError(fmt::format("--shapes item {} '{}': dimensions must be positive, got {}", index, item, v));
+    throw UsageError(fmt::format("{} item {} '{}': dimensions must be positive, got {}", flag, index, item, v));
   if (v > kMaxDim)
-    throw UsageError(fmt::format("--shapes item {} '{}': {} exceeds the limit {}", index, item, v, kMaxDim));
+    throw UsageError(fmt::format("{} item {} '{}': {} exceeds the limit {}", flag, index, item, v, kMaxDim));
   return v;
 }
 
@@ -173,26 +173,26 @@ Gemm shape_gemm(int64_t m, int64_t k, int64_t n) {
 
 }  // namespace
 
-Plan build_shapes_plan(const std::string& spec) {
+Plan build_shapes_plan(const std::string& spec, const std::string& flag) {
   Plan p;
-  if (trim(spec).empty()) throw UsageError("--shapes is empty");
+  if (trim(spec).empty()) throw UsageError(flag + " is empty");
   int index = 0;
   for (const std::string& item : split_list(spec)) {
     ++index;
-    if (item.empty()) throw UsageError(fmt::format("--shapes item {} is empty", index));
+    if (item.empty()) throw UsageError(fmt::format("{} item {} is empty", flag, index));
     std::string lower = item;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     const std::vector<std::string> parts = split_list(lower, 'x');
     if (parts.size() == 1) {
-      int64_t v = parse_dim(parts[0], item, index);
+      int64_t v = parse_dim(parts[0], item, index, flag);
       p.gemms.push_back(shape_gemm(v, v, v));
     } else if (parts.size() == 3) {
-      const int64_t m = parse_dim(parts[0], item, index);  // in order: the first bad one is reported
-      const int64_t k = parse_dim(parts[1], item, index);
-      const int64_t n = parse_dim(parts[2], item, index);
+      const int64_t m = parse_dim(parts[0], item, index, flag);  // in order: the first bad one is reported
+      const int64_t k = parse_dim(parts[1], item, index, flag);
+      const int64_t n = parse_dim(parts[2], item, index, flag);
       p.gemms.push_back(shape_gemm(m, k, n));
     } else {
-      throw UsageError(fmt::format("--shapes item {} '{}': expected MxKxN or a single size N", index, item));
+      throw UsageError(fmt::format("{} item {} '{}': expected MxKxN or a single size N", flag, index, item));
     }
   }
   return p;

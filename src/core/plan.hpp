@@ -61,8 +61,9 @@ struct Plan {
 // Fprop, Dgrad and Wgrad. Validates the config (UsageError).
 Plan build_model_plan(const ModelConfig& c);
 
-// --shapes "MxKxN,..." or square "1024,2048". Throws UsageError naming the bad item and why.
-Plan build_shapes_plan(const std::string& spec);
+// --shapes "MxKxN,..." or square "1024,2048". Throws UsageError naming the bad item and why;
+// `flag` is the option the messages name ("--sweep-sizes item 2 'abc': ...").
+Plan build_shapes_plan(const std::string& spec, const std::string& flag = "--shapes");
 Plan build_shapes_plan(const std::vector<int64_t>& square_sizes);
 
 // Per-rank output features of QKV and MLP-up, input features of attention-out and MLP-down.

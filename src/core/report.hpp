@@ -19,13 +19,17 @@ std::string render_plan_text(const RunResult& r);
 // `name` (a file's path, say) and the offending field for a document that does not follow the
 // schema: another "schema", a "kind" other than model/shapes, an unknown mode, precision, pass or
 // op, a GEMM without positive integer m/k/n, a missing "results" object or cell on a measured
-// run, a cell whose status is not "ok" or "n/a", an ok cell without a positive finite mean_ms.
+// run, a cell whose status is not "ok" or "n/a", an ok cell without a positive finite mean_ms,
+// a mode or precision listed twice, a model config the plan builder would refuse (sizes <= 0 or
+// above 2^24, heads that do not divide), and any field of the wrong type or out of range
+// ("x.json: timing.iters must be an integer ...").
 // A dry run (no results) and an --accuracy-only run (no modes) are valid documents.
 nlohmann::json to_json(const RunResult& r);
 RunResult from_json(const nlohmann::json& j, const std::string& name = "result JSON");
 
-// The parsed contents of the JSON file at `path`: UsageError "cannot read PATH: ..." or
-// "PATH is not JSON: ...".
+// The parsed contents of the JSON file at `path`: UsageError "cannot read PATH: ...",
+// "PATH is not JSON: ..." or "PATH cannot be read: number overflow parsing '1e400'"; never a
+// nlohmann exception.
 nlohmann::json read_json_file(const std::string& path);
 
 // One row per (mode, GEMM, precision) with the statistics; N/A rows carry the reason.

@@ -1,11 +1,14 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <type_traits>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -60,15 +63,55 @@ const json* find(const json& obj, const char* key) {
   return it == obj.end() ? nullptr : &*it;
 }
 
-// `where` names the document and the object: "a.json: config".
+// The value `v` as a T, or a UsageError "{what} must be ...": `what` names the document and the
+// field ("a.json: timing.iters"). Integers must be JSON integers (not 3.0) inside T's range;
+// numbers are finite (the parser already refuses numbers that overflow a double).
 template <class T>
-T need(const json& j, const char* key, const std::string& where) {
-  if (!j.contains(key)) throw UsageError(fmt::format("{} has no '{}'", where, key));
-  try {
-    return j.at(key).get<T>();
-  } catch (const json::exception&) {
-    throw UsageError(fmt::format("{}.{} has the wrong type", where, key));
+T as(const json& v, const std::string& what) {
+  if constexpr (std::is_same_v<T, std::string>) {
+    if (!v.is_string()) throw UsageError(fmt::format("{} must be a string", what));
+    return v.get<std::string>();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (!v.is_boolean()) throw UsageError(fmt::format("{} must be true or false", what));
+    return v.get<bool>();
+  } else if constexpr (std::is_integral_v<T>) {
+    const auto bad = [&] {
+      return UsageError(fmt::format("{} must be an integer from {} to {}, got {}", what, std::numeric_limits<T>::min(),
+                                    std::numeric_limits<T>::max(), v.dump()));
+    };
+    if (v.is_number_unsigned()) {
+      const uint64_t x = v.get<uint64_t>();
+      if (x > static_cast<uint64_t>(std::numeric_limits<T>::max())) throw bad();
+      return static_cast<T>(x);
+    }
+    if (v.is_number_integer()) {
+      const int64_t x = v.get<int64_t>();
+      if (x < 0 ? (std::is_unsigned_v<T> || x < static_cast<int64_t>(std::numeric_limits<T>::min()))
+                : static_cast<uint64_t>(x) > static_cast<uint64_t>(std::numeric_limits<T>::max()))
+        throw bad();
+      return static_cast<T>(x);
+    }
+    throw bad();
+  } else {
+    static_assert(std::is_same_v<T, double>);
+    if (!v.is_number()) throw UsageError(fmt::format("{} must be a number", what));
+    return v.get<double>();
   }
+}
+
+// obj[key] as a T (see as<T>); `where` names the document and the object: "a.json: config".
+template <class T>
+T need(const json& obj, const char* key, const std::string& where) {
+  const json* v = find(obj, key);
+  if (!v) throw UsageError(fmt::format("{} has no '{}'", where, key));
+  return as<T>(*v, fmt::format("{}.{}", where, key));
+}
+
+// obj[key] as a T, or `dflt` when obj has no such key.
+template <class T>
+T get_or(const json& obj, const char* key, const std::string& where, T dflt) {
+  const json* v = find(obj, key);
+  return v ? as<T>(*v, fmt::format("{}.{}", where, key)) : dflt;
 }
 
 // parse(text), with `where` in front of the UsageError it throws ("a.json: \"modes\": unknown mode ...").
@@ -103,24 +146,25 @@ Cell read_cell(const json& c, const std::string& where) {
   const json* status = find(c, "status");
   const std::string s = status && status->is_string() ? status->get<std::string>() : "";
   if (s != "ok" && s != "n/a") throw UsageError(where + ": a cell must be an object with status \"ok\" or \"n/a\"");
-  if (s == "n/a") return Cell::na(c.value("reason", std::string("n/a")));
+  if (s == "n/a") return Cell::na(get_or<std::string>(c, "reason", where, "n/a"));
   const json* mean = find(c, "mean_ms");
   if (!mean || !mean->is_number() || !std::isfinite(mean->get<double>()) || !(mean->get<double>() > 0))
     throw UsageError(where + ": status \"ok\" needs a positive number mean_ms");
   Stats st;
   st.mean_ms = mean->get<double>();
-  st.median_ms = c.value("median_ms", st.mean_ms);
-  st.min_ms = c.value("min_ms", st.mean_ms);
-  st.max_ms = c.value("max_ms", st.mean_ms);
-  st.stdev_ms = c.value("stdev_ms", 0.0);
-  st.iters = c.value("iters", 0);
+  st.median_ms = get_or<double>(c, "median_ms", where, st.mean_ms);
+  st.min_ms = get_or<double>(c, "min_ms", where, st.mean_ms);
+  st.max_ms = get_or<double>(c, "max_ms", where, st.mean_ms);
+  st.stdev_ms = get_or<double>(c, "stdev_ms", where, 0.0);
+  st.iters = get_or<int>(c, "iters", where, 0);
   Cell cell = Cell::measured(st);
   if (const json* ck = find(c, "clock"); ck && ck->is_object()) {
-    ClockSample s;
-    s.sm_mhz = ck->value("sm_mhz", 0);
-    s.max_sm_mhz = ck->value("max_sm_mhz", 0);
-    s.reasons = ck->value("reasons", uint64_t{0});
-    cell.clock = s;
+    const std::string cw = where + ".clock";
+    ClockSample cs;
+    cs.sm_mhz = get_or<int>(*ck, "sm_mhz", cw, 0);
+    cs.max_sm_mhz = get_or<int>(*ck, "max_sm_mhz", cw, 0);
+    cs.reasons = get_or<uint64_t>(*ck, "reasons", cw, 0);
+    cell.clock = cs;
   }
   return cell;
 }
@@ -134,6 +178,8 @@ json to_json(const RunResult& r) {
   j["created"] = r.created;
   j["kind"] = r.plan.model_mode ? "model" : "shapes";
   j["dry_run"] = r.dry_run;
+  j["dry_run_requested"] = r.dry_run && r.dry_run_requested;
+  j["why_not_measured"] = r.dry_run ? json(r.why_not_measured) : json(nullptr);
   if (r.device) {
     const DeviceInfo& d = *r.device;
     j["device"] = {{"name", d.name},
@@ -149,6 +195,7 @@ json to_json(const RunResult& r) {
   }
   j["timing"] = {{"method", r.timing.method}, {"warmup", r.timing.warmup}, {"iters", r.timing.iters},
                  {"gpu_warmup_s", r.timing.gpu_warmup_s}};
+  if (r.seed) j["timing"]["seed"] = *r.seed;
   const RecipeOptions& o = r.recipe_options;
   j["recipe_options"] = {
       {"fp8_format", o.fp8_format == Fp8Format::Hybrid ? "hybrid" : "e4m3"},
@@ -264,65 +311,106 @@ RunResult read_result(const json& j, const std::string& name) {
     throw UsageError(fmt::format("{}: \"kind\" must be \"model\" or \"shapes\"", name));
   RunResult r;
   r.plan.model_mode = kind_name == "model";
-  r.created = j.value("created", std::string());
-  r.dry_run = j.value("dry_run", false);
-  if (j.contains("device") && j["device"].is_object()) {
-    const json& d = j["device"];
+  const auto top = [&](const char* key) { return fmt::format("{}: {}", name, key); };
+  if (const json* v = find(j, "created")) r.created = as<std::string>(*v, top("created"));
+  if (const json* v = find(j, "dry_run")) r.dry_run = as<bool>(*v, top("dry_run"));
+  // Files written before these fields existed: a dry run counts as requested.
+  r.dry_run_requested = r.dry_run;
+  if (const json* v = find(j, "dry_run_requested")) r.dry_run_requested = as<bool>(*v, top("dry_run_requested"));
+  if (const json* v = find(j, "why_not_measured"); v && !v->is_null())
+    r.why_not_measured = as<std::string>(*v, top("why_not_measured"));
+  if (const json* d = find(j, "device"); d && !d->is_null()) {
+    const std::string where = top("device");
+    if (!d->is_object()) throw UsageError(where + " must be an object or null");
     DeviceInfo di;
-    di.name = need<std::string>(d, "name", name + ": device");
-    std::string cc = d.value("compute_capability", std::string("0.0"));
+    di.name = need<std::string>(*d, "name", where);
+    const std::string cc = get_or<std::string>(*d, "compute_capability", where, "0.0");
     if (std::sscanf(cc.c_str(), "%d.%d", &di.cc_major, &di.cc_minor) != 2)
       throw UsageError(fmt::format("{}: device.compute_capability is not 'X.Y'", name));
-    di.sm_count = d.value("sm_count", 0);
-    di.memory_bytes = d.value("memory_bytes", int64_t{0});
-    di.l2_bytes = d.value("l2_bytes", int64_t{0});
+    di.sm_count = get_or<int>(*d, "sm_count", where, 0);
+    di.memory_bytes = get_or<int64_t>(*d, "memory_bytes", where, 0);
+    di.l2_bytes = get_or<int64_t>(*d, "l2_bytes", where, 0);
     auto ver = [](const std::string& s) { int a = 0, b = 0; std::sscanf(s.c_str(), "%d.%d", &a, &b); return a * 1000 + b * 10; };
-    di.driver_version = ver(d.value("driver_version", std::string("0.0")));
-    di.runtime_version = ver(d.value("runtime_version", std::string("0.0")));
-    di.cublaslt_version = d.value("cublaslt_version", int64_t{0});
+    di.driver_version = ver(get_or<std::string>(*d, "driver_version", where, "0.0"));
+    di.runtime_version = ver(get_or<std::string>(*d, "runtime_version", where, "0.0"));
+    di.cublaslt_version = get_or<int64_t>(*d, "cublaslt_version", where, 0);
     r.device = di;
   }
-  if (j.contains("timing") && j["timing"].is_object()) {
-    const json& t = j["timing"];
-    r.timing.method = t.value("method", r.timing.method);
-    r.timing.warmup = t.value("warmup", r.timing.warmup);
-    r.timing.iters = t.value("iters", r.timing.iters);
-    r.timing.gpu_warmup_s = t.value("gpu_warmup_s", r.timing.gpu_warmup_s);
+  if (const json* t = find(j, "timing"); t && !t->is_null()) {
+    const std::string where = top("timing");
+    if (!t->is_object()) throw UsageError(where + " must be an object");
+    r.timing.method = get_or<std::string>(*t, "method", where, r.timing.method);
+    r.timing.warmup = get_or<int>(*t, "warmup", where, r.timing.warmup);
+    r.timing.iters = get_or<int>(*t, "iters", where, r.timing.iters);
+    r.timing.gpu_warmup_s = get_or<double>(*t, "gpu_warmup_s", where, r.timing.gpu_warmup_s);
+    if (const json* seed = find(*t, "seed")) r.seed = as<uint64_t>(*seed, where + ".seed");
   }
-  if (j.contains("recipe_options") && j["recipe_options"].is_object()) {
-    const json& o = j["recipe_options"];
-    r.recipe_options.fp8_format = o.value("fp8_format", std::string("hybrid")) == "e4m3" ? Fp8Format::E4M3 : Fp8Format::Hybrid;
-    std::string acc = o.value("fp8_accumulation", std::string("auto"));
-    r.recipe_options.fp8_accum = acc == "fast" ? Accumulation::Fast : acc == "split" ? Accumulation::Split : Accumulation::Auto;
-    r.recipe_options.amax_history_len = o.value("amax_history_len", 1024);
-    r.recipe_options.nvfp4_2d_weights = o.value("nvfp4_2d_weights", true);
-    r.recipe_options.nvfp4_rht = o.value("nvfp4_rht", true);
-    r.recipe_options.nvfp4_stochastic_rounding = o.value("nvfp4_stochastic_rounding", true);
-    r.recipe_options.producer_amax = o.value("producer_amax", true);
-    r.recipe_options.fp8_block_via_mxfp8 = o.value("fp8_block_via_mxfp8", false);
+  if (const json* o = find(j, "recipe_options"); o && !o->is_null()) {
+    const std::string where = top("recipe_options");
+    if (!o->is_object()) throw UsageError(where + " must be an object");
+    RecipeOptions& ro = r.recipe_options;
+    const std::string fmt8 = get_or<std::string>(*o, "fp8_format", where, "hybrid");
+    if (fmt8 != "hybrid" && fmt8 != "e4m3")
+      throw UsageError(fmt::format("{}.fp8_format must be \"hybrid\" or \"e4m3\"", where));
+    ro.fp8_format = fmt8 == "e4m3" ? Fp8Format::E4M3 : Fp8Format::Hybrid;
+    const std::string acc = get_or<std::string>(*o, "fp8_accumulation", where, "auto");
+    if (acc != "auto" && acc != "fast" && acc != "split")
+      throw UsageError(fmt::format("{}.fp8_accumulation must be \"auto\", \"fast\" or \"split\"", where));
+    ro.fp8_accum = acc == "fast" ? Accumulation::Fast : acc == "split" ? Accumulation::Split : Accumulation::Auto;
+    ro.amax_history_len = get_or<int>(*o, "amax_history_len", where, 1024);
+    ro.nvfp4_2d_weights = get_or<bool>(*o, "nvfp4_2d_weights", where, true);
+    ro.nvfp4_rht = get_or<bool>(*o, "nvfp4_rht", where, true);
+    ro.nvfp4_stochastic_rounding = get_or<bool>(*o, "nvfp4_stochastic_rounding", where, true);
+    ro.producer_amax = get_or<bool>(*o, "producer_amax", where, true);
+    ro.fp8_block_via_mxfp8 = get_or<bool>(*o, "fp8_block_via_mxfp8", where, false);
   }
   const std::vector<std::string> mode_names = string_list(j, "modes", name);
-  for (const std::string& m : mode_names) r.modes.push_back(parsed_at(name + ": \"modes\"", m, mode_from_string));
+  for (const std::string& m : mode_names) {
+    const Mode mode = parsed_at(name + ": \"modes\"", m, mode_from_string);
+    if (std::find(r.modes.begin(), r.modes.end(), mode) != r.modes.end())
+      throw UsageError(fmt::format("{}: \"modes\" lists {} twice", name, to_string(mode)));
+    r.modes.push_back(mode);
+  }
   const std::vector<std::string> precision_names = string_list(j, "precisions", name);
-  for (const std::string& p : precision_names)
-    r.precisions.push_back(parsed_at(name + ": \"precisions\"", p, precision_from_string));
+  for (const std::string& p : precision_names) {
+    const Precision prec = parsed_at(name + ": \"precisions\"", p, precision_from_string);
+    if (std::find(r.precisions.begin(), r.precisions.end(), prec) != r.precisions.end())
+      throw UsageError(fmt::format("{}: \"precisions\" lists {} twice", name, to_string(prec)));
+    r.precisions.push_back(prec);
+  }
   if (r.plan.model_mode) {
-    if (!j.contains("config") || !j["config"].is_object()) throw UsageError(fmt::format("{}: model run without 'config'", name));
-    const json& c = j["config"];
-    const std::string where = name + ": config";
+    const json* cj = find(j, "config");
+    if (!cj || !cj->is_object()) throw UsageError(fmt::format("{}: model run without 'config'", name));
+    const json& c = *cj;
+    const std::string where = top("config");
+    // Sizes as the plan builder accepts them (validate): positive (kv heads, head_dim and vocab
+    // may be 0 = derived / none), at most 2^24, heads and tensor-parallel splits that divide.
+    constexpr int64_t kMaxDim = int64_t{1} << 24;
+    const auto size = [&](const char* key, bool required, bool allow_zero, int64_t dflt) {
+      const int64_t v = required ? need<int64_t>(c, key, where) : get_or<int64_t>(c, key, where, dflt);
+      if (v < 0 || (!allow_zero && v == 0) || v > kMaxDim)
+        throw UsageError(fmt::format("{}.{} must be {} {}, got {}", where, key, allow_zero ? "from 0 to" : "from 1 to",
+                                     kMaxDim, v));
+      return v;
+    };
     ModelConfig mc;
-    mc.name = c.value("name", std::string("custom"));
-    mc.hidden_size = need<int64_t>(c, "hidden_size", where);
-    mc.intermediate_size = need<int64_t>(c, "intermediate_size", where);
-    mc.num_attention_heads = need<int64_t>(c, "num_attention_heads", where);
-    mc.num_key_value_heads = c.value("num_key_value_heads", int64_t{0});
-    mc.head_dim = c.value("head_dim", int64_t{0});
-    mc.num_hidden_layers = need<int64_t>(c, "num_hidden_layers", where);
-    mc.micro_batch_size = need<int64_t>(c, "micro_batch_size", where);
-    mc.sequence_length = need<int64_t>(c, "sequence_length", where);
-    mc.vocab_size = c.value("vocab_size", int64_t{0});
-    mc.gated_mlp = c.value("gated_mlp", false);
-    mc.tensor_parallel = c.value("tensor_parallel", int64_t{1});
+    mc.name = get_or<std::string>(c, "name", where, "custom");
+    mc.hidden_size = size("hidden_size", true, false, 0);
+    mc.intermediate_size = size("intermediate_size", true, false, 0);
+    mc.num_attention_heads = size("num_attention_heads", true, false, 0);
+    mc.num_key_value_heads = size("num_key_value_heads", false, true, 0);
+    mc.head_dim = size("head_dim", false, true, 0);
+    mc.num_hidden_layers = size("num_hidden_layers", true, false, 0);
+    mc.micro_batch_size = size("micro_batch_size", true, false, 0);
+    mc.sequence_length = size("sequence_length", true, false, 0);
+    mc.vocab_size = size("vocab_size", false, true, 0);
+    mc.gated_mlp = get_or<bool>(c, "gated_mlp", where, false);
+    mc.tensor_parallel = size("tensor_parallel", false, false, 1);
+    try {
+      validate(mc);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("{}: {}", where, e.what()));
+    }
     r.plan.config = mc;
   }
   const json* gemms = find(j, "gemms");
@@ -347,7 +435,7 @@ RunResult read_result(const json& j, const std::string& name) {
       const json* o = find(g, side);
       if (!o) return dflt;
       const std::string role = need<std::string>(*o, "role", fmt::format("{}.{}", where, side));
-      return Operand{parsed_at(where, role, role_from_string), o->value("k_major", true)};
+      return Operand{parsed_at(where, role, role_from_string), get_or<bool>(*o, "k_major", fmt::format("{}.{}", where, side), true)};
     };
     const std::string pass = text("pass"), op = text("op");
     const int64_t m = dim("m"), k = dim("k"), n = dim("n");
@@ -382,9 +470,14 @@ RunResult read_result(const json& j, const std::string& name) {
   if (r.dry_run) r.allocate_cells();
   if (j.contains("accuracy") && j["accuracy"].is_object()) {
     r.has_accuracy = true;
-    r.accuracy_dist = parsed_at(name + ": accuracy", j["accuracy"].value("dist", std::string("normal")), dist_from_string);
-    for (const auto& p : need<std::vector<std::string>>(j["accuracy"], "precisions", name + ": accuracy"))
-      r.accuracy_precisions.push_back(parsed_at(name + ": accuracy", p, precision_from_string));
+    r.accuracy_dist =
+        parsed_at(name + ": accuracy", get_or<std::string>(j["accuracy"], "dist", name + ": accuracy", "normal"), dist_from_string);
+    for (const auto& p : string_list(j["accuracy"], "precisions", name + ": accuracy")) {
+      const Precision prec = parsed_at(name + ": accuracy", p, precision_from_string);
+      if (std::find(r.accuracy_precisions.begin(), r.accuracy_precisions.end(), prec) != r.accuracy_precisions.end())
+        throw UsageError(fmt::format("{}: accuracy: \"precisions\" lists {} twice", name, to_string(prec)));
+      r.accuracy_precisions.push_back(prec);
+    }
     r.accuracy.assign(r.plan.gemms.size(), std::vector<AccuracyCell>(r.accuracy_precisions.size()));
     for (size_t gi = 0; gi < r.plan.gemms.size(); ++gi) {
       const json& g = (*gemms)[gi];
@@ -395,18 +488,23 @@ RunResult read_result(const json& j, const std::string& name) {
         const json* c = find(*acc, to_string(r.accuracy_precisions[p]));
         if (!c) throw UsageError(fmt::format("{} has no {} cell", where, to_string(r.accuracy_precisions[p])));
         AccuracyCell& a = r.accuracy[gi][p];
-        if (c->value("status", std::string()) == "ok") {
+        const std::string cw = fmt::format("{}.{}", where, to_string(r.accuracy_precisions[p]));
+        if (!c->is_object()) throw UsageError(cw + " must be an object");
+        if (get_or<std::string>(*c, "status", cw, "") == "ok") {
           a.ok = true;
-          a.rel_error = need<double>(*c, "rel_error", fmt::format("{}.{}", where, to_string(r.accuracy_precisions[p])));
-          a.emulated = c->value("emulated", false);
+          a.rel_error = need<double>(*c, "rel_error", cw);
+          a.emulated = get_or<bool>(*c, "emulated", cw, false);
         } else {
-          a.reason = c->value("reason", std::string("n/a"));
+          a.reason = get_or<std::string>(*c, "reason", cw, "n/a");
         }
       }
     }
   }
-  if (j.contains("notes") && j["notes"].is_array())
-    for (const auto& n : j["notes"]) r.notes.push_back(n.get<std::string>());
+  if (const json* notes = find(j, "notes"); notes && !notes->is_null()) {
+    if (!notes->is_array()) throw UsageError(top("notes") + " must be a list of strings");
+    for (size_t i = 0; i < notes->size(); ++i)
+      r.notes.push_back(as<std::string>((*notes)[i], fmt::format("{}: notes[{}]", name, i)));
+  }
   return r;
 }
 
@@ -430,6 +528,8 @@ json read_json_file(const std::string& path) {
     return json::parse(ss.str());
   } catch (const json::parse_error& e) {
     throw UsageError(fmt::format("{} is not JSON: {}", path, json_error_text(e)));
+  } catch (const json::exception& e) {  // out_of_range.406: a number that overflows a double (1e400)
+    throw UsageError(fmt::format("{} cannot be read: {}", path, json_error_text(e)));
   }
 }
 

@@ -385,7 +385,12 @@ std::string render_text(const RunResult& r) {
 
 std::string render_plan_text(const RunResult& r) {
   std::string out;
-  out += fmt::format("GEMM Plan ({}) -- dry run, no GPU touched\n", r.plan.model_mode ? "Model Config Mode" : "Shape Mode");
+  const char* kind = r.plan.model_mode ? "Model Config Mode" : "Shape Mode";
+  if (r.dry_run_requested || r.why_not_measured.empty())
+    out += fmt::format("GEMM Plan ({}) -- dry run, no GPU touched\n", kind);
+  else  // not asked for: the plan is all there is
+    out += fmt::format("GEMM Plan ({}) -- NOT a measurement: nothing could be measured ({}), so this is the plan only\n",
+                       kind, r.why_not_measured);
   if (r.plan.model_mode) {
     const ModelConfig& c = *r.plan.config;
     out += fmt::format("Model Config ({}): hidden={}, intermediate={}, heads={}, kv_heads={}, head_dim={}, layers={}{}{}{}\n",

@@ -74,9 +74,12 @@ struct TimingConfig {
 
 struct RunResult {
   Plan plan;
-  bool dry_run = false;
+  bool dry_run = false;            // plan only, no cells measured (--dry-run, or nothing could be measured)
+  bool dry_run_requested = false;  // dry_run because --dry-run was given
+  std::string why_not_measured;    // dry_run: why ("--dry-run", or why no GPU could be used)
   std::optional<DeviceInfo> device;
   TimingConfig timing;
+  std::optional<uint64_t> seed;  // --seed of the random operands; nullopt: a file written before it was recorded
   RecipeOptions recipe_options;
   std::vector<Mode> modes;
   std::vector<Precision> precisions;

@@ -23,6 +23,7 @@ RunResult base_result(const RunRequest& req) {
   RunResult r;
   r.plan = req.plan;
   r.timing = req.options.timing;
+  r.seed = req.options.seed;
   r.recipe_options = req.options.recipe;
   r.modes = req.modes;
   r.created = utc_now_iso8601();

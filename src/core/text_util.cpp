@@ -1,6 +1,14 @@
 #include "core/text_util.hpp"
 
+#include <fmt/format.h>
+
 #include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "core/error.hpp"
 
 namespace gs {
 
@@ -19,6 +27,104 @@ std::vector<std::string> split_list(std::string_view text, char sep) {
     if (at == std::string_view::npos) return items;
     text.remove_prefix(at + 1);
   }
+}
+
+namespace {
+
+bool digits_only(std::string_view s) {
+  if (s.empty()) return false;
+  for (char ch : s)
+    if (ch < '0' || ch > '9') return false;
+  return true;
+}
+
+UsageError not_an_integer(std::string_view text, std::string_view what) {
+  std::string_view t = text;
+  if (!t.empty() && (t.front() == '-' || t.front() == '+')) t.remove_prefix(1);
+  const bool prefixed = t.size() >= 2 && t[0] == '0' && std::string_view("xXoObB").find(t[1]) != std::string_view::npos;
+  return UsageError(fmt::format("{} '{}' is not a decimal integer{}", what, printable(text),
+                                prefixed ? " (hex, octal and binary prefixes are not accepted)" : ""));
+}
+
+}  // namespace
+
+int64_t parse_decimal_int(std::string_view text, std::string_view what) {
+  if (text.empty()) throw UsageError(fmt::format("{} is empty", what));
+  const bool negative = text.front() == '-';
+  const std::string_view digits = negative ? text.substr(1) : text;
+  if (!digits_only(digits)) throw not_an_integer(text, what);
+  int64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 10);
+  if (ec == std::errc::result_out_of_range)
+    throw UsageError(fmt::format("{} '{}' is too {}", what, printable(text), negative ? "small" : "large"));
+  if (ec != std::errc() || ptr != text.data() + text.size()) throw not_an_integer(text, what);
+  return v;
+}
+
+uint64_t parse_decimal_uint(std::string_view text, std::string_view what) {
+  if (text.empty()) throw UsageError(fmt::format("{} is empty", what));
+  if (text.front() == '-') {
+    if (!digits_only(text.substr(1))) throw not_an_integer(text, what);
+    throw UsageError(fmt::format("{} must be >= 0, got '{}'", what, printable(text)));
+  }
+  if (!digits_only(text)) throw not_an_integer(text, what);
+  uint64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 10);
+  if (ec == std::errc::result_out_of_range)
+    throw UsageError(fmt::format("{} '{}' is too large (at most {})", what, printable(text),
+                                 std::numeric_limits<uint64_t>::max()));
+  if (ec != std::errc() || ptr != text.data() + text.size()) throw not_an_integer(text, what);
+  return v;
+}
+
+double parse_decimal_number(std::string_view text, std::string_view what) {
+  if (text.empty()) throw UsageError(fmt::format("{} is empty", what));
+  const auto bad = [&] {
+    return UsageError(fmt::format("{} '{}' is not a finite decimal number", what, printable(text)));
+  };
+  // [-] digits [. digits] [(e|E) [+|-] digits], at least one digit in the mantissa
+  size_t i = 0, mantissa_digits = 0;
+  const auto run = [&] {
+    size_t n = 0;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9') ++i, ++n;
+    return n;
+  };
+  if (i < text.size() && text[i] == '-') ++i;
+  mantissa_digits += run();
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    mantissa_digits += run();
+  }
+  if (mantissa_digits == 0) throw bad();
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (run() == 0) throw bad();
+  }
+  if (i != text.size()) throw bad();
+  const std::string s(text);
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || !std::isfinite(v)) throw bad();
+  return v;
+}
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto ch = static_cast<unsigned char>(text[i]);
+    if (ch < 0x20 || ch == 0x7f) {
+      out += '?';
+    } else if (ch == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      out += '?';  // a C1 control (U+0080-U+009F) in UTF-8
+      ++i;
+    } else {
+      out += static_cast<char>(ch);
+    }
+  }
+  return out;
 }
 
 }  // namespace gs

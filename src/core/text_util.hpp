@@ -1,5 +1,6 @@
 // Small text helpers for the command-line parsers (--shapes, --precisions, --threshold).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,5 +15,20 @@ std::string trim(std::string_view text);
 // empty item) stays in the list as "" at its place, so the caller reports it with its own message
 // and in list order: the first bad item is the one named, whatever is wrong with it.
 std::vector<std::string> split_list(std::string_view text, char sep = ',');
+
+// Numbers on the command line are plain decimal, whatever a C library would also accept.
+// An integer is an optional '-' and digits only: leading zeros are decimal ("010" is 10); no '+',
+// no white space, no 0x/0o/0b prefixes, no exponent. A number is an optional '-', digits with at
+// most one '.', and an optional exponent (e or E, optional sign, digits); it must be finite: no
+// inf, nan or hex floats. Each throws a UsageError that starts with `what` ("--num-iters '0x10'
+// is not a decimal integer (hex, octal and binary prefixes are not accepted)"; "... is too large").
+int64_t parse_decimal_int(std::string_view text, std::string_view what);
+// Unsigned: also refuses a leading '-' ("--seed must be >= 0, got '-1'").
+uint64_t parse_decimal_uint(std::string_view text, std::string_view what);
+double parse_decimal_number(std::string_view text, std::string_view what);
+
+// `text` with control characters (ASCII 0-31 and 127, and U+0080-U+009F in UTF-8) replaced by
+// '?': for strings from files and the command line that end up on a terminal.
+std::string printable(std::string_view text);
 
 }  // namespace gs

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace fs = std::filesystem;
 
@@ -81,11 +82,270 @@ TEST(Cli, BadInputClasses) {
   expect_usage_error("--config " + bad.string(), "not valid JSON");
 }
 
+// Integers are plain decimal (CLI11 alone reads 010 as 8 and 0x200 as 512); numbers are finite.
+TEST(Cli, NumbersArePlainDecimal) {
+  const fs::path j = tmpdir() / "decimal.json";
+  Out r = run("--dry-run --num_hidden_layers 010 --sequence_length 0512 --amax-history 016 --json " + j.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto doc = nlohmann::json::parse(slurp(j));
+  EXPECT_EQ(doc["config"]["num_hidden_layers"], 10);
+  EXPECT_EQ(doc["config"]["sequence_length"], 512);
+  EXPECT_EQ(doc["recipe_options"]["amax_history_len"], 16);
+  const std::string no_prefix = "is not a decimal integer (hex, octal and binary prefixes are not accepted)";
+  expect_usage_error("--sequence_length 0x200", "--sequence_length '0x200' " + no_prefix);
+  expect_usage_error("--num_hidden_layers 0b11", "--num_hidden_layers '0b11' " + no_prefix);
+  expect_usage_error("--vocab_size 0X10", "--vocab_size '0X10' " + no_prefix);
+  expect_usage_error("--tp 0x2", "--tensor-parallel '0x2' " + no_prefix);
+  expect_usage_error("--hidden_size 4e3", "--hidden_size '4e3' is not a decimal integer");
+  expect_usage_error("--hidden_size 4096abc", "--hidden_size '4096abc' is not a decimal integer");
+  expect_usage_error("--num-iters 0x10", "--num-iters '0x10' " + no_prefix);
+  expect_usage_error("--num-iters 1.5", "--num-iters '1.5' is not a decimal integer");
+  expect_usage_error("--num-warmup 0x1", "--num-warmup '0x1' " + no_prefix);
+  expect_usage_error("--num-warmup 100001", "--num-warmup must be <= 100000");
+  expect_usage_error("--num-iters 100001", "--num-iters must be <= 100000");
+  expect_usage_error("--num-iters 99999999999999999999", "--num-iters '99999999999999999999' is too large");
+  expect_usage_error("--device -1", "--device must be >= 0, got -1");
+  expect_usage_error("--device 0x1", "--device '0x1' " + no_prefix);
+  expect_usage_error("--device 99999999999", "--device 99999999999 is too large");
+  expect_usage_error("--seed -1", "--seed must be >= 0, got '-1'");
+  expect_usage_error("--seed 18446744073709551616", "--seed '18446744073709551616' is too large");
+  expect_usage_error("--seed 0x10", "--seed '0x10' " + no_prefix);
+  expect_usage_error("--amax-history 0x10", "--amax-history '0x10' " + no_prefix);
+  expect_usage_error("--gpu-warmup nan", "--gpu-warmup 'nan' is not a finite decimal number");
+  expect_usage_error("--gpu-warmup inf", "--gpu-warmup 'inf' is not a finite decimal number");
+  expect_usage_error("--gpu-warmup 0x5", "--gpu-warmup '0x5' is not a finite decimal number");
+  expect_usage_error("--gpu-warmup 1e3", "--gpu-warmup must be between 0 and 600 seconds");
+  r = run("--dry-run --shapes 64 --seed 18446744073709551615 --gpu-warmup 2.5 --num-warmup 100000 --device 3 --json " +
+          j.string());
+  EXPECT_EQ(r.rc, 0) << r.err;
+  doc = nlohmann::json::parse(slurp(j));
+  EXPECT_EQ(doc["timing"]["seed"].get<uint64_t>(), 18446744073709551615ull);  // the seed is recorded
+  EXPECT_EQ(doc["timing"]["warmup"], 100000);
+  EXPECT_EQ(doc["timing"]["gpu_warmup_s"], 2.5);
+}
+
+// An empty value is an error, not "use the default" (--shapes '' ran the default model).
+TEST(Cli, EmptyValuesAreRefused) {
+  for (const char* flag : {"--shapes", "--config", "--model", "--precisions", "--csv", "--mode", "--dist", "--timing",
+                           "--num-iters", "--seed", "--gpu-warmup"})
+    expect_usage_error(std::string(flag) + " ''", std::string(flag) + " is empty");
+  expect_usage_error("-o ''", "--output is empty");
+  expect_usage_error("--sweep --sweep-sizes ''", "--sweep-sizes is empty");
+  Out r = run("--shapes 64 --json ''");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err, "gemmscope: --json is empty\n");
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  r = run("compare " + std::string(GS_TEST_DATA_DIR) + "/compare_a.json " + GS_TEST_DATA_DIR + "/compare_a.json --mode ''");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err, "gemmscope compare: error: --mode is empty\n");
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  r = run("plot " + std::string(GS_TEST_DATA_DIR) + "/shapes_4.json -o x.svg --baseline ''");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err, "gemmscope plot: error: --baseline is empty\n");
+}
+
+// Output paths are refused before anything runs: directories, '/'-terminated paths, places where
+// no file can be created, two outputs on one file.
+TEST(Cli, OutputPathsAreCheckedFirst) {
+  const fs::path d = tmpdir() / "outputs";
+  fs::create_directories(d / "sub");
+  const std::string dir = d.string();
+  expect_usage_error("--csv " + dir, "--csv " + dir + ": is a directory");
+  expect_usage_error("--csv " + dir + "/", "ends in '/'");
+  expect_usage_error("-o " + dir + "/sub/", "-o " + dir + "/sub/: ends in '/'");
+  expect_usage_error("-o " + dir + "/sub", "-o " + dir + "/sub: the chart file must end in .png, .svg or .pdf");
+  Out r = run("--shapes 64 --json " + dir + "/sub");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_EQ(r.err, "gemmscope: --json " + dir + "/sub: is a directory\n");
+  expect_usage_error("--csv /proc/x.csv", "--csv /proc/x.csv: cannot create files in '/proc'");
+  expect_usage_error("--csv " + dir + "/missing/x.csv", "cannot create files in '" + dir + "/missing'");
+  // the same file twice
+  r = run("--shapes 64 --json " + dir + "/x --csv " + dir + "/./x");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--json " + dir + "/x and --csv " + dir + "/./x are the same file"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(d / "x"));
+  expect_usage_error("-o " + dir + "/j.png --csv " + dir + "/sub/../j.png", "are the same file");
+  r = run("--shapes 64 --json " + dir + "/j.png -o " + dir + "/j.png");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--json " + dir + "/j.png and -o " + dir + "/j.png are the same file"), std::string::npos) << r.err;
+  // without --json, -o X writes X.json
+  r = run("--shapes 64 -o " + dir + "/c.svg --csv " + dir + "/c.svg.json");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--csv " + dir + "/c.svg.json and the results JSON of -o " + dir + "/c.svg " + dir +
+                       "/c.svg.json are the same file"),
+            std::string::npos)
+      << r.err;
+  fs::create_directories(d / "c2.svg.json");
+  r = run("--shapes 64 -o " + dir + "/c2.svg");
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("the results JSON of -o " + dir + "/c2.svg " + dir + "/c2.svg.json: is a directory"),
+            std::string::npos)
+      << r.err;
+  EXPECT_TRUE(r.out.empty());
+  for (const auto& e : fs::directory_iterator(d))
+    EXPECT_EQ(e.path().filename().string().find(".gemmscope-probe"), std::string::npos) << e.path();
+}
+
+// One rule for chart names in `gemmscope -o` and `gemmscope plot -o`: .png/.svg/.pdf in any case,
+// after a non-empty name.
+TEST(Cli, ChartNamesOneRule) {
+  const std::string fixture = std::string(GS_TEST_DATA_DIR) + "/shapes_4.json";
+  const fs::path d = tmpdir();
+  for (const std::string name : {".png", "x.bmp", "chart", "..svg"}) {
+    SCOPED_TRACE(name);
+    const std::string path = (d / name).string();
+    expect_usage_error("-o " + path, "-o " + path + ": ");
+    Out r = run("plot " + fixture + " -o " + path);
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find("gemmscope plot: error: -o " + path + ": "), std::string::npos) << r.err;
+  }
+  // upper case is accepted by both (a dry run skips the chart)
+  Out r = run("--dry-run --shapes 64 -o " + (d / "UPPER.PNG").string());
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
+// plot and compare report parse errors on one line, like the main command.
+TEST(Cli, SubcommandParseErrorsAreOneLine) {
+  const std::string a = std::string(GS_TEST_DATA_DIR) + "/compare_a.json";
+  struct Case {
+    std::string args, message;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"compare", "gemmscope compare: error: A is required (see --help)"},
+           {"compare " + a + " " + a + " --bogus", "gemmscope compare: error: The following argument was not expected: --bogus"},
+           {"compare " + a + " " + a + " --threshold", "gemmscope compare: error: --threshold"},
+           {"plot", "gemmscope plot: error: "},
+           {"plot " + a + " -o x.svg --kind pie", "gemmscope plot: error: --kind: pie not in"},
+           {"plot " + a + " -o x.svg --mode shared", "gemmscope plot: error: --mode: shared not in"}}) {
+    SCOPED_TRACE(c.args);
+    Out r = run(c.args);
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+  // --help still prints help and exits 0; compare's lists every mode
+  Out r = run("compare --help");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_NE(r.out.find("autocast, autocast-shared or pre-quantized"), std::string::npos) << r.out;
+  r = run("plot --help");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_NE(r.out.find("autocast-shared"), std::string::npos) << r.out;
+}
+
+// --sweep-sizes errors name --sweep-sizes; the flag needs --sweep and takes square sizes only.
+TEST(Cli, SweepSizes) {
+  expect_usage_error("--sweep --sweep-sizes 512,abc", "--sweep-sizes item 2 'abc': 'abc' is not an integer");
+  expect_usage_error("--sweep --sweep-sizes 512,,1024", "--sweep-sizes item 2 is empty");
+  expect_usage_error("--sweep --sweep-sizes 0", "--sweep-sizes item 1 '0': dimensions must be positive");
+  expect_usage_error("--sweep --sweep-sizes 512x512x512", "--sweep-sizes takes square sizes N (e.g. 512,1024), got item 1 '512x512x512'");
+  expect_usage_error("--sweep --sweep-sizes 256,512X512X1024", "--sweep-sizes takes square sizes N");
+  expect_usage_error("--sweep-sizes 512,1024", "--sweep-sizes needs --sweep");
+  expect_usage_error("--shapes 16,abc", "--shapes item 2 'abc'");  // --shapes keeps its name
+  const fs::path j = tmpdir() / "sweep.json";
+  Out r = run("--dry-run --sweep --sweep-sizes 512,01024 --json " + j.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto doc = nlohmann::json::parse(slurp(j));
+  ASSERT_EQ(doc["gemms"].size(), 2u);
+  EXPECT_EQ(doc["gemms"][1]["m"], 1024);
+}
+
+// --pre-quantize with an explicit other --mode was silently pre-quantized; --accuracy-only times nothing.
+TEST(Cli, ModeFlagConflicts) {
+  expect_usage_error("--pre-quantize --mode autocast", "--pre-quantize conflicts with --mode autocast");
+  expect_usage_error("--pre-quantize --mode autocast-shared", "--pre-quantize conflicts with --mode autocast-shared");
+  expect_usage_error("--pre-quantize --mode all", "--pre-quantize conflicts with --mode all");
+  expect_usage_error("--accuracy-only --mode autocast", "--accuracy-only times nothing: --mode does not apply");
+  expect_usage_error("--accuracy-only --mode pre-quantized", "--accuracy-only times nothing: --mode does not apply");
+  expect_usage_error("--accuracy-only --pre-quantize", "--accuracy-only times nothing: --pre-quantize does not apply");
+  const fs::path j = tmpdir() / "pq.json";
+  for (const char* ok : {"--pre-quantize", "--pre-quantize --mode pre-quantized"}) {
+    SCOPED_TRACE(ok);
+    Out r = run(std::string("--dry-run --shapes 64 ") + ok + " --json " + j.string());
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(slurp(j))["modes"], nlohmann::json({"pre-quantized"}));
+  }
+  Out r = run("--dry-run --shapes 64 --accuracy-only");
+  EXPECT_EQ(r.rc, 0) << r.err;
+}
+
+// --gated-mlp and --no-gated-mlp are two flags with their own help lines.
+TEST(Cli, GatedMlpFlags) {
+  Out r = run("--help");
+  ASSERT_EQ(r.rc, 0);
+  const std::string help = r.out;
+  EXPECT_EQ(help.find("Excludes"), std::string::npos) << help;
+  EXPECT_EQ(r.out.find("{false}"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find(",--no-gated-mlp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--gated-mlp,--gated_mlp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--no-gated-mlp,--no_gated_mlp"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Plain MLP: overrides a preset or config.json that gates"), std::string::npos) << r.out;
+  const fs::path j = tmpdir() / "gated.json";
+  for (const auto& [args, gated] : std::vector<std::pair<std::string, bool>>{{"--model llama-3-8b", true},
+                                                                              {"--model llama-3-8b --no-gated-mlp", false},
+                                                                              {"--model llama-3-8b --no_gated_mlp", false},
+                                                                              {"--gated_mlp", true},
+                                                                              {"", false}}) {
+    SCOPED_TRACE(args);
+    r = run("--dry-run " + args + " --json " + j.string());
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(slurp(j))["config"]["gated_mlp"].get<bool>(), gated);
+  }
+  expect_usage_error("--gated-mlp --no-gated-mlp", "--gated-mlp and --no-gated-mlp are mutually exclusive");
+  expect_usage_error("--no_gated_mlp --gated_mlp", "--gated-mlp and --no-gated-mlp are mutually exclusive");
+}
+
+// A report that cannot be written to stdout is an I/O error (74), not success.
+TEST(Cli, StdoutWriteErrorsExit74) {
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  const std::string data = GS_TEST_DATA_DIR;
+  for (const std::string& args : std::vector<std::string>{"--dry-run", "--dry-run --shapes 64", "--list-models", "--help",
+                                 "compare " + data + "/compare_a.json " + data + "/compare_a.json",
+                                 "compare " + data + "/compare_a.json " + data + "/compare_b.json"}) {
+    SCOPED_TRACE(args);
+    const fs::path e = tmpdir() / "stderr_full";
+    const std::string cmd = std::string("CUDA_VISIBLE_DEVICES= ") + GS_BINARY + " " + args + " >/dev/full 2>" + e.string();
+    const int st = std::system(cmd.c_str());
+    ASSERT_TRUE(WIFEXITED(st));
+    EXPECT_EQ(WEXITSTATUS(st), 74);
+    const std::string err = slurp(e);
+    EXPECT_EQ(err.rfind("gemmscope: error writing to stdout", 0), 0u) << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  }
+  // bad input stays 2 (nothing was written to stdout)
+  const int st = std::system((std::string(GS_BINARY) + " --bogus >/dev/full 2>/dev/null").c_str());
+  EXPECT_EQ(WEXITSTATUS(st), 2);
+}
+
 TEST(Cli, NoGpuPrintsThePlanInsteadOfCrashing) {
-  Out r = run("--shapes 1024 --gpu-warmup 0");
+  const fs::path j = tmpdir() / "no_gpu.json";
+  Out r = run("--shapes 1024 --gpu-warmup 0 --json " + j.string());
   EXPECT_EQ(r.rc, 0);
   EXPECT_NE(r.out.find("1024x1024x1024"), std::string::npos);
   EXPECT_NE(r.err.find("measuring needs"), std::string::npos) << r.err;
+  // not dressed up as a dry run: the header and the JSON say nothing could be measured
+  EXPECT_EQ(r.out.find("dry run, no GPU touched"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("-- NOT a measurement: nothing could be measured ("), std::string::npos) << r.out;
+  auto doc = nlohmann::json::parse(slurp(j));
+  EXPECT_TRUE(doc["dry_run"].get<bool>());  // no results inside, as the schema says
+  EXPECT_FALSE(doc["dry_run_requested"].get<bool>());
+  ASSERT_TRUE(doc["why_not_measured"].is_string());
+  EXPECT_NE(doc["why_not_measured"].get<std::string>(), "--dry-run");
+  EXPECT_FALSE(doc["why_not_measured"].get<std::string>().empty());
+  // compare and plot say why the file holds no results
+  r = run("compare " + j.string() + " " + j.string());
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("holds no results to compare: nothing could be measured ("), std::string::npos) << r.err;
+  r = run("plot " + j.string() + " -o " + (tmpdir() / "no_gpu.svg").string());
+  EXPECT_NE(r.err.find("holds no results to plot: nothing could be measured ("), std::string::npos) << r.err;
+  // a requested dry run says so
+  r = run("--shapes 1024 --dry-run --json " + j.string());
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_NE(r.out.find("-- dry run, no GPU touched"), std::string::npos) << r.out;
+  doc = nlohmann::json::parse(slurp(j));
+  EXPECT_TRUE(doc["dry_run_requested"].get<bool>());
+  EXPECT_EQ(doc["why_not_measured"], "--dry-run");
 }
 
 TEST(Cli, DryRunDefaultIsTheSeedPlan) {

@@ -326,6 +326,33 @@ TEST(Compare, BadFilesAreUsageErrors) {
             std::string::npos);
 
   EXPECT_THROW(gs::validate_result_json(json::array(), "arr.json"), UsageError);
+
+  // a number that overflows a double is a read error naming the file, not a nlohmann exception
+  std::string text = load("compare_a.json").dump();
+  text.replace(text.find("\"mean_ms\":") + 10, 0, "1e400, \"x\":");
+  const std::string overflow = temp_file("overflow.json", text);
+  EXPECT_NE(usage_error_of([&] { gs::load_result_json(overflow); })
+                .find(overflow + " cannot be read: number overflow parsing '1e400'"),
+            std::string::npos);
+
+  // a wrong type where the reader has a default names the field
+  json iters = load("compare_a.json");
+  iters["timing"]["iters"] = "abc";
+  EXPECT_NE(usage_error_of([&] { gs::validate_result_json(iters, "t.json"); }).find("t.json: timing.iters must be an integer"),
+            std::string::npos);
+
+  // a model result without layers cannot be compared (nor charted: the plot script refuses it too)
+  json layers = load("compare_a.json");
+  layers["config"]["num_hidden_layers"] = 0;
+  EXPECT_NE(usage_error_of([&] { gs::validate_result_json(layers, "l.json"); })
+                .find("l.json: config.num_hidden_layers must be from 1 to 16777216, got 0"),
+            std::string::npos);
+
+  // the same mode twice
+  json dup = load("compare_a.json");
+  dup["modes"] = {"autocast", "autocast"};
+  EXPECT_NE(usage_error_of([&] { gs::validate_result_json(dup, "d.json"); }).find("d.json: \"modes\" lists autocast twice"),
+            std::string::npos);
 }
 
 TEST(Compare, MismatchedFilesAreUsageErrors) {
@@ -361,6 +388,89 @@ TEST(Compare, ParseThreshold) {
   EXPECT_DOUBLE_EQ(gs::parse_threshold("0"), 0.0);
   for (const char* bad : {"", "%", "abc", "5%%", "-1", "-0.05", "100%", "150", "1e400", "0.05x"})
     EXPECT_THROW(gs::parse_threshold(bad), UsageError) << bad;
+  // decimal only: strtod would read 0x10 as 16 (%), and accept inf and nan spellings
+  for (const char* bad : {"0x10", "0x10%", "0x1p-4", "inf", "nan", "infinity%", "+5%", "5 %"})
+    EXPECT_THROW(gs::parse_threshold(bad), UsageError) << bad;
+  EXPECT_DOUBLE_EQ(gs::parse_threshold("1e1%"), 0.10);
+  // -0 is zero, printed as 0.0%
+  for (const char* zero : {"-0", "-0%", "-0.0"}) {
+    const double t = gs::parse_threshold(zero);
+    EXPECT_EQ(t, 0.0) << zero;
+    EXPECT_FALSE(std::signbit(t)) << zero;
+  }
+  gs::CompareResult r = gs::compare_results(load("compare_a.json"), load("compare_a.json"));
+  r.threshold = gs::parse_threshold("-0");
+  EXPECT_NE(gs::format_compare_text(r).find("threshold 0.0%:"), std::string::npos) << gs::format_compare_text(r);
+}
+
+// A and B that measured different things are compared (ratios as usual), with a note per difference
+// at the top of both outputs.
+TEST(Compare, DifferencesInWhatWasMeasuredAreNoted) {
+  const json a = load("compare_a.json");
+  json b = load("compare_b.json");
+  EXPECT_TRUE(gs::compare_results(a, b).differences.empty());
+  b["config"]["num_hidden_layers"] = 12;
+  b["config"]["vocab_size"] = 0;  // same as A: no note
+  b["timing"]["iters"] = 50;
+  b["timing"]["warmup"] = 2;
+  b["timing"]["seed"] = 7;        // A has no seed recorded: not compared
+  b["recipe_options"] = {{"fp8_format", "e4m3"}, {"fp8_accumulation", "split"}, {"producer_amax", false},
+                         {"amax_history_len", 16}};
+  const auto r = gs::compare_results(a, b);
+  EXPECT_EQ(r.differences, (std::vector<std::string>{
+                               "config.num_hidden_layers: 24 vs 12",
+                               "recipe_options.fp8_format: hybrid vs e4m3",
+                               "recipe_options.fp8_accumulation: auto vs split",
+                               "recipe_options.amax_history_len: 1024 vs 16",
+                               "recipe_options.producer_amax: true vs false",
+                               "timing.warmup: 10 vs 2",
+                               "timing.iters: 100 vs 50",
+                           }));
+  // still compared: FP8Current x1.10 on the 12 GEMMs and the per-layer total; B's full model
+  // has half the layers, so it is no longer a regression
+  EXPECT_EQ(r.regressions, 13);
+  const std::string text = gs::format_compare_text(r);
+  const size_t note = text.find("  note: A and B differ in config.num_hidden_layers: 24 vs 12\n");
+  ASSERT_NE(note, std::string::npos) << text;
+  EXPECT_LT(note, text.find("precisions compared"));  // at the top, with the file lines
+  EXPECT_NE(text.find("  note: A and B differ in timing.iters: 100 vs 50\n"), std::string::npos);
+  const std::string md = gs::format_compare_markdown(r);
+  EXPECT_NE(md.find("- **note:** A and B differ in recipe_options.fp8_format: hybrid vs e4m3\n"), std::string::npos) << md;
+  EXPECT_LT(md.find("**note:**"), md.find("**Result:"));
+  // seeds are compared when both files have one
+  json c = a;
+  c["timing"]["seed"] = 1234;
+  json d = a;
+  d["timing"]["seed"] = 99;
+  EXPECT_EQ(gs::compare_results(c, d).differences, (std::vector<std::string>{"timing.seed: 1234 vs 99"}));
+  // a different batch leaves no GEMM in common: the error says why
+  json e = a;
+  e["config"]["micro_batch_size"] = 2;
+  for (auto& g : e["gemms"]) {
+    if (g["m"] == 15872) g["m"] = 1024;
+    if (g["k"] == 15872) g["k"] = 1024;
+  }
+  EXPECT_NE(usage_error_of([&] { gs::compare_results(a, e); })
+                .find("no GEMM in common (matched by pass, op, m, k, n); A and B differ in config.micro_batch_size: 31 vs 2"),
+            std::string::npos)
+      << usage_error_of([&] { gs::compare_results(a, e); });
+}
+
+// Strings from the files reach the terminal without control characters.
+TEST(Compare, FileStringsArePrintable) {
+  const json a = load("compare_a.json");
+  json b = a;
+  b["device"]["name"] = "Evil\x1b[2J GPU\nline";
+  b["created"] = "2026\r\x07";
+  b["timing"]["method"] = "cuda\x1b]0;x\x07" "events";
+  auto r = gs::compare_results(a, b);
+  for (const std::string& out : {gs::format_compare_text(r), gs::format_compare_markdown(r)}) {
+    EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+    EXPECT_EQ(out.find('\x07'), std::string::npos);
+    EXPECT_EQ(out.find('\r'), std::string::npos);
+    EXPECT_NE(out.find("Evil?[2J GPU?line, 2026??"), std::string::npos) << out;
+    EXPECT_NE(out.find("timing.method: cuda-events vs cuda?]0;x?events"), std::string::npos) << out;
+  }
 }
 
 TEST(Compare, TextAndMarkdownOutput) {

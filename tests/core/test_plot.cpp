@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
@@ -322,6 +323,17 @@ TEST(Plot, BadInputExitsTwo) {
   dry["dry_run"] = true;
   for (auto& g : dry["gemms"]) g.erase("results");
   std::ofstream(d / "dry.json") << dry.dump();
+  const auto write_edit = [&](const std::string& file, const std::function<void(json&)>& edit) {
+    json doc = load("model_5b_autocast.json");
+    edit(doc);
+    std::ofstream(d / file) << doc.dump();
+    return (d / file).string();
+  };
+  const std::string dup_modes = write_edit("dup_modes.json", [](json& j) { j["modes"] = {"autocast", "autocast"}; });
+  const std::string device_text = write_edit("device_text.json", [](json& j) { j["device"] = "H100"; });
+  const std::string timing_list = write_edit("timing_list.json", [](json& j) { j["timing"] = {1, 2}; });
+  const std::string notes_num = write_edit("notes_num.json", [](json& j) { j["notes"] = {"ok", 5}; });
+  const std::string escape = write_edit("escape.json", [](json& j) { j["modes"] = {"auto\x1b[2J\ncast"}; });
   const std::string out = (d / "bad.svg").string();
   struct Case {
     std::vector<std::string> args;
@@ -337,6 +349,12 @@ TEST(Plot, BadInputExitsTwo) {
       {{kData + "/model_5b_autocast.json", "-o", out, "--baseline", "NVFP4"}, "baseline NVFP4 is not in"},
       {{kData + "/shapes_4.json", "-o", out, "--kind", "model"}, "needs a model-config result"},
       {{kData + "/model_5b_autocast.json", "-o", (d / "chart.jpg").string()}, "unsupported type"},
+      {{dup_modes, "-o", out}, "dup_modes.json: \"modes\" lists autocast twice"},
+      {{device_text, "-o", out}, "device_text.json: device must be an object or null"},
+      {{timing_list, "-o", out}, "timing_list.json: timing must be an object or null"},
+      {{notes_num, "-o", out}, "notes_num.json: notes must be a list of strings"},
+      // strings from the file cannot move the cursor or add a line
+      {{escape, "-o", out, "--mode", "autocast"}, "(modes: auto?[2J?cast)"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {*py, kScript};
@@ -390,6 +408,35 @@ TEST_F(NoMatplotlib, BinaryExitsThree) {
   EXPECT_NE(p.out.find(kMatplotlibMissing), std::string::npos) << p.out;
 }
 
+// GEMMSCOPE_PLOT_SCRIPT naming a missing file: say so, not "not found next to the binary".
+TEST(PlotBinary, PlotScriptVariableNamesAMissingFile) {
+  if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
+  const char* old = std::getenv("GEMMSCOPE_PLOT_SCRIPT");
+  const std::string saved = old ? old : "";
+  setenv("GEMMSCOPE_PLOT_SCRIPT", "/nonexistent/gemmscope_plot.py", 1);
+  const Proc p = run({kBinary, "plot", kData + "/shapes_4.json", "-o", (work_dir() / "env.svg").string()});
+  if (old) setenv("GEMMSCOPE_PLOT_SCRIPT", saved.c_str(), 1); else unsetenv("GEMMSCOPE_PLOT_SCRIPT");
+  EXPECT_EQ(p.rc, 3) << p.out;
+  EXPECT_NE(p.out.find("GEMMSCOPE_PLOT_SCRIPT names /nonexistent/gemmscope_plot.py, which does not exist"), std::string::npos)
+      << p.out;
+  EXPECT_EQ(p.out.find("next to the gemmscope binary"), std::string::npos) << p.out;
+  EXPECT_EQ(std::count(p.out.begin(), p.out.end(), '\n'), 1) << p.out;
+}
+
+// The script's "wrote ..." line cannot reach stdout: 74 from the script and the binary.
+TEST(PlotBinary, StdoutWriteErrorExits74) {
+  if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
+  REQUIRE_MATPLOTLIB();
+  if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  const fs::path out = work_dir() / "full.svg", err = work_dir() / "full.err";
+  const std::string cmd = kBinary + " plot " + kData + "/shapes_4.json -o " + out.string() + " >/dev/full 2>" + err.string();
+  const int st = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 74) << slurp(err);
+  EXPECT_EQ(slurp(err), "gemmscope plot: error writing to stdout: No space left on device\n");
+  EXPECT_TRUE(fs::exists(out));  // the chart itself was written
+}
+
 // The subcommand of the built binary: interpreter choice, argument passing, exit codes.
 TEST(PlotBinary, RendersEachKind) {
   if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
@@ -413,6 +460,26 @@ TEST(PlotBinary, RendersEachKind) {
     const Proc p = run(args);
     ASSERT_EQ(p.rc, 0) << c.fixture << "\n" << p.out;
     EXPECT_EQ(count_ids(slurp(out), c.id_regex), c.count) << c.fixture;
+  }
+}
+
+// --mode autocast-shared reaches the script (CLI11 refused it while the script charts it).
+TEST(PlotBinary, ModeAutocastShared) {
+  if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
+  json doc = load("model_5b_both_modes.json");
+  doc["modes"] = {"autocast", "autocast-shared", "pre-quantized"};
+  for (auto& g : doc["gemms"]) g["results"]["autocast-shared"] = g["results"]["autocast"];
+  doc["summary"]["autocast-shared"] = doc["summary"]["autocast"];
+  const fs::path in = work_dir() / "shared_mode.json", out = work_dir() / "shared_mode.svg";
+  std::ofstream(in) << doc.dump();
+  const Proc p = run({kBinary, "plot", in.string(), "-o", out.string(), "--mode", "autocast-shared"});
+  EXPECT_EQ(p.out.find("not in {"), std::string::npos) << p.out;
+  if (chart_python()) {
+    EXPECT_EQ(p.rc, 0) << p.out;
+    EXPECT_NE(slurp(out).find("autocast-shared"), std::string::npos);
+  } else {
+    EXPECT_EQ(p.rc, 3) << p.out;  // past the option check: only matplotlib is missing
+    EXPECT_NE(p.out.find(kMatplotlibMissing), std::string::npos) << p.out;
   }
 }
 
@@ -453,6 +520,58 @@ TEST(CompareBinary, ExitCodes) {
   EXPECT_EQ(p.rc, 2) << p.out;
   p = run({kBinary, "compare", a, b, "--mode", "pre-quantized"});
   EXPECT_EQ(p.rc, 2) << p.out;
+}
+
+// Error messages quote file contents: still one line, no control characters.
+TEST(CompareBinary, ErrorsArePrintable) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "no gemmscope binary at " << kBinary;
+  json doc = load("compare_a.json");
+  doc["modes"] = {"auto\x1b[2J\ncast"};
+  const fs::path bad = work_dir() / "ctrl_mode.json";
+  std::ofstream(bad) << doc.dump();
+  const Proc p = run({kBinary, "compare", kData + "/compare_a.json", bad.string()});
+  EXPECT_EQ(p.rc, 2) << p.out;
+  EXPECT_EQ(p.out.find('\x1b'), std::string::npos) << p.out;
+  EXPECT_EQ(std::count(p.out.begin(), p.out.end(), '\n'), 1) << p.out;
+  EXPECT_NE(p.out.find("unknown mode 'auto?[2J?cast'"), std::string::npos) << p.out;
+}
+
+// Any problem in an input file is bad input (2), never 1, which means "regressions found".
+TEST(CompareBinary, MalformedFilesExitTwo) {
+  if (!fs::exists(kBinary)) GTEST_SKIP() << "no gemmscope binary at " << kBinary;
+  const std::string a = kData + "/compare_a.json";
+  std::string text = slurp(a);
+  const size_t at = text.find("\"mean_ms\":");
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at, "\"overflow\": 1e400, ");
+  const fs::path overflow = work_dir() / "overflow.json";
+  std::ofstream(overflow) << text;
+  json doc = load("compare_a.json");
+  doc["timing"]["iters"] = "abc";
+  const fs::path type = work_dir() / "type_error.json";
+  std::ofstream(type) << doc.dump();
+  doc = load("compare_a.json");
+  doc["config"]["num_hidden_layers"] = -3;
+  const fs::path layers = work_dir() / "no_layers.json";
+  std::ofstream(layers) << doc.dump();
+  doc = load("compare_a.json");
+  doc["modes"] = {"autocast", "autocast"};
+  const fs::path dup = work_dir() / "dup_modes.json";
+  std::ofstream(dup) << doc.dump();
+  for (const auto& [path, message] : std::vector<std::pair<fs::path, std::string>>{
+           {overflow, "number overflow parsing '1e400'"},
+           {type, "timing.iters must be an integer"},
+           {layers, "config.num_hidden_layers must be from 1"},
+           {dup, "\"modes\" lists autocast twice"}}) {
+    for (const auto& args : {std::vector<std::string>{kBinary, "compare", a, path.string()},
+                             std::vector<std::string>{kBinary, "compare", path.string(), a}}) {
+      const Proc p = run(args);
+      EXPECT_EQ(p.rc, 2) << p.out;
+      EXPECT_NE(p.out.find(path.string()), std::string::npos) << p.out;
+      EXPECT_NE(p.out.find(message), std::string::npos) << p.out;
+      EXPECT_EQ(std::count(p.out.begin(), p.out.end(), '\n'), 1) << p.out;
+    }
+  }
 }
 
 }  // namespace

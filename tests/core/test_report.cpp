@@ -262,7 +262,46 @@ TEST(Report, JsonErrorsNameTheFileAndField) {
        "x.json: gemms[2].results.autocast.FP8Current: a cell must be an object with status \"ok\" or \"n/a\""},
       {"bad cell of an unlisted precision", [](json& j) { j["gemms"][2]["results"]["autocast"]["NVFP4"] = 1.5; },
        "x.json: gemms[2].results.autocast.NVFP4: a cell must be an object with status"},
-      {"created not text", [](json& j) { j["created"] = 2026; }, "x.json: type must be string, but is number"},
+      {"created not text", [](json& j) { j["created"] = 2026; }, "x.json: created must be a string"},
+      // every field read with a default is type-checked and named, not a bare nlohmann message
+      {"iters as text", [](json& j) { j["timing"]["iters"] = "abc"; }, "x.json: timing.iters must be an integer"},
+      {"iters out of int range", [](json& j) { j["timing"]["iters"] = 1e10; }, "x.json: timing.iters must be an integer"},
+      {"warmup fractional", [](json& j) { j["timing"]["warmup"] = 2.5; }, "x.json: timing.warmup must be an integer"},
+      {"gpu warmup as text", [](json& j) { j["timing"]["gpu_warmup_s"] = "5"; }, "x.json: timing.gpu_warmup_s must be a number"},
+      {"timing not an object", [](json& j) { j["timing"] = 5; }, "x.json: timing must be an object"},
+      {"sm_count negative overflow", [](json& j) { j["device"] = {{"name", "GPU"}, {"sm_count", -1e12}}; },
+       "x.json: device.sm_count must be an integer"},
+      {"device name", [](json& j) { j["device"] = {{"name", 5}}; }, "x.json: device.name must be a string"},
+      {"fp8 format", [](json& j) { j["recipe_options"]["fp8_format"] = "e5m2"; },
+       "x.json: recipe_options.fp8_format must be \"hybrid\" or \"e4m3\""},
+      {"producer amax", [](json& j) { j["recipe_options"]["producer_amax"] = "yes"; },
+       "x.json: recipe_options.producer_amax must be true or false"},
+      {"n/a reason", [](json& j) { j["gemms"][2]["results"]["autocast"]["MXFP8"] = {{"status", "n/a"}, {"reason", 7}}; },
+       "x.json: gemms[2].results.autocast.MXFP8.reason must be a string"},
+      {"cell iters", [](json& j) { j["gemms"][2]["results"]["autocast"]["BF16"]["iters"] = "100"; },
+       "x.json: gemms[2].results.autocast.BF16.iters must be an integer"},
+      {"clock reasons", [](json& j) { j["gemms"][2]["results"]["autocast"]["BF16"]["clock"] = {{"reasons", -4}}; },
+       "x.json: gemms[2].results.autocast.BF16.clock.reasons must be an integer"},
+      {"k_major", [](json& j) { j["gemms"][2]["a"]["k_major"] = 1; }, "x.json: gemms[2].a.k_major must be true or false"},
+      {"note", [](json& j) { j["notes"] = {"ok", 3}; }, "x.json: notes[1] must be a string"},
+      {"notes not a list", [](json& j) { j["notes"] = "n"; }, "x.json: notes must be a list of strings"},
+      // duplicates would pair cells with the wrong column
+      {"mode twice", [](json& j) { j["modes"] = {"autocast", "autocast"}; }, "x.json: \"modes\" lists autocast twice"},
+      {"mode twice by alias", [](json& j) { j["modes"] = {"pre-quantized", "prequantized"}; },
+       "x.json: \"modes\" lists pre-quantized twice"},
+      {"precision twice", [](json& j) { j["precisions"] = {"BF16", "FP8Current", "bf16"}; },
+       "x.json: \"precisions\" lists BF16 twice"},
+      // a model config the plan builder would refuse
+      {"no layers", [](json& j) { j["config"]["num_hidden_layers"] = 0; },
+       "x.json: config.num_hidden_layers must be from 1 to 16777216, got 0"},
+      {"negative hidden", [](json& j) { j["config"]["hidden_size"] = -4096; }, "x.json: config.hidden_size must be from 1"},
+      {"layers fractional", [](json& j) { j["config"]["num_hidden_layers"] = 24.5; },
+       "x.json: config.num_hidden_layers must be an integer"},
+      {"huge batch", [](json& j) { j["config"]["micro_batch_size"] = 1e9; }, "x.json: config.micro_batch_size must be"},
+      {"zero tensor parallel", [](json& j) { j["config"]["tensor_parallel"] = 0; }, "x.json: config.tensor_parallel must be from 1"},
+      {"heads do not divide", [](json& j) { j["config"]["num_attention_heads"] = 30; },
+       "x.json: config: num_key_value_heads (32) does not divide num_attention_heads (30)"},
+      {"gated not bool", [](json& j) { j["config"]["gated_mlp"] = "false"; }, "x.json: config.gated_mlp must be true or false"},
   };
   ASSERT_EQ(error_of(good), "(accepted)");
   for (const Case& c : cases) {
@@ -307,6 +346,42 @@ TEST(Report, JsonAcceptsDryAndAccuracyOnlyRuns) {
   const RunResult acc_back = from_json(ja, "acc.json");
   EXPECT_TRUE(acc_back.modes.empty());
   EXPECT_EQ(to_json(acc_back), ja);
+}
+
+// The operand seed is recorded under "timing" and read back; files without it stay readable.
+TEST(Report, SeedRoundTrips) {
+  FakeEngine e(90);
+  RunRequest req;
+  req.plan = build_shapes_plan("64");
+  req.precisions = {Precision::BF16};
+  req.modes = {Mode::Autocast};
+  req.options.seed = 18446744073709551615ull;
+  const RunResult r = run(e, req);
+  ASSERT_TRUE(r.seed.has_value());
+  nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["timing"]["seed"].get<uint64_t>(), 18446744073709551615ull);
+  const RunResult back = from_json(j, "s.json");
+  ASSERT_TRUE(back.seed.has_value());
+  EXPECT_EQ(*back.seed, 18446744073709551615ull);
+  EXPECT_EQ(to_json(back), j);
+  // an older file without a seed
+  j["timing"].erase("seed");
+  const RunResult old = from_json(j, "old.json");
+  EXPECT_FALSE(old.seed.has_value());
+  EXPECT_FALSE(to_json(old)["timing"].contains("seed"));
+  // a seed that is not a uint64 is named
+  j["timing"]["seed"] = -1;
+  EXPECT_THROW(
+      {
+        try {
+          from_json(j, "neg.json");
+        } catch (const UsageError& e) {
+          EXPECT_NE(std::string(e.what()).find("neg.json: timing.seed must be an integer from 0 to"), std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      UsageError);
 }
 
 TEST(Report, CsvHasOneRowPerCell) {
