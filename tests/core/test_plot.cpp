@@ -401,7 +401,7 @@ TEST_F(NoMatplotlib, ScriptExitsThree) {
 }
 
 TEST_F(NoMatplotlib, BinaryExitsThree) {
-  if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
+  ASSERT_TRUE(binary_has_plot()) << "gemmscope (" << kBinary << ") must have the plot subcommand";
   const fs::path out = work_dir() / "nompl_bin.svg";
   const Proc p = run({kBinary, "plot", kData + "/model_5b_autocast.json", "-o", out.string()});
   EXPECT_EQ(p.rc, 3) << p.out;
@@ -410,7 +410,7 @@ TEST_F(NoMatplotlib, BinaryExitsThree) {
 
 // GEMMSCOPE_PLOT_SCRIPT naming a missing file: say so, not "not found next to the binary".
 TEST(PlotBinary, PlotScriptVariableNamesAMissingFile) {
-  if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
+  ASSERT_TRUE(binary_has_plot()) << "gemmscope (" << kBinary << ") must have the plot subcommand";
   const char* old = std::getenv("GEMMSCOPE_PLOT_SCRIPT");
   const std::string saved = old ? old : "";
   setenv("GEMMSCOPE_PLOT_SCRIPT", "/nonexistent/gemmscope_plot.py", 1);
@@ -425,7 +425,7 @@ TEST(PlotBinary, PlotScriptVariableNamesAMissingFile) {
 
 // The script's "wrote ..." line cannot reach stdout: 74 from the script and the binary.
 TEST(PlotBinary, StdoutWriteErrorExits74) {
-  if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
+  ASSERT_TRUE(binary_has_plot()) << "gemmscope (" << kBinary << ") must have the plot subcommand";
   REQUIRE_MATPLOTLIB();
   if (!fs::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
   const fs::path out = work_dir() / "full.svg", err = work_dir() / "full.err";
@@ -439,7 +439,7 @@ TEST(PlotBinary, StdoutWriteErrorExits74) {
 
 // The subcommand of the built binary: interpreter choice, argument passing, exit codes.
 TEST(PlotBinary, RendersEachKind) {
-  if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
+  ASSERT_TRUE(binary_has_plot()) << "gemmscope (" << kBinary << ") must have the plot subcommand";
   REQUIRE_MATPLOTLIB();
   struct Case {
     std::string fixture, out;
@@ -465,7 +465,7 @@ TEST(PlotBinary, RendersEachKind) {
 
 // --mode autocast-shared reaches the script (CLI11 refused it while the script charts it).
 TEST(PlotBinary, ModeAutocastShared) {
-  if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
+  ASSERT_TRUE(binary_has_plot()) << "gemmscope (" << kBinary << ") must have the plot subcommand";
   json doc = load("model_5b_both_modes.json");
   doc["modes"] = {"autocast", "autocast-shared", "pre-quantized"};
   for (auto& g : doc["gemms"]) g["results"]["autocast-shared"] = g["results"]["autocast"];
@@ -484,7 +484,7 @@ TEST(PlotBinary, ModeAutocastShared) {
 }
 
 TEST(PlotBinary, BadInputExitsTwo) {
-  if (!binary_has_plot()) GTEST_SKIP() << "gemmscope has no plot subcommand yet (" << kBinary << ")";
+  ASSERT_TRUE(binary_has_plot()) << "gemmscope (" << kBinary << ") must have the plot subcommand";
   REQUIRE_MATPLOTLIB();
   const fs::path d = work_dir();
   std::ofstream(d / "bin_not_json.json") << "[1, 2";
@@ -499,8 +499,8 @@ TEST(PlotBinary, BadInputExitsTwo) {
 
 // `gemmscope compare` exit codes: 0 clean, 1 regressions, 2 bad input.
 TEST(CompareBinary, ExitCodes) {
-  if (!fs::exists(kBinary)) GTEST_SKIP() << "no gemmscope binary at " << kBinary;
-  if (run({kBinary, "compare", "--help"}).rc != 0) GTEST_SKIP() << "gemmscope has no compare subcommand yet";
+  ASSERT_TRUE(fs::exists(kBinary)) << "no gemmscope binary at " << kBinary << " (a build dependency of this test)";
+  ASSERT_EQ(run({kBinary, "compare", "--help"}).rc, 0) << "gemmscope must have the compare subcommand";
   const std::string a = kData + "/compare_a.json", b = kData + "/compare_b.json";
   Proc p = run({kBinary, "compare", a, a});
   EXPECT_EQ(p.rc, 0) << p.out;
@@ -524,7 +524,7 @@ TEST(CompareBinary, ExitCodes) {
 
 // Error messages quote file contents: still one line, no control characters.
 TEST(CompareBinary, ErrorsArePrintable) {
-  if (!fs::exists(kBinary)) GTEST_SKIP() << "no gemmscope binary at " << kBinary;
+  ASSERT_TRUE(fs::exists(kBinary)) << "no gemmscope binary at " << kBinary << " (a build dependency of this test)";
   json doc = load("compare_a.json");
   doc["modes"] = {"auto\x1b[2J\ncast"};
   const fs::path bad = work_dir() / "ctrl_mode.json";
@@ -538,7 +538,7 @@ TEST(CompareBinary, ErrorsArePrintable) {
 
 // Any problem in an input file is bad input (2), never 1, which means "regressions found".
 TEST(CompareBinary, MalformedFilesExitTwo) {
-  if (!fs::exists(kBinary)) GTEST_SKIP() << "no gemmscope binary at " << kBinary;
+  ASSERT_TRUE(fs::exists(kBinary)) << "no gemmscope binary at " << kBinary << " (a build dependency of this test)";
   const std::string a = kData + "/compare_a.json";
   std::string text = slurp(a);
   const size_t at = text.find("\"mean_ms\":");
