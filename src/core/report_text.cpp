@@ -33,13 +33,20 @@ struct Table {
   std::string row(const std::vector<std::string>& cells) const {
     std::string out;
     for (size_t i = 0; i < cells.size(); ++i) {
-      int w = i < widths.size() ? widths[i] : 12;
+      const int w = i < widths.size() ? widths[i] : 12;
+      // A cell as wide as its column (huge shapes or values) still gets a space before it.
+      const bool sep = i > 0 && !out.empty() && out.back() != ' ' &&
+                       static_cast<int>(cells[i].size()) >= w;
+      if (sep) out += ' ';
       out += i < 2 ? fmt::format("{:<{}}", cells[i], w) : fmt::format("{:>{}}", cells[i], w);
     }
     while (!out.empty() && out.back() == ' ') out.pop_back();
     return out + "\n";
   }
 };
+
+// Plan-table numbers: one decimal, but three significant digits below 1 (tiny shapes are not 0.0).
+std::string plan_number(double v) { return v >= 1.0 || v == 0.0 ? fmt::format("{:.1f}", v) : fmt::format("{:.3g}", v); }
 
 std::string ms(std::optional<double> v) { return v ? fmt::format("{:.3f}", *v) : "N/A"; }
 
@@ -401,6 +408,16 @@ std::string render_plan_text(const RunResult& r) {
     out += fmt::format("Tokens per step: M = {} x {} = {}\n", c.micro_batch_size, c.sequence_length,
                        format_thousands(c.tokens()));
   }
+  if (!r.precisions.empty() && !r.modes.empty()) {
+    std::string precs, modes;
+    for (Precision p : r.precisions) precs += (precs.empty() ? "" : ", ") + std::string(to_string(p));
+    for (Mode m : r.modes) modes += (modes.empty() ? "" : ", ") + std::string(to_string(m));
+    const bool blackwell = std::any_of(r.precisions.begin(), r.precisions.end(), [](Precision p) {
+      return p == Precision::MXFP8 || p == Precision::NVFP4;
+    });
+    out += fmt::format("A measurement would time: {} in {} mode{}{}\n", precs, modes, r.modes.size() > 1 ? "s" : "",
+                       blackwell ? " (MXFP8/NVFP4 only on compute capability >= 10.0)" : "");
+  }
   out += std::string(110, '=') + "\n";
   Table t;
   t.widths = {7, 10, 20, 12, 14, 14, 11, 11, 11};
@@ -408,12 +425,12 @@ std::string render_plan_text(const RunResult& r) {
   out += "  (MB = bytes the GEMM kernel reads + writes: operands in that format with scales, BF16 output)\n";
   out += std::string(110, '-') + "\n";
   auto mb = [&](Precision p, const Gemm& g) {
-    return fmt::format("{:.1f}", byte_count(make_recipe(p, g, r.recipe_options), g).gemm / 1e6);
+    return plan_number(byte_count(make_recipe(p, g, r.recipe_options), g).gemm / 1e6);
   };
   auto opnd = [](const Operand& o) { return fmt::format("{}{}", to_string(o.role), o.k_major ? "" : "^T"); };
   for (const Gemm& g : r.plan.gemms)
     out += t.row({g.scope == Scope::Shape ? "-" : pass_label(g.pass), g.scope == Scope::Shape ? "-" : g.label(),
-                  g.shape(), fmt::format("{:.1f}", g.flops() / 1e9), opnd(g.a), opnd(g.b),
+                  g.shape(), plan_number(g.flops() / 1e9), opnd(g.a), opnd(g.b),
                   mb(Precision::BF16, g), mb(Precision::FP8Current, g), mb(Precision::NVFP4, g)});
   out += std::string(110, '-') + "\n";
   out += "  ^T: operand stored with the contraction dimension strided (FP8 on Hopper needs a transposed copy)\n";
@@ -426,8 +443,19 @@ std::string render_plan_text(const RunResult& r) {
                        f.model_once > 0 ? " + LM head" : "", f.full_model(r.plan.layers()) / 1e12);
     // Quantization traffic model per layer: every GEMM quantizing its own operands vs each tensor
     // once (both copies), the difference between the autocast and autocast-shared modes.
-    out += "Quantization traffic per layer (model; BF16 reads incl. amax pass + quantized writes):\n";
-    for (Precision p : {Precision::FP8Current, Precision::FP8Delayed, Precision::FP8Block}) {
+    std::vector<Precision> modelled;  // the selected precisions the traffic model covers
+    for (Precision p : {Precision::FP8Current, Precision::FP8Delayed, Precision::FP8Block})
+      if (r.precisions.empty() || std::find(r.precisions.begin(), r.precisions.end(), p) != r.precisions.end())
+        modelled.push_back(p);
+    const bool quantizes = r.modes.empty() || std::any_of(r.modes.begin(), r.modes.end(), [](Mode m) {
+                             return m != Mode::PreQuantized;
+                           });
+    if (modelled.empty())
+      out += "Quantization traffic per layer: modelled for FP8Current, FP8Delayed and FP8Block; none selected\n";
+    else
+      out += fmt::format("Quantization traffic per layer (model; BF16 reads incl. amax pass + quantized writes){}:\n",
+                         quantizes ? "" : "; not timed in pre-quantized mode");
+    for (Precision p : modelled) {
       double own = 0, shared = 0;
       for (const Gemm& g : r.plan.gemms) {
         if (g.scope != Scope::Layer) continue;
@@ -441,7 +469,8 @@ std::string render_plan_text(const RunResult& r) {
   } else {
     double tot = 0;
     for (const Gemm& g : r.plan.gemms) tot += g.flops();
-    out += fmt::format("Total FLOPs: {:.3f}T over {} GEMMs\n", tot / 1e12, r.plan.gemms.size());
+    out += tot >= 1e12 ? fmt::format("Total FLOPs: {:.3f}T over {} GEMMs\n", tot / 1e12, r.plan.gemms.size())
+                       : fmt::format("Total FLOPs: {:.4g}G over {} GEMMs\n", tot / 1e9, r.plan.gemms.size());
   }
   for (const auto& n : r.notes) out += fmt::format("Note: {}\n", n);
   return out;

@@ -434,3 +434,28 @@ TEST(Cli, PrecisionListItems) {
   expect_usage_error("--precisions BF16,", "unknown precision ''");
   expect_usage_error("--precisions 'BF16, bf16'", "--precisions lists bf16 twice");
 }
+
+// The dry run says what a measurement would time, and models quantization traffic only for the
+// selected precisions (and says when the selected mode would not time it).
+TEST(Cli, DryRunFollowsTheSelection) {
+  Out r = run("--dry-run --precisions BF16,FP8Block --mode pre-quantized");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("A measurement would time: BF16, FP8Block in pre-quantized mode\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not timed in pre-quantized mode"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  FP8Block    autocast "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("  FP8Current  autocast "), std::string::npos) << r.out;
+  Out b = run("--dry-run --precisions BF16,NVFP4 --mode all");
+  ASSERT_EQ(b.rc, 0) << b.err;
+  EXPECT_NE(b.out.find("BF16, NVFP4 in autocast, autocast-shared, pre-quantized modes (MXFP8/NVFP4 only on compute"),
+            std::string::npos) << b.out;
+  EXPECT_NE(b.out.find("modelled for FP8Current, FP8Delayed and FP8Block; none selected"), std::string::npos) << b.out;
+}
+
+// Plan-table edge cases: a tiny GEMM is not "0.0 GFLOP", a huge one's columns stay apart.
+TEST(Cli, DryRunTableHandlesTinyAndHugeShapes) {
+  Out r = run("--dry-run --shapes 64x64x64,16777216x16777216x16777216");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("64x64x64    0.000524"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("16777216x16777216x16777216 9444732965739.3 "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("Total FLOPs: 0.000T"), std::string::npos) << r.out;
+}
