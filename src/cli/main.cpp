@@ -37,6 +37,7 @@ struct Options {
   std::string config_path, preset, shapes, mode = "autocast", sweep_spec;
   bool no_producer_amax = false;
   bool sweep = false, list_models = false, dry_run = false, pre_quantize = false, quiet = false;
+  bool verify_dgrad = false;  // the seed's early flag; a no-op here (Dgrad is always measured)
   bool accuracy = false, accuracy_only = false;
   bool mode_given = false;  // --mode was on the command line (o.mode alone cannot tell the default)
   std::string dist = "normal";
@@ -265,6 +266,9 @@ int run_main(int argc, char** argv) {
   app.add_flag("--no-fp8,--no-mxfp8", o.no_mxfp8, "Skip MXFP8 (the seed's --no-fp8)")->group("Precisions");
   app.add_flag("--no-fp4,--no-nvfp4", o.no_fp4, "Skip NVFP4")->group("Precisions");
   app.add_flag("--pre-quantize", o.pre_quantize, "Time the GEMM kernel only (= --mode pre-quantized)")->group("Measurement");
+  app.add_flag("--verify-dgrad", o.verify_dgrad, "Accepted for scripts written for the seed tool's first version: Dgrad is always "
+                                 "measured, never estimated as 2 x Fprop")
+      ->group("Measurement");
   CLI::Option* mode_opt = app.add_option("--mode", o.mode,
                  "autocast | autocast-shared (each tensor quantized once per step, as TE) | pre-quantized | "
                  "both (autocast + pre-quantized) | all")

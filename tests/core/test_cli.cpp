@@ -459,3 +459,13 @@ TEST(Cli, DryRunTableHandlesTinyAndHugeShapes) {
   EXPECT_NE(r.out.find("16777216x16777216x16777216 9444732965739.3 "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("Total FLOPs: 0.000T"), std::string::npos) << r.out;
 }
+
+// The seed's early --verify-dgrad (measure Dgrad instead of 2 x Fprop) is accepted: gemmscope
+// always measures Dgrad, so the plan is the same with and without it.
+TEST(Cli, VerifyDgradIsAcceptedAndChangesNothing) {
+  Out a = run("--dry-run --verify-dgrad");
+  Out b = run("--dry-run");
+  ASSERT_EQ(a.rc, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out.find("Dgrad  QKV Proj"), std::string::npos) << a.out;
+}
