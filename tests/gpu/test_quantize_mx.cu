@@ -538,9 +538,11 @@ TEST(QuantizeMxPerf, BandwidthVersusDeviceCopy) {
     const double gbs = c.bytes / (time_ms(c.fn) * 1e6);
     std::printf("  %-32s %7.0f GB/s  %5.1f%% of copy\n", c.name, gbs, 100.0 * gbs / copy_gbs);
     RecordProperty(c.name, static_cast<int>(100.0 * gbs / copy_gbs));
-    // A loose floor that only a badly broken kernel (uncoalesced, serialized) misses; the 85%
-    // target is read off the printed numbers.
-    EXPECT_GT(gbs, 0.4 * copy_gbs) << c.name;
+    // A loose floor that only a badly broken kernel (uncoalesced, serialized: under 10%) misses;
+    // the 85% target is read off the printed numbers. The NVFP4 kernels are bound by instruction
+    // issue, not memory, so their ratio falls as memory gets faster: 53-65% on an H100, 37-43%
+    // on an H200 at the same GB/s. Hence 25%, not a figure tuned to one GPU.
+    EXPECT_GT(gbs, 0.25 * copy_gbs) << c.name;
   }
   GS_CUDA(cudaEventDestroy(e0));
   GS_CUDA(cudaEventDestroy(e1));
