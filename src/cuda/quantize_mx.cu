@@ -24,7 +24,6 @@
 #include <string>
 
 #include "cuda/cuda_check.hpp"
-#include "cuda/e2m1.cuh"
 
 namespace gs::cuda {
 namespace {
@@ -99,6 +98,16 @@ __device__ __forceinline__ uint32_t fp8x2(float a, float b) {
 // nf::encode_ue4m3 for a non-negative argument: satfinite RN E4M3.
 __device__ __forceinline__ uint32_t ue4m3(float x) {
   return static_cast<uint32_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
+}
+// nf::encode_e2m1: nearest-even thresholds 0.25 < .75 <= 1.25 < 1.75 <= 2.5 < 3.5 <= 5 <.
+__device__ __forceinline__ uint32_t e2m1_rn(float v) {
+  const float a = fabsf(v);
+  if (a != a) return 0x7u;  // NaN -> +6
+  const uint32_t c = static_cast<uint32_t>(a > 0.25f) + static_cast<uint32_t>(a >= 0.75f) +
+                     static_cast<uint32_t>(a > 1.25f) + static_cast<uint32_t>(a >= 1.75f) +
+                     static_cast<uint32_t>(a > 2.5f) + static_cast<uint32_t>(a >= 3.5f) +
+                     static_cast<uint32_t>(a > 5.0f);
+  return ((__float_as_uint(v) >> 28) & 0x8u) | c;
 }
 // nf::encode_e2m1_sr.
 __device__ __forceinline__ uint32_t e2m1_sr(float v, uint32_t r16) {
