@@ -211,11 +211,6 @@ void note_difference(std::vector<std::string>& out, const std::string& what, con
     out.push_back(fmt::format("{}: {} vs {}", what, a, b));
 }
 
-const char* fp8_format_name(Fp8Format f) { return f == Fp8Format::Hybrid ? "hybrid" : "e4m3"; }
-const char* accumulation_name(Accumulation a) {
-  return a == Accumulation::Auto ? "auto" : a == Accumulation::Fast ? "fast" : "split";
-}
-
 // Everything that changes what a time means: the model and batch, the recipes, the timing loop.
 std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
   std::vector<std::string> out;
@@ -234,10 +229,10 @@ std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
     note_difference(out, "config.tensor_parallel", x.tensor_parallel, y.tensor_parallel);
   }
   const RecipeOptions &p = a.recipe_options, &q = b.recipe_options;
-  note_difference(out, "recipe_options.fp8_format", std::string(fp8_format_name(p.fp8_format)),
-                  std::string(fp8_format_name(q.fp8_format)));
-  note_difference(out, "recipe_options.fp8_accumulation", std::string(accumulation_name(p.fp8_accum)),
-                  std::string(accumulation_name(q.fp8_accum)));
+  note_difference(out, "recipe_options.fp8_format", std::string(to_string(p.fp8_format)),
+                  std::string(to_string(q.fp8_format)));
+  note_difference(out, "recipe_options.fp8_accumulation", std::string(to_string(p.fp8_accum)),
+                  std::string(to_string(q.fp8_accum)));
   note_difference(out, "recipe_options.amax_history_len", p.amax_history_len, q.amax_history_len);
   note_difference(out, "recipe_options.nvfp4_2d_weights", p.nvfp4_2d_weights, q.nvfp4_2d_weights);
   note_difference(out, "recipe_options.nvfp4_rht", p.nvfp4_rht, q.nvfp4_rht);

@@ -64,6 +64,12 @@ double bits(ElemFormat f) {
   return 0;
 }
 
+const char* to_string(Fp8Format f) { return f == Fp8Format::Hybrid ? "hybrid" : "e4m3"; }
+
+const char* to_string(Accumulation a) {
+  return a == Accumulation::Auto ? "auto" : a == Accumulation::Fast ? "fast" : "split";
+}
+
 const char* to_string(Scaling s) {
   switch (s) {
     case Scaling::None: return "none";

@@ -38,6 +38,8 @@ const char* to_string(Scaling s);
 
 enum class Fp8Format { E4M3, Hybrid };  // Hybrid: E4M3 forward, E5M2 for output gradients (TE default)
 enum class Accumulation { Auto, Fast, Split };
+const char* to_string(Fp8Format f);     // "hybrid", "e4m3" (the --fp8-format and JSON spelling)
+const char* to_string(Accumulation a);  // "auto", "fast", "split" (--fp8-accum, JSON)
 
 struct RecipeOptions {
   Fp8Format fp8_format = Fp8Format::Hybrid;

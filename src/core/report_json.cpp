@@ -198,8 +198,8 @@ json to_json(const RunResult& r) {
   if (r.seed) j["timing"]["seed"] = *r.seed;
   const RecipeOptions& o = r.recipe_options;
   j["recipe_options"] = {
-      {"fp8_format", o.fp8_format == Fp8Format::Hybrid ? "hybrid" : "e4m3"},
-      {"fp8_accumulation", o.fp8_accum == Accumulation::Auto ? "auto" : o.fp8_accum == Accumulation::Fast ? "fast" : "split"},
+      {"fp8_format", to_string(o.fp8_format)},
+      {"fp8_accumulation", to_string(o.fp8_accum)},
       {"amax_history_len", o.amax_history_len},
       {"nvfp4_2d_weights", o.nvfp4_2d_weights},
       {"nvfp4_rht", o.nvfp4_rht},
