@@ -60,7 +60,9 @@ std::string first_name(const char* names) {
 
 // Integer and number options take their text and parse it as plain decimal (text_util.hpp):
 // CLI11's own conversion detects bases (010 = 8, 0x200 = 512) and accepts nan/inf.
-CLI::Option* add_int(CLI::App& app, const char* names, int64_t& dst, const char* help) {
+// `Dst` is int64_t, or std::optional<int64_t> for model fields that are unset unless given.
+template <class Dst>
+CLI::Option* add_int(CLI::App& app, const char* names, Dst& dst, const char* help) {
   const std::string flag = first_name(names);
   return app.add_option_function<std::string>(names, [&dst, flag](const std::string& v) { dst = parse_decimal_int(v, flag); },
                                               help)
@@ -69,11 +71,7 @@ CLI::Option* add_int(CLI::App& app, const char* names, int64_t& dst, const char*
 
 void add_model_options(CLI::App& app, Options& o) {
   auto i64 = [&](const char* names, std::optional<int64_t>& dst, const char* help) {
-    const std::string flag = first_name(names);
-    app.add_option_function<std::string>(names, [&dst, flag](const std::string& v) { dst = parse_decimal_int(v, flag); },
-                                         help)
-        ->type_name("INT")
-        ->group("Model");
+    add_int(app, names, dst, help)->group("Model");
   };
   i64("--hidden_size,--hidden-size", o.model.hidden_size, "Hidden size");
   i64("--intermediate_size,--intermediate-size", o.model.intermediate_size, "MLP intermediate size");
