@@ -162,15 +162,17 @@ class CudaEngine final : public Engine {
       auto step = [&] { rg.step(stream_); };
       for (int i = 0; i < opts_.timing.warmup; ++i) step();
       const int iters = opts_.timing.iters;
-      // The whole timed loop is enqueued behind a closed gate, then released: the GPU runs it back
-      // to back even where one iteration's launches take longer on the host than it runs.
-      gate_->close(stream_);
-      GS_CUDA(cudaEventRecord(events_[0], stream_));
-      for (int i = 0; i < iters; ++i) {
-        step();
-        GS_CUDA(cudaEventRecord(events_[static_cast<size_t>(i) + 1], stream_));
+      {
+        // The whole timed loop is enqueued behind a closed gate, opened at the end of this scope
+        // (or by an exception leaving it): the GPU runs the loop back to back even where one
+        // iteration's launches take longer on the host than it runs.
+        const LaunchGate::Closed closed(*gate_, stream_);
+        GS_CUDA(cudaEventRecord(events_[0], stream_));
+        for (int i = 0; i < iters; ++i) {
+          step();
+          GS_CUDA(cudaEventRecord(events_[static_cast<size_t>(i) + 1], stream_));
+        }
       }
-      gate_->release();
       // Halfway through the timed loop (the rest is still queued): the clock state it runs at.
       GS_CUDA(cudaEventSynchronize(events_[static_cast<size_t>(iters / 2)]));
       const std::optional<ClockSample> clock = probe_->sample();
@@ -185,12 +187,10 @@ class CudaEngine final : public Engine {
       cell.clock = clock;
       return cell;
     } catch (const CublasError& e) {
-      gate_->release();
       cudaStreamSynchronize(stream_);
       if (e.not_supported()) return Cell::na(fmt::format("cuBLASLt NOT_SUPPORTED ({})", describe(recipe)));
       return Cell::na(e.what());
     } catch (const CudaError& e) {
-      gate_->release();     // never leave the stream blocked behind the gate
       cudaGetLastError();  // clear a non-sticky error
       sources_.reset();
       throw_if_context_lost(e.what(), fmt::format("{} {} {}", g.shape(), to_string(p), to_string(mode)));
@@ -202,7 +202,6 @@ class CudaEngine final : public Engine {
       }
       return Cell::na(fmt::format("CUDA error: {}", e.what()));
     } catch (const std::exception& e) {
-      gate_->release();
       return Cell::na(e.what());
     }
   }

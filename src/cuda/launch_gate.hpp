@@ -20,6 +20,19 @@ class LaunchGate {
   // After the work behind the gate completed: did the gate open by timeout rather than release()?
   bool timed_out() const;
 
+  // The gate closed on a stream for the lifetime of this object: what is enqueued meanwhile
+  // waits; the destructor releases it, also when an exception leaves the scope.
+  class Closed {
+   public:
+    Closed(LaunchGate& g, cudaStream_t s, double timeout_ms = 200.0) : g_(g) { g_.close(s, timeout_ms); }
+    ~Closed() { g_.release(); }
+    Closed(const Closed&) = delete;
+    Closed& operator=(const Closed&) = delete;
+
+   private:
+    LaunchGate& g_;
+  };
+
  private:
   volatile int* flags_ = nullptr;  // [0] open (host writes), [1] timed out (device writes)
 };

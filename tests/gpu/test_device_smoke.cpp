@@ -1,6 +1,7 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 
 #include "core/plan.hpp"
@@ -59,6 +60,15 @@ TEST(LaunchGate, HoldsTheStreamUntilReleasedAndTimesOut) {
     gate.release();
     ASSERT_EQ(cudaEventSynchronize(after), cudaSuccess);
     EXPECT_FALSE(gate.timed_out());
+
+    try {  // the scoped form opens the gate when an exception leaves its scope
+      const gs::cuda::LaunchGate::Closed closed(gate, s, /*timeout_ms=*/5000.0);
+      ASSERT_EQ(cudaEventRecord(after, s), cudaSuccess);
+      throw std::runtime_error("leaves the scope");
+    } catch (const std::runtime_error&) {
+    }
+    ASSERT_EQ(cudaEventSynchronize(after), cudaSuccess);
+    EXPECT_FALSE(gate.timed_out()) << "released by the destructor, not by the timeout";
 
     gate.close(s, /*timeout_ms=*/2.0);  // never released: opens by itself
     ASSERT_EQ(cudaEventRecord(after, s), cudaSuccess);
