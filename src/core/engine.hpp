@@ -15,6 +15,9 @@ struct EngineOptions {
   RecipeOptions recipe;
   uint64_t seed = 1234;
   int device = 0;
+  // Grouped GEMMs (MoE experts): per-expert cuBLASLt GEMMs dealt round-robin over this many
+  // streams (Transformer Engine's GroupedLinear on Hopper uses 4); 0 = serial on one stream.
+  int grouped_streams = 4;
 };
 
 class Engine {

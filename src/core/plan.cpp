@@ -37,6 +37,15 @@ const char* to_string(Op o) {
     case Op::MlpDown: return "mlp_down";
     case Op::LmHead: return "lm_head";
     case Op::Shape: return "shape";
+    case Op::Router: return "router";
+    case Op::ExpertUp: return "expert_up";
+    case Op::ExpertDown: return "expert_down";
+    case Op::SharedUp: return "shared_up";
+    case Op::SharedDown: return "shared_down";
+    case Op::QDown: return "q_down";
+    case Op::QUp: return "q_up";
+    case Op::KvDown: return "kv_down";
+    case Op::KvUp: return "kv_up";
   }
   return "?";
 }
@@ -48,6 +57,15 @@ const char* op_label(Op o) {
     case Op::MlpDown: return "MLP Down";
     case Op::LmHead: return "LM Head";
     case Op::Shape: return "Shape";
+    case Op::Router: return "Router";
+    case Op::ExpertUp: return "Expert Up";
+    case Op::ExpertDown: return "Expert Down";
+    case Op::SharedUp: return "Shared Up";
+    case Op::SharedDown: return "Shared Down";
+    case Op::QDown: return "Q Down";
+    case Op::QUp: return "Q Up";
+    case Op::KvDown: return "KV Down";
+    case Op::KvUp: return "KV Up";
   }
   return "?";
 }
@@ -79,12 +97,26 @@ Pass pass_from_string(const std::string& s) {
   return from_string(s, all, "pass");
 }
 Op op_from_string(const std::string& s) {
-  static const Op all[] = {Op::Qkv, Op::AttnOut, Op::MlpUp, Op::MlpDown, Op::LmHead, Op::Shape};
+  static const Op all[] = {Op::Qkv,      Op::AttnOut,    Op::MlpUp,    Op::MlpDown,    Op::LmHead,
+                           Op::Shape,    Op::Router,     Op::ExpertUp, Op::ExpertDown, Op::SharedUp,
+                           Op::SharedDown, Op::QDown,    Op::QUp,      Op::KvDown,     Op::KvUp};
   return from_string(s, all, "op");
 }
 Role role_from_string(const std::string& s) {
   static const Role all[] = {Role::Activation, Role::Weight, Role::Grad};
   return from_string(s, all, "operand role");
+}
+const char* to_string(GroupDim d) {
+  switch (d) {
+    case GroupDim::None: return "none";
+    case GroupDim::M: return "m";
+    case GroupDim::K: return "k";
+  }
+  return "?";
+}
+GroupDim group_dim_from_string(const std::string& s) {
+  static const GroupDim all[] = {GroupDim::None, GroupDim::M, GroupDim::K};
+  return from_string(s, all, "group dimension");
 }
 Scope scope_from_string(const std::string& s) {
   static const Scope all[] = {Scope::Layer, Scope::Model, Scope::Shape};

@@ -18,7 +18,15 @@
 namespace gs {
 
 enum class Pass { Fprop, Dgrad, Wgrad, Shape };
-enum class Op { Qkv, AttnOut, MlpUp, MlpDown, LmHead, Shape };
+enum class Op {
+  Qkv, AttnOut, MlpUp, MlpDown, LmHead, Shape,
+  // Mixture-of-Experts: the router (hidden -> experts, BF16 in every recipe), the routed experts'
+  // up and down projections (grouped GEMMs), the shared experts' up and down projections.
+  Router, ExpertUp, ExpertDown, SharedUp, SharedDown,
+  // Multi-head Latent Attention (DeepSeek-V2/V3): q down, q up, kv down (incl. the rope part),
+  // kv up; the output projection is AttnOut.
+  QDown, QUp, KvDown, KvUp,
+};
 enum class Role { Activation, Weight, Grad };
 enum class Scope { Layer, Model, Shape };  // once per layer, once per step, a standalone shape
 
@@ -38,6 +46,14 @@ struct Operand {
   bool k_major;  // stored with the contraction dimension contiguous
 };
 
+// A grouped GEMM runs one GEMM per expert with shared sizes: Fprop and Dgrad are grouped along M
+// (each expert's rows), Wgrad along the contraction K (each expert's tokens; one weight gradient
+// per expert). `group` holds the real (unpadded) per-expert sizes along that dimension; they sum to
+// m (GroupDim::M) or k (GroupDim::K), so flops() counts real tokens: 2 * sum(group) * other dims.
+enum class GroupDim { None, M, K };
+const char* to_string(GroupDim d);  // "none", "m", "k"
+GroupDim group_dim_from_string(const std::string& s);
+
 struct Gemm {
   Pass pass;
   Op op;
@@ -45,6 +61,9 @@ struct Gemm {
   int64_t m, k, n;
   Operand a;  // left, [m,k]
   Operand b;  // right, [k,n]
+  GroupDim group_dim = GroupDim::None;
+  std::vector<int64_t> group;  // per-expert sizes along group_dim (empty when not grouped)
+  bool grouped() const { return group_dim != GroupDim::None; }
   double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n); }
   std::string shape() const;  // "15872x4096x12288"
   std::string label() const;  // op label, or the shape in shapes mode

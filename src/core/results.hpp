@@ -37,6 +37,12 @@ struct Cell {
   std::string reason;  // why the cell is N/A
   Stats stats;
   std::optional<ClockSample> clock;  // measured cells, when the engine can read clocks
+  // Grouped GEMMs: the time of one dense GEMM with the same total FLOPs (the padded rows summed
+  // along the grouped dimension), measured beside it; grouping efficiency = dense / grouped.
+  std::optional<double> dense_equiv_ms;
+  // The launch gate opened by its timeout instead of after the whole loop was enqueued: part of
+  // the loop ran at the host's launch rate (a flagged cell, never silently).
+  bool gate_timed_out = false;
   static Cell na(std::string why) { Cell c; c.reason = std::move(why); return c; }
   static Cell measured(const Stats& s) { Cell c; c.ok = true; c.stats = s; return c; }
 };

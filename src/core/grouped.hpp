@@ -1,0 +1,28 @@
+// Grouped (MoE expert) GEMMs: the per-expert sizes a recipe actually computes. Transformer Engine
+// (Megatron's Fp8Padding) pads each expert's tokens to the quantized kernels' alignment; the padded
+// rows are computed (and reported as waste) but carry no FLOPs of the model.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "core/recipe.hpp"
+
+namespace gs {
+
+// Row alignment per expert: 1 for BF16 (no padding), 16 for the FP8 per-tensor and block recipes,
+// 32 for MXFP8 and NVFP4 (one 32-element scale block along the token dimension of Wgrad).
+int64_t group_alignment(Precision p);
+
+// Per-expert sizes along g.group_dim, each rounded up to group_alignment(p); empty experts stay 0
+// (no Fprop/Dgrad work; their Wgrad output is zeroed). Empty vector when g is not grouped.
+std::vector<int64_t> padded_group(const Gemm& g, Precision p);
+
+// The dense GEMM one expert runs: g with m (GroupDim::M) or k (GroupDim::K) set to `size`,
+// not grouped.
+Gemm expert_gemm(const Gemm& g, int64_t size);
+
+// Sum of padded_group minus sum of g.group: rows computed for alignment only.
+int64_t padded_waste(const Gemm& g, Precision p);
+
+}  // namespace gs
