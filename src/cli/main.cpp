@@ -1,5 +1,6 @@
 // gemmscope: transformer config -> GEMM plan -> measurements on the local GPU -> reports.
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -34,13 +35,15 @@ using namespace gs;
 
 struct Options {
   ModelOverrides model;
-  std::string config_path, preset, shapes, mode = "autocast", sweep_spec;
+  std::string config_path, preset, shapes, mode, sweep_spec;  // mode "": training (model) / per-gemm (shapes)
   bool no_producer_amax = false;
   bool sweep = false, list_models = false, dry_run = false, pre_quantize = false, quiet = false;
   bool verify_dgrad = false;  // the seed's early flag; a no-op here (Dgrad is always measured)
   bool accuracy = false, accuracy_only = false;
   bool mode_given = false;  // --mode was on the command line (o.mode alone cannot tell the default)
   std::string dist = "normal";
+  bool bf16_only = false;
+  std::string lm_head_precision = "bf16";
   bool no_bf16 = false, no_fp8_current = false, no_fp8_delayed = false, no_fp8_block = false, no_mxfp8 = false,
        no_fp4 = false;
   std::string precisions;
@@ -83,6 +86,9 @@ void add_model_options(CLI::App& app, Options& o) {
   i64("--sequence_length,--sequence-length,--seq_length", o.model.sequence_length, "Sequence length");
   i64("--vocab_size,--vocab-size", o.model.vocab_size, "Vocabulary size: adds the LM-head GEMMs (once per step)");
   i64("--tensor-parallel,--tensor_parallel,--tp", o.model.tensor_parallel, "Tensor-parallel degree (per-rank shapes)");
+  i64("--make-vocab-size-divisible-by,--make_vocab_size_divisible_by", o.model.vocab_divisible_by,
+      "Pad the LM head's vocabulary to a multiple of this x TP, as Megatron (default: 128 under tensor "
+      "parallelism, no padding at TP 1)");
   // Two flags, each with its own help line (one CLI11 flag with a '!' negation renders as
   // "--gated-mlp,--gated_mlp,--no-gated-mlp{false}").
   CLI::Option* gated = app.add_flag_callback("--gated-mlp,--gated_mlp", [&o] { o.model.gated_mlp = true; },
@@ -102,6 +108,10 @@ void add_model_options(CLI::App& app, Options& o) {
 
 std::vector<Precision> chosen_precisions(const Options& o) {
   std::vector<Precision> out;
+  if (o.bf16_only) {
+    if (!o.precisions.empty()) throw UsageError("--bf16-only and --precisions are mutually exclusive");
+    return {Precision::BF16};
+  }
   if (!o.precisions.empty()) {
     for (const std::string& item : split_list(o.precisions)) {
       const Precision p = precision_from_string(item);  // an empty item is "unknown precision ''"
@@ -138,10 +148,16 @@ std::vector<int64_t> sweep_sizes(const std::string& spec) {
 
 constexpr int64_t kMaxIters = 100000;  // --num-iters, --num-warmup
 
+// Names are matched case-insensitively everywhere (--mode Training, --model Llama-3-8B, --dist Normal).
+std::string lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
 RunRequest build_request(const Options& o) {
   RunRequest req;
   const bool model_flags = o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length ||
-                           o.model.tensor_parallel || !o.config_path.empty() || !o.preset.empty();
+                           o.model.tensor_parallel || o.model.vocab_divisible_by || !o.config_path.empty() || !o.preset.empty();
   if (!o.shapes.empty() && o.sweep) throw UsageError("--shapes and --sweep are mutually exclusive");
   if (!o.sweep_spec.empty() && !o.sweep) throw UsageError("--sweep-sizes needs --sweep");
   if ((!o.shapes.empty() || o.sweep) && model_flags)
@@ -156,7 +172,12 @@ RunRequest build_request(const Options& o) {
     ModelConfig c = !o.config_path.empty() ? load_hf_config(o.config_path)
                     : !o.preset.empty()    ? find_preset(o.preset).config
                                            : default_config();
-    if (o.config_path.empty() && o.preset.empty() && o.model.any_model_field()) c.name = "custom";
+    if (o.config_path.empty() && o.preset.empty() && o.model.any_model_field()) {
+      // A model from flags keeps the default config's batch only where no batch flag was given,
+      // and says so (the header prints where each batch number came from).
+      c.name = "custom";
+      c.micro_batch_from = c.sequence_from = "default of codonfm-5b, the default config";
+    }
     apply_overrides(c, o.model);
     req.plan = build_model_plan(c);
   }
@@ -165,17 +186,31 @@ RunRequest build_request(const Options& o) {
     throw UsageError(fmt::format("--accuracy-only times nothing: {} does not apply (use --accuracy to time and measure "
                                  "accuracy)",
                                  o.mode_given ? "--mode" : "--pre-quantize"));
-  if (o.pre_quantize && o.mode_given && o.mode != "pre-quantized")
+  // The default answers "what will training get": a model plan is timed in Transformer Engine's
+  // training schedule (each tensor quantized once per step). Standalone shapes have nothing to
+  // share, so they are timed per GEMM. Names are case-insensitive; the old names stay accepted.
+  const std::string mode = lower(o.mode);
+  const bool named_mode = mode != "" && mode != "both" && mode != "all";
+  if (o.pre_quantize && o.mode_given && (!named_mode || mode_from_string(mode) != Mode::PreQuantized))
     throw UsageError(fmt::format("--pre-quantize conflicts with --mode {} (--pre-quantize means --mode pre-quantized)", o.mode));
-  std::string mode = o.pre_quantize ? "pre-quantized" : o.mode;
-  if (mode == "both") req.modes = {Mode::Autocast, Mode::PreQuantized};
+  const Mode quantizing = req.plan.model_mode ? Mode::AutocastShared : Mode::Autocast;
+  if (o.pre_quantize) req.modes = {Mode::PreQuantized};
+  else if (mode.empty()) req.modes = {quantizing};
+  else if (mode == "both") req.modes = {quantizing, Mode::PreQuantized};
   else if (mode == "all" && req.plan.model_mode) req.modes = {Mode::Autocast, Mode::AutocastShared, Mode::PreQuantized};
   else if (mode == "all") req.modes = {Mode::Autocast, Mode::PreQuantized};  // shapes: nothing to share
-  else if (mode == "autocast" || mode == "autocast-shared" || mode == "pre-quantized") req.modes = {mode_from_string(mode)};
-  else throw UsageError(fmt::format("--mode must be autocast, autocast-shared, pre-quantized, both or all, got '{}'", mode));
+  else {
+    try {
+      req.modes = {mode_from_string(mode)};
+    } catch (const UsageError&) {
+      throw UsageError(fmt::format("--mode must be training, per-gemm, pre-quantized, both or all (old names: "
+                                   "autocast-shared = training, autocast = per-gemm), got '{}'", o.mode));
+    }
+  }
   if (!req.plan.model_mode && req.modes.front() == Mode::AutocastShared)
-    throw UsageError("--mode autocast-shared needs a model plan: it shares quantized tensors between the Fprop, "
-                     "Dgrad and Wgrad of a layer, and --shapes/--sweep GEMMs stand alone (use autocast)");
+    throw UsageError(fmt::format("--mode {} needs a model plan: it shares quantized tensors between the Fprop, Dgrad and "
+                                 "Wgrad of a layer, and --shapes/--sweep GEMMs stand alone (they are timed per-gemm)",
+                                 o.mode));
   if (o.warmup < 0) throw UsageError("--num-warmup must be >= 0");
   if (o.warmup > kMaxIters) throw UsageError(fmt::format("--num-warmup must be <= {}", kMaxIters));
   if (o.iters < 1) throw UsageError("--num-iters must be >= 1");
@@ -184,18 +219,22 @@ RunRequest build_request(const Options& o) {
   if (o.amax_history < 1 || o.amax_history > 1024) throw UsageError("--amax-history must be between 1 and 1024");
   if (o.device < 0) throw UsageError(fmt::format("--device must be >= 0, got {}", o.device));
   if (o.device > std::numeric_limits<int>::max()) throw UsageError(fmt::format("--device {} is too large", o.device));
-  if (o.timing != "cuda-events") throw UsageError("--timing: only 'cuda-events' is implemented");
+  if (lower(o.timing) != "cuda-events") throw UsageError("--timing: only 'cuda-events' is implemented");
   req.options.timing = {"cuda-events", static_cast<int>(o.warmup), static_cast<int>(o.iters), o.gpu_warmup};
   req.options.seed = o.seed;
   req.options.device = static_cast<int>(o.device);
   RecipeOptions& r = req.options.recipe;
-  if (o.fp8_format == "hybrid") r.fp8_format = Fp8Format::Hybrid;
-  else if (o.fp8_format == "e4m3") r.fp8_format = Fp8Format::E4M3;
+  const std::string fp8_format = lower(o.fp8_format), fp8_accum = lower(o.fp8_accum), lm_head = lower(o.lm_head_precision);
+  if (fp8_format == "hybrid") r.fp8_format = Fp8Format::Hybrid;
+  else if (fp8_format == "e4m3") r.fp8_format = Fp8Format::E4M3;
   else throw UsageError(fmt::format("--fp8-format must be e4m3 or hybrid, got '{}'", o.fp8_format));
-  if (o.fp8_accum == "auto") r.fp8_accum = Accumulation::Auto;
-  else if (o.fp8_accum == "fast") r.fp8_accum = Accumulation::Fast;
-  else if (o.fp8_accum == "split") r.fp8_accum = Accumulation::Split;
+  if (fp8_accum == "auto") r.fp8_accum = Accumulation::Auto;
+  else if (fp8_accum == "fast") r.fp8_accum = Accumulation::Fast;
+  else if (fp8_accum == "split") r.fp8_accum = Accumulation::Split;
   else throw UsageError(fmt::format("--fp8-accum must be auto, fast or split, got '{}'", o.fp8_accum));
+  if (lm_head != "bf16" && lm_head != "same")
+    throw UsageError(fmt::format("--lm-head-precision must be bf16 or same, got '{}'", o.lm_head_precision));
+  r.lm_head_bf16 = lm_head == "bf16";
   r.amax_history_len = static_cast<int>(o.amax_history);
   r.nvfp4_2d_weights = !o.nvfp4_no_2d;
   r.nvfp4_rht = !o.nvfp4_no_rht;
@@ -203,8 +242,8 @@ RunRequest build_request(const Options& o) {
   r.producer_amax = !o.no_producer_amax;
   req.accuracy = o.accuracy;
   req.accuracy_only = o.accuracy_only;
-  req.dist = dist_from_string(o.dist);
-  if (o.dist != "normal" && !o.accuracy && !o.accuracy_only)
+  req.dist = dist_from_string(lower(o.dist));
+  if (req.dist != Dist::Normal && !o.accuracy && !o.accuracy_only)
     throw UsageError("--dist applies to --accuracy / --accuracy-only");
   return req;
 }
@@ -251,7 +290,7 @@ int run_main(int argc, char** argv) {
   CLI::App app{"gemmscope: where a transformer's training GEMM time goes, per precision, on this GPU"};
   app.set_version_flag("--version", std::string("gemmscope ") + GEMMSCOPE_VERSION);
   app.footer("Subcommands: 'gemmscope plot RESULT.json -o chart.png', 'gemmscope compare A.json B.json'.\n"
-             "With no arguments: the seed's 5B config (codonfm-5b) in autocast mode on GPU 0.");
+             "With no arguments: the seed's 5B config (codonfm-5b) in training mode on GPU 0.");
   add_model_options(app, o);
   app.add_option("--shapes", o.shapes, "Explicit GEMMs 'MxKxN,...' or square sizes '1024,2048' (no model flags)")->group("Shapes");
   app.add_flag("--sweep", o.sweep, "Square sweep 256..16384 (or --sweep-sizes)")->group("Shapes");
@@ -261,15 +300,21 @@ int run_main(int argc, char** argv) {
   app.add_flag("--no-fp8-current", o.no_fp8_current, "Skip FP8 current scaling")->group("Precisions");
   app.add_flag("--no-fp8-delayed", o.no_fp8_delayed, "Skip FP8 delayed scaling")->group("Precisions");
   app.add_flag("--no-fp8-block", o.no_fp8_block, "Skip FP8 block scaling")->group("Precisions");
-  app.add_flag("--no-fp8,--no-mxfp8", o.no_mxfp8, "Skip MXFP8 (the seed's --no-fp8)")->group("Precisions");
+  app.add_flag("--no-fp8,--no-mxfp8", o.no_mxfp8,
+               "Skip MXFP8 (the seed tool's meaning of --no-fp8: FP8 current/delayed/block still run; for BF16 "
+               "alone use --bf16-only)")
+      ->group("Precisions");
+  app.add_flag("--bf16-only", o.bf16_only, "Only BF16 (= --precisions BF16)")->group("Precisions");
   app.add_flag("--no-fp4,--no-nvfp4", o.no_fp4, "Skip NVFP4")->group("Precisions");
   app.add_flag("--pre-quantize", o.pre_quantize, "Time the GEMM kernel only (= --mode pre-quantized)")->group("Measurement");
   app.add_flag("--verify-dgrad", o.verify_dgrad, "Accepted for scripts written for the seed tool's first version: Dgrad is always "
                                  "measured, never estimated as 2 x Fprop")
       ->group("Measurement");
   CLI::Option* mode_opt = app.add_option("--mode", o.mode,
-                 "autocast | autocast-shared (each tensor quantized once per step, as TE) | pre-quantized | "
-                 "both (autocast + pre-quantized) | all")
+                 "training (default for model plans: each tensor quantized once per step, as Transformer Engine "
+                 "trains) | per-gemm (each GEMM quantizes its own operands: the seed tool's autocast; the default "
+                 "for --shapes/--sweep) | pre-quantized (GEMM kernel only) | both (the default + pre-quantized) | all. "
+                 "Old names: autocast-shared = training, autocast = per-gemm")
       ->group("Measurement");
   add_int(app, "--num-warmup", o.warmup, "Warmup iterations per GEMM, 0..100000 (default 10)")->group("Measurement");
   add_int(app, "--num-iters", o.iters, "Timed iterations per GEMM, 1..100000 (default 100)")->group("Measurement");
@@ -292,8 +337,12 @@ int run_main(int argc, char** argv) {
   app.add_flag("--nvfp4-no-2d", o.nvfp4_no_2d, "NVFP4: 1x16 weight scales instead of 16x16")->group("Recipes");
   app.add_flag("--nvfp4-no-rht", o.nvfp4_no_rht, "NVFP4: no random Hadamard transform on Wgrad inputs")->group("Recipes");
   app.add_flag("--no-producer-amax", o.no_producer_amax,
-               "autocast-shared: an amax pass for every FP8 current-scaling tensor, also norm/activation outputs "
+               "training mode: an amax pass for every FP8 current-scaling tensor, also norm/activation outputs "
                "(default: their amax comes from the producing kernel, as TE LayerNormLinear/LayerNormMLP)")
+      ->group("Recipes");
+  app.add_option("--lm-head-precision", o.lm_head_precision,
+                 "bf16 (default: the LM head stays in BF16 in every column, as Megatron and Transformer Engine keep "
+                 "the output layer out of FP8) | same (the column's precision)")
       ->group("Recipes");
   app.add_flag("--nvfp4-no-sr", o.nvfp4_no_sr, "NVFP4: no stochastic rounding of gradients")->group("Recipes");
   app.add_flag("--accuracy", o.accuracy, "Also measure each recipe's error vs an FP32 GEMM of the BF16 inputs")->group("Accuracy");
@@ -305,6 +354,7 @@ int run_main(int argc, char** argv) {
   app.add_option("--csv", o.out_csv, "Write one CSV row per (mode, GEMM, precision)")->group("Output");
   app.add_flag("-q,--quiet", o.quiet, "No progress on stderr")->group("Output");
 
+  app.allow_extras();  // unknown options: reject_extras() names them with a suggestion
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -317,6 +367,7 @@ int run_main(int argc, char** argv) {
     fmt::print(stderr, "gemmscope: {} (see --help)\n", printable(e.what()));
     return 2;
   }
+  cli::reject_extras(app);
   cli::reject_empty_values(app);
   o.mode_given = mode_opt->count() > 0;
   if (o.list_models) {

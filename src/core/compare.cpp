@@ -239,6 +239,8 @@ std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
   note_difference(out, "recipe_options.nvfp4_stochastic_rounding", p.nvfp4_stochastic_rounding,
                   q.nvfp4_stochastic_rounding);
   note_difference(out, "recipe_options.producer_amax", p.producer_amax, q.producer_amax);
+  note_difference(out, "recipe_options.lm_head_precision", std::string(p.lm_head_bf16 ? "bf16" : "same"),
+                  std::string(q.lm_head_bf16 ? "bf16" : "same"));
   note_difference(out, "recipe_options.fp8_block_via_mxfp8", p.fp8_block_via_mxfp8, q.fp8_block_via_mxfp8);
   note_difference(out, "timing.method", a.timing.method, b.timing.method);
   note_difference(out, "timing.warmup", a.timing.warmup, b.timing.warmup);

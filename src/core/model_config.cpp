@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -12,6 +15,13 @@
 #include "core/error.hpp"
 
 namespace gs {
+
+int64_t ModelConfig::padded_vocab() const {
+  const int64_t by = vocab_divisible_by ? vocab_divisible_by : (tensor_parallel > 1 ? 128 : 1);
+  const int64_t multiple = by * tensor_parallel;
+  if (vocab_size <= 0 || multiple <= 1) return vocab_size;
+  return (vocab_size + multiple - 1) / multiple * multiple;
+}
 
 bool ModelOverrides::any_model_field() const {
   return hidden_size || intermediate_size || num_attention_heads || num_key_value_heads ||
@@ -34,6 +44,7 @@ ModelConfig make(std::string name, int64_t h, int64_t inter, int64_t heads, int6
   c.gated_mlp = gated;
   c.micro_batch_size = mbs;
   c.sequence_length = seq;
+  c.micro_batch_from = c.sequence_from = "preset " + c.name;
   return c;
 }
 
@@ -57,8 +68,12 @@ const std::vector<Preset>& presets() {
 
 const Preset& find_preset(const std::string& name) {
   std::string known;
+  auto lower = [](std::string x) {
+    for (char& ch : x) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return x;
+  };
   for (const auto& p : presets()) {
-    if (p.name == name) return p;
+    if (lower(p.name) == lower(name)) return p;
     known += (known.empty() ? "" : ", ") + p.name;
   }
   throw UsageError(fmt::format("unknown model preset '{}' (known: {}; see --list-models)", name, known));
@@ -94,31 +109,106 @@ std::string json_string(const nlohmann::json& j, const char* key) {
 
 }  // namespace
 
+namespace {
+
+// The published defaults of the transformers configuration classes (their __init__ arguments), used
+// for fields a config.json leaves out. 0: no default (kv heads = heads, head_dim = hidden / heads,
+// GPT-2's n_inner = 4 x n_embd).
+struct FamilyDefaults {
+  const char* model_type;
+  const char* cls;
+  int64_t hidden, intermediate, heads, kv_heads, head_dim, layers, vocab, max_positions;
+};
+constexpr FamilyDefaults kFamilies[] = {
+    {"llama", "LlamaConfig", 4096, 11008, 32, 0, 0, 32, 32000, 2048},
+    {"mistral", "MistralConfig", 4096, 14336, 32, 8, 0, 32, 32000, 131072},
+    {"qwen2", "Qwen2Config", 4096, 22016, 32, 32, 0, 32, 151936, 32768},
+    {"qwen3", "Qwen3Config", 4096, 22016, 32, 32, 128, 32, 151936, 32768},
+    {"gemma", "GemmaConfig", 3072, 24576, 16, 16, 256, 28, 256000, 8192},
+    {"gemma2", "Gemma2Config", 2304, 9216, 8, 4, 256, 26, 256000, 8192},
+    {"gemma3_text", "Gemma3TextConfig", 2304, 9216, 8, 4, 256, 26, 262208, 131072},
+    {"phi3", "Phi3Config", 3072, 8192, 32, 0, 0, 32, 32064, 4096},
+    {"gpt2", "GPT2Config", 768, 0, 12, 0, 0, 12, 50257, 1024},
+};
+
+const FamilyDefaults* family(const std::string& type) {
+  for (const FamilyDefaults& f : kFamilies)
+    if (type == f.model_type) return &f;
+  return nullptr;
+}
+
+// The text model type of a multimodal wrapper whose text_config does not name its own.
+std::string text_model_type(const std::string& outer) {
+  if (outer == "gemma3") return "gemma3_text";
+  if (outer == "llava" || outer == "llava_next") return "llama";
+  if (outer == "mistral3") return "mistral";
+  return {};
+}
+
+// "meta-llama/Llama-3.1-8B" from _name_or_path, else the directory holding the file
+// ("models/Llama-3.1-8B/config.json" -> "Llama-3.1-8B"), else the file's own name without
+// ".json" ("gpt2-medium.json" -> "gpt2-medium").
+std::string model_base_name(const nlohmann::json& j, const std::string& origin) {
+  std::string n = json_string(j, "_name_or_path");
+  while (!n.empty() && n.back() == '/') n.pop_back();
+  if (!n.empty()) return n;
+  const std::filesystem::path p(origin);
+  const std::string dir = p.parent_path().filename().string();
+  if (p.filename() == "config.json" && !dir.empty() && dir != "." && dir != "..") return dir;
+  return p.stem().string();
+}
+
+}  // namespace
+
 ModelConfig parse_hf_config(const std::string& text, const std::string& origin) {
-  nlohmann::json j;
+  nlohmann::json top;
   try {
-    j = nlohmann::json::parse(text);
+    top = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw UsageError(fmt::format("{}: not valid JSON ({})", origin, e.what()));
   }
-  if (!j.is_object()) throw UsageError(fmt::format("{}: expected a JSON object", origin));
-  // Multimodal / nested configs (e.g. Llama 4, Gemma 3) keep the language model under text_config.
-  if (!j.contains("hidden_size") && j.contains("text_config") && j["text_config"].is_object())
-    j = j["text_config"];
+  if (!top.is_object()) throw UsageError(fmt::format("{}: expected a JSON object", origin));
+  nlohmann::json j = top;
   ModelConfig c;
-  const std::string type = json_string(j, "model_type");
-  c.name = type.empty() ? std::string("config.json") : type;
-  for (const char* req : {"hidden_size", "intermediate_size", "num_attention_heads", "num_hidden_layers"})
-    if (!j.contains(req) || j[req].is_null())
-      throw UsageError(fmt::format("{}: missing required field '{}'", origin, req));
-  c.hidden_size = json_size(j, "hidden_size", origin);
-  c.intermediate_size = json_size(j, "intermediate_size", origin);
-  c.num_attention_heads = json_size(j, "num_attention_heads", origin);
-  c.num_hidden_layers = json_size(j, "num_hidden_layers", origin);
-  if (j.contains("num_key_value_heads") && !j["num_key_value_heads"].is_null())
-    c.num_key_value_heads = json_size(j, "num_key_value_heads", origin, true);
-  if (j.contains("head_dim") && !j["head_dim"].is_null()) c.head_dim = json_size(j, "head_dim", origin, true);
-  if (j.contains("vocab_size") && !j["vocab_size"].is_null()) c.vocab_size = json_size(j, "vocab_size", origin, true);
+  std::string type = json_string(j, "model_type");
+  // Multimodal / nested configs (e.g. Llama 4, Gemma 3) keep the language model under text_config.
+  if (!j.contains("hidden_size") && !j.contains("n_embd") && j.contains("text_config") && j["text_config"].is_object()) {
+    j = j["text_config"];
+    const std::string inner = json_string(j, "model_type");
+    type = !inner.empty() ? inner : text_model_type(type);
+  }
+  const FamilyDefaults* fam = family(type);
+  // GPT-2 names for the same fields (GPT2Config's attribute_map).
+  auto key_of = [&](const char* hf, const char* gpt2) { return !j.contains(hf) && j.contains(gpt2) ? gpt2 : hf; };
+  auto present = [&](const char* key) { return j.contains(key) && !j[key].is_null(); };
+  // A field the file leaves out: the family's class default (noted), or an error.
+  auto field = [&](const char* hf, const char* gpt2, int64_t FamilyDefaults::*dflt, bool required,
+                   bool allow_zero) -> int64_t {
+    const char* key = gpt2 ? key_of(hf, gpt2) : hf;
+    if (present(key)) return json_size(j, key, origin, allow_zero);
+    if (fam && fam->*dflt > 0) {
+      c.notes.push_back(fmt::format("{} has no '{}': {}'s default {} used", origin, hf, fam->cls, fam->*dflt));
+      return fam->*dflt;
+    }
+    if (required) throw UsageError(fmt::format("{}: missing required field '{}'", origin, hf));
+    return 0;
+  };
+  c.hidden_size = field("hidden_size", "n_embd", &FamilyDefaults::hidden, true, false);
+  c.num_attention_heads = field("num_attention_heads", "n_head", &FamilyDefaults::heads, true, false);
+  c.num_hidden_layers = field("num_hidden_layers", "n_layer", &FamilyDefaults::layers, true, false);
+  if (present("intermediate_size")) {
+    c.intermediate_size = json_size(j, "intermediate_size", origin);
+  } else if (j.contains("n_inner") || type == "gpt2") {  // GPT-2: n_inner null (or absent) = 4 x n_embd
+    c.intermediate_size = present("n_inner") ? json_size(j, "n_inner", origin) : 4 * c.hidden_size;
+  } else {
+    c.intermediate_size = field("intermediate_size", nullptr, &FamilyDefaults::intermediate, true, false);
+  }
+  c.num_key_value_heads = field("num_key_value_heads", nullptr, &FamilyDefaults::kv_heads, false, true);
+  c.head_dim = field("head_dim", nullptr, &FamilyDefaults::head_dim, false, true);
+  const bool had_vocab = present("vocab_size");
+  c.vocab_size = field("vocab_size", nullptr, &FamilyDefaults::vocab, false, true);
+  if (!had_vocab && c.vocab_size == 0)
+    c.notes.push_back(fmt::format("{} has no 'vocab_size': no LM head GEMMs (--vocab_size V adds them)", origin));
   // Gated MLPs: the activation name says it (silu/swiglu/geglu in the Llama/Mistral/Qwen
   // families), as do architectures that always gate. A GELU name alone does not: Gemma's
   // gelu_pytorch_tanh is gated (by architecture) but StarCoder2's and GPT-J's GELUs are not.
@@ -127,10 +217,28 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
     if (!(act = json_string(j, key)).empty()) break;
   const bool gated_act = act == "silu" || act == "swiglu" || act == "geglu" || act == "swish" || act == "reglu";
   const bool gated_arch = type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" ||
-                          type == "gemma" || type == "gemma2" || type == "gemma3_text" || type == "mixtral";
+                          type == "gemma" || type == "gemma2" || type == "gemma3_text" || type == "mixtral" ||
+                          type == "phi3";
   c.gated_mlp = gated_act || gated_arch;
+  // The name tells two models apart in reports, charts and compare: where the file says it came
+  // from, its family and sizes ("Llama-3.1-8B [llama, hidden 4096, 32 layers]").
+  c.name = fmt::format("{} [{}hidden {}, {} layers]", model_base_name(top, origin), type.empty() ? "" : type + ", ",
+                       c.hidden_size, c.num_hidden_layers);
+  c.source = origin;
   c.micro_batch_size = kDefaultConfigMicroBatch;
+  c.micro_batch_from = "config.json default";
   c.sequence_length = kDefaultConfigSequence;
+  c.sequence_from = "config.json default";
+  // A model trained on shorter sequences than the default is planned at its own maximum.
+  for (const char* key : {"max_position_embeddings", "n_positions"}) {
+    if (!present(key) || !j[key].is_number_integer()) continue;
+    const int64_t max_pos = j[key].get<int64_t>();
+    if (max_pos > 0 && max_pos < c.sequence_length) {
+      c.sequence_length = max_pos;
+      c.sequence_from = fmt::format("config.json {}", key);
+    }
+    break;
+  }
   return c;
 }
 
@@ -140,8 +248,16 @@ ModelConfig load_hf_config(const std::string& path) {
     throw UsageError(fmt::format("config file '{}' is a directory (pass the config.json inside it)", path));
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
     throw UsageError(fmt::format("config file '{}' is not a regular file", path));
+  errno = 0;
   std::ifstream f(path);
-  if (!f) throw UsageError(fmt::format("cannot read config file '{}'", path));
+  if (!f) {
+    const int err = errno;
+    throw UsageError(fmt::format("cannot read config file '{}': {}", path,
+                                 err == ENOENT   ? std::string("no such file")
+                                 : err == EACCES ? std::string("permission denied")
+                                 : err           ? std::string(std::strerror(err))
+                                                 : std::string("cannot open it")));
+  }
   std::stringstream ss;
   ss << f.rdbuf();
   return parse_hf_config(ss.str(), path);
@@ -157,6 +273,9 @@ void apply_overrides(ModelConfig& c, const ModelOverrides& o) {
   set(c.num_hidden_layers, o.num_hidden_layers);
   set(c.micro_batch_size, o.micro_batch_size);
   set(c.sequence_length, o.sequence_length);
+  set(c.vocab_divisible_by, o.vocab_divisible_by);
+  if (o.micro_batch_size) c.micro_batch_from = "--micro_batch_size";
+  if (o.sequence_length) c.sequence_from = "--sequence_length";
   set(c.vocab_size, o.vocab_size);
   set(c.tensor_parallel, o.tensor_parallel);
   if (o.gated_mlp) c.gated_mlp = *o.gated_mlp;
@@ -190,6 +309,8 @@ void validate(const ModelConfig& c) {
   positive("sequence_length", c.sequence_length);
   positive("vocab_size", c.vocab_size, true);
   positive("tensor-parallel", c.tensor_parallel);
+  positive("make-vocab-size-divisible-by", c.vocab_divisible_by, true);
+  if (c.padded_vocab() > kMaxDim) throw UsageError(fmt::format("the padded vocabulary {} is too large", c.padded_vocab()));
   if (c.tokens() > kMaxDim)
     throw UsageError(fmt::format("micro_batch_size x sequence_length = {} tokens is too large (limit {})",
                                  c.tokens(), kMaxDim));
@@ -213,8 +334,6 @@ void validate(const ModelConfig& c) {
     if (c.intermediate_size % tp != 0)
       throw UsageError(fmt::format("--tensor-parallel {} does not divide intermediate_size ({})", tp,
                                    c.intermediate_size));
-    if (c.vocab_size % tp != 0)
-      throw UsageError(fmt::format("--tensor-parallel {} does not divide vocab_size ({})", tp, c.vocab_size));
   }
   const int64_t qkv_n = (c.num_attention_heads + 2 * c.kv_heads()) * c.head_dimension();
   if (qkv_n > kMaxDim || c.num_attention_heads * c.head_dimension() > kMaxDim)

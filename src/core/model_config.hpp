@@ -21,7 +21,18 @@ struct ModelConfig {
   int64_t vocab_size = 0;           // 0: no LM head GEMMs
   bool gated_mlp = false;           // SwiGLU / GeGLU: MLP-up produces 2*intermediate
   int64_t tensor_parallel = 1;
+  // Megatron's --make-vocab-size-divisible-by: the LM head's vocabulary is padded up to a multiple
+  // of this x tensor_parallel. 0: not given = 128 under tensor parallelism, no padding at TP 1.
+  int64_t vocab_divisible_by = 0;
+  // Where the config came from, for reports and JSON: the config.json path ("" for presets and
+  // flags), what its parsing filled in (class defaults, a missing vocab_size), and where each batch
+  // number came from ("--micro_batch_size", "preset codonfm-5b", ...).
+  std::string source;
+  std::vector<std::string> notes;
+  std::string micro_batch_from, sequence_from;
 
+  // The vocabulary the LM head GEMMs use (all ranks together): vocab_size padded as above.
+  int64_t padded_vocab() const;
   int64_t kv_heads() const { return num_key_value_heads ? num_key_value_heads : num_attention_heads; }
   int64_t head_dimension() const {
     return head_dim ? head_dim : (num_attention_heads ? hidden_size / num_attention_heads : 0);
@@ -32,7 +43,8 @@ struct ModelConfig {
 // Fields a user may set; std::nullopt = not given. Applied on top of a base config.
 struct ModelOverrides {
   std::optional<int64_t> hidden_size, intermediate_size, num_attention_heads, num_key_value_heads,
-      head_dim, num_hidden_layers, micro_batch_size, sequence_length, vocab_size, tensor_parallel;
+      head_dim, num_hidden_layers, micro_batch_size, sequence_length, vocab_size, tensor_parallel,
+      vocab_divisible_by;
   std::optional<bool> gated_mlp;
   bool any_model_field() const;  // any field other than batch and tensor parallel
 };
@@ -44,7 +56,7 @@ struct Preset {
 };
 
 const std::vector<Preset>& presets();
-// Throws UsageError listing the known names when `name` is unknown.
+// Case-insensitive. Throws UsageError listing the known names when `name` is unknown.
 const Preset& find_preset(const std::string& name);
 
 // The seed tutorial's 5B config (hidden 4096, intermediate 16384, 32 heads, 24 layers, 31x512).
@@ -54,7 +66,12 @@ ModelConfig default_config();
 constexpr int64_t kDefaultConfigMicroBatch = 1;
 constexpr int64_t kDefaultConfigSequence = 4096;
 
-// Reads a Hugging Face config.json. Throws UsageError on a missing/malformed file or fields.
+// Reads a Hugging Face config.json as the transformers classes do: GPT-2 names (n_embd, n_head,
+// n_layer, n_inner = null -> 4 x n_embd, n_positions), the language model of multimodal configs
+// (text_config), and for known families (llama, mistral, qwen2/3, gemma/2/3, phi3, gpt2) the class's
+// published default for a missing field, each such fill-in recorded in ModelConfig::notes.
+// The default sequence length is 4096, or the model's maximum positions when smaller.
+// Throws UsageError on an unreadable file (saying why) or malformed fields.
 ModelConfig load_hf_config(const std::string& path);
 // Parses the JSON text of a config.json (`origin` names it in error messages).
 ModelConfig parse_hf_config(const std::string& json_text, const std::string& origin);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <stdexcept>
 
 #include "core/error.hpp"
@@ -10,27 +11,34 @@ namespace gs {
 
 const char* to_string(Mode m) {
   switch (m) {
-    case Mode::Autocast: return "autocast";
-    case Mode::AutocastShared: return "autocast-shared";
+    case Mode::Autocast: return "per-gemm";
+    case Mode::AutocastShared: return "training";
     case Mode::PreQuantized: return "pre-quantized";
   }
   return "?";
 }
 
-Mode mode_from_string(const std::string& s) {
-  if (s == "autocast") return Mode::Autocast;
-  if (s == "autocast-shared" || s == "shared") return Mode::AutocastShared;
+Mode mode_from_string(const std::string& text) {
+  std::string s = text;
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  // Current names first, then the names results and scripts written before they were renamed use:
+  // "autocast" was per-GEMM autocast, "autocast-shared" the training schedule.
+  if (s == "per-gemm" || s == "autocast" || s == "per-gemm-autocast") return Mode::Autocast;
+  if (s == "training" || s == "autocast-shared" || s == "shared") return Mode::AutocastShared;
   if (s == "pre-quantized" || s == "prequantized" || s == "pre-quantize") return Mode::PreQuantized;
-  throw UsageError(fmt::format("unknown mode '{}' (autocast, autocast-shared, pre-quantized)", s));
+  throw UsageError(fmt::format("unknown mode '{}' (training, per-gemm, pre-quantized; old names autocast-shared = "
+                               "training, autocast = per-gemm)",
+                               text));
 }
 
 const char* mode_description(Mode m) {
   switch (m) {
     case Mode::Autocast:
-      return "Autocast (timed: quantization of both BF16 operands into the GEMM's layout + the GEMM)";
+      return "Per-GEMM autocast (timed: each GEMM quantizes both of its BF16 operands into its layout + the GEMM; "
+             "the seed tool's autocast)";
     case Mode::AutocastShared:
-      return "Autocast-shared (timed: the GEMM + the quantization of the tensors it is first to use, each cast once "
-             "per step into its rowwise and transposed copy, as Transformer Engine does: X and W in Fprop, dY in "
+      return "Training (timed: the GEMM + the quantization of the tensors it is first to use, each cast once "
+             "per step into its rowwise and transposed copy, as Transformer Engine trains: X and W in Fprop, dY in "
              "Dgrad; Wgrad reuses copies)";
     case Mode::PreQuantized:
       return "Pre-quantized (timed: the GEMM kernel only; operands quantized before the timed loop)";
@@ -40,8 +48,8 @@ const char* mode_description(Mode m) {
 
 const char* mode_short(Mode m) {
   switch (m) {
-    case Mode::Autocast: return "Autocast";
-    case Mode::AutocastShared: return "Shared";
+    case Mode::Autocast: return "Per-GEMM";
+    case Mode::AutocastShared: return "Training";
     case Mode::PreQuantized: return "Pre-quant";
   }
   return "?";

@@ -1,8 +1,12 @@
 // Measurement modes: what the timed region of one GEMM holds besides the GEMM kernel.
 //
-//   autocast         every GEMM quantizes both of its BF16 operands into exactly the layout it
+// The enum keeps its original names; users see to_string()'s ("per-gemm", "training",
+// "pre-quantized"), and mode_from_string() also takes the names earlier versions wrote
+// ("autocast" = per-gemm, "autocast-shared" = training).
+//
+//   autocast         (per-gemm) every GEMM quantizes both of its BF16 operands into exactly the layout it
 //                    needs (amax pass and cast, transposed where Hopper's TN-only FP8 needs it).
-//   autocast-shared  every tensor of a linear layer (X, W, dY) is quantized once per step, as
+//   autocast-shared  (training; the default for model plans) every tensor of a linear layer (X, W, dY) is quantized once per step, as
 //                    Transformer Engine does in training: its first GEMM casts it into both the
 //                    rowwise and the transposed copy in one pass ("dual"), later GEMMs reuse
 //                    them. X and W are quantized in Fprop, dY in Dgrad; Wgrad quantizes nothing.
@@ -17,10 +21,11 @@
 namespace gs {
 
 enum class Mode { Autocast, AutocastShared, PreQuantized };
-const char* to_string(Mode m);          // "autocast", "autocast-shared", "pre-quantized"
-Mode mode_from_string(const std::string& s);  // UsageError on anything else
+const char* to_string(Mode m);          // "per-gemm", "training", "pre-quantized"
+// Case-insensitive; also the old names "autocast" and "autocast-shared". UsageError on anything else.
+Mode mode_from_string(const std::string& s);
 const char* mode_description(Mode m);   // what the timed region holds (report headers)
-const char* mode_short(Mode m);         // "Autocast", "Shared", "Pre-quant" (table columns)
+const char* mode_short(Mode m);         // "Per-GEMM", "Training", "Pre-quant" (table columns)
 
 enum class Side { Left, Right };  // Gemm::a (left, [m,k]) or Gemm::b (right, [k,n])
 

@@ -139,7 +139,7 @@ LayerDims layer_dims(const ModelConfig& c) {
   d.attn_in = heads_rank * hd;                               // row parallel
   d.mlp_up_out = (c.gated_mlp ? 2 : 1) * c.intermediate_size / tp;  // column parallel
   d.mlp_down_in = c.intermediate_size / tp;                  // row parallel
-  d.vocab = c.vocab_size / tp;                               // vocab-parallel LM head
+  d.vocab = c.padded_vocab() / tp;                           // vocab-parallel LM head (padded: divides)
   return d;
 }
 

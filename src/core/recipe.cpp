@@ -104,7 +104,12 @@ double OperandRecipe::scale_bytes(int64_t outer, int64_t k) const {
   return 0;
 }
 
+bool runs_in_bf16_instead(Precision p, const Gemm& g, const RecipeOptions& o) {
+  return p != Precision::BF16 && g.op == Op::LmHead && o.lm_head_bf16;
+}
+
 Recipe make_recipe(Precision p, const Gemm& g, const RecipeOptions& o) {
+  if (runs_in_bf16_instead(p, g, o)) p = Precision::BF16;  // the recipe layer decides, the backend follows
   Recipe r;
   r.precision = p;
   const bool hybrid = o.fp8_format == Fp8Format::Hybrid;

@@ -58,6 +58,11 @@ struct RecipeOptions {
   // it (fused norm/activation + amax, then the cast with that amax). false: every tensor gets its
   // own amax pass, as plain te.Linear modules do.
   bool producer_amax = true;
+  // The LM head (output layer) runs in BF16 whatever the column's precision, as Megatron and
+  // Transformer Engine keep it out of FP8 (--lm-head-precision bf16, the default). false: it runs
+  // in the column's precision like every other GEMM ("same"; results written before the option
+  // existed were measured that way).
+  bool lm_head_bf16 = true;
 };
 
 struct OperandRecipe {
@@ -75,7 +80,11 @@ struct Recipe {
   bool fast_accum = false; // CUBLASLT_MATMUL_DESC_FAST_ACCUM
 };
 
+// The recipe of GEMM `g` in column precision `p`. Recipe::precision is the precision the GEMM
+// really runs in: BF16 for the LM head when RecipeOptions::lm_head_bf16 is set.
 Recipe make_recipe(Precision p, const Gemm& g, const RecipeOptions& o);
+// Whether `g` runs in BF16 instead of column precision `p` (the LM head under lm_head_bf16).
+bool runs_in_bf16_instead(Precision p, const Gemm& g, const RecipeOptions& o);
 
 // Alignment/shape rules of the GEMM for this recipe; empty when fine, else the reason
 // (becomes an N/A cell, e.g. "FP8 needs K and N multiples of 16").

@@ -3,6 +3,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/results.hpp"
 
@@ -13,7 +14,11 @@ namespace gs {
 // modes ran. Deterministic for a given result (golden-tested).
 std::string render_text(const RunResult& r);
 // --dry-run: every GEMM with roles, FLOPs and bytes per precision; FLOP totals.
+// Says which cells a measurement would leave N/A (the CPU shape rules) and the LM head's precision.
 std::string render_plan_text(const RunResult& r);
+// The cells a measurement of `r`'s plan and precisions would leave N/A by the shape rules, one line
+// per rule and set of GEMMs: "FP8Current, FP8Delayed: 2 of 15 GEMMs, FP8 GEMMs need ...: Fprop LM Head ...".
+std::vector<std::string> predicted_na(const RunResult& r);
 
 // JSON as documented in docs/json-schema.md, and back. from_json throws a UsageError that names
 // `name` (a file's path, say) and the offending field for a document that does not follow the

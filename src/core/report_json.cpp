@@ -35,6 +35,12 @@ json config_json(const ModelConfig& c) {
           {"vocab_size", c.vocab_size},
           {"gated_mlp", c.gated_mlp},
           {"tensor_parallel", c.tensor_parallel},
+          {"vocab_size_padded", c.padded_vocab()},
+          {"make_vocab_size_divisible_by", c.vocab_divisible_by},
+          {"source", c.source},
+          {"notes", c.notes},
+          {"micro_batch_from", c.micro_batch_from},
+          {"sequence_from", c.sequence_from},
           {"tokens", c.tokens()}};
 }
 
@@ -205,6 +211,7 @@ json to_json(const RunResult& r) {
       {"nvfp4_rht", o.nvfp4_rht},
       {"nvfp4_stochastic_rounding", o.nvfp4_stochastic_rounding},
       {"producer_amax", o.producer_amax},
+      {"lm_head_precision", o.lm_head_bf16 ? "bf16" : "same"},
       {"fp8_block_via_mxfp8", o.fp8_block_via_mxfp8}};
   j["modes"] = json::array();
   for (Mode m : r.modes) j["modes"].push_back(to_string(m));
@@ -345,6 +352,8 @@ RunResult read_result(const json& j, const std::string& name) {
     r.timing.gpu_warmup_s = get_or<double>(*t, "gpu_warmup_s", where, r.timing.gpu_warmup_s);
     if (const json* seed = find(*t, "seed")) r.seed = as<uint64_t>(*seed, where + ".seed");
   }
+  // Files written before --lm-head-precision ran the LM head in each column's precision.
+  r.recipe_options.lm_head_bf16 = false;
   if (const json* o = find(j, "recipe_options"); o && !o->is_null()) {
     const std::string where = top("recipe_options");
     if (!o->is_object()) throw UsageError(where + " must be an object");
@@ -363,6 +372,10 @@ RunResult read_result(const json& j, const std::string& name) {
     ro.nvfp4_stochastic_rounding = get_or<bool>(*o, "nvfp4_stochastic_rounding", where, true);
     ro.producer_amax = get_or<bool>(*o, "producer_amax", where, true);
     ro.fp8_block_via_mxfp8 = get_or<bool>(*o, "fp8_block_via_mxfp8", where, false);
+    const std::string lm = get_or<std::string>(*o, "lm_head_precision", where, "same");
+    if (lm != "same" && lm != "bf16")
+      throw UsageError(fmt::format("{}.lm_head_precision must be \"same\" or \"bf16\"", where));
+    ro.lm_head_bf16 = lm == "bf16";
   }
   const std::vector<std::string> mode_names = string_list(j, "modes", name);
   for (const std::string& m : mode_names) {
@@ -406,6 +419,14 @@ RunResult read_result(const json& j, const std::string& name) {
     mc.vocab_size = size("vocab_size", false, true, 0);
     mc.gated_mlp = get_or<bool>(c, "gated_mlp", where, false);
     mc.tensor_parallel = size("tensor_parallel", false, false, 1);
+    // Older files have none of these: no padding, no recorded source or batch origin.
+    mc.vocab_divisible_by = size("make_vocab_size_divisible_by", false, true, 0);
+    if (!find(c, "vocab_size_padded") && mc.tensor_parallel > 1 && mc.vocab_divisible_by == 0)
+      mc.vocab_divisible_by = 1;  // written before padding existed: the vocabulary as it was
+    mc.source = get_or<std::string>(c, "source", where, "");
+    mc.micro_batch_from = get_or<std::string>(c, "micro_batch_from", where, "");
+    mc.sequence_from = get_or<std::string>(c, "sequence_from", where, "");
+    if (const json* n = find(c, "notes"); n && !n->is_null()) mc.notes = string_list(c, "notes", where);
     try {
       validate(mc);
     } catch (const UsageError& e) {

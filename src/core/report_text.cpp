@@ -30,6 +30,12 @@ struct Footnotes {
 
 struct Table {
   std::vector<int> widths;
+  // The separators of a table are as wide as its rows can be (at least the report's width).
+  std::string rule(char c, size_t columns) const {
+    int w = 0;
+    for (size_t i = 0; i < columns; ++i) w += (i < widths.size() ? widths[i] : 12) + (i > 1 ? 1 : 0);
+    return std::string(static_cast<size_t>(std::max(w, kWidth)), c) + "\n";
+  }
   std::string row(const std::vector<std::string>& cells) const {
     std::string out;
     for (size_t i = 0; i < cells.size(); ++i) {
@@ -67,6 +73,29 @@ int prec_width(const RunResult& r) {
   return static_cast<int>(w + 2);
 }
 
+// "vocab=50257 (padded to 50304 = multiple of 128 x TP 2, as Megatron)".
+std::string vocab_text(const ModelConfig& c) {
+  if (c.padded_vocab() == c.vocab_size) return fmt::format("vocab={}", c.vocab_size);
+  const int64_t by = c.vocab_divisible_by ? c.vocab_divisible_by : 128;
+  return fmt::format("vocab={} (padded to {} = a multiple of {} x TP {}, as Megatron)", c.vocab_size, c.padded_vocab(),
+                     by, c.tensor_parallel);
+}
+
+// The tokens line, where each batch number came from, the config file and what reading it filled in.
+std::string tokens_line(const ModelConfig& c) {
+  std::string out = fmt::format("Tokens per step: M = {} x {} = {}", c.micro_batch_size, c.sequence_length,
+                                format_thousands(c.tokens()));
+  if (!c.micro_batch_from.empty() && c.micro_batch_from == c.sequence_from)
+    out += fmt::format(" (micro-batch and sequence: {})", c.micro_batch_from);
+  else if (!c.micro_batch_from.empty() || !c.sequence_from.empty())
+    out += fmt::format(" (micro-batch: {}; sequence: {})", c.micro_batch_from.empty() ? "?" : c.micro_batch_from,
+                       c.sequence_from.empty() ? "?" : c.sequence_from);
+  out += "\n";
+  if (!c.source.empty()) out += fmt::format("Config file: {}\n", c.source);
+  for (const std::string& n : c.notes) out += fmt::format("Config note: {}\n", n);
+  return out;
+}
+
 std::string header_block(const RunResult& r, size_t mode) {
   std::string out;
   out += fmt::format("GEMM Benchmark ({}) on {}\n", r.plan.model_mode ? "Model Config Mode" : "Shape Mode",
@@ -82,12 +111,11 @@ std::string header_block(const RunResult& r, size_t mode) {
     if (c.kv_heads() != c.num_attention_heads) extra += fmt::format(", kv_heads={}", c.kv_heads());
     if (c.head_dimension() * c.num_attention_heads != c.hidden_size) extra += fmt::format(", head_dim={}", c.head_dimension());
     if (c.gated_mlp) extra += ", gated MLP";
-    if (c.vocab_size) extra += fmt::format(", vocab={}", c.vocab_size);
+    if (c.vocab_size) extra += ", " + vocab_text(c);
     if (c.tensor_parallel > 1) extra += fmt::format(", tensor parallel={} (per-rank shapes)", c.tensor_parallel);
     out += fmt::format("Model Config ({}): hidden={}, intermediate={}, heads={}, layers={}{}\n", c.name,
                        c.hidden_size, c.intermediate_size, c.num_attention_heads, c.num_hidden_layers, extra);
-    out += fmt::format("Tokens per step: M = {} x {} = {}\n", c.micro_batch_size, c.sequence_length,
-                       format_thousands(c.tokens()));
+    out += tokens_line(c);
   }
   out += kRuleHeavy + "\n";
   return out;
@@ -95,36 +123,9 @@ std::string header_block(const RunResult& r, size_t mode) {
 
 std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
   std::string out;
-  Table t;
-  t.widths = {10, 20};
-  for (size_t i = 0; i < r.precisions.size(); ++i) t.widths.push_back(prec_width(r));
   const ModeSummary s = summarize_mode(r, mode);
-  for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
-    out += fmt::format("{} Shapes:\n", pass_label(pass));
-    out += kRuleLight + "\n";
-    std::vector<std::string> head = {"Op", "Shape"};
-    for (auto& h : prec_headers(r, "ms")) head.push_back(h);
-    out += t.row(head);
-    out += kRuleLight + "\n";
-    bool lm = false;
-    for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
-      const Gemm& x = r.plan.gemms[g];
-      if (x.pass != pass) continue;
-      lm |= x.scope == Scope::Model;
-      std::vector<std::string> row = {x.scope == Scope::Model ? std::string(op_label(x.op)) + "*" : x.label(), x.shape()};
-      for (size_t p = 0; p < r.precisions.size(); ++p) row.push_back(cell_ms(r.cell(mode, g, p), fn));
-      out += t.row(row);
-    }
-    out += kRuleLight + "\n";
-    std::vector<std::string> sum = {fmt::format("{} sum (ms):", pass_label(pass)), ""};
-    for (size_t p = 0; p < r.precisions.size(); ++p) {
-      const auto& ps = s.sums[p];
-      sum.push_back(ms(pass == Pass::Fprop ? ps.fprop : pass == Pass::Dgrad ? ps.dgrad : ps.wgrad));
-    }
-    out += t.row(sum);
-    if (lm) out += "* LM Head runs once per step, not per layer; it is not in the per-layer sums.\n";
-    out += kRuleHeavy + "\n";
-  }
+  const size_t ncols = 2 + r.precisions.size();
+  // The summary first: per-layer and full-model time, measured speedups.
   Table st;
   st.widths = {22, 0};
   for (size_t i = 0; i < r.precisions.size(); ++i) st.widths.push_back(prec_width(r));
@@ -148,10 +149,63 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
   }
   out += fmt::format("Full Model ({} layers{}):\n", r.plan.layers(), s.has_model_once ? " + LM head" : "");
   out += sums_row("Total GEMM time (ms):", [](const PrecisionSums& p) { return p.full_model; });
-  out += "Estimated GEMM Speedups:\n";
+  out += fmt::format("Measured GEMM Speedups (full model, {} mode):\n", to_string(r.modes[mode]));
   for (const Speedup& sp : s.speedups)
     out += sp.value ? fmt::format("{}: {:.2f}x\n", sp.name(), *sp.value) : fmt::format("{}: N/A\n", sp.name());
-  out += kRuleHeavy + "\n";
+  if (s.has_model_once && r.recipe_options.lm_head_bf16)
+    out += "LM Head: BF16 in every column (--lm-head-precision bf16, as Megatron and Transformer Engine keep the "
+           "output layer out of FP8)\n";
+  // Then the per-GEMM detail.
+  Table t;
+  t.widths = {10, 20};
+  for (size_t i = 0; i < r.precisions.size(); ++i) t.widths.push_back(prec_width(r));
+  out += t.rule('=', ncols);
+  for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
+    out += fmt::format("{} Shapes:\n", pass_label(pass));
+    out += t.rule('-', ncols);
+    std::vector<std::string> ph = {"Op", "Shape"};
+    for (auto& h : prec_headers(r, "ms")) ph.push_back(h);
+    out += t.row(ph);
+    out += t.rule('-', ncols);
+    bool lm = false;
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+      const Gemm& x = r.plan.gemms[g];
+      if (x.pass != pass) continue;
+      lm |= x.scope == Scope::Model;
+      std::vector<std::string> row = {x.scope == Scope::Model ? std::string(op_label(x.op)) + "*" : x.label(), x.shape()};
+      for (size_t p = 0; p < r.precisions.size(); ++p) row.push_back(cell_ms(r.cell(mode, g, p), fn));
+      out += t.row(row);
+    }
+    out += t.rule('-', ncols);
+    std::vector<std::string> sum = {fmt::format("{} sum (ms):", pass_label(pass)), ""};
+    for (size_t p = 0; p < r.precisions.size(); ++p) {
+      const auto& ps = s.sums[p];
+      sum.push_back(ms(pass == Pass::Fprop ? ps.fprop : pass == Pass::Dgrad ? ps.dgrad : ps.wgrad));
+    }
+    out += t.row(sum);
+    if (lm) out += "* LM Head runs once per step, not per layer; it is not in the per-layer sums.\n";
+    out += t.rule('=', ncols);
+  }
+  // Throughput of every GEMM: the first number a CUTLASS or nvbench user looks for.
+  Table tt;
+  tt.widths = {18, 20};
+  for (size_t i = 0; i < r.precisions.size(); ++i) tt.widths.push_back(prec_width(r) + 3);
+  out += "Throughput per GEMM (TFLOP/s):\n";
+  out += tt.rule('-', ncols);
+  std::vector<std::string> th = {"Pass Op", "Shape"};
+  for (Precision p : r.precisions) th.push_back(fmt::format("{} TF/s", to_string(p)));
+  out += tt.row(th);
+  out += tt.rule('-', ncols);
+  for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+    const Gemm& x = r.plan.gemms[g];
+    std::vector<std::string> row = {fmt::format("{} {}", pass_label(x.pass), x.label()), x.shape()};
+    for (size_t p = 0; p < r.precisions.size(); ++p) {
+      const Cell& c = r.cell(mode, g, p);
+      row.push_back(c.ok ? fmt::format("{:.1f}", tflops(x, c.stats.mean_ms)) : fmt::format("N/A[{}]", fn.index(c.reason)));
+    }
+    out += tt.row(row);
+  }
+  out += tt.rule('=', ncols);
   return out;
 }
 
@@ -163,17 +217,17 @@ std::string shapes_block(const RunResult& r, size_t mode, Footnotes& fn) {
   for (size_t i = 0; i < r.precisions.size(); ++i) t.widths.push_back(prec_width(r) + 7);
   auto table = [&](const char* title, const char* unit, auto value) {
     out += fmt::format("{}:\n", title);
-    out += kRuleLight + "\n";
+    out += t.rule('-', 2 + r.precisions.size());
     std::vector<std::string> head = {"Shape (MxKxN)", ""};
     for (auto& h : prec_headers(r, unit)) head.push_back(h);
     out += t.row(head);
-    out += kRuleLight + "\n";
+    out += t.rule('-', 2 + r.precisions.size());
     for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
       std::vector<std::string> row = {r.plan.gemms[g].shape(), ""};
       for (size_t p = 0; p < r.precisions.size(); ++p) row.push_back(value(g, p));
       out += t.row(row);
     }
-    out += kRuleHeavy + "\n";
+    out += t.rule('=', 2 + r.precisions.size());
   };
   table("Time per GEMM", "ms", [&](size_t g, size_t p) { return cell_ms(r.cell(mode, g, p), fn); });
   table("Throughput", "TFLOP/s", [&](size_t g, size_t p) {
@@ -226,11 +280,11 @@ std::string modes_block(const RunResult& r) {
     t.widths.push_back(one ? 12 : 16);
   }
   for (Mode m : r.modes) {
-    head.push_back(m == Mode::PreQuantized ? "Spd pre-q" : fmt::format("Spd {}", m == Mode::Autocast ? "autocast" : "shared"));
+    head.push_back(m == Mode::PreQuantized ? "Spd pre-q" : fmt::format("Spd {}", m == Mode::Autocast ? "per-GEMM" : "training"));
     t.widths.push_back(14);
   }
   out += t.row(head);
-  out += kRuleLight + "\n";
+  out += t.rule('-', head.size());
   // Summaries once per mode (model mode), not once per precision.
   std::vector<ModeSummary> sums;
   if (r.plan.model_mode)
@@ -269,7 +323,7 @@ std::string modes_block(const RunResult& r) {
                      !pq ? std::string()
                      : one ? fmt::format(" Quant ovh = {} - pre-quantized.", to_string(r.modes[quantizing[0]]))
                            : std::string(" <Mode> ovh = that mode - pre-quantized."));
-  out += kRuleHeavy + "\n";
+  out += t.rule('=', head.size());
   return out;
 }
 
@@ -278,14 +332,15 @@ std::string accuracy_block(const RunResult& r, Footnotes& fn) {
   out += fmt::format("Accuracy (relative Frobenius error vs an FP32 GEMM of the BF16 inputs; {} inputs{}):\n",
                      to_string(r.accuracy_dist),
                      r.accuracy_dist == Dist::Outliers ? ": 0.1% of activation/gradient elements x50" : "");
-  out += kRuleLight + "\n";
   Table t;
   t.widths = {16, 20};
   for (size_t i = 0; i < r.accuracy_precisions.size(); ++i) t.widths.push_back(13);
+  const size_t ncols = 2 + r.accuracy_precisions.size();
+  out += t.rule('-', ncols);
   std::vector<std::string> head = {"Pass Op", "Shape"};
   for (Precision p : r.accuracy_precisions) head.push_back(to_string(p));
   out += t.row(head);
-  out += kRuleLight + "\n";
+  out += t.rule('-', ncols);
   bool any_emulated = false;
   for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
     const Gemm& x = r.plan.gemms[g];
@@ -298,9 +353,9 @@ std::string accuracy_block(const RunResult& r, Footnotes& fn) {
     }
     out += t.row(row);
   }
-  out += kRuleLight + "\n";
+  out += t.rule('-', ncols);
   if (any_emulated) out += "* emulated: our quantization, dequantized, BF16 GEMM with FP32 accumulation (no native kernel on this GPU)\n";
-  out += kRuleHeavy + "\n";
+  out += t.rule('=', ncols);
   return out;
 }
 
@@ -348,12 +403,17 @@ std::string format_thousands(int64_t v) {
 std::string render_text(const RunResult& r) {
   std::string out;
   Footnotes fn;
+  // Several modes: the side-by-side summary first, then each mode in detail.
+  if (r.modes.size() >= 2) {
+    out += fmt::format("GEMM Benchmark ({}) on {}: {} modes, side by side first, then each in detail\n",
+                       r.plan.model_mode ? "Model Config Mode" : "Shape Mode", device_name(r), r.modes.size());
+    out += modes_block(r) + "\n";
+  }
   for (size_t m = 0; m < r.modes.size(); ++m) {
     if (m) out += "\n";
     out += header_block(r, m);
     out += r.plan.model_mode ? model_block(r, m, fn) : shapes_block(r, m, fn);
   }
-  if (r.modes.size() >= 2) out += modes_block(r);
   // Spread of the per-iteration times behind the means (full statistics are in JSON/CSV).
   double worst_cv = -1, worst_gap = 0;
   std::string worst_where;
@@ -390,6 +450,44 @@ std::string render_text(const RunResult& r) {
   return out;
 }
 
+std::vector<std::string> predicted_na(const RunResult& r) {
+  // The CPU shape rules (shape_constraint) decide these before any GPU is rented. One line per
+  // rule and set of GEMMs, naming the precisions it hits: "FP8Current, FP8Delayed: 2 of 15 GEMMs,
+  // FP8 GEMMs need M, K and N multiples of 16: Fprop LM Head 4096x4096x50257, ...".
+  struct Group {
+    std::string rule, gemms;
+    size_t count = 0;
+    std::string precisions;
+  };
+  std::vector<Group> groups;
+  for (Precision p : r.precisions) {
+    std::vector<std::pair<std::string, std::string>> hits;  // rule (without "(got ...)"), GEMM
+    for (const Gemm& g : r.plan.gemms) {
+      std::string why = shape_constraint(make_recipe(p, g, r.recipe_options), g);
+      if (why.empty()) continue;
+      if (const size_t got = why.find(" (got "); got != std::string::npos) why.erase(got);
+      hits.emplace_back(why, g.scope == Scope::Shape ? g.shape()
+                                                     : fmt::format("{} {} {}", pass_label(g.pass), g.label(), g.shape()));
+    }
+    std::vector<std::string> rules;
+    for (const auto& h : hits)
+      if (std::find(rules.begin(), rules.end(), h.first) == rules.end()) rules.push_back(h.first);
+    for (const std::string& rule : rules) {
+      Group x{rule, "", 0, to_string(p)};
+      for (const auto& h : hits)
+        if (h.first == rule) x.gemms += (x.count++ ? ", " : "") + h.second;
+      auto same = std::find_if(groups.begin(), groups.end(),
+                               [&](const Group& y) { return y.rule == x.rule && y.gemms == x.gemms; });
+      if (same != groups.end()) same->precisions += ", " + x.precisions;
+      else groups.push_back(x);
+    }
+  }
+  std::vector<std::string> out;
+  for (const Group& x : groups)
+    out.push_back(fmt::format("{}: {} of {} GEMMs, {}: {}", x.precisions, x.count, r.plan.gemms.size(), x.rule, x.gemms));
+  return out;
+}
+
 std::string render_plan_text(const RunResult& r) {
   std::string out;
   const char* kind = r.plan.model_mode ? "Model Config Mode" : "Shape Mode";
@@ -403,10 +501,9 @@ std::string render_plan_text(const RunResult& r) {
     out += fmt::format("Model Config ({}): hidden={}, intermediate={}, heads={}, kv_heads={}, head_dim={}, layers={}{}{}{}\n",
                        c.name, c.hidden_size, c.intermediate_size, c.num_attention_heads, c.kv_heads(),
                        c.head_dimension(), c.num_hidden_layers, c.gated_mlp ? ", gated MLP" : "",
-                       c.vocab_size ? fmt::format(", vocab={}", c.vocab_size) : "",
+                       c.vocab_size ? ", " + vocab_text(c) : "",
                        c.tensor_parallel > 1 ? fmt::format(", tensor parallel={} (per-rank shapes)", c.tensor_parallel) : "");
-    out += fmt::format("Tokens per step: M = {} x {} = {}\n", c.micro_batch_size, c.sequence_length,
-                       format_thousands(c.tokens()));
+    out += tokens_line(c);
   }
   if (!r.precisions.empty() && !r.modes.empty()) {
     std::string precs, modes;
@@ -417,6 +514,13 @@ std::string render_plan_text(const RunResult& r) {
     });
     out += fmt::format("A measurement would time: {} in {} mode{}{}\n", precs, modes, r.modes.size() > 1 ? "s" : "",
                        blackwell ? " (MXFP8/NVFP4 only on compute capability >= 10.0)" : "");
+    if (r.plan.model_mode && r.plan.config->vocab_size > 0)
+      out += r.recipe_options.lm_head_bf16
+                 ? "LM Head: BF16 in every column (--lm-head-precision bf16; 'same' runs it in the column's precision)\n"
+                 : "LM Head: in the column's precision (--lm-head-precision same)\n";
+    const std::vector<std::string> na = predicted_na(r);
+    if (na.empty()) out += "Predicted N/A cells: none (every selected precision can run every GEMM's shape)\n";
+    for (const std::string& line : na) out += "Predicted N/A: " + line + "\n";
   }
   out += std::string(110, '=') + "\n";
   Table t;
@@ -442,7 +546,7 @@ std::string render_plan_text(const RunResult& r) {
     out += fmt::format("FLOPs full model ({} layers{}): {:.2f}T per step\n", r.plan.layers(),
                        f.model_once > 0 ? " + LM head" : "", f.full_model(r.plan.layers()) / 1e12);
     // Quantization traffic model per layer: every GEMM quantizing its own operands vs each tensor
-    // once (both copies), the difference between the autocast and autocast-shared modes.
+    // once (both copies), the difference between the per-gemm and training modes.
     std::vector<Precision> modelled;  // the selected precisions the traffic model covers
     for (Precision p : {Precision::FP8Current, Precision::FP8Delayed, Precision::FP8Block})
       if (r.precisions.empty() || std::find(r.precisions.begin(), r.precisions.end(), p) != r.precisions.end())
@@ -464,7 +568,7 @@ std::string render_plan_text(const RunResult& r) {
         shared += byte_count(rec, g, operand_work(Mode::AutocastShared, g, Side::Left, rec, r.recipe_options),
                              operand_work(Mode::AutocastShared, g, Side::Right, rec, r.recipe_options)).quantize;
       }
-      out += fmt::format("  {:<11} autocast {:.2f} GB, autocast-shared {:.2f} GB\n", to_string(p), own / 1e9, shared / 1e9);
+      out += fmt::format("  {:<11} training {:.2f} GB, per-gemm {:.2f} GB\n", to_string(p), shared / 1e9, own / 1e9);
     }
   } else {
     double tot = 0;

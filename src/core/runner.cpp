@@ -44,19 +44,19 @@ void add_recipe_notes(RunResult& r) {
                                   : o.fp8_accum == Accumulation::Fast ? "fast" : "split"));
   if (std::find(r.modes.begin(), r.modes.end(), Mode::AutocastShared) != r.modes.end()) {
     r.notes.push_back(
-        "autocast-shared: each tensor is quantized once per step into its rowwise and transposed copy, the cost "
+        "training mode: each tensor is quantized once per step into its rowwise and transposed copy, the cost "
         "carried by its first GEMM (X and W: Fprop, dY: Dgrad; Wgrad runs on earlier copies); the per-layer sum is "
         "the step's cost as Transformer Engine quantizes. FP8 recipes write both copies in one fused pass (after the "
         "amax pass for current scaling)");
     if (has(Precision::FP8Current))
       r.notes.push_back(o.producer_amax
-                            ? "autocast-shared, FP8Current: norm outputs (QKV, MLP-up X), the activation output (MLP-down X) "
+                            ? "training mode, FP8Current: norm outputs (QKV, MLP-up X), the activation output (MLP-down X) "
                               "and the activation gradient (MLP-up dY) are cast with the amax their producing kernel "
                               "computed (TE's fused norm/activation + amax; not timed here); every other tensor gets an "
                               "amax pass. --no-producer-amax times an amax pass for every tensor"
-                            : "autocast-shared, FP8Current: every tensor gets its own amax pass (--no-producer-amax)");
+                            : "training mode, FP8Current: every tensor gets its own amax pass (--no-producer-amax)");
     if (has(Precision::MXFP8) || has(Precision::NVFP4))
-      r.notes.push_back("autocast-shared, MXFP8/NVFP4: the two copies are written by two separate passes (not fused)");
+      r.notes.push_back("training mode, MXFP8/NVFP4: the two copies are written by two separate passes (not fused)");
   }
   if (has(Precision::FP8Block) && o.fp8_block_via_mxfp8)
     r.notes.push_back("FP8Block: emulated on this GPU via MXFP8 (1x32 UE8M0 scales, the MXFP8 GEMM kernel), as "
