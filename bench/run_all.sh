@@ -13,10 +13,10 @@ echo "== GPU tests"
 GS_EXPECT_GPU=1 "$BIN/gemmscope_gpu_tests" > "$OUT/gpu_tests.log" 2>&1; echo "gpu tests exit $?"; tail -3 "$OUT/gpu_tests.log"
 echo "== quantization bandwidth"
 "$BIN/quant_bandwidth" --json "$OUT/quant_bw.json" > "$OUT/quant_bw.txt" 2>&1; tail -2 "$OUT/quant_bw.txt"
-echo "== 5B config, autocast + autocast-shared + pre-quantized"
+echo "== 5B config, per-gemm + training + pre-quantized"
 "$BIN/gemmscope" -q --mode all --json "$OUT/5b.json" --csv "$OUT/5b.csv" -o "$OUT/5b.png" > "$OUT/5b.txt"
-echo "== 5B config, autocast-shared with an amax pass for every tensor (--no-producer-amax)"
-"$BIN/gemmscope" -q --mode autocast-shared --no-producer-amax --precisions BF16,FP8Current --gpu-warmup 1 \
+echo "== 5B config, training mode with an amax pass for every tensor (--no-producer-amax)"
+"$BIN/gemmscope" -q --mode training --no-producer-amax --precisions BF16,FP8Current --gpu-warmup 1 \
   --json "$OUT/5b_shared_no_producer_amax.json" > "$OUT/5b_shared_no_producer_amax.txt"
 echo "== 8192^3"
 "$BIN/gemmscope" -q --shapes 8192x8192x8192 --mode both --gpu-warmup 1 --json "$OUT/8192.json" > "$OUT/8192.txt"

@@ -2,7 +2,7 @@
 # gemmscope setup: installs build dependencies (Debian/Ubuntu), configures and builds.
 #   scripts/setup.sh            install deps + configure + build (build/)
 #   scripts/setup.sh --no-deps  configure + build only (e.g. on a GPU node without network)
-# Environment: BUILD_DIR (default build), CUDA_ARCHS (default "90-real;100-real;90-virtual"),
+# Environment: BUILD_DIR (default build), CUDA_ARCHS (default "80-real;89-real;90-real;100-real;90-virtual"),
 #              GEMMSCOPE_CUDA=ON|OFF|AUTO (default AUTO: CUDA backend if nvcc is found).
 set -euo pipefail
 cd "$(dirname "$0")/.."

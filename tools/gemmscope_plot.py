@@ -2,13 +2,17 @@
 """Charts from a gemmscope result JSON (schema "gemmscope.result/1", see docs/json-schema.md).
 
 usage: gemmscope_plot.py RESULT.json -o OUT.{png,svg,pdf} [--baseline BF16]
-                         [--mode autocast|autocast-shared|pre-quantized] [--kind auto|model|shapes|sweep|modes]
+                         [--mode training|per-gemm|pre-quantized] [--kind auto|model|shapes|sweep|modes]
 
 Chart kinds (docs/charts.md has the details):
   model   per-layer GEMM time, one stacked bar per precision (kind "model")
   shapes  grouped TFLOP/s bars, one group per GEMM shape (kind "shapes", few shapes)
   sweep   one figure, three panels: latency, TFLOP/s and speedup vs size (>= 5 square shapes)
-  modes   speedup over the baseline, each mode side by side (needs pre-quantized and an autocast mode)
+  modes   speedup over the baseline, each mode side by side (needs pre-quantized and a quantizing mode)
+
+Mode names: training (each tensor quantized once per step, as Transformer Engine trains), per-gemm
+(each GEMM quantizes its own operands: the seed tool's autocast), pre-quantized. Files written
+before the rename say "autocast-shared" (= training) and "autocast" (= per-gemm); both are read.
 
 Exit status: 0 chart written; 2 bad input (missing file, not JSON, wrong schema, dry run,
 unknown precision or mode, unsupported output type); 3 matplotlib is not installed.
@@ -39,7 +43,10 @@ EXIT_NO_MATPLOTLIB = 3
 EXIT_STDOUT_ERROR = 74  # EX_IOERR: the chart is written, "wrote ..." could not be
 MATPLOTLIB_MISSING = ("matplotlib is not installed: apt-get install python3-matplotlib "
                       "(or pip install matplotlib)")
-KNOWN_MODES = ("autocast", "autocast-shared", "pre-quantized")
+KNOWN_MODES = ("per-gemm", "training", "pre-quantized")
+# Names older results (and --mode) use for the same modes.
+MODE_ALIASES = {"autocast": "per-gemm", "per-gemm-autocast": "per-gemm", "autocast-shared": "training",
+                "shared": "training", "prequantized": "pre-quantized", "pre-quantize": "pre-quantized"}
 KINDS = ("auto", "model", "shapes", "sweep", "modes")
 OUT_TYPES = (".png", ".svg", ".pdf")
 
@@ -57,8 +64,8 @@ PRECISION_COLORS = {
 }
 EXTRA_COLORS = ["#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
 MODE_TEXT = {
-    "autocast": "autocast (quantization of the inputs inside the timed region)",
-    "autocast-shared": "autocast-shared (each tensor quantized once per step, both layouts, as Transformer Engine)",
+    "per-gemm": "per-gemm (each GEMM quantizes its inputs inside the timed region: the seed tool's autocast)",
+    "training": "training (each tensor quantized once per step, both layouts, as Transformer Engine trains)",
     "pre-quantized": "pre-quantized (inputs quantized once before timing: GEMM kernel only)",
 }
 
@@ -91,6 +98,28 @@ def _is_num(v):
             and not (isinstance(v, float) and (math.isnan(v) or math.isinf(v))))
 
 
+def canonical_mode(name):
+    """The current name of a mode (case-insensitive, old names accepted), or the name unchanged."""
+    if not isinstance(name, str):
+        return name
+    low = name.lower()
+    return MODE_ALIASES.get(low, low if low in KNOWN_MODES else name)
+
+
+def normalize_mode_names(doc):
+    """Rewrites old mode names (autocast, autocast-shared) in "modes", each GEMM's "results" and
+    "summary" to the current ones, so files from before the rename still chart."""
+    if isinstance(doc.get("modes"), list):
+        doc["modes"] = [canonical_mode(m) if isinstance(m, str) else m for m in doc["modes"]]
+    objs = [g.get("results") for g in doc.get("gemms") or [] if isinstance(g, dict)] + [doc.get("summary")]
+    for obj in objs:
+        if isinstance(obj, dict):
+            for key in list(obj.keys()):
+                new = canonical_mode(key)
+                if new != key and new not in obj:
+                    obj[new] = obj.pop(key)
+
+
 def load_result(path):
     name = os.path.basename(path)
     try:
@@ -118,6 +147,10 @@ def load_result(path):
             name, doc.get("why_not_measured")))
     if doc.get("dry_run") is True:
         raise InputError("%s is a dry run: it holds no results to plot" % name)
+    if doc.get("modes") == [] and isinstance(doc.get("accuracy"), dict):
+        raise InputError("%s is an --accuracy-only run: it holds errors, no times, so there is nothing to chart "
+                         "(gemmscope report %s prints them)" % (name, name))
+    normalize_mode_names(doc)
     modes = doc.get("modes")
     if not isinstance(modes, list) or not modes or not all(isinstance(m, str) for m in modes):
         raise InputError("%s: \"modes\" must be a non-empty list of strings" % name)
@@ -187,6 +220,18 @@ def cell(g, mode, prec):
 def cell_ms(g, mode, prec):
     c = cell(g, mode, prec)
     return float(c["mean_ms"]) if c.get("status") == "ok" else None
+
+
+def cell_stdev(g, mode, prec):
+    c = cell(g, mode, prec)
+    if c.get("status") != "ok" or not _is_num(c.get("stdev_ms")):
+        return 0.0
+    return float(c["stdev_ms"])
+
+
+def spread_of_sum(gemms, mode, prec, scale=1.0):
+    """Standard deviation of a sum of cells' times (independent iterations): sqrt of summed variances."""
+    return math.sqrt(sum((cell_stdev(g, mode, prec) * scale) ** 2 for g in gemms))
 
 
 def cell_tflops(g, mode, prec):
@@ -420,6 +465,7 @@ def model_breakdown(doc, mode, prec):
 
 def chart_model(doc, mode, baseline, out):
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
     precs = doc["precisions"]
@@ -483,7 +529,14 @@ def chart_model(doc, mode, baseline, out):
             label_txt = "%s ms\n%s" % (fmt_ms(bottom), fmt_x(base_total / bottom))
         else:
             label_txt = "%s ms\n(no baseline)" % fmt_ms(bottom)
-        t = ax.text(i, bottom + ymax * 0.012, label_txt, ha="center", va="bottom", fontsize=9,
+        # The spread of the bar: the per-iteration stdev of its cells, summed as variances.
+        layer_g = [g for g in doc["gemms"] if g.get("scope", "layer") == "layer"]
+        once_g = [g for g in doc["gemms"] if g.get("scope") == "model"] if (lm_ok_everywhere and lm) else []
+        sd = math.sqrt(spread_of_sum(layer_g, mode, p) ** 2 + spread_of_sum(once_g, mode, p, 1.0 / layers) ** 2)
+        if sd > 0:
+            eb = ax.errorbar(i, bottom, yerr=sd, fmt="none", ecolor="#111111", elinewidth=1.0, capsize=4)
+            eb.lines[2][0].set_gid("err:%s" % p)
+        t = ax.text(i, bottom + sd + ymax * 0.012, label_txt, ha="center", va="bottom", fontsize=9,
                     fontweight="bold" if p != baseline else "normal")
         t.set_gid("speedup:%s" % p)
 
@@ -507,8 +560,9 @@ def chart_model(doc, mode, baseline, out):
     if lm_ok_everywhere:
         handles.append(Patch(facecolor=lighten(LM_HEAD_COLOR, 0.3), hatch="///", edgecolor="white",
                              label="LM head / %d layers\n(all passes)" % layers))
-    handles.append(Patch(facecolor="#555555", label="Fprop + Dgrad\n(solid, measured)"))
+    handles.append(Patch(facecolor="#555555", label="Fprop + Dgrad (solid)"))
     handles.append(Patch(facecolor=lighten("#555555", 0.55), label="Wgrad (light)"))
+    handles.append(Line2D([0], [0], color="#111111", marker="_", markersize=8, label="error bar: ±1 stdev\n(all passes measured)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9)
 
     base_word = "speedup vs %s above each bar" % baseline
@@ -565,6 +619,10 @@ def chart_shapes(doc, mode, baseline, out):
                 continue
             r = ax.bar(x, v, width * 0.92, color=color, label=tick_label(doc, mode, p).replace("\n", " ") if i == 0 else None)
             r.patches[0].set_gid("bar:%s:%d" % (p, i))
+            sd = v * cell_stdev(g, mode, p) / cell_ms(g, mode, p)  # TFLOP/s spread from the time's stdev
+            if sd > 0:
+                eb = ax.errorbar(x, v, yerr=sd, fmt="none", ecolor="#111111", elinewidth=0.8, capsize=2)
+                eb.lines[2][0].set_gid("err:%s:%d" % (p, i))
             ax.text(x, v + ymax * 0.01, "%.0f" % v, ha="center", va="bottom", rotation=90, fontsize=7)
     # the legend needs an entry for a precision whose first cell is n/a
     for p in precs:
@@ -713,8 +771,8 @@ def chart_modes(doc, baseline, out):
 
     fig, ax = plt.subplots(figsize=(max(7.5, 1.6 * len(precs) + 4.0), 5.6))
     width = 0.76 / len(modes)
-    styles = {"autocast": dict(color="#1f77b4"),
-              "autocast-shared": dict(color="#17becf", hatch="..", edgecolor="#0f7f8a"),
+    styles = {"per-gemm": dict(color="#1f77b4"),
+              "training": dict(color="#17becf", hatch="..", edgecolor="#0f7f8a"),
               "pre-quantized": dict(color=lighten("#1f77b4", 0.55), hatch="//", edgecolor="#1f77b4")}
     for j, m in enumerate(modes):
         for i, p in enumerate(precs):
@@ -748,9 +806,9 @@ def chart_modes(doc, baseline, out):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9, title="Mode")
     fig.suptitle("%s speedup over %s on %s" % (" vs ".join(modes).capitalize(), baseline, device_name(doc)),
                  fontsize=12, fontweight="bold", x=0.01, ha="left")
-    sub = "autocast includes the quantization of the inputs; pre-quantized times the GEMM kernel only"
-    if "autocast-shared" in modes:
-        sub = ("autocast: every GEMM quantizes its inputs; autocast-shared: each tensor once per step (TE); "
+    sub = "per-gemm includes the quantization of the inputs; pre-quantized times the GEMM kernel only"
+    if "training" in modes:
+        sub = ("training: each tensor quantized once per step (TE); per-gemm: every GEMM quantizes its inputs; "
                "pre-quantized: GEMM kernel only")
     if doc["kind"] == "model":
         sub = config_line(doc) + "\n" + sub
@@ -792,8 +850,8 @@ def parse_args(argv):
     ap.add_argument("result", metavar="RESULT.json")
     ap.add_argument("-o", "--output", required=True, metavar="OUT", help="OUT.png, OUT.svg or OUT.pdf")
     ap.add_argument("--baseline", default=None, help="precision the speedups are taken against (default BF16)")
-    ap.add_argument("--mode", default=None, choices=KNOWN_MODES,
-                    help="which mode to chart (default: autocast when present)")
+    ap.add_argument("--mode", default=None, type=canonical_mode, choices=KNOWN_MODES,
+                    help="which mode to chart (default: training when present, else per-gemm); old names accepted")
     ap.add_argument("--kind", default="auto", choices=KINDS,
                     help="chart kind (default auto: from the JSON)")
     return ap.parse_args(argv)
@@ -809,7 +867,7 @@ def main(argv=None):
         if args.mode is not None and args.mode not in doc["modes"]:
             raise InputError("mode %s is not in %s (modes: %s)" % (
                 args.mode, os.path.basename(args.result), ", ".join(doc["modes"])))
-        mode = args.mode or ("autocast" if "autocast" in doc["modes"] else doc["modes"][0])
+        mode = args.mode or next((m for m in ("training", "per-gemm") if m in doc["modes"]), doc["modes"][0])
         if args.baseline is not None:
             if args.baseline not in doc["precisions"]:
                 raise InputError("baseline %s is not in %s (precisions: %s)" % (
@@ -819,8 +877,8 @@ def main(argv=None):
             baseline = "BF16" if "BF16" in doc["precisions"] else doc["precisions"][0]
         kind = pick_kind(doc, args.kind)
         if kind == "modes" and not ("pre-quantized" in doc["modes"] and
-                                    any(m in doc["modes"] for m in ("autocast", "autocast-shared"))):
-            raise InputError("the modes chart needs pre-quantized and autocast (or autocast-shared) results "
+                                    any(m in doc["modes"] for m in ("per-gemm", "training"))):
+            raise InputError("the modes chart needs pre-quantized and a quantizing mode (training or per-gemm) "
                              "(%s has: %s)" % (
                 os.path.basename(args.result), ", ".join(doc["modes"])))
         if kind == "model" and doc["kind"] != "model":

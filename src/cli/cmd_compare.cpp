@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "core/compare.hpp"
 #include "core/error.hpp"
+#include "core/modes.hpp"
 #include "core/text_util.hpp"
 
 namespace gs::cli {
@@ -22,9 +23,9 @@ int run_compare(int argc, char** argv) {
   bool markdown = false;
   app.add_option("A", a, "reference result JSON")->required();
   app.add_option("B", b, "candidate result JSON")->required();
-  app.add_option("--threshold", threshold, "relative change that is flagged: 5% or 0.05")->capture_default_str();
+  app.add_option("--threshold", threshold, "relative change that is flagged: 5% (percent) or 0.05 (fraction); a bare 5 is refused")->capture_default_str();
   app.add_flag("--markdown", markdown, "print markdown tables instead of text");
-  app.add_option("--mode", mode, "compare only this mode (autocast, autocast-shared or pre-quantized)");
+  app.add_option("--mode", mode, "compare only this mode (training, per-gemm or pre-quantized; any case, old names too)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -36,7 +37,7 @@ int run_compare(int argc, char** argv) {
     reject_empty_values(app);
     CompareOptions opt;
     opt.threshold = parse_threshold(threshold);
-    opt.mode = mode;
+    if (!mode.empty()) opt.mode = to_string(mode_from_string(mode));  // case-insensitive, old names too
     const CompareResult r = compare_files(a, b, opt);
     const std::string text = markdown ? format_compare_markdown(r) : format_compare_text(r);
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -16,7 +16,9 @@
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/modes.hpp"
 #include "core/output_paths.hpp"
+#include "core/recipe.hpp"
 #include "core/text_util.hpp"
 
 extern char** environ;
@@ -125,17 +127,18 @@ int render_chart(const std::string& json_path, const std::string& out_path, cons
 int run_plot(int argc, char** argv) {
   CLI::App app{"Draw a chart from a gemmscope result JSON.\n"
                "Kinds: model (stacked per-layer bars per precision), shapes (grouped TFLOP/s bars),\n"
-               "sweep (latency / TFLOP/s / speedup vs size), modes (autocast vs pre-quantized speedup).\n"
+               "sweep (latency / TFLOP/s / speedup vs size), modes (training / per-gemm vs pre-quantized speedup).\n"
                "Exit status: 0 written, 2 bad input, 3 no Python with matplotlib, 74 stdout not writable.",
                "gemmscope plot"};
   std::string result, out, baseline, mode, kind = "auto";
   app.add_option("result", result, "result JSON written by gemmscope --json")->required();
   app.add_option("-o,--output", out, "chart file: .png, .svg or .pdf")->required();
   app.add_option("--baseline", baseline, "precision the speedups are taken against (default BF16)");
-  app.add_option("--mode", mode, "mode to chart (default autocast when present)")
-      ->check(CLI::IsMember({"autocast", "autocast-shared", "pre-quantized"}));
+  app.add_option("--mode", mode,
+                 "mode to chart: training, per-gemm or pre-quantized (default training when present, else per-gemm; "
+                 "any case; old names autocast-shared, autocast too)");
   app.add_option("--kind", kind, "chart kind (default auto: from the JSON)")
-      ->check(CLI::IsMember({"auto", "model", "shapes", "sweep", "modes"}))
+      ->check(CLI::IsMember({"auto", "model", "shapes", "sweep", "modes"}, CLI::ignore_case))
       ->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -146,6 +149,8 @@ int run_plot(int argc, char** argv) {
   }
   try {
     reject_empty_values(app);
+    if (!mode.empty()) mode = to_string(mode_from_string(mode));            // case-insensitive, old names too
+    if (!baseline.empty()) baseline = to_string(precision_from_string(baseline));
     check_chart_path(out, "-o");  // the same rule as `gemmscope -o`
     check_output_path(out, "-o");
   } catch (const UsageError& e) {

@@ -18,6 +18,10 @@ inline constexpr int kChartUnavailable = 3; // no Python with matplotlib, or gem
 // `gemmscope plot RESULT.json -o OUT.{png,svg,pdf} [--baseline P] [--mode M] [--kind K]`
 int run_plot(int argc, char** argv);
 
+// `gemmscope report RESULT.json`: the text report of the run, rendered from its JSON.
+// Exit status: 0 printed, 2 bad input.
+int run_report(int argc, char** argv);
+
 // `gemmscope compare A.json B.json [--threshold 5%|0.05] [--markdown] [--mode M]`
 // Exit status: 0 no regression, 1 regressions found, 2 bad input (any problem in either file);
 // main() turns an internal error into 70 and a failed write of the report to stdout into 74.

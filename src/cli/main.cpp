@@ -289,7 +289,8 @@ int run_main(int argc, char** argv) {
   Options o;
   CLI::App app{"gemmscope: where a transformer's training GEMM time goes, per precision, on this GPU"};
   app.set_version_flag("--version", std::string("gemmscope ") + GEMMSCOPE_VERSION);
-  app.footer("Subcommands: 'gemmscope plot RESULT.json -o chart.png', 'gemmscope compare A.json B.json'.\n"
+  app.footer("Subcommands: 'gemmscope plot RESULT.json -o chart.png', 'gemmscope compare A.json B.json',\n"
+             "'gemmscope report RESULT.json' (the text report of a saved run).\n"
              "With no arguments: the seed's 5B config (codonfm-5b) in training mode on GPU 0.");
   add_model_options(app, o);
   app.add_option("--shapes", o.shapes, "Explicit GEMMs 'MxKxN,...' or square sizes '1024,2048' (no model flags)")->group("Shapes");
@@ -448,6 +449,7 @@ int dispatch(int argc, char** argv) {
 #ifdef GS_HAVE_SUBCOMMANDS
     if (argc > 1 && std::string(argv[1]) == "plot") return gs::cli::run_plot(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "compare") return gs::cli::run_compare(argc - 1, argv + 1);
+    if (argc > 1 && std::string(argv[1]) == "report") return gs::cli::run_report(argc - 1, argv + 1);
 #endif
     return run_main(argc, argv);
   } catch (const gs::UsageError& e) {  // messages may quote file contents: one line, no control characters

@@ -50,14 +50,26 @@ std::optional<double> cell_ms(const RunResult& r, size_t mode, size_t gemm, size
   return c.ok ? std::optional<double>(c.stats.mean_ms) : std::nullopt;
 }
 
-CompareCell make_cell(const std::string& prec, std::optional<double> a, std::optional<double> b, double t) {
+// stdev of a cell, 0 for n/a.
+double cell_stdev(const RunResult& r, size_t mode, size_t gemm, size_t prec) {
+  const Cell& c = r.cell(mode, gemm, prec);
+  return c.ok ? c.stats.stdev_ms : 0.0;
+}
+
+// `spread`: stdev A + stdev B of the cells (0 for totals): a change within it is not flagged.
+CompareCell make_cell(const std::string& prec, std::optional<double> a, std::optional<double> b, double t,
+                      double spread = 0.0) {
   CompareCell c;
   c.precision = prec;
   c.a_ms = a;
   c.b_ms = b;
   if (a && b) {
     c.ratio = *b / *a;
-    if (*c.ratio > 1.0 + t)
+    const bool beyond = *c.ratio > 1.0 + t || *a / *b > 1.0 + t;
+    c.within_spread = beyond && std::abs(*b - *a) <= spread;
+    if (c.within_spread)
+      c.verdict = Verdict::Same;
+    else if (*c.ratio > 1.0 + t)
       c.verdict = Verdict::Regression;
     else if (*a / *b > 1.0 + t)
       c.verdict = Verdict::Improvement;
@@ -111,10 +123,12 @@ std::string cell_text(const CompareCell& c, bool markdown) {
   if (markdown) {
     if (c.verdict == Verdict::Regression) return "**" + s + " slower**";
     if (c.verdict == Verdict::Improvement) return "_" + s + " faster_";
+    if (c.within_spread) return s + " ~";
     return s;
   }
   if (c.verdict == Verdict::Regression) return s + " R";
   if (c.verdict == Verdict::Improvement) return s + " I";
+  if (c.within_spread) return s + " ~";
   return s;
 }
 
@@ -196,8 +210,9 @@ std::string file_line(const std::string& path, const std::string& dev, const std
 }
 
 std::string threshold_line(double t) {
-  return fmt::format("threshold {:.1f}%: B/A > {:.3f} is a regression, B/A < {:.3f} an improvement", t * 100.0, 1.0 + t,
-                     1.0 / (1.0 + t));
+  return fmt::format("threshold {:.1f}%: B/A > {:.3f} is a regression, B/A < {:.3f} an improvement; a GEMM whose "
+                     "change is within its cells' own spread (stdev A + stdev B) is not flagged (~)",
+                     t * 100.0, 1.0 + t, 1.0 / (1.0 + t));
 }
 
 template <class T>
@@ -291,6 +306,7 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
   r.a_created = a.created;
   r.b_created = b.created;
   r.differences = differences(a, b);
+  r.different_gpus = a.device && b.device && a.device->name != b.device->name;
 
   // Modes and precisions by name, in each file's order, whatever modes the files hold.
   const auto modes_a = names(a.modes), modes_b = names(b.modes);
@@ -348,8 +364,9 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
       const Gemm& x = ga[i];
       CompareGemmRow row{to_string(x.pass), to_string(x.op), x.label(), x.m, x.k, x.n, {}};
       for (const std::string& p : r.precisions)
-        row.cells.push_back(
-            make_cell(p, cell_ms(a, ma, i, index_of(precs_a, p)), cell_ms(b, mb, j, index_of(precs_b, p)), t));
+        row.cells.push_back(make_cell(p, cell_ms(a, ma, i, index_of(precs_a, p)), cell_ms(b, mb, j, index_of(precs_b, p)), t,
+                                      cell_stdev(a, ma, i, index_of(precs_a, p)) +
+                                          cell_stdev(b, mb, j, index_of(precs_b, p))));
       cm.gemms.push_back(std::move(row));
     }
     if (a.plan.model_mode) {  // the sums the text report prints, each file over its own GEMMs
@@ -412,7 +429,10 @@ double parse_threshold(const std::string& text) {
     throw bad();
   }
   if (v < 0) throw bad();
-  double frac = (percent || v >= 1.0) ? v / 100.0 : v;
+  if (!percent && v >= 1.0)
+    throw UsageError(fmt::format("bad threshold '{}': a number without '%' is a fraction below 1 (did you mean {}%?)",
+                                 text, trim(text)));
+  double frac = percent ? v / 100.0 : v;
   if (frac >= 1.0) throw bad();
   if (frac == 0.0) frac = 0.0;  // -0 prints as "-0.0%" otherwise
   return frac;
@@ -424,6 +444,9 @@ std::string format_compare_text(const CompareResult& r) {
   out += "  A: " + file_line(r.a_path, r.a_device, r.a_created) + "\n";
   out += "  B: " + file_line(r.b_path, r.b_device, r.b_created) + "\n";
   for (const auto& d : r.differences) out += "  note: A and B differ in " + d + "\n";
+  if (r.different_gpus)
+    out += fmt::format("  warning: A and B ran on different GPUs ({} vs {}): the ratios compare the hardware too\n",
+                       printable(r.a_device), printable(r.b_device));
   out += "  kind " + r.kind + ", " + threshold_line(r.threshold) + "\n";
   out += "  precisions compared: " + join(r.precisions) + "\n";
   if (!r.only_a_precisions.empty()) out += "  precisions only in A (not compared): " + join(r.only_a_precisions) + "\n";
@@ -480,6 +503,9 @@ std::string format_compare_markdown(const CompareResult& r) {
   out += "- **A:** " + file_line(r.a_path, r.a_device, r.a_created) + "\n";
   out += "- **B:** " + file_line(r.b_path, r.b_device, r.b_created) + "\n";
   for (const auto& d : r.differences) out += "- **note:** A and B differ in " + d + "\n";
+  if (r.different_gpus)
+    out += fmt::format("- **warning:** A and B ran on different GPUs ({} vs {}): the ratios compare the hardware too\n",
+                       printable(r.a_device), printable(r.b_device));
   out += "- Kind " + r.kind + ", " + threshold_line(r.threshold) + "\n";
   out += "- Cells show B/A of the mean time (above 1: B is slower).\n";
   if (!r.only_a_precisions.empty()) out += "- Precisions only in A (not compared): " + join(r.only_a_precisions) + "\n";

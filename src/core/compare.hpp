@@ -7,7 +7,8 @@
 // Flags, with threshold t (default 0.05):
 //   regression   B is slower than A by more than t:  B/A > 1 + t
 //   improvement  A is slower than B by more than t:  A/B > 1 + t   (the mirror image)
-// A cell that is ok in A and n/a in B counts as a regression (B lost the GEMM); n/a in A and ok
+// A per-GEMM difference no larger than the two cells' own spread (stdev A + stdev B) is not flagged
+// (CompareCell::within_spread). A cell that is ok in A and n/a in B counts as a regression (B lost the GEMM); n/a in A and ok
 // in B as an improvement.
 #pragma once
 
@@ -33,6 +34,9 @@ struct CompareCell {
   std::optional<double> a_ms, b_ms;  // nullopt: n/a in that file
   std::optional<double> ratio;       // b_ms / a_ms when both are ok
   Verdict verdict = Verdict::Same;
+  // Beyond the threshold, but |B - A| is within the cells' own spread (stdev A + stdev B): not
+  // flagged, since the two measurements do not tell apart a change that small.
+  bool within_spread = false;
 };
 
 // One matched GEMM in one mode.
@@ -67,6 +71,7 @@ struct CompareResult {
   // "what: A's vs B's" each ("timing.iters: 100 vs 50"); printed as notes, ratios still computed.
   std::vector<std::string> differences;
   std::vector<CompareMode> modes;
+  bool different_gpus = false;  // both files name a device, and not the same one: a printed warning
   int regressions = 0;   // flagged cells, GEMMs and totals together
   int improvements = 0;
 
@@ -91,7 +96,8 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
 CompareResult compare_results(const nlohmann::json& a, const nlohmann::json& b, const CompareOptions& opt = {});
 CompareResult compare_files(const std::string& a_path, const std::string& b_path, const CompareOptions& opt = {});
 
-// "5%" -> 0.05, "0.05" -> 0.05, "5" -> 0.05 (a bare number above 1 is read as percent).
+// "5%" -> 0.05, "0.05" -> 0.05: one meaning each, a number with '%' is a percentage, one without a
+// fraction. A bare number of 1 or more ("5") is refused with the suggestion "5%", never guessed.
 // Decimal numbers only (parse_decimal_number: no 0x10, inf, nan); "-0" is 0. UsageError for
 // anything else, negative values or values of 100 % and more.
 double parse_threshold(const std::string& text);

@@ -38,8 +38,15 @@ struct Table {
   }
   std::string row(const std::vector<std::string>& cells) const {
     std::string out;
+    int debt = 0;  // how far a label ran past its column; an empty cell after it gives that room back
     for (size_t i = 0; i < cells.size(); ++i) {
-      const int w = i < widths.size() ? widths[i] : 12;
+      int w = i < widths.size() ? widths[i] : 12;
+      if (cells[i].empty() && debt > 0) {
+        const int give = std::min(debt, w);
+        w -= give;
+        debt -= give;
+      }
+      if (i < 2 && static_cast<int>(cells[i].size()) > w) debt += static_cast<int>(cells[i].size()) - w;
       // A cell as wide as its column (huge shapes or values) still gets a space before it.
       const bool sep = i > 0 && !out.empty() && out.back() != ' ' &&
                        static_cast<int>(cells[i].size()) >= w;

@@ -1,4 +1,5 @@
 #include <cublasLt.h>
+#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <memory>
@@ -273,7 +274,12 @@ std::unique_ptr<Engine> make_engine(const EngineOptions& options, std::string& w
   int n = 0;
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
-    why = fmt::format("no usable CUDA driver/device ({})", cudaGetErrorString(e));
+    // Without the driver library the runtime says "driver version is insufficient", which sends
+    // people to upgrade a driver they do not have: ask the loader first.
+    void* libcuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (!libcuda) why = "no NVIDIA driver found (libcuda.so.1 cannot be loaded)";
+    else why = fmt::format("no usable CUDA driver/device ({})", cudaGetErrorString(e));
+    if (libcuda) dlclose(libcuda);
     cudaGetLastError();
     return nullptr;
   }

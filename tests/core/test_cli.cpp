@@ -70,7 +70,7 @@ TEST(Cli, BadInputClasses) {
   expect_usage_error("--shapes 1024 --hidden_size 4096", "mutually exclusive");
   expect_usage_error("--model llama-3-8b --config x.json", "mutually exclusive");
   expect_usage_error("--pre-quantize --mode both", "conflicts");
-  expect_usage_error("--mode bogus", "--mode must be autocast, autocast-shared, pre-quantized, both or all");
+  expect_usage_error("--mode bogus", "--mode must be training, per-gemm, pre-quantized, both or all");
   expect_usage_error("--shapes 1024 --mode autocast-shared", "needs a model plan");
   expect_usage_error("--tensor-parallel 3", "--tensor-parallel 3 does not divide");
   expect_usage_error("--precisions BF16,FP9", "unknown precision 'FP9'");
@@ -217,7 +217,7 @@ TEST(Cli, SubcommandParseErrorsAreOneLine) {
            {"compare " + a + " " + a + " --threshold", "gemmscope compare: error: --threshold"},
            {"plot", "gemmscope plot: error: "},
            {"plot " + a + " -o x.svg --kind pie", "gemmscope plot: error: --kind: pie not in"},
-           {"plot " + a + " -o x.svg --mode shared", "gemmscope plot: error: --mode: shared not in"}}) {
+           {"plot " + a + " -o x.svg --mode sideways", "gemmscope plot: error: unknown mode 'sideways'"}}) {
     SCOPED_TRACE(c.args);
     Out r = run(c.args);
     EXPECT_EQ(r.rc, 2);
@@ -228,7 +228,7 @@ TEST(Cli, SubcommandParseErrorsAreOneLine) {
   // --help still prints help and exits 0; compare's lists every mode
   Out r = run("compare --help");
   EXPECT_EQ(r.rc, 0);
-  EXPECT_NE(r.out.find("autocast, autocast-shared or pre-quantized"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("training, per-gemm or pre-quantized"), std::string::npos) << r.out;
   r = run("plot --help");
   EXPECT_EQ(r.rc, 0);
   EXPECT_NE(r.out.find("autocast-shared"), std::string::npos) << r.out;
@@ -385,19 +385,19 @@ TEST(Cli, ModeAllDependsOnThePlan) {
   Out r = run("--dry-run --mode all --json " + j.string());
   ASSERT_EQ(r.rc, 0) << r.err;
   auto doc = nlohmann::json::parse(slurp(j));
-  EXPECT_EQ(doc["modes"], nlohmann::json({"autocast", "autocast-shared", "pre-quantized"}));
+  EXPECT_EQ(doc["modes"], nlohmann::json({"per-gemm", "training", "pre-quantized"}));
   // Shared: 6 B per element of every tensor once, less the 1.30 GB of amax reads the norm and
   // activation kernels fuse (X of QKV, MLP-up, MLP-down; dY of MLP-up).
-  EXPECT_NE(r.out.find("FP8Current  autocast 12.42 GB, autocast-shared 6.15 GB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FP8Current  training 6.15 GB, per-gemm 12.42 GB"), std::string::npos) << r.out;
   EXPECT_GT(doc["gemms"][0]["bytes"]["FP8Current"]["quantize_shared"].get<double>(), 0);
   EXPECT_EQ(doc["gemms"][8]["bytes"]["FP8Current"]["quantize_shared"].get<double>(), 0);  // Wgrad reuses copies
   r = run("--dry-run --mode all --no-producer-amax --json " + j.string());
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_NE(r.out.find("FP8Current  autocast 12.42 GB, autocast-shared 7.45 GB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FP8Current  training 7.45 GB, per-gemm 12.42 GB"), std::string::npos) << r.out;
   EXPECT_FALSE(nlohmann::json::parse(slurp(j))["recipe_options"]["producer_amax"].get<bool>());
   r = run("--dry-run --shapes 1024 --mode all --json " + j.string());
   ASSERT_EQ(r.rc, 0) << r.err;
-  EXPECT_EQ(nlohmann::json::parse(slurp(j))["modes"], nlohmann::json({"autocast", "pre-quantized"}));
+  EXPECT_EQ(nlohmann::json::parse(slurp(j))["modes"], nlohmann::json({"per-gemm", "pre-quantized"}));
 }
 
 TEST(Cli, ConfigJsonWithOverrides) {
@@ -442,11 +442,11 @@ TEST(Cli, DryRunFollowsTheSelection) {
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("A measurement would time: BF16, FP8Block in pre-quantized mode\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("not timed in pre-quantized mode"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("  FP8Block    autocast "), std::string::npos) << r.out;
-  EXPECT_EQ(r.out.find("  FP8Current  autocast "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  FP8Block    training "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("  FP8Current  training "), std::string::npos) << r.out;
   Out b = run("--dry-run --precisions BF16,NVFP4 --mode all");
   ASSERT_EQ(b.rc, 0) << b.err;
-  EXPECT_NE(b.out.find("BF16, NVFP4 in autocast, autocast-shared, pre-quantized modes (MXFP8/NVFP4 only on compute"),
+  EXPECT_NE(b.out.find("BF16, NVFP4 in per-gemm, training, pre-quantized modes (MXFP8/NVFP4 only on compute"),
             std::string::npos) << b.out;
   EXPECT_NE(b.out.find("modelled for FP8Current, FP8Delayed and FP8Block; none selected"), std::string::npos) << b.out;
 }

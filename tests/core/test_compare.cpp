@@ -64,7 +64,7 @@ std::string usage_error_of(F&& f) {
 TEST(Compare, KnownRatiosPerGemm) {
   const auto r = gs::compare_files(kData + "/compare_a.json", kData + "/compare_b.json");
   ASSERT_EQ(r.modes.size(), 1u);
-  EXPECT_EQ(r.modes[0].mode, "autocast");
+  EXPECT_EQ(r.modes[0].mode, "per-gemm");  // the file's old name "autocast", read as per-gemm
   EXPECT_EQ(r.precisions, (std::vector<std::string>{"BF16", "FP8Current", "FP8Delayed", "FP8Block"}));
   const auto& rows = r.modes[0].gemms;
   ASSERT_EQ(rows.size(), 12u);
@@ -205,7 +205,7 @@ TEST(Compare, ModesAreComparedByName) {
   CompareOptions o;
   o.mode = "foo";
   EXPECT_NE(usage_error_of([&] { gs::compare_results(both, both, o); })
-                .find("mode \"foo\" is not in either file (modes of A: autocast, pre-quantized; of B: autocast, pre-quantized)"),
+                .find("mode \"foo\" is not in either file (modes of A: per-gemm, pre-quantized; of B: per-gemm, pre-quantized)"),
             std::string::npos);
 }
 
@@ -351,7 +351,7 @@ TEST(Compare, BadFilesAreUsageErrors) {
   // the same mode twice
   json dup = load("compare_a.json");
   dup["modes"] = {"autocast", "autocast"};
-  EXPECT_NE(usage_error_of([&] { gs::validate_result_json(dup, "d.json"); }).find("d.json: \"modes\" lists autocast twice"),
+  EXPECT_NE(usage_error_of([&] { gs::validate_result_json(dup, "d.json"); }).find("d.json: \"modes\" lists per-gemm twice"),
             std::string::npos);
 }
 
@@ -383,7 +383,10 @@ TEST(Compare, MismatchedFilesAreUsageErrors) {
 TEST(Compare, ParseThreshold) {
   EXPECT_DOUBLE_EQ(gs::parse_threshold("5%"), 0.05);
   EXPECT_DOUBLE_EQ(gs::parse_threshold("0.05"), 0.05);
-  EXPECT_DOUBLE_EQ(gs::parse_threshold("5"), 0.05);
+  // One meaning each: '%' is a percentage, a bare number a fraction; a bare 5 is refused with the
+  // percentage it probably meant, never read as 5 %.
+  EXPECT_NE(usage_error_of([] { gs::parse_threshold("5"); }).find("did you mean 5%?"), std::string::npos);
+  EXPECT_DOUBLE_EQ(gs::parse_threshold("0.5"), 0.5);
   EXPECT_DOUBLE_EQ(gs::parse_threshold(" 2.5% "), 0.025);
   EXPECT_DOUBLE_EQ(gs::parse_threshold("0"), 0.0);
   for (const char* bad : {"", "%", "abc", "5%%", "-1", "-0.05", "100%", "150", "1e400", "0.05x"})
@@ -479,7 +482,7 @@ TEST(Compare, TextAndMarkdownOutput) {
   EXPECT_NE(text.find("1.100 R"), std::string::npos);
   EXPECT_NE(text.find("0.950 I"), std::string::npos);
   EXPECT_NE(text.find("Regressions (14)"), std::string::npos);
-  EXPECT_NE(text.find("autocast FP8Current per-layer total: 20.883 -> 22.971 ms (+10.0%)"), std::string::npos);
+  EXPECT_NE(text.find("per-gemm FP8Current per-layer total: 20.883 -> 22.971 ms (+10.0%)"), std::string::npos);
   EXPECT_NE(text.find("Result: 14 regressions, 14 improvements"), std::string::npos);
   const std::string md = gs::format_compare_markdown(r);
   EXPECT_NE(md.find("| Pass | Op | Shape (MxKxN) | BF16 | FP8Current | FP8Delayed | FP8Block |"), std::string::npos);

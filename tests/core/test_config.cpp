@@ -1,5 +1,9 @@
 // Model config sources (presets, config.json, flags) and validation.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
 
 #include "core/error.hpp"
 #include "core/model_config.hpp"
@@ -85,7 +89,8 @@ TEST(HfConfig, BadValuesNameTheFileAndField) {
   EXPECT_EQ(error_of("{\"hidden_size\":4096,\"num_key_value_heads\":-1," + base + "}"),
             "cfg.json: 'num_key_value_heads' must be >= 0, got -1");
   // model_type of the wrong type is ignored, not an exception.
-  EXPECT_EQ(parse_hf_config("{\"model_type\":5,\"hidden_size\":4096," + base + "}", "cfg.json").name, "config.json");
+  EXPECT_EQ(parse_hf_config("{\"model_type\":5,\"hidden_size\":4096," + base + "}", "cfg.json").name,
+            "cfg [hidden 4096, 24 layers]");
 }
 
 TEST(HfConfig, FlagsOverrideFileValues) {
@@ -136,7 +141,7 @@ TEST(Validate, BadConfigs) {
   bad([](ModelConfig& c) { c.num_attention_heads = 30; }, "does not divide hidden_size");
   bad([](ModelConfig& c) { c.num_key_value_heads = 5; }, "does not divide num_attention_heads");
   bad([](ModelConfig& c) { c.tensor_parallel = 0; }, "--tensor-parallel must be > 0");
-  bad([](ModelConfig& c) { c.vocab_size = 50257; c.tensor_parallel = 2; }, "does not divide vocab_size");
+  bad([](ModelConfig& c) { c.vocab_divisible_by = -1; }, "--make-vocab-size-divisible-by must be >= 0");
 }
 
 TEST(Recipes, FormatsPerRoleAndAccumulation) {
@@ -208,4 +213,111 @@ TEST(Recipes, ShapeConstraintsAndBytes) {
   EXPECT_DOUBLE_EQ(f8.quantize, 2 * (e * 2 + e * 2 + e + 4));  // amax read + cast read + write + scale
   ByteCount dl = byte_count(make_recipe(Precision::FP8Delayed, g, o), g);
   EXPECT_DOUBLE_EQ(dl.quantize, 2 * (e * 2 + e + 4));           // one fused pass
+}
+
+// Under tensor parallelism the vocabulary is padded as Megatron pads it (128 x TP by default), so
+// GPT-2's 50257 at TP 2 is planned instead of refused; at TP 1 it stays as the config has it.
+TEST(Validate, VocabPaddedUnderTensorParallelism) {
+  ModelConfig c = default_config();
+  c.vocab_size = 50257;
+  EXPECT_EQ(c.padded_vocab(), 50257);
+  c.tensor_parallel = 2;
+  EXPECT_NO_THROW(validate(c));
+  EXPECT_EQ(c.padded_vocab(), 50432);  // next multiple of 256
+  const LayerDims d = layer_dims(c);
+  EXPECT_EQ(d.vocab, 25216);
+  c.vocab_divisible_by = 64;
+  EXPECT_EQ(c.padded_vocab(), 50304);  // multiple of 128
+  c.tensor_parallel = 1;
+  EXPECT_EQ(c.padded_vocab(), 50304);  // given explicitly, it pads at TP 1 too
+  c.vocab_size = 128256;
+  c.vocab_divisible_by = 0;
+  c.tensor_parallel = 2;
+  EXPECT_EQ(c.padded_vocab(), 128256);  // already a multiple of 256
+  c.tensor_parallel = 8;
+  EXPECT_EQ(c.padded_vocab(), 129024);  // the next multiple of 1024, as Megatron pads it
+}
+
+// GPT-2 names, n_inner null = 4 x n_embd, n_positions caps the default sequence, and the name
+// tells the model apart (file stem, family, sizes).
+TEST(HfConfig, Gpt2Names) {
+  ModelConfig c = parse_hf_config(R"({"model_type":"gpt2","n_embd":1024,"n_head":16,"n_layer":24,"n_inner":null,
+    "n_positions":1024,"vocab_size":50257,"activation_function":"gelu_new"})", "models/gpt2-medium.json");
+  EXPECT_EQ(c.hidden_size, 1024);
+  EXPECT_EQ(c.num_attention_heads, 16);
+  EXPECT_EQ(c.num_hidden_layers, 24);
+  EXPECT_EQ(c.intermediate_size, 4096);
+  EXPECT_FALSE(c.gated_mlp);
+  EXPECT_EQ(c.sequence_length, 1024);
+  EXPECT_EQ(c.sequence_from, "config.json n_positions");
+  EXPECT_EQ(c.name, "gpt2-medium [gpt2, hidden 1024, 24 layers]");
+  EXPECT_EQ(c.source, "models/gpt2-medium.json");
+  EXPECT_TRUE(c.notes.empty());
+  c = parse_hf_config(R"({"n_embd":768,"n_head":12,"n_layer":12,"n_inner":2000})", "x.json");
+  EXPECT_EQ(c.intermediate_size, 2000);
+}
+
+// A multimodal text_config that leaves out heads takes the class defaults, each noted.
+TEST(HfConfig, FamilyDefaultsForMissingFields) {
+  ModelConfig c = parse_hf_config(R"({"model_type":"gemma3","text_config":{"hidden_size":2560,
+    "intermediate_size":10240,"model_type":"gemma3_text","num_hidden_layers":34}})", "gemma-3-4b-it/config.json");
+  EXPECT_EQ(c.num_attention_heads, 8);
+  EXPECT_EQ(c.kv_heads(), 4);
+  EXPECT_EQ(c.head_dimension(), 256);
+  EXPECT_EQ(c.vocab_size, 262208);
+  EXPECT_TRUE(c.gated_mlp);
+  ASSERT_EQ(c.notes.size(), 4u);
+  EXPECT_EQ(c.notes[0], "gemma-3-4b-it/config.json has no 'num_attention_heads': Gemma3TextConfig's default 8 used");
+  EXPECT_EQ(c.name, "gemma-3-4b-it [gemma3_text, hidden 2560, 34 layers]");
+  // The wrapper alone names the family when text_config does not.
+  c = parse_hf_config(R"({"model_type":"gemma3","text_config":{"hidden_size":2560,"intermediate_size":10240,
+    "num_hidden_layers":34}})", "x.json");
+  EXPECT_EQ(c.num_attention_heads, 8);
+  // An unknown family still needs the required fields.
+  EXPECT_THROW(parse_hf_config(R"({"model_type":"nova","hidden_size":64,"intermediate_size":256,"num_hidden_layers":2})",
+                               "x.json"),
+               UsageError);
+}
+
+TEST(HfConfig, MissingVocabIsANoteAndNameFromNameOrPath) {
+  ModelConfig c = parse_hf_config(R"({"_name_or_path":"org/Model-7B","hidden_size":4096,"intermediate_size":11008,
+    "num_attention_heads":32,"num_hidden_layers":32})", "config.json");
+  EXPECT_EQ(c.vocab_size, 0);
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_NE(c.notes[0].find("no 'vocab_size': no LM head GEMMs"), std::string::npos) << c.notes[0];
+  EXPECT_EQ(c.name, "org/Model-7B [hidden 4096, 32 layers]");
+  // Two models with the same family still get different names (directory, sizes).
+  const ModelConfig a = parse_hf_config(R"({"model_type":"llama","hidden_size":4096,"intermediate_size":14336,
+    "num_attention_heads":32,"num_hidden_layers":32,"vocab_size":128256})", "Llama-3.1-8B/config.json");
+  const ModelConfig b = parse_hf_config(R"({"model_type":"llama","hidden_size":8192,"intermediate_size":28672,
+    "num_attention_heads":64,"num_hidden_layers":80,"vocab_size":128256})", "Llama-3.1-70B/config.json");
+  EXPECT_NE(a.name, b.name);
+  EXPECT_EQ(a.name, "Llama-3.1-8B [llama, hidden 4096, 32 layers]");
+}
+
+TEST(HfConfig, UnreadableFileSaysWhy) {
+  try {
+    load_hf_config("/nonexistent/config.json");
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("no such file"), std::string::npos) << e.what();
+  }
+  if (::geteuid() != 0) {  // root reads anything
+    const std::string p = ::testing::TempDir() + "gs_unreadable_config.json";
+    { std::ofstream(p) << "{}"; }
+    ::chmod(p.c_str(), 0);
+    try {
+      load_hf_config(p);
+      ADD_FAILURE() << "no error";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("permission denied"), std::string::npos) << e.what();
+    }
+    ::unlink(p.c_str());
+  }
+}
+
+TEST(Presets, NamesAreCaseInsensitive) {
+  EXPECT_EQ(find_preset("Llama-3-8B").name, "llama-3-8b");
+  EXPECT_EQ(find_preset("CODONFM-5B").config.micro_batch_from, "preset codonfm-5b");
+  EXPECT_THROW(find_preset("llama-3-9b"), UsageError);
 }

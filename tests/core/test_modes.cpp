@@ -183,9 +183,9 @@ TEST(Modes, ThreeModeReport) {
   req.options.timing.gpu_warmup_s = 0;
   const RunResult r = run(e, req);
   const std::string text = render_text(r);
-  EXPECT_NE(text.find("Autocast vs Autocast-shared vs Pre-quantized (per-layer GEMM time):"), std::string::npos);
-  EXPECT_NE(text.find("Shared ovh ms"), std::string::npos);
-  EXPECT_NE(text.find("autocast-shared: each tensor is quantized once per step"), std::string::npos);
+  EXPECT_NE(text.find("Per-gemm vs Training vs Pre-quantized (per-layer GEMM time):"), std::string::npos);
+  EXPECT_NE(text.find("Training ovh ms"), std::string::npos);
+  EXPECT_NE(text.find("training mode: each tensor is quantized once per step"), std::string::npos);
   // Overheads: 12.42 GB vs 7.45 GB of modelled quantization traffic at 3 TB/s.
   const ModeSummary ac = summarize_mode(r, 0), sh = summarize_mode(r, 1), pq = summarize_mode(r, 2);
   const double ovh_ac = *ac.sums[1].total - *pq.sums[1].total, ovh_sh = *sh.sums[1].total - *pq.sums[1].total;

@@ -231,7 +231,8 @@ TEST(Plot, ModelChartPicksTheMode) {
 TEST(Plot, ModesChart) {
   REQUIRE_MATPLOTLIB();
   const std::string svg = render("model_5b_both_modes.json", "modes.svg", {"--kind", "modes"});
-  EXPECT_EQ(count_ids(svg, "bar:autocast:[A-Za-z0-9]+"), 3);       // FP8Current, FP8Delayed, FP8Block
+  // The fixture says "autocast" (written before the rename): charted as per-gemm.
+  EXPECT_EQ(count_ids(svg, "bar:per-gemm:[A-Za-z0-9]+"), 3);       // FP8Current, FP8Delayed, FP8Block
   EXPECT_EQ(count_ids(svg, "bar:pre-quantized:[A-Za-z0-9]+"), 2);  // FP8Block is n/a pre-quantized
   EXPECT_EQ(count_ids(svg, "na:pre-quantized:FP8Block"), 1);
   EXPECT_EQ(count_ids(svg, "bar:[a-z-]+:BF16"), 0);  // the baseline is the 1.00x line
@@ -262,13 +263,13 @@ TEST(Plot, ModesChartThreeModes) {
   const fs::path path = work_dir() / "three_modes.json";
   std::ofstream(path) << doc.dump();
   const std::string svg = render(path.string(), "modes3.svg", {"--kind", "modes"});
-  EXPECT_EQ(count_ids(svg, "bar:autocast:[A-Za-z0-9]+"), 3);
-  EXPECT_EQ(count_ids(svg, "bar:autocast-shared:[A-Za-z0-9]+"), 3);
+  EXPECT_EQ(count_ids(svg, "bar:per-gemm:[A-Za-z0-9]+"), 3);
+  EXPECT_EQ(count_ids(svg, "bar:training:[A-Za-z0-9]+"), 3);
   EXPECT_EQ(count_ids(svg, "bar:pre-quantized:[A-Za-z0-9]+"), 2);
   // BF16 scaled like FP8Current: the shared speedup equals the autocast one
   const auto& full = doc["summary"]["autocast"]["full_model"];
   EXPECT_TRUE(has_text(svg, two_decimals(full["BF16"].get<double>() / full["FP8Current"].get<double>()) + "x"));
-  EXPECT_NE(svg.find("Autocast vs autocast-shared vs pre-quantized"), std::string::npos);
+  EXPECT_NE(svg.find("Per-gemm vs training vs pre-quantized"), std::string::npos);
 }
 
 TEST(Plot, ShapesChart) {
@@ -345,11 +346,11 @@ TEST(Plot, BadInputExitsTwo) {
       {{(d / "wrong_schema.json").string(), "-o", out}, "expected \"gemmscope.result/1\""},
       {{(d / "dry.json").string(), "-o", out}, "is a dry run"},
       {{kData + "/model_5b_autocast.json", "-o", out, "--mode", "pre-quantized"}, "mode pre-quantized is not in"},
-      {{kData + "/model_5b_autocast.json", "-o", out, "--kind", "modes"}, "needs pre-quantized and autocast"},
+      {{kData + "/model_5b_autocast.json", "-o", out, "--kind", "modes"}, "needs pre-quantized and a quantizing mode"},
       {{kData + "/model_5b_autocast.json", "-o", out, "--baseline", "NVFP4"}, "baseline NVFP4 is not in"},
       {{kData + "/shapes_4.json", "-o", out, "--kind", "model"}, "needs a model-config result"},
       {{kData + "/model_5b_autocast.json", "-o", (d / "chart.jpg").string()}, "unsupported type"},
-      {{dup_modes, "-o", out}, "dup_modes.json: \"modes\" lists autocast twice"},
+      {{dup_modes, "-o", out}, "dup_modes.json: \"modes\" lists per-gemm twice"},
       {{device_text, "-o", out}, "device_text.json: device must be an object or null"},
       {{timing_list, "-o", out}, "timing_list.json: timing must be an object or null"},
       {{notes_num, "-o", out}, "notes_num.json: notes must be a list of strings"},
@@ -449,7 +450,7 @@ TEST(PlotBinary, RendersEachKind) {
   };
   const std::vector<Case> cases = {
       {"model_5b_autocast.json", "bin_model.svg", {}, "bar:[A-Za-z0-9]+:[A-Za-z]+:(fpropdgrad|wgrad)", 24},
-      {"model_5b_both_modes.json", "bin_modes.svg", {"--kind", "modes"}, "bar:(autocast|pre-quantized):[A-Za-z0-9]+", 5},
+      {"model_5b_both_modes.json", "bin_modes.svg", {"--kind", "modes"}, "bar:(per-gemm|pre-quantized):[A-Za-z0-9]+", 5},
       {"shapes_4.json", "bin_shapes.svg", {}, "bar:[A-Za-z0-9]+:[0-9]+", 15},
       {"sweep_square.json", "bin_sweep.svg", {"--baseline", "BF16"}, "line:(latency|tflops|speedup):[A-Za-z0-9]+", 14},
   };
@@ -476,7 +477,7 @@ TEST(PlotBinary, ModeAutocastShared) {
   EXPECT_EQ(p.out.find("not in {"), std::string::npos) << p.out;
   if (chart_python()) {
     EXPECT_EQ(p.rc, 0) << p.out;
-    EXPECT_NE(slurp(out).find("autocast-shared"), std::string::npos);
+    EXPECT_NE(slurp(out).find("training (each tensor quantized once per step"), std::string::npos);
   } else {
     EXPECT_EQ(p.rc, 3) << p.out;  // past the option check: only matplotlib is missing
     EXPECT_NE(p.out.find(kMatplotlibMissing), std::string::npos) << p.out;
@@ -562,7 +563,7 @@ TEST(CompareBinary, MalformedFilesExitTwo) {
            {overflow, "number overflow parsing '1e400'"},
            {type, "timing.iters must be an integer"},
            {layers, "config.num_hidden_layers must be from 1"},
-           {dup, "\"modes\" lists autocast twice"}}) {
+           {dup, "\"modes\" lists per-gemm twice"}}) {
     for (const auto& args : {std::vector<std::string>{kBinary, "compare", a, path.string()},
                              std::vector<std::string>{kBinary, "compare", path.string(), a}}) {
       const Proc p = run(args);

@@ -193,9 +193,9 @@ TEST(Report, JsonRoundTrip) {
   RunResult a = fake_run({Mode::Autocast, Mode::PreQuantized});
   nlohmann::json j = to_json(a);
   EXPECT_EQ(j["schema"], "gemmscope.result/1");
-  EXPECT_EQ(j["gemms"][0]["results"]["autocast"]["BF16"]["status"], "ok");
-  EXPECT_EQ(j["gemms"][9]["results"]["autocast"]["FP8Block"]["status"], "n/a");
-  EXPECT_TRUE(j["summary"]["autocast"]["per_layer"]["total"]["FP8Block"].is_null());
+  EXPECT_EQ(j["gemms"][0]["results"]["per-gemm"]["BF16"]["status"], "ok");
+  EXPECT_EQ(j["gemms"][9]["results"]["per-gemm"]["FP8Block"]["status"], "n/a");
+  EXPECT_TRUE(j["summary"]["per-gemm"]["per_layer"]["total"]["FP8Block"].is_null());
   RunResult b = from_json(nlohmann::json::parse(j.dump()));
   EXPECT_EQ(to_json(b), j);
   EXPECT_EQ(render_text(b), render_text(a));
@@ -205,7 +205,7 @@ TEST(Report, JsonRejectsForeignDocuments) {
   EXPECT_THROW(from_json(nlohmann::json::parse(R"({"schema":"other"})")), UsageError);
   EXPECT_THROW(from_json(nlohmann::json::parse("[]")), UsageError);
   nlohmann::json j = to_json(fake_run({Mode::Autocast}));
-  j["gemms"][0]["results"]["autocast"].erase("BF16");
+  j["gemms"][0]["results"]["per-gemm"].erase("BF16");
   EXPECT_THROW(from_json(j), UsageError);
 }
 
@@ -248,20 +248,20 @@ TEST(Report, JsonErrorsNameTheFileAndField) {
       {"n fractional", [](json& j) { j["gemms"][1]["n"] = 4096.5; }, "x.json: gemms[1]: \"n\" must be a positive integer"},
       {"no scope", [](json& j) { j["gemms"][1].erase("scope"); }, "x.json: gemms[1]: \"scope\" must be a string"},
       {"no results", [](json& j) { j["gemms"][3].erase("results"); }, "x.json: gemms[3] has no \"results\" (not a measured run?)"},
-      {"no mode object", [](json& j) { j["gemms"][3]["results"].erase("autocast"); },
-       "x.json: gemms[3].results has no object for mode \"autocast\""},
-      {"no cell", [](json& j) { j["gemms"][0]["results"]["autocast"].erase("BF16"); },
-       "x.json: gemms[0].results.autocast has no BF16 cell"},
-      {"ok without mean", [](json& j) { j["gemms"][2]["results"]["autocast"]["BF16"] = {{"status", "ok"}}; },
-       "x.json: gemms[2].results.autocast.BF16: status \"ok\" needs a positive number mean_ms"},
-      {"ok with zero mean", [](json& j) { j["gemms"][2]["results"]["autocast"]["BF16"]["mean_ms"] = 0; },
-       "x.json: gemms[2].results.autocast.BF16: status \"ok\" needs a positive number mean_ms"},
-      {"ok with text mean", [](json& j) { j["gemms"][2]["results"]["autocast"]["BF16"]["mean_ms"] = "1.5"; },
-       "x.json: gemms[2].results.autocast.BF16: status \"ok\" needs a positive number mean_ms"},
-      {"status", [](json& j) { j["gemms"][2]["results"]["autocast"]["FP8Current"]["status"] = "skipped"; },
-       "x.json: gemms[2].results.autocast.FP8Current: a cell must be an object with status \"ok\" or \"n/a\""},
-      {"bad cell of an unlisted precision", [](json& j) { j["gemms"][2]["results"]["autocast"]["NVFP4"] = 1.5; },
-       "x.json: gemms[2].results.autocast.NVFP4: a cell must be an object with status"},
+      {"no mode object", [](json& j) { j["gemms"][3]["results"].erase("per-gemm"); },
+       "x.json: gemms[3].results has no object for mode \"per-gemm\""},
+      {"no cell", [](json& j) { j["gemms"][0]["results"]["per-gemm"].erase("BF16"); },
+       "x.json: gemms[0].results.per-gemm has no BF16 cell"},
+      {"ok without mean", [](json& j) { j["gemms"][2]["results"]["per-gemm"]["BF16"] = {{"status", "ok"}}; },
+       "x.json: gemms[2].results.per-gemm.BF16: status \"ok\" needs a positive number mean_ms"},
+      {"ok with zero mean", [](json& j) { j["gemms"][2]["results"]["per-gemm"]["BF16"]["mean_ms"] = 0; },
+       "x.json: gemms[2].results.per-gemm.BF16: status \"ok\" needs a positive number mean_ms"},
+      {"ok with text mean", [](json& j) { j["gemms"][2]["results"]["per-gemm"]["BF16"]["mean_ms"] = "1.5"; },
+       "x.json: gemms[2].results.per-gemm.BF16: status \"ok\" needs a positive number mean_ms"},
+      {"status", [](json& j) { j["gemms"][2]["results"]["per-gemm"]["FP8Current"]["status"] = "skipped"; },
+       "x.json: gemms[2].results.per-gemm.FP8Current: a cell must be an object with status \"ok\" or \"n/a\""},
+      {"bad cell of an unlisted precision", [](json& j) { j["gemms"][2]["results"]["per-gemm"]["NVFP4"] = 1.5; },
+       "x.json: gemms[2].results.per-gemm.NVFP4: a cell must be an object with status"},
       {"created not text", [](json& j) { j["created"] = 2026; }, "x.json: created must be a string"},
       // every field read with a default is type-checked and named, not a bare nlohmann message
       {"iters as text", [](json& j) { j["timing"]["iters"] = "abc"; }, "x.json: timing.iters must be an integer"},
@@ -276,17 +276,17 @@ TEST(Report, JsonErrorsNameTheFileAndField) {
        "x.json: recipe_options.fp8_format must be \"hybrid\" or \"e4m3\""},
       {"producer amax", [](json& j) { j["recipe_options"]["producer_amax"] = "yes"; },
        "x.json: recipe_options.producer_amax must be true or false"},
-      {"n/a reason", [](json& j) { j["gemms"][2]["results"]["autocast"]["MXFP8"] = {{"status", "n/a"}, {"reason", 7}}; },
-       "x.json: gemms[2].results.autocast.MXFP8.reason must be a string"},
-      {"cell iters", [](json& j) { j["gemms"][2]["results"]["autocast"]["BF16"]["iters"] = "100"; },
-       "x.json: gemms[2].results.autocast.BF16.iters must be an integer"},
-      {"clock reasons", [](json& j) { j["gemms"][2]["results"]["autocast"]["BF16"]["clock"] = {{"reasons", -4}}; },
-       "x.json: gemms[2].results.autocast.BF16.clock.reasons must be an integer"},
+      {"n/a reason", [](json& j) { j["gemms"][2]["results"]["per-gemm"]["MXFP8"] = {{"status", "n/a"}, {"reason", 7}}; },
+       "x.json: gemms[2].results.per-gemm.MXFP8.reason must be a string"},
+      {"cell iters", [](json& j) { j["gemms"][2]["results"]["per-gemm"]["BF16"]["iters"] = "100"; },
+       "x.json: gemms[2].results.per-gemm.BF16.iters must be an integer"},
+      {"clock reasons", [](json& j) { j["gemms"][2]["results"]["per-gemm"]["BF16"]["clock"] = {{"reasons", -4}}; },
+       "x.json: gemms[2].results.per-gemm.BF16.clock.reasons must be an integer"},
       {"k_major", [](json& j) { j["gemms"][2]["a"]["k_major"] = 1; }, "x.json: gemms[2].a.k_major must be true or false"},
       {"note", [](json& j) { j["notes"] = {"ok", 3}; }, "x.json: notes[1] must be a string"},
       {"notes not a list", [](json& j) { j["notes"] = "n"; }, "x.json: notes must be a list of strings"},
       // duplicates would pair cells with the wrong column
-      {"mode twice", [](json& j) { j["modes"] = {"autocast", "autocast"}; }, "x.json: \"modes\" lists autocast twice"},
+      {"mode twice", [](json& j) { j["modes"] = {"autocast", "autocast"}; }, "x.json: \"modes\" lists per-gemm twice"},
       {"mode twice by alias", [](json& j) { j["modes"] = {"pre-quantized", "prequantized"}; },
        "x.json: \"modes\" lists pre-quantized twice"},
       {"precision twice", [](json& j) { j["precisions"] = {"BF16", "FP8Current", "bf16"}; },
@@ -388,7 +388,7 @@ TEST(Report, CsvHasOneRowPerCell) {
   RunResult r = fake_run({Mode::Autocast});
   std::string csv = render_csv(r);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 12 * 3);
-  EXPECT_NE(csv.find("autocast,wgrad,attn_out,layer,4096,15872,4096,"), std::string::npos);
+  EXPECT_NE(csv.find("per-gemm,wgrad,attn_out,layer,4096,15872,4096,"), std::string::npos);
   EXPECT_NE(csv.find("n/a,,,,,,,,\"cuBLASLt NOT_SUPPORTED (fake)\""), std::string::npos);
 }
 

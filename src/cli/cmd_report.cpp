@@ -1,0 +1,44 @@
+// `gemmscope report RESULT.json`: the text report of any run, re-rendered from its JSON (the same
+// printer a measurement uses), so a result file is readable without the GPU it was measured on.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "cli/cli_util.hpp"
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/report.hpp"
+#include "core/text_util.hpp"
+
+namespace gs::cli {
+
+int run_report(int argc, char** argv) {
+  CLI::App app{"Print the text report of a gemmscope result JSON (a measurement, an --accuracy-only run or a dry "
+               "run), as the run printed it.\n"
+               "Exit status: 0 printed, 2 bad input (missing file, not JSON, not a gemmscope result), 74 stdout not "
+               "writable.",
+               "gemmscope report"};
+  std::string path;
+  app.add_option("result", path, "result JSON written by gemmscope --json")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    print_parse_error("gemmscope report", e);
+    return 2;
+  }
+  try {
+    reject_empty_values(app);
+    const RunResult r = from_json(read_json_file(path), path);
+    const std::string text = r.dry_run ? render_plan_text(r) : render_text(r);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return 0;
+  } catch (const UsageError& e) {
+    fmt::print(stderr, "gemmscope report: error: {}\n", printable(e.what()));
+    return 2;
+  }
+}
+
+}  // namespace gs::cli
