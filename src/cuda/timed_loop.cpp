@@ -100,7 +100,10 @@ LoopResult run_timed_loop(LaunchGate& gate, EventPool& events, cudaStream_t s, c
       if (!fits && chunk_pieces > 0) {
         // Chunk boundary: end the current run and segment, release this chunk, make sure the
         // one before it has finished (at most two chunks pending), open the next one.
-        if (in_run) { body.join(); in_run = false; }
+        if (in_run) {
+          if (body.join) body.join();
+          in_run = false;
+        }
         const size_t e = record();
         if (seg_pieces > 0) {
           segs.push_back({cur_start, e, it});
