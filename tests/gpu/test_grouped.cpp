@@ -5,6 +5,7 @@
 // timeout, with a dense-equivalent time, and refuse what does not fit in memory.
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -237,27 +238,35 @@ TEST(GroupedEngine, RefusesWhatDoesNotFitWithAReason) {
 TEST(TimedLoop, HundredThousandIterationsReadLikeAHundred) {
   GS_REQUIRE_GPU();
   const Gemm g = build_shapes_plan("1024").gemms[0];
-  auto mean_of = [&](int iters) {
+  auto engine_with = [](int iters) {
     EngineOptions o;
     o.timing.warmup = 10;
     o.timing.iters = iters;
     std::string why;
-    auto engine = make_engine(o, why);
-    EXPECT_NE(engine, nullptr) << why;
-    engine->gpu_warmup(1.0);
-    double best = 1e30;
-    for (int rep = 0; rep < (iters <= 1000 ? 5 : 1); ++rep) {
-      const Cell c = engine->measure(g, Precision::FP8Current, Mode::Autocast);
-      EXPECT_TRUE(c.ok) << c.reason;
-      EXPECT_FALSE(c.gate_timed_out) << iters << " iterations";
-      best = std::min(best, c.stats.mean_ms);
-    }
-    return best;
+    auto e = make_engine(o, why);
+    EXPECT_NE(e, nullptr) << why;
+    return e;
   };
-  const double t100 = mean_of(100);
-  const double t100k = mean_of(100000);
-  std::printf("    1024^3 FP8Current autocast: %.2f us/iter at 100 iterations, %.2f us at 100000\n", t100 * 1e3,
-              t100k * 1e3);
+  auto e100 = engine_with(100), e100k = engine_with(100000);
+  ASSERT_TRUE(e100 && e100k);
+  auto mean = [&](Engine& e) {
+    const Cell c = e.measure(g, Precision::FP8Current, Mode::Autocast);
+    EXPECT_TRUE(c.ok) << c.reason;
+    EXPECT_FALSE(c.gate_timed_out) << c.stats.iters << " iterations";
+    return c.stats.mean_ms;
+  };
+  // No BF16 warm-up (it leaves the clock power-capped for a while): the first long loop brings
+  // the GPU to this workload's steady clock, then 100-iteration loops run around the measured
+  // long one, so both read the same clock.
+  mean(*e100k);
+  std::vector<double> short_runs;
+  for (int i = 0; i < 5; ++i) short_runs.push_back(mean(*e100));
+  const double t100k = mean(*e100k);
+  for (int i = 0; i < 5; ++i) short_runs.push_back(mean(*e100));
+  std::sort(short_runs.begin(), short_runs.end());
+  const double t100 = 0.5 * (short_runs[4] + short_runs[5]);
+  std::printf("    1024^3 FP8Current autocast: %.2f us/iter at 100 iterations (median of 10 loops), %.2f us at 100000\n",
+              t100 * 1e3, t100k * 1e3);
   EXPECT_NEAR(t100k / t100, 1.0, 0.05);
 }
 
