@@ -169,36 +169,6 @@ int grouped_streams(const std::string& v) {
   throw UsageError(fmt::format("--grouped must be serial or streams:N with N in 1..64, got '{}'", v));
 }
 
-// Cells whose launch gate opened by its timeout (part of the loop ran at the host's launch rate):
-// one note naming them, so such a time is never presented silently. Empty when there are none.
-std::string gate_timeout_note(const RunResult& r) {
-  std::vector<std::string> names;
-  for (size_t m = 0; m < r.cells.size(); ++m)
-    for (size_t g = 0; g < r.cells[m].size(); ++g)
-      for (size_t p = 0; p < r.cells[m][g].size(); ++p)
-        if (r.cells[m][g][p].ok && r.cells[m][g][p].gate_timed_out)
-          names.push_back(fmt::format("{} {} {} {} {}", to_string(r.modes[m]), pass_label(r.plan.gemms[g].pass),
-                                      r.plan.gemms[g].label(), r.plan.gemms[g].shape(), to_string(r.precisions[p])));
-  if (names.empty()) return {};
-  std::string list;
-  for (size_t i = 0; i < names.size() && i < 5; ++i) list += (i ? "; " : "") + names[i];
-  if (names.size() > 5) list += fmt::format("; and {} more", names.size() - 5);
-  return fmt::format("WARNING: the launch gate opened by its timeout in {} cell(s) (part of their timed loop ran at "
-                     "the host's launch rate, so their times may be too high): {}",
-                     names.size(), list);
-}
-
-// What the grouped GEMMs of a run were measured as (RunResult note, text and JSON).
-std::string grouped_note(int streams) {
-  return fmt::format(
-      "grouped GEMMs (MoE experts): one cuBLASLt GEMM per expert, {}, as Transformer Engine's GroupedLinear runs "
-      "on Hopper with cuBLAS 13.1; each expert padded to the recipe's alignment; quantization runs per expert "
-      "(one amax/cast per expert tensor; TE fuses some recipes' casts over all experts, so quantized grouped cells "
-      "carry more launches than TE); the loop runs behind the launch gate in chunks (GPU time); dense-equivalent "
-      "time = one GEMM of the summed padded size, same recipe and mode (--grouped {})",
-      streams == 0 ? "serially on one stream" : fmt::format("dealt round-robin over {} streams", streams),
-      streams == 0 ? std::string("serial") : fmt::format("streams:{}", streams));
-}
 
 RunRequest build_request(const Options& o) {
   RunRequest req;
@@ -456,7 +426,6 @@ int run_main(int argc, char** argv) {
       Progress progress(!o.quiet);
       result = run(*engine, req, [&](size_t d, size_t t, const std::string& w) { progress(d, t, w); });
       measured = true;
-      if (std::string n = gate_timeout_note(result); !n.empty()) result.notes.push_back(n);
     } else {
       why_not = "no GPU: " + why;
       fmt::print(stderr, "gemmscope: no GPU measurement: {}. Printing the plan instead; measuring needs a CUDA GPU.\n", why);
@@ -470,11 +439,6 @@ int run_main(int argc, char** argv) {
       result.why_not_measured = why_not;
     }
   }
-  for (const Gemm& g : result.plan.gemms)
-    if (g.grouped()) {
-      result.notes.push_back(grouped_note(req.options.grouped_streams));
-      break;
-    }
   std::cout << (measured ? render_text(result) : render_plan_text(result)) << std::flush;
   if (!o.out_json.empty()) write_file_atomic(o.out_json, to_json(result).dump(2) + "\n");
   if (!o.out_csv.empty() && measured) write_file_atomic(o.out_csv, render_csv(result));

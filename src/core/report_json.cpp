@@ -74,6 +74,7 @@ json cell_json(const Cell& c, const Gemm& g) {
   if (c.clock)
     j["clock"] = {{"sm_mhz", c.clock->sm_mhz}, {"max_sm_mhz", c.clock->max_sm_mhz}, {"reasons", c.clock->reasons}};
   if (!c.repeat_ms.empty()) j["repeat_ms"] = c.repeat_ms;
+  if (c.gate_timed_out) j["gate_timed_out"] = true;
   return j;
 }
 
@@ -187,6 +188,7 @@ Cell read_cell(const json& c, const std::string& where) {
   st.stdev_ms = get_or<double>(c, "stdev_ms", where, 0.0);
   st.iters = get_or<int>(c, "iters", where, 0);
   Cell cell = Cell::measured(st);
+  cell.gate_timed_out = get_or<bool>(c, "gate_timed_out", where, false);
   if (const json* rep = find(c, "repeat_ms"); rep && !rep->is_null()) {
     if (!rep->is_array() || rep->size() > kMaxRepeats)
       throw UsageError(fmt::format("{}.repeat_ms must be a list of at most {} times", where, kMaxRepeats));
