@@ -447,3 +447,19 @@ TEST(FirstContact, ChartsShowTheSpread) {
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(slurp(shapes).find("id=\"err:BF16:0\""), std::string::npos);
 }
+
+// Older GPUs: BF16 runs from Ampere (8.0), FP8 per-tensor from Ada (8.9), FP8 block scaling from
+// Hopper (9.0), MXFP8/NVFP4 from Blackwell (10.0); a precision below its floor is skipped with a note.
+TEST(FirstContact, PrecisionFloorsByComputeCapability) {
+  EXPECT_EQ(gs::min_compute_capability(gs::Precision::BF16), 80);
+  EXPECT_EQ(gs::min_compute_capability(gs::Precision::FP8Current), 89);
+  EXPECT_EQ(gs::min_compute_capability(gs::Precision::FP8Delayed), 89);
+  EXPECT_EQ(gs::min_compute_capability(gs::Precision::FP8Block), 90);
+  EXPECT_EQ(gs::min_compute_capability(gs::Precision::MXFP8), 100);
+  EXPECT_EQ(gs::min_compute_capability(gs::Precision::NVFP4), 100);
+  // The default build carries sm_80 and sm_89 machine code.
+  std::ifstream cm(std::string(GS_SOURCE_DIR) + "/CMakeLists.txt");
+  std::stringstream ss;
+  ss << cm.rdbuf();
+  EXPECT_NE(ss.str().find("\"80-real;89-real;90-real;100-real;90-virtual\""), std::string::npos);
+}
