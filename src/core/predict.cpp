@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/report.hpp"
+#include "core/roofline.hpp"
 
 namespace gs {
 
@@ -148,6 +149,7 @@ Prediction start(const Plan& plan, const std::vector<Mode>& modes, const RecipeO
   r.timing.warmup = 0;
   r.timing.gpu_warmup_s = 0;
   r.timing.method = "predicted";
+  pr.target = target;
   pr.target_key = target.key;
   pr.target_name = target.name;
   pr.cells.assign(modes.size(), std::vector<std::vector<PredictedCell>>(plan.gemms.size(),
@@ -267,7 +269,9 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
         double ov_t = 0;
         if (mode != Mode::PreQuantized) {
           const double qb_t = bytes(p, x, mode, ot).quantize;
-          if (qb_src > 0) ov_t = std::max(0.0, ov_src) * (qb_t / qb_src) * (bandwidth(source) / bandwidth(target));
+          // Signed: where the mode cell ran faster than the kernel-only cell (noise, clock drift),
+          // the measured difference is carried as it is, not rounded up to zero.
+          if (qb_src > 0) ov_t = ov_src * (qb_t / qb_src) * (bandwidth(source) / bandwidth(target));
           else if (qb_t > 0) ov_t = qb_t / (PredictConstants::kMemEff * bandwidth(target));
           else if (!borrowed_precision(p, ps)) ov_t = ov_src;  // nothing quantized: the mode's own difference (noise)
           ov_t = std::max(ov_t, -0.5 * kernel_t);
@@ -513,6 +517,7 @@ json prediction_json(const Prediction& pr) {
     }
     bands[to_string(r.modes[m])] = pm;
   }
+  j["roofline"] = roofline_json(r, RooflineContext{&pr.target, ""});
   j["prediction"] = {{"predicted", true},
                      {"target", pr.target_key},
                      {"target_name", pr.target_name},

@@ -43,6 +43,7 @@ struct Prediction {
   // `gemmscope compare` reads it; device.name ends in "(predicted)".
   RunResult result;
   std::vector<std::vector<std::vector<PredictedCell>>> cells;  // [mode][gemm][precision]
+  GpuSpec target;  // the target's datasheet entry (the predicted roofline's roofs)
   std::string target_key, target_name;
   std::string source_key, source_device;  // empty: datasheet only
   bool datasheet_only = false;
@@ -68,7 +69,7 @@ Prediction predict_datasheet_only(const Plan& plan, const std::vector<Mode>& mod
                                   const GpuSpec& target);
 
 std::string render_prediction_text(const Prediction& p);
-// to_json(p.result) plus "prediction" (target, source, assumptions, per-layer bands) and, in every
+// to_json(p.result) plus "roofline" (the target's roofs, the predicted points) and "prediction" (target, source, assumptions, per-layer bands) and, in every
 // cell, "predicted": true, low_ms, high_ms, kernel_ms, overhead_ms, basis.
 nlohmann::json prediction_json(const Prediction& p);
 
