@@ -14,6 +14,8 @@
 #include "core/error.hpp"
 #include "core/report.hpp"
 
+#include "core/clocks.hpp"
+
 namespace gs {
 
 using nlohmann::json;
@@ -293,6 +295,12 @@ json to_json(const RunResult& r) {
     double tot = 0;
     for (const Gemm& g : r.plan.gemms) tot += g.flops();
     j["plan"]["flops_full_model"] = tot;
+  }
+  if (const ClockSummary cs = summarize_clocks(r); cs.steady_mhz) {
+    json mean = json::object();
+    for (size_t p = 0; p < r.precisions.size(); ++p)
+      mean[to_string(r.precisions[p])] = opt(cs.precision_mean_mhz[p]);
+    j["clocks"] = {{"steady_sm_mhz", *cs.steady_mhz}, {"mean_sm_mhz", mean}, {"boosted_cells", cs.boosted.size()}};
   }
   j["notes"] = r.notes;
   return j;

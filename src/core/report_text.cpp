@@ -7,6 +7,8 @@
 
 #include "core/report.hpp"
 
+#include "core/clocks.hpp"
+
 namespace gs {
 
 namespace {
@@ -324,9 +326,16 @@ std::string clock_line(const RunResult& r) {
       }
   if (ok == 0) return {};
   if (n == 0) return "SM clock: not sampled (NVML not available)\n";
-  return fmt::format("SM clock (sampled mid-loop, {} of {} cells): {}-{} MHz, device max {} MHz; power cap active in {}, "
-                     "thermal slowdown in {}\n",
-                     n, ok, lo, hi, max_mhz, capped, thermal);
+  std::string out = fmt::format("SM clock (sampled mid-loop, {} of {} cells): {}-{} MHz, device max {} MHz; power cap active in {}, "
+                                "thermal slowdown in {}\n",
+                                n, ok, lo, hi, max_mhz, capped, thermal);
+  const ClockSummary s = summarize_clocks(r);
+  std::string means;
+  for (size_t p = 0; p < r.precisions.size(); ++p)
+    if (s.precision_mean_mhz[p])
+      means += fmt::format("{}{} {:.0f}", means.empty() ? "" : ", ", to_string(r.precisions[p]), *s.precision_mean_mhz[p]);
+  if (!means.empty()) out += fmt::format("SM clock, time-weighted mean per recipe (MHz): {}\n", means);
+  return out;
 }
 
 }  // namespace

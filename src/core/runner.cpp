@@ -1,5 +1,7 @@
 #include "core/runner.hpp"
 
+#include "core/clocks.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -140,6 +142,7 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
         r.cells[m][g][p] = engine.measure(x, r.precisions[p], r.modes[m]);
         ++done;
       }
+  for (std::string& w : clock_warnings(r)) r.notes.push_back(std::move(w));
   if (progress) progress(total, total, "done");
   return r;
 }
