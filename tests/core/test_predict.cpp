@@ -360,3 +360,33 @@ TEST(Predict, CommandLine) {
   EXPECT_NE(err.find("--gpu is required"), std::string::npos) << err;
   fs::remove_all(dir);
 }
+
+TEST(Roofline, PlotKindRoofline) {
+  if (std::system("python3 -c 'import matplotlib' >/dev/null 2>&1 || /usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "no Python with matplotlib";
+  const fs::path dir = fs::temp_directory_path() / ("gs_roofline_plot_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto plot = [&](const std::string& in, const std::string& out) {
+    const std::string cmd = std::string(GS_BINARY) + " plot " + in + " --kind roofline -o " + out + " >/dev/null 2>" +
+                            (dir / "err").string();
+    const int st = std::system(cmd.c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  // An H100 result written without a "roofline" object: plot takes it from the spec database.
+  const fs::path svg = dir / "r.svg";
+  ASSERT_EQ(plot(std::string(GS_TEST_DATA_DIR) + "/shapes_4.json", svg.string()), 0);
+  std::stringstream ss;
+  ss << std::ifstream(svg).rdbuf();
+  EXPECT_NE(ss.str().find("point:BF16:0"), std::string::npos);
+  EXPECT_NE(ss.str().find("roof:BF16"), std::string::npos);
+  EXPECT_NE(ss.str().find("Roofline on NVIDIA H100 SXM"), std::string::npos);
+  // An unknown GPU: exit 2 with the reason.
+  json d = read_json_file(std::string(GS_TEST_DATA_DIR) + "/shapes_4.json");
+  d["device"]["name"] = "NVIDIA GeForce RTX 4090";
+  std::ofstream(dir / "u.json") << d.dump();
+  EXPECT_EQ(plot((dir / "u.json").string(), (dir / "u.svg").string()), 2);
+  std::stringstream es;
+  es << std::ifstream(dir / "err").rdbuf();
+  EXPECT_NE(es.str().find("not in the GPU spec database"), std::string::npos) << es.str();
+  fs::remove_all(dir);
+}
