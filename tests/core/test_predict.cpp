@@ -390,3 +390,30 @@ TEST(Roofline, PlotKindRoofline) {
   EXPECT_NE(es.str().find("not in the GPU spec database"), std::string::npos) << es.str();
   fs::remove_all(dir);
 }
+
+TEST(Predict, GroupedGemmsUseTheirTotalFlopsAndBytes) {
+  // An MoE expert GEMM grouped along M (4 experts, uneven tokens) measured on an H100.
+  RunResult r;
+  Gemm g{Pass::Fprop, Op::ExpertUp, Scope::Layer, 4096, 2048, 1536, {Role::Activation, true}, {Role::Weight, true}};
+  g.group_dim = GroupDim::M;
+  g.group = {2048, 1024, 768, 256};
+  r.plan.gemms = {g};
+  r.device = DeviceInfo{};
+  r.device->name = "NVIDIA H100 80GB HBM3";
+  r.modes = {Mode::Autocast, Mode::PreQuantized};
+  r.precisions = {Precision::BF16, Precision::FP8Current};
+  r.allocate_cells();
+  r.cells[0][0][0] = Cell::measured(Stats{0.10, 0.10, 0.10, 0.10, 0.001, 100});
+  r.cells[0][0][1] = Cell::measured(Stats{0.09, 0.09, 0.09, 0.09, 0.001, 100});
+  r.cells[1][0][0] = Cell::measured(Stats{0.10, 0.10, 0.10, 0.10, 0.001, 100});
+  r.cells[1][0][1] = Cell::measured(Stats{0.06, 0.06, 0.06, 0.06, 0.001, 100});
+  // Tiles per expert: ceil(rows / 128) x ceil(1536 / 256) = (16 + 8 + 6 + 2) x 6 = 192 over 132 SMs.
+  EXPECT_DOUBLE_EQ(wave_efficiency(g, 132), 192.0 / 264.0);
+  const Prediction p = predict_from_run(r, "moe.json", db().find("H100"), db().find("B300"));
+  for (size_t m = 0; m < 2; ++m)
+    for (Precision x : {Precision::BF16, Precision::FP8Current, Precision::MXFP8, Precision::NVFP4}) {
+      const PredictedCell& c = p.cells[m][0][static_cast<size_t>(x)];
+      ASSERT_TRUE(c.ok) << c.reason;
+      EXPECT_TRUE(std::isfinite(c.ms) && c.ms > 0);
+    }
+}
