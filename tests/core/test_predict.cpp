@@ -417,3 +417,23 @@ TEST(Predict, GroupedGemmsUseTheirTotalFlopsAndBytes) {
       EXPECT_TRUE(std::isfinite(c.ms) && c.ms > 0);
     }
 }
+
+TEST(Predict, AutocastOnlyRunEstimatesTheKernelFromBytes) {
+  const RunResult r = fixture("model_5b_autocast.json");  // no pre-quantized mode
+  const GpuSpec& s = *db().match_device(r.device->name);
+  const Prediction self = predict_from_run(r, "a.json", s, s);
+  const PredictedCell& c = self.cells[0][0][static_cast<size_t>(Precision::FP8Current)];
+  ASSERT_TRUE(c.ok);
+  EXPECT_NEAR(c.ms, r.cell(0, 0, 1).stats.mean_ms, 1e-9);  // the estimate cancels on the same GPU
+  EXPECT_GT(c.overhead_ms, 0);
+  bool said = false;
+  for (const std::string& a : self.assumptions) said = said || a.find("has no pre-quantized mode") != std::string::npos;
+  EXPECT_TRUE(said);
+  // To a GPU with more bandwidth the overhead shrinks, the kernel stays (same tensor cores).
+  const Prediction h200 = predict_from_run(r, "a.json", s, db().find("H200-NVL"));
+  const PredictedCell& d = h200.cells[0][0][static_cast<size_t>(Precision::FP8Current)];
+  EXPECT_NEAR(d.kernel_ms, c.kernel_ms, 1e-9);
+  EXPECT_NEAR(d.overhead_ms, c.overhead_ms, 1e-9);  // H200 NVL is the fixture's own GPU model
+  const Prediction h100 = predict_from_run(r, "a.json", s, db().find("H100"));
+  EXPECT_GT(h100.cells[0][0][static_cast<size_t>(Precision::FP8Current)].overhead_ms, c.overhead_ms);  // 3.35 < 4.8 TB/s
+}
