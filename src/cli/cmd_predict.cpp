@@ -98,7 +98,11 @@ int run_predict(int argc, char** argv) {
     }
     if (gpu.empty()) throw UsageError(fmt::format("--gpu is required (known: {})", db.known_keys()));
     const GpuSpec& target = db.find(gpu);
-    if (!json_out.empty()) check_output_path(json_out, "--json");
+    if (!json_out.empty()) {
+      check_output_path(json_out, "--json");
+      if (!run_path.empty() && same_output_path(json_out, run_path))
+        throw UsageError(fmt::format("--json {} is the run file itself", printable(json_out)));
+    }
     Prediction pr;
     if (!run_path.empty()) {
       if (!preset.empty() || !config.empty() || !shapes.empty() || !mode.empty())

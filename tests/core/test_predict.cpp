@@ -350,6 +350,11 @@ TEST(Predict, CommandLine) {
   std::tie(rc, out, err) = run((dir / "dry.json").string() + " --gpu B300");
   EXPECT_EQ(rc, 2);
   EXPECT_NE(err.find("has no measurements"), std::string::npos) << err;
+  fs::copy_file(fx, dir / "run.json");
+  std::tie(rc, out, err) = run((dir / "run.json").string() + " --gpu B300 --json " + (dir / "run.json").string());
+  EXPECT_EQ(rc, 2);
+  EXPECT_NE(err.find("is the run file itself"), std::string::npos) << err;
+  EXPECT_EQ(read_json_file((dir / "run.json").string()), read_json_file(fx));
   std::tie(rc, out, err) = run("--gpu GB300 --model qwen2.5-7b");
   EXPECT_EQ(rc, 0) << err;
   EXPECT_NE(out.find("datasheet only"), std::string::npos);
