@@ -352,15 +352,18 @@ Prediction predict_datasheet_only(const Plan& plan, const std::vector<Mode>& mod
         out.kernel_ms = kernel * 1e3;
         out.overhead_ms = ov * 1e3;
         out.ms = out.kernel_ms + out.overhead_ms;
-        out.low_ms = out.kernel_ms * (1 - kDatasheetKernel.lo) + out.overhead_ms * (1 - kDatasheetOverhead.lo);
-        out.high_ms = out.kernel_ms * (1 + kDatasheetKernel.hi) + out.overhead_ms * (1 + kDatasheetOverhead.hi);
+        // The prior is a BF16/FP8 observation: block-scaled formats carry the same extra
+        // uncertainty as when a run's FP8 efficiency is borrowed for them.
+        const Band kb = quad({kDatasheetKernel, borrow_band(p, p == Precision::BF16 ? p : Precision::FP8Current)});
+        out.low_ms = out.kernel_ms * (1 - kb.lo) + out.overhead_ms * (1 - kDatasheetOverhead.lo);
+        out.high_ms = out.kernel_ms * (1 + kb.hi) + out.overhead_ms * (1 + kDatasheetOverhead.hi);
         out.basis = "datasheet only";
       }
   pr.assumptions.push_back(fmt::format(
       "PREDICTED from the datasheet only (no measured run): {} ({}); model and band: docs/predict.md", target.name, target.key));
   pr.assumptions.push_back(fmt::format(
       "every compute-bound GEMM is assumed to reach {:.0f}% of the dense datasheet peak (H100 BF16 measured 67-73% on "
-      "the 5B GEMMs, README), streaming passes {:.0f}% of the datasheet bandwidth; band -{:.0f}%/+{:.0f}% on the kernel, "
+      "the 5B GEMMs, README), streaming passes {:.0f}% of the datasheet bandwidth; band -{:.0f}%/+{:.0f}% on the kernel (wider for MXFP8/NVFP4), "
       "-{:.0f}%/+{:.0f}% on quantization",
       100 * PredictConstants::kComputePrior, 100 * PredictConstants::kMemEff, 100 * kDatasheetKernel.lo,
       100 * kDatasheetKernel.hi, 100 * kDatasheetOverhead.lo, 100 * kDatasheetOverhead.hi));
