@@ -8,6 +8,7 @@
 #include "core/report.hpp"
 
 #include "core/clocks.hpp"
+#include "core/repeats.hpp"
 
 namespace gs {
 
@@ -338,6 +339,31 @@ std::string clock_line(const RunResult& r) {
   return out;
 }
 
+// --repeats N >= 3: the per-layer totals and speedups of each mode as median [95% interval].
+std::string repeats_block(const RunResult& r) {
+  const std::vector<RepeatSummary> rs = summarize_repeats(r);
+  if (rs.empty()) {
+    if (r.timing.repeats > 1)
+      return fmt::format("Repeats: {} (interleaved GEMM-major; cells pool them); intervals need --repeats >= 3\n", r.timing.repeats);
+    return {};
+  }
+  std::string out = fmt::format("Repeats: {} (interleaved GEMM-major); median [95% interval, bootstrap of the median]\n",
+                                r.timing.repeats);
+  for (size_t m = 0; m < r.modes.size() && m < rs.size(); ++m) {
+    std::string totals, speedups;
+    for (size_t p = 0; p < r.precisions.size(); ++p)
+      if (const auto& iv = rs[m].per_layer_total[p])
+        totals += fmt::format("  {} {:.3f} [{:.3f}, {:.3f}]", to_string(r.precisions[p]), iv->median, iv->lo, iv->hi);
+    const ModeSummary ms = summarize_mode(r, m);
+    for (size_t i = 0; i < rs[m].speedups.size() && i < ms.speedups.size(); ++i)
+      if (const auto& iv = rs[m].speedups[i])
+        speedups += fmt::format("  {} {:.2f}x [{:.2f}, {:.2f}]", ms.speedups[i].name(), iv->median, iv->lo, iv->hi);
+    if (!totals.empty()) out += fmt::format("  {}: per-layer total (ms){}\n", to_string(r.modes[m]), totals);
+    if (!speedups.empty()) out += fmt::format("  {}: speedups{}\n", to_string(r.modes[m]), speedups);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string format_thousands(int64_t v) {
@@ -383,6 +409,7 @@ std::string render_text(const RunResult& r) {
     out += fmt::format("Timing spread: largest stdev {:.1f}% of mean ({}); median within {:.1f}% of mean everywhere\n",
                        100 * worst_cv, worst_where, 100 * worst_gap);
     out += clock_line(r);
+    if (r.plan.model_mode) out += repeats_block(r);
   }
   if (r.has_accuracy) {
     if (r.modes.empty()) {
