@@ -277,7 +277,8 @@ int run_main(int argc, char** argv) {
   Options o;
   CLI::App app{"gemmscope: where a transformer's training GEMM time goes, per precision, on this GPU"};
   app.set_version_flag("--version", std::string("gemmscope ") + GEMMSCOPE_VERSION);
-  app.footer("Subcommands: 'gemmscope plot RESULT.json -o chart.png', 'gemmscope compare A.json B.json'.\n"
+  app.footer("Subcommands: 'gemmscope plot RESULT.json -o chart.png', 'gemmscope compare A.json B.json',\n"
+             "'gemmscope predict RUN.json --gpu B300' (predicted times on another GPU; --list-gpus).\n"
              "With no arguments: the seed's 5B config (codonfm-5b) in autocast mode on GPU 0.");
   add_model_options(app, o);
   app.add_option("--shapes", o.shapes, "Explicit GEMMs 'MxKxN,...' or square sizes '1024,2048' (no model flags)")->group("Shapes");
@@ -398,8 +399,30 @@ int run_main(int argc, char** argv) {
       result.why_not_measured = why_not;
     }
   }
-  std::cout << (measured ? render_text(result) : render_plan_text(result)) << std::flush;
-  if (!o.out_json.empty()) write_file_atomic(o.out_json, to_json(result).dump(2) + "\n");
+  // Roofline and % of peak of a measured run on its own GPU (data/gpus.json); a database that
+  // cannot be read becomes a note, never a lost measurement.
+  nlohmann::json roofline;
+  std::string roofline_text;
+#ifdef GS_HAVE_SUBCOMMANDS
+  if (measured) {
+    std::optional<GpuDb> db;
+    RooflineContext ctx;
+    try {
+      ctx = cli::local_roofline(result, db);
+    } catch (const UsageError& e) {
+      ctx = {nullptr, fmt::format("the GPU spec database cannot be used ({}): no roofline", e.what())};
+    }
+    roofline = roofline_json(result, ctx);
+    roofline_text = render_roofline_text(result, ctx);
+  }
+#endif
+  const auto result_json = [&] {
+    nlohmann::json j = to_json(result);
+    if (!roofline.is_null()) j["roofline"] = roofline;
+    return j.dump(2) + "\n";
+  };
+  std::cout << (measured ? render_text(result) + roofline_text : render_plan_text(result)) << std::flush;
+  if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
   if (!o.out_csv.empty() && measured) write_file_atomic(o.out_csv, render_csv(result));
   if (!o.out_csv.empty() && !measured) fmt::print(stderr, "gemmscope: --csv skipped: nothing was measured\n");
   if (!o.out_chart.empty()) {
@@ -410,7 +433,7 @@ int run_main(int argc, char** argv) {
       std::string json_path = o.out_json;
       if (json_path.empty()) {
         json_path = o.out_chart + ".json";
-        write_file_atomic(json_path, to_json(result).dump(2) + "\n");
+        write_file_atomic(json_path, result_json());
       }
       const int rc = cli::render_chart(json_path, o.out_chart, {});
       if (rc != 0) {  // the measurement is kept: say where, and fail with the chart's status
@@ -436,6 +459,7 @@ int dispatch(int argc, char** argv) {
 #ifdef GS_HAVE_SUBCOMMANDS
     if (argc > 1 && std::string(argv[1]) == "plot") return gs::cli::run_plot(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "compare") return gs::cli::run_compare(argc - 1, argv + 1);
+    if (argc > 1 && std::string(argv[1]) == "predict") return gs::cli::run_predict(argc - 1, argv + 1);
 #endif
     return run_main(argc, argv);
   } catch (const gs::UsageError& e) {  // messages may quote file contents: one line, no control characters
