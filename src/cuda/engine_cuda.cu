@@ -15,6 +15,7 @@
 #include "cuda/error_norm.cuh"
 #include "cuda/fill.cuh"
 #include "cuda/gemm_lt.hpp"
+#include "cuda/kernel_trace.hpp"
 #include "cuda/recipe_gemm.hpp"
 
 namespace gs::cuda {
@@ -153,15 +154,19 @@ class CudaEngine final : public Engine {
   Cell measure(const Gemm& g, Precision p, Mode mode) override {
     const Recipe recipe = make_recipe(p, g, opts_.recipe);
     if (std::string why = shape_constraint(recipe, g); !why.empty()) return Cell::na(why);
+    const CellRange range(mode, g, p);  // NVTX: gemmscope/<mode>/<pass>/<op>/<precision>
     try {
       prepare_sources(g);
       RecipeGemm rg(handle_, g, recipe, *sources_, workspace_.get(), opts_.recipe, /*with_gemm=*/true,
                     operand_work(mode, g, Side::Left, recipe, opts_.recipe),
-                    operand_work(mode, g, Side::Right, recipe, opts_.recipe));
+                    operand_work(mode, g, Side::Right, recipe, opts_.recipe), opts_.gemm.num_sms);
       if (rg.needs_prequantize()) rg.prequantize(stream_);
+      std::optional<AutotuneRecord> tuned;
+      if (opts_.gemm.algo == AlgoChoice::Autotune) tuned = rg.matmul()->autotune(stream_, opts_.gemm.autotune_k);
       auto step = [&] { rg.step(stream_); };
       for (int i = 0; i < opts_.timing.warmup; ++i) step();
       const int iters = opts_.timing.iters;
+      ProfileBracket profiled(opts_.gemm.profile);  // --profile: the timed loop only
       {
         // The whole timed loop is enqueued behind a closed gate, opened at the end of this scope
         // (or by an exception leaving it): the GPU runs the loop back to back even where one
@@ -177,6 +182,7 @@ class CudaEngine final : public Engine {
       GS_CUDA(cudaEventSynchronize(events_[static_cast<size_t>(iters / 2)]));
       const std::optional<ClockSample> clock = probe_->sample();
       GS_CUDA(cudaEventSynchronize(events_[static_cast<size_t>(iters)]));
+      profiled.stop();
       std::vector<double> samples(static_cast<size_t>(iters));
       for (int i = 0; i < iters; ++i) {
         float ms = 0;
@@ -185,6 +191,9 @@ class CudaEngine final : public Engine {
       }
       Cell cell = Cell::measured(summarize(samples));
       cell.clock = clock;
+      cell.kernels = trace_cell(opts_.gemm, stream_, step);  // a few more iterations, outside the timed loop
+      cell.kernels.algo = rg.matmul()->algo_record();
+      cell.kernels.autotune = tuned;
       return cell;
     } catch (const CublasError& e) {
       cudaStreamSynchronize(stream_);
