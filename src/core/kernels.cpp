@@ -374,8 +374,9 @@ std::string render_kernel_table(const RunResult& r) {
         const Cell& c = r.cell(m, g, p);
         if (!c.ok) continue;
         const Gemm& x = r.plan.gemms[g];
-        out += fmt::format("\n{} {} {} {} {}: {:.1f} us measured\n", to_string(r.modes[m]), pass_label(x.pass),
-                           x.label(), x.shape(), to_string(r.precisions[p]), c.stats.mean_ms * 1000.0);
+        const std::string what = x.label() == x.shape() ? x.shape() : x.label() + " " + x.shape();
+        out += fmt::format("\n{} {} {} {}: {:.1f} us measured\n", to_string(r.modes[m]), pass_label(x.pass), what,
+                           to_string(r.precisions[p]), c.stats.mean_ms * 1000.0);
         const CellKernels& k = c.kernels;
         if (k.traced) {
           for (const KernelStat& s : k.kernels)

@@ -138,13 +138,18 @@ AutotuneRecord LtMatmul::autotune(cudaStream_t s, int k) {
   rec.k = k;
   const std::vector<cublasLtMatmulHeuristicResult_t> cand = candidates(handle_, d_, ws_bytes_, k);
   if (cand.empty()) throw CublasError(CUBLAS_STATUS_NOT_SUPPORTED, "cuBLASLt heuristic found no algorithm");
-  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  cudaEvent_t e0 = nullptr, e1 = nullptr, mid = nullptr;
   GS_CUDA(cudaEventCreate(&e0));
-  if (cudaEventCreate(&e1) != cudaSuccess) {
+  if (cudaEventCreate(&e1) != cudaSuccess || cudaEventCreate(&mid) != cudaSuccess) {
     cudaEventDestroy(e0);
+    if (e1) cudaEventDestroy(e1);
     throw CudaError(cudaErrorMemoryAllocation, "cudaEventCreate");
   }
-  constexpr int kWarm = 2, kReps = 10, kRounds = 2;
+  // An event after every call, as the timed loop records one per iteration: back-to-back calls
+  // without it can overlap one GEMM's tail with the next one's start, which the timed loop never
+  // sees (a 2048^3 BF16 pick that was faster here measured 2% slower in the timed loop on an H100).
+  // Rounds: three, interleaved, the best mean of each candidate.
+  constexpr int kWarm = 2, kReps = 10, kRounds = 3;
   const cublasLtMatmulAlgo_t keep = algo_;
   std::vector<double> best(cand.size(), std::numeric_limits<double>::infinity());
   std::vector<bool> ok(cand.size(), true);
@@ -156,8 +161,10 @@ AutotuneRecord LtMatmul::autotune(cudaStream_t s, int k) {
         try {
           for (int w = 0; w < kWarm; ++w) run(s);
           GS_CUDA(cudaEventRecord(e0, s));
-          for (int r = 0; r < kReps; ++r) run(s);
-          GS_CUDA(cudaEventRecord(e1, s));
+          for (int r = 0; r < kReps; ++r) {
+            run(s);
+            GS_CUDA(cudaEventRecord(r + 1 < kReps ? mid : e1, s));
+          }
           GS_CUDA(cudaEventSynchronize(e1));
         } catch (const CublasError&) {
           // This candidate does not run here (e.g. a workspace or alignment limit): skip it.
@@ -173,14 +180,17 @@ AutotuneRecord LtMatmul::autotune(cudaStream_t s, int k) {
     algo_ = keep;
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
+    cudaEventDestroy(mid);
     throw;
   }
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
-  // The first candidate is the heuristic's choice (the algorithm LtMatmul was built with).
+  cudaEventDestroy(mid);
+  // The first candidate is the heuristic's choice (the algorithm LtMatmul was built with); it is
+  // replaced only by a candidate at least 2% faster (run-to-run noise on an H100 is about that).
   size_t pick = 0;
   for (size_t i = 1; i < cand.size(); ++i)
-    if (ok[i] && best[i] < best[pick] && (!ok[0] || best[i] < 0.99 * best[0])) pick = i;
+    if (ok[i] && best[i] < best[pick] && (!ok[0] || best[i] < 0.98 * best[0])) pick = i;
   if (!ok[pick]) throw CublasError(CUBLAS_STATUS_NOT_SUPPORTED, "no cuBLASLt candidate ran");
   for (bool b : ok) rec.tried += b ? 1 : 0;
   rec.heuristic = describe_algo(cand[0].algo);

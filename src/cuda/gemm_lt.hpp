@@ -72,8 +72,9 @@ class LtMatmul {
   // The algorithm in use, as cublasLtMatmulAlgoConfigGetAttribute reports it.
   AlgoRecord algo_record() const;
   // --algo autotune:K: times cuBLASLt's top-K candidates (GEMM only, on the operands as they are
-  // now, two interleaved rounds, the better mean of each) and keeps the fastest; the heuristic's
-  // first choice stays unless another candidate is at least 1% faster (no switch on noise).
+  // now, an event after each call as in the timed loop, three interleaved rounds, the best mean
+  // of each) and keeps the fastest; the heuristic's first choice stays unless another candidate
+  // is at least 2% faster (no switch on noise).
   // Candidates that fail to run are skipped. Synchronizes the stream.
   AutotuneRecord autotune(cudaStream_t s, int k);
 
