@@ -332,8 +332,9 @@ std::string cell_range_name(Mode m, const Gemm& g, Precision p) {
 void finish_kernel_records(RunResult& r) {
   const GemmOptions& o = r.gemm_options;
   if (o.num_sms > 0)
-    r.notes.push_back(fmt::format("--num-sms {}: every timed GEMM is limited to {} SMs (cuBLASLt SM_COUNT_TARGET), as "
-                                  "when communication kernels hold the rest; quantization kernels still use all SMs",
+    r.notes.push_back(fmt::format("--num-sms {}: every timed dense GEMM is limited to {} SMs (cuBLASLt SM_COUNT_TARGET), "
+                                  "as when communication kernels hold the rest; quantization kernels and grouped expert "
+                                  "GEMMs still use all SMs",
                                   o.num_sms, o.num_sms));
   if (o.algo == AlgoChoice::Autotune)
     r.notes.push_back(fmt::format("--algo autotune:{}: per GEMM and recipe, cuBLASLt's top {} candidates are timed "

@@ -45,6 +45,9 @@ struct Cell {
   // the loop ran at the host's launch rate (a flagged cell, never silently).
   bool gate_timed_out = false;
   CellKernels kernels;  // kernels one iteration launched, the GEMM's algorithm (core/kernels.hpp)
+  // --repeats N (N > 1): each repeat's mean time (ms), in order; the stats are the pooled ones
+  // (repeats.hpp). Empty for a single measurement.
+  std::vector<double> repeat_ms;
   static Cell na(std::string why) { Cell c; c.reason = std::move(why); return c; }
   static Cell measured(const Stats& s) { Cell c; c.ok = true; c.stats = s; return c; }
 };
@@ -78,6 +81,7 @@ struct TimingConfig {
   int warmup = 10;
   int iters = 100;
   double gpu_warmup_s = 5.0;
+  int repeats = 1;  // --repeats: every cell measured this many times, interleaved GEMM-major
 };
 
 struct RunResult {

@@ -1,5 +1,8 @@
 #include "core/runner.hpp"
 
+#include "core/clocks.hpp"
+#include "core/repeats.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -109,7 +112,8 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
   if (req.accuracy_only) r.modes.clear();
   r.allocate_cells();
   const size_t n_acc = req.accuracy || req.accuracy_only ? r.plan.gemms.size() * req.precisions.size() : 0;
-  const size_t total = r.modes.size() * r.plan.gemms.size() * r.precisions.size() + n_acc;
+  const size_t reps = static_cast<size_t>(std::max(1, req.options.timing.repeats));
+  const size_t total = reps * r.modes.size() * r.plan.gemms.size() * r.precisions.size() + n_acc;
   size_t done = 0;
   if (n_acc) {
     r.has_accuracy = true;
@@ -143,16 +147,32 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
   // report prints (speedups, quantization overhead) come from measurements minutes apart at most,
   // not from passes over the whole plan with clock and temperature drift in between; the
   // operands of a GEMM are also generated once instead of once per mode.
-  for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+  // Repeats (--repeats) are interleaved the same way: for each GEMM, repeat 1 of every precision and
+  // mode, then repeat 2, ...
+  std::vector<Cell> rep_cells;  // the repeats of the current cell
+  for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+    // [repeat][precision][mode] of this GEMM
+    std::vector<std::vector<std::vector<Cell>>> by_rep(reps, std::vector<std::vector<Cell>>(r.precisions.size(),
+                                                                                         std::vector<Cell>(r.modes.size())));
+    for (size_t k = 0; k < reps; ++k)
+      for (size_t p = 0; p < r.precisions.size(); ++p)
+        for (size_t m = 0; m < r.modes.size(); ++m) {
+          const Gemm& x = r.plan.gemms[g];
+          if (progress)
+            progress(done, total, fmt::format("{} {} {} {} {}{}", to_string(r.modes[m]), pass_label(x.pass), x.label(),
+                                              x.shape(), to_string(r.precisions[p]),
+                                              reps > 1 ? fmt::format(" (repeat {}/{})", k + 1, reps) : std::string()));
+          by_rep[k][p][m] = engine.measure(x, r.precisions[p], r.modes[m]);
+          ++done;
+        }
     for (size_t p = 0; p < r.precisions.size(); ++p)
       for (size_t m = 0; m < r.modes.size(); ++m) {
-        const Gemm& x = r.plan.gemms[g];
-        if (progress)
-          progress(done, total, fmt::format("{} {} {} {} {}", to_string(r.modes[m]), pass_label(x.pass), x.label(),
-                                            x.shape(), to_string(r.precisions[p])));
-        r.cells[m][g][p] = engine.measure(x, r.precisions[p], r.modes[m]);
-        ++done;
+        rep_cells.clear();
+        for (size_t k = 0; k < reps; ++k) rep_cells.push_back(std::move(by_rep[k][p][m]));
+        r.cells[m][g][p] = reps > 1 ? pool_repeats(rep_cells) : std::move(rep_cells[0]);
       }
+  }
+  for (std::string& w : clock_warnings(r)) r.notes.push_back(std::move(w));
   finish_kernel_records(r);
   if (progress) progress(total, total, "done");
   return r;

@@ -1,5 +1,7 @@
 #include "cuda/gemm_lt.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 
@@ -59,8 +61,35 @@ void LtDescriptors::release() {
   desc_ = nullptr;
 }
 
-LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* ws, size_t ws_bytes)
+uint32_t pointer_alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t al = 256;
+  while (al > 1 && (a % al) != 0) al /= 2;
+  return al;
+}
+
+std::string LtAlgoCache::key(const LtProblem& p) {
+  auto op = [](const LtOperand& o) {
+    return fmt::format("{}:{}:{}:{}", static_cast<int>(o.type), o.k_major ? 1 : 0, static_cast<int>(o.scale_mode),
+                       pointer_alignment(o.data));
+  };
+  return fmt::format("{}x{}x{}|{}|{}|{}:{}|{}|{}", p.m, p.k, p.n, op(p.l), op(p.r), static_cast<int>(p.c_type),
+                     pointer_alignment(p.c), p.fast_accum ? 1 : 0, p.alpha_device ? 1 : 0) +
+         fmt::format("|sm{}", p.sm_count);
+}
+
+LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* ws, size_t ws_bytes, LtAlgoCache* cache)
     : handle_(handle), p_(p), d_(p), ws_(ws), ws_bytes_(ws_bytes) {
+  std::string key;
+  if (cache) {
+    key = LtAlgoCache::key(p);
+    if (const cublasLtMatmulAlgo_t* a = cache->find(key)) {
+      algo_ = *a;
+      ++cache->hits;
+      return;
+    }
+    ++cache->misses;
+  }
   {
     cublasLtMatmulPreference_t pref = nullptr;
     GS_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
@@ -68,6 +97,16 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* ws, size_t
     int found = 0;
     cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                              &ws_bytes_, sizeof ws_bytes_);
+    // The operands' real alignments (cuBLASLt's A = R, B = L); the default assumes 256 bytes.
+    const uint32_t al_a = pointer_alignment(p.r.data), al_b = pointer_alignment(p.l.data), al_c = pointer_alignment(p.c);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c);
     if (st == CUBLAS_STATUS_SUCCESS)
       st = cublasLtMatmulAlgoGetHeuristic(handle_, d_.desc(), d_.a(), d_.b(), d_.c(), d_.c(), pref, 1, heur, &found);
     cublasLtMatmulPreferenceDestroy(pref);
@@ -76,6 +115,7 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* ws, size_t
       throw CublasError(CUBLAS_STATUS_NOT_SUPPORTED, "cuBLASLt heuristic found no algorithm");
     algo_ = heur[0].algo;
   }
+  if (cache) cache->put(key, algo_);
 }
 
 namespace {
@@ -89,14 +129,21 @@ T algo_attr(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t 
 }
 
 // Heuristic candidates for the problem, best first (up to `k`), only those whose state is SUCCESS.
-std::vector<cublasLtMatmulHeuristicResult_t> candidates(cublasLtHandle_t h, const LtDescriptors& d, size_t ws_bytes,
-                                                        int k) {
+std::vector<cublasLtMatmulHeuristicResult_t> candidates(cublasLtHandle_t h, const LtDescriptors& d, const LtProblem& p,
+                                                        size_t ws_bytes, int k) {
   cublasLtMatmulPreference_t pref = nullptr;
   GS_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
   std::vector<cublasLtMatmulHeuristicResult_t> heur(static_cast<size_t>(std::max(k, 1)));
   int found = 0;
   cublasStatus_t st =
       cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
+  // The same alignment preferences as LtMatmul's own query, so candidate 0 is its choice.
+  const uint32_t al_a = pointer_alignment(p.r.data), al_b = pointer_alignment(p.l.data), al_c = pointer_alignment(p.c);
+  for (auto [attr, al] : {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, al_a},
+                          std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, al_b},
+                          std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al_c},
+                          std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, al_c}})
+    if (st == CUBLAS_STATUS_SUCCESS) st = cublasLtMatmulPreferenceSetAttribute(pref, attr, &al, sizeof al);
   if (st == CUBLAS_STATUS_SUCCESS)
     st = cublasLtMatmulAlgoGetHeuristic(h, d.desc(), d.a(), d.b(), d.c(), d.c(), pref, static_cast<int>(heur.size()),
                                         heur.data(), &found);
@@ -136,7 +183,7 @@ AlgoRecord LtMatmul::algo_record() const {
 AutotuneRecord LtMatmul::autotune(cudaStream_t s, int k) {
   AutotuneRecord rec;
   rec.k = k;
-  const std::vector<cublasLtMatmulHeuristicResult_t> cand = candidates(handle_, d_, ws_bytes_, k);
+  const std::vector<cublasLtMatmulHeuristicResult_t> cand = candidates(handle_, d_, p_, ws_bytes_, k);
   if (cand.empty()) throw CublasError(CUBLAS_STATUS_NOT_SUPPORTED, "cuBLASLt heuristic found no algorithm");
   cudaEvent_t e0 = nullptr, e1 = nullptr, mid = nullptr;
   GS_CUDA(cudaEventCreate(&e0));
