@@ -47,6 +47,7 @@ struct Options {
   std::string out_chart, out_json, out_csv;
   std::string fp8_format = "hybrid", fp8_accum = "auto", timing = "cuda-events";
   std::string grouped = "streams:4";
+  std::string l2;  // --l2; empty: cold for --shapes/--sweep, warm for model plans
   bool nvfp4_no_2d = false, nvfp4_no_rht = false, nvfp4_no_sr = false;
   int64_t warmup = 10, iters = 100, amax_history = 1024, device = 0, repeats = 1;
   double gpu_warmup = 5.0;
@@ -157,36 +158,6 @@ int grouped_streams(const std::string& v) {
   throw UsageError(fmt::format("--grouped must be serial or streams:N with N in 1..64, got '{}'", v));
 }
 
-// Cells whose launch gate opened by its timeout (part of the loop ran at the host's launch rate):
-// one note naming them, so such a time is never presented silently. Empty when there are none.
-std::string gate_timeout_note(const RunResult& r) {
-  std::vector<std::string> names;
-  for (size_t m = 0; m < r.cells.size(); ++m)
-    for (size_t g = 0; g < r.cells[m].size(); ++g)
-      for (size_t p = 0; p < r.cells[m][g].size(); ++p)
-        if (r.cells[m][g][p].ok && r.cells[m][g][p].gate_timed_out)
-          names.push_back(fmt::format("{} {} {} {} {}", to_string(r.modes[m]), pass_label(r.plan.gemms[g].pass),
-                                      r.plan.gemms[g].label(), r.plan.gemms[g].shape(), to_string(r.precisions[p])));
-  if (names.empty()) return {};
-  std::string list;
-  for (size_t i = 0; i < names.size() && i < 5; ++i) list += (i ? "; " : "") + names[i];
-  if (names.size() > 5) list += fmt::format("; and {} more", names.size() - 5);
-  return fmt::format("WARNING: the launch gate opened by its timeout in {} cell(s) (part of their timed loop ran at "
-                     "the host's launch rate, so their times may be too high): {}",
-                     names.size(), list);
-}
-
-// What the grouped GEMMs of a run were measured as (RunResult note, text and JSON).
-std::string grouped_note(int streams) {
-  return fmt::format(
-      "grouped GEMMs (MoE experts): one cuBLASLt GEMM per expert, {}, as Transformer Engine's GroupedLinear runs "
-      "on Hopper with cuBLAS 13.1; each expert padded to the recipe's alignment; quantization runs per expert "
-      "(one amax/cast per expert tensor; TE fuses some recipes' casts over all experts, so quantized grouped cells "
-      "carry more launches than TE); the loop runs behind the launch gate in chunks (GPU time); dense-equivalent "
-      "time = one GEMM of the summed padded size, same recipe and mode (--grouped {})",
-      streams == 0 ? "serially on one stream" : fmt::format("dealt round-robin over {} streams", streams),
-      streams == 0 ? std::string("serial") : fmt::format("streams:{}", streams));
-}
 
 RunRequest build_request(const Options& o) {
   RunRequest req;
@@ -240,6 +211,12 @@ RunRequest build_request(const Options& o) {
   req.options.grouped_streams = grouped_streams(o.grouped);
   req.options.timing = {"cuda-events", static_cast<int>(o.warmup), static_cast<int>(o.iters), o.gpu_warmup,
                         static_cast<int>(o.repeats)};
+  if (!o.l2.empty() && o.l2 != "warm" && o.l2 != "cold")
+    throw UsageError(fmt::format("--l2 must be warm or cold, got '{}'", o.l2));
+  // Standalone shapes default to a cold L2: a GEMM of a training step finds its weight (read once
+  // per step) and most of its activations in HBM, not in the L2 a back-to-back loop leaves warm.
+  // Model plans keep the layer's own loop warm, as validated against a training step.
+  req.options.timing.l2 = !o.l2.empty() ? o.l2 : req.plan.model_mode ? "warm" : "cold";
   req.options.seed = o.seed;
   req.options.device = static_cast<int>(o.device);
   RecipeOptions& r = req.options.recipe;
@@ -315,7 +292,8 @@ int run_main(int argc, char** argv) {
   Options o;
   CLI::App app{"gemmscope: where a transformer's training GEMM time goes, per precision, on this GPU"};
   app.set_version_flag("--version", std::string("gemmscope ") + GEMMSCOPE_VERSION);
-  app.footer("Subcommands: 'gemmscope plot RESULT.json -o chart.png', 'gemmscope compare A.json B.json'.\n"
+  app.footer("Subcommands: 'gemmscope plot RESULT.json -o chart.png', 'gemmscope compare A.json B.json',\n"
+             "'gemmscope predict RUN.json --gpu B300' (predicted times on another GPU; --list-gpus).\n"
              "With no arguments: the seed's 5B config (codonfm-5b) in autocast mode on GPU 0.");
   add_model_options(app, o);
   app.add_option("--shapes", o.shapes, "Explicit GEMMs 'MxKxN,...' or square sizes '1024,2048' (no model flags)")->group("Shapes");
@@ -338,6 +316,10 @@ int run_main(int argc, char** argv) {
       ->group("Measurement");
   add_int(app, "--num-warmup", o.warmup, "Warmup iterations per GEMM, 0..100000 (default 10)")->group("Measurement");
   add_int(app, "--num-iters", o.iters, "Timed iterations per GEMM, 1..100000 (default 100)")->group("Measurement");
+  app.add_option("--l2", o.l2,
+                 "warm | cold: flush the L2 between timed iterations (outside the samples); default cold for "
+                 "--shapes/--sweep, warm for model plans")
+      ->group("Measurement");
   add_int(app, "--repeats", o.repeats,
           "Measure every cell N times, interleaved GEMM-major; per-layer totals and speedups get a median and a 95% "
           "interval (N >= 3), 1..1000 (default 1)")
@@ -437,7 +419,6 @@ int run_main(int argc, char** argv) {
       Progress progress(!o.quiet);
       result = run(*engine, req, [&](size_t d, size_t t, const std::string& w) { progress(d, t, w); });
       measured = true;
-      if (std::string n = gate_timeout_note(result); !n.empty()) result.notes.push_back(n);
     } else {
       why_not = "no GPU: " + why;
       fmt::print(stderr, "gemmscope: no GPU measurement: {}. Printing the plan instead; measuring needs a CUDA GPU.\n", why);
@@ -451,16 +432,33 @@ int run_main(int argc, char** argv) {
       result.why_not_measured = why_not;
     }
   }
-  for (const Gemm& g : result.plan.gemms)
-    if (g.grouped()) {
-      result.notes.push_back(grouped_note(req.options.grouped_streams));
-      break;
+  // Roofline and % of peak of a measured run on its own GPU (data/gpus.json); a database that
+  // cannot be read becomes a note, never a lost measurement.
+  nlohmann::json roofline;
+  std::string roofline_text;
+#ifdef GS_HAVE_SUBCOMMANDS
+  if (measured) {
+    std::optional<GpuDb> db;
+    RooflineContext ctx;
+    try {
+      ctx = cli::local_roofline(result, db);
+    } catch (const UsageError& e) {
+      ctx = {nullptr, fmt::format("the GPU spec database cannot be used ({}): no roofline", e.what())};
     }
-  std::cout << (measured ? render_text(result) : render_plan_text(result));
+    roofline = roofline_json(result, ctx);
+    roofline_text = render_roofline_text(result, ctx);
+  }
+#endif
+  const auto result_json = [&] {
+    nlohmann::json j = to_json(result);
+    if (!roofline.is_null()) j["roofline"] = roofline;
+    return j.dump(2) + "\n";
+  };
+  std::cout << (measured ? render_text(result) + roofline_text : render_plan_text(result));
   if (measured && o.kernels) std::cout << render_kernel_table(result);
   else if (measured) std::cout << render_autotune_table(result);
   std::cout << std::flush;
-  if (!o.out_json.empty()) write_file_atomic(o.out_json, to_json(result).dump(2) + "\n");
+  if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
   if (!o.out_csv.empty() && measured) write_file_atomic(o.out_csv, render_csv(result));
   if (!o.out_csv.empty() && !measured) fmt::print(stderr, "gemmscope: --csv skipped: nothing was measured\n");
   if (!o.out_chart.empty()) {
@@ -471,7 +469,7 @@ int run_main(int argc, char** argv) {
       std::string json_path = o.out_json;
       if (json_path.empty()) {
         json_path = o.out_chart + ".json";
-        write_file_atomic(json_path, to_json(result).dump(2) + "\n");
+        write_file_atomic(json_path, result_json());
       }
       const int rc = cli::render_chart(json_path, o.out_chart, {});
       if (rc != 0) {  // the measurement is kept: say where, and fail with the chart's status
@@ -497,6 +495,7 @@ int dispatch(int argc, char** argv) {
 #ifdef GS_HAVE_SUBCOMMANDS
     if (argc > 1 && std::string(argv[1]) == "plot") return gs::cli::run_plot(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "compare") return gs::cli::run_compare(argc - 1, argv + 1);
+    if (argc > 1 && std::string(argv[1]) == "predict") return gs::cli::run_predict(argc - 1, argv + 1);
 #endif
     return run_main(argc, argv);
   } catch (const gs::UsageError& e) {  // messages may quote file contents: one line, no control characters

@@ -68,6 +68,7 @@ json cell_json(const Cell& c, const Gemm& g) {
   if (c.clock)
     j["clock"] = {{"sm_mhz", c.clock->sm_mhz}, {"max_sm_mhz", c.clock->max_sm_mhz}, {"reasons", c.clock->reasons}};
   if (!c.repeat_ms.empty()) j["repeat_ms"] = c.repeat_ms;
+  if (c.gate_timed_out) j["gate_timed_out"] = true;
   kernels_to_json(c.kernels, j);
   return j;
 }
@@ -182,6 +183,7 @@ Cell read_cell(const json& c, const std::string& where) {
   st.stdev_ms = get_or<double>(c, "stdev_ms", where, 0.0);
   st.iters = get_or<int>(c, "iters", where, 0);
   Cell cell = Cell::measured(st);
+  cell.gate_timed_out = get_or<bool>(c, "gate_timed_out", where, false);
   if (const json* rep = find(c, "repeat_ms"); rep && !rep->is_null()) {
     if (!rep->is_array() || rep->size() > kMaxRepeats)
       throw UsageError(fmt::format("{}.repeat_ms must be a list of at most {} times", where, kMaxRepeats));
@@ -230,6 +232,7 @@ json to_json(const RunResult& r) {
   j["timing"] = {{"method", r.timing.method}, {"warmup", r.timing.warmup}, {"iters", r.timing.iters},
                  {"gpu_warmup_s", r.timing.gpu_warmup_s}};
   if (r.timing.repeats > 1) j["timing"]["repeats"] = r.timing.repeats;
+  j["timing"]["l2"] = r.timing.l2;
   if (r.seed) j["timing"]["seed"] = *r.seed;
   const RecipeOptions& o = r.recipe_options;
   j["recipe_options"] = {
@@ -390,6 +393,8 @@ RunResult read_result(const json& j, const std::string& name) {
     r.timing.iters = get_or<int>(*t, "iters", where, r.timing.iters);
     r.timing.gpu_warmup_s = get_or<double>(*t, "gpu_warmup_s", where, r.timing.gpu_warmup_s);
     r.timing.repeats = get_or<int>(*t, "repeats", where, 1);
+    r.timing.l2 = get_or<std::string>(*t, "l2", where, "warm");  // files before --l2 measured warm
+    if (r.timing.l2 != "warm" && r.timing.l2 != "cold") throw UsageError(where + ".l2 must be \"warm\" or \"cold\"");
     if (r.timing.repeats < 1 || r.timing.repeats > static_cast<int>(kMaxRepeats))
       throw UsageError(fmt::format("{}.repeats must be an integer from 1 to {}", where, kMaxRepeats));
     if (const json* seed = find(*t, "seed")) r.seed = as<uint64_t>(*seed, where + ".seed");

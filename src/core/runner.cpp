@@ -84,6 +84,45 @@ void add_recipe_notes(RunResult& r) {
                           : "MXFP8: E4M3 activations/weights, E5M2 gradients (--block-fp8-format hybrid)");
 }
 
+// Cells whose launch gate opened by its timeout (part of the loop ran at the host's launch rate):
+// one note naming them, so such a time is never presented silently. Empty when there are none.
+std::string gate_timeout_note(const RunResult& r) {
+  std::vector<std::string> names;
+  for (size_t m = 0; m < r.cells.size(); ++m)
+    for (size_t g = 0; g < r.cells[m].size(); ++g)
+      for (size_t p = 0; p < r.cells[m][g].size(); ++p)
+        if (r.cells[m][g][p].ok && r.cells[m][g][p].gate_timed_out)
+          names.push_back(fmt::format("{} {} {} {} {}", to_string(r.modes[m]), pass_label(r.plan.gemms[g].pass),
+                                      r.plan.gemms[g].label(), r.plan.gemms[g].shape(), to_string(r.precisions[p])));
+  if (names.empty()) return {};
+  std::string list;
+  for (size_t i = 0; i < names.size() && i < 5; ++i) list += (i ? "; " : "") + names[i];
+  if (names.size() > 5) list += fmt::format("; and {} more", names.size() - 5);
+  return fmt::format("WARNING: the launch gate opened by its timeout in {} cell(s) (part of their timed loop ran at "
+                     "the host's launch rate, so their times may be too high): {}",
+                     names.size(), list);
+}
+
+// What the grouped GEMMs of a run were measured as (RunResult note, text and JSON).
+std::string grouped_note(int streams) {
+  return fmt::format(
+      "grouped GEMMs (MoE experts): one cuBLASLt GEMM per expert, {}, as Transformer Engine's GroupedLinear runs "
+      "on Hopper with cuBLAS 13.1; each expert padded to the recipe's alignment; quantization runs per expert "
+      "(one amax/cast per expert tensor; TE fuses some recipes' casts over all experts, so quantized grouped cells "
+      "carry more launches than TE); the loop runs behind the launch gate in chunks (GPU time); dense-equivalent "
+      "time = one GEMM of the summed padded size, same recipe and mode (--grouped {})",
+      streams == 0 ? "serially on one stream" : fmt::format("dealt round-robin over {} streams", streams),
+      streams == 0 ? std::string("serial") : fmt::format("streams:{}", streams));
+}
+
+void add_grouped_note(RunResult& r, int streams) {
+  for (const Gemm& g : r.plan.gemms)
+    if (g.grouped()) {
+      r.notes.push_back(grouped_note(streams));
+      return;
+    }
+}
+
 }  // namespace
 
 RunResult plan_only(const RunRequest& req) {
@@ -91,6 +130,7 @@ RunResult plan_only(const RunRequest& req) {
   r.dry_run = true;
   r.precisions = req.precisions;
   r.allocate_cells();
+  add_grouped_note(r, req.options.grouped_streams);
   return r;
 }
 
@@ -173,6 +213,8 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
       }
   }
   for (std::string& w : clock_warnings(r)) r.notes.push_back(std::move(w));
+  if (std::string n = gate_timeout_note(r); !n.empty()) r.notes.push_back(std::move(n));
+  add_grouped_note(r, req.options.grouped_streams);
   finish_kernel_records(r);
   if (progress) progress(total, total, "done");
   return r;

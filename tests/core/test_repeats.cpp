@@ -166,3 +166,31 @@ TEST(Repeats, ResultFilesWithInconsistentRepeatsAreRefused) {
   bad["timing"]["repeats"] = 0;
   EXPECT_THROW(from_json(bad, "r.json"), UsageError);
 }
+
+// A cell whose launch gate opened by its timeout is never presented silently: a note names it and
+// the JSON carries the flag through a round trip.
+TEST(GateTimeout, NotedNamedAndKeptInJson) {
+  struct TimingOut : CountingEngine {
+    Cell measure(const Gemm& g, Precision p, Mode m) override {
+      Cell c = CountingEngine::measure(g, p, m);
+      c.gate_timed_out = g.pass == Pass::Wgrad && g.op == Op::MlpUp && p == Precision::FP8Current;
+      return c;
+    }
+  } e;
+  RunRequest req;
+  req.plan = build_model_plan(default_config());
+  req.precisions = {Precision::BF16, Precision::FP8Current};
+  req.modes = {Mode::PreQuantized};
+  req.options.timing.gpu_warmup_s = 0;
+  const RunResult r = run(e, req);
+  bool noted = false;
+  for (const auto& n : r.notes)
+    noted |= n.find("WARNING: the launch gate opened by its timeout in 1 cell(s)") != std::string::npos &&
+             n.find("pre-quantized Wgrad MLP Up") != std::string::npos && n.find("FP8Current") != std::string::npos;
+  EXPECT_TRUE(noted);
+  const RunResult back = from_json(to_json(r), "r.json");
+  size_t flagged = 0;
+  for (size_t g = 0; g < back.plan.gemms.size(); ++g) flagged += back.cell(0, g, 1).gate_timed_out;
+  EXPECT_EQ(flagged, 1u);
+  EXPECT_FALSE(back.cell(0, 0, 0).gate_timed_out);
+}
