@@ -55,6 +55,10 @@ struct Options {
   int64_t warmup = 10, iters = 100, amax_history = 1024, device = 0, repeats = 1;
   double gpu_warmup = 5.0;
   uint64_t seed = 1234;
+  // Kernel-level options (core/kernels.hpp, docs/kernels.md).
+  bool kernels = false, profile = false;
+  std::string algo = "heuristic", block_fp8_format = "e4m3", fp8_block_scales = "pow2";
+  int64_t num_sms = 0;
 };
 
 // The first of CLI11's comma-separated option names: "--hidden_size,--hidden-size" -> "--hidden_size".
@@ -267,6 +271,17 @@ RunRequest build_request(const Options& o) {
   r.nvfp4_rht = !o.nvfp4_no_rht;
   r.nvfp4_stochastic_rounding = !o.nvfp4_no_sr;
   r.producer_amax = !o.no_producer_amax;
+  if (o.block_fp8_format == "hybrid") r.block_fp8_format = Fp8Format::Hybrid;
+  else if (o.block_fp8_format == "e4m3") r.block_fp8_format = Fp8Format::E4M3;
+  else throw UsageError(fmt::format("--block-fp8-format must be e4m3 or hybrid, got '{}'", o.block_fp8_format));
+  if (o.fp8_block_scales == "pow2") r.fp8_block_pow2_scales = true;
+  else if (o.fp8_block_scales == "fp32") r.fp8_block_pow2_scales = false;
+  else throw UsageError(fmt::format("--fp8-block-scales must be pow2 or fp32, got '{}'", o.fp8_block_scales));
+  GemmOptions& go = req.options.gemm;
+  parse_algo_option(o.algo, go);
+  if (o.num_sms < 0 || o.num_sms > 4096) throw UsageError(fmt::format("--num-sms must be from 1 to 4096 (0: all SMs), got {}", o.num_sms));
+  go.num_sms = static_cast<int>(o.num_sms);
+  go.profile = o.profile;
   req.accuracy = o.accuracy;
   req.accuracy_only = o.accuracy_only;
   req.dist = dist_from_string(lower(o.dist));
@@ -386,6 +401,24 @@ int run_main(int argc, char** argv) {
                  "the output layer out of FP8) | same (the column's precision)")
       ->group("Recipes");
   app.add_flag("--nvfp4-no-sr", o.nvfp4_no_sr, "NVFP4: no stochastic rounding of gradients")->group("Recipes");
+  app.add_option("--block-fp8-format", o.block_fp8_format,
+                 "FP8Block and MXFP8: e4m3 (every operand, TE's default) | hybrid (E5M2 gradients)")
+      ->group("Recipes");
+  app.add_option("--fp8-block-scales", o.fp8_block_scales,
+                 "FP8Block scales: pow2 (rounded down to powers of two, TE's default) | fp32")
+      ->group("Recipes");
+  app.add_flag("--kernels", o.kernels, "Print the kernels each cell ran (CUPTI), their times and the cuBLASLt algorithm")
+      ->group("Kernels");
+  app.add_option("--algo", o.algo,
+                 "heuristic (cuBLASLt's first choice, as TE; default) | autotune[:K] (time the top K, default 8, keep "
+                 "the fastest)")
+      ->group("Kernels");
+  add_int(app, "--num-sms", o.num_sms, "Limit every GEMM to N SMs (cuBLASLt SM-count target; default all)")
+      ->group("Kernels");
+  app.add_flag("--profile", o.profile,
+               "cudaProfilerStart/Stop around the timed loops only (nsys --capture-range=cudaProfilerApi, "
+               "ncu --profile-from-start off)")
+      ->group("Kernels");
   app.add_flag("--accuracy", o.accuracy, "Also measure each recipe's error vs an FP32 GEMM of the BF16 inputs")->group("Accuracy");
   app.add_flag("--accuracy-only", o.accuracy_only, "Only the accuracy pass (no timing)")->group("Accuracy");
   app.add_option("--dist", o.dist, "Operand distribution for --accuracy: normal | outliers")->group("Accuracy");
@@ -473,7 +506,10 @@ int run_main(int argc, char** argv) {
     if (!roofline.is_null()) j["roofline"] = roofline;
     return j.dump(2) + "\n";
   };
-  std::cout << (measured ? render_text(result) + roofline_text : render_plan_text(result)) << std::flush;
+  std::cout << (measured ? render_text(result) + roofline_text : render_plan_text(result));
+  if (measured && o.kernels) std::cout << render_kernel_table(result);
+  else if (measured) std::cout << render_autotune_table(result);
+  std::cout << std::flush;
   if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
   if (!o.out_csv.empty() && measured) write_file_atomic(o.out_csv, render_csv(result));
   if (!o.out_csv.empty() && !measured) fmt::print(stderr, "gemmscope: --csv skipped: nothing was measured\n");

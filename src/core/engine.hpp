@@ -18,6 +18,7 @@ struct EngineOptions {
   // Grouped GEMMs (MoE experts): per-expert cuBLASLt GEMMs dealt round-robin over this many
   // streams (Transformer Engine's GroupedLinear on Hopper uses 4); 0 = serial on one stream.
   int grouped_streams = 4;
+  GemmOptions gemm;  // --algo, --num-sms, kernel tracing, --profile (core/kernels.hpp)
 };
 
 class Engine {

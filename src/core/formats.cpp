@@ -2,6 +2,8 @@
 // floating point spec v1.0, OCP MX spec v1.0) and checked against CUDA's host conversions.
 #include "core/formats.hpp"
 
+#include <cstring>
+
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -182,6 +184,21 @@ float mx_scale_inv(uint8_t code) {
   if (code == 0) return 1.f;
   if (code == 0xFF) return std::numeric_limits<float>::quiet_NaN();
   return float_of(static_cast<uint32_t>(254 - code) << 23);
+}
+
+float fp8_block_scale(float amax, Fp8 kind, bool pow2) {
+  constexpr float kFltMax = 3.40282347e38f;
+  float s = 1.f;
+  if (amax > 0.f && amax <= kFltMax) {
+    s = fp8_max(kind) / amax;
+    if (!(s <= kFltMax)) s = kFltMax;
+  }
+  if (!pow2) return s;
+  uint32_t b = 0;
+  std::memcpy(&b, &s, sizeof b);
+  b &= 0xff800000u;
+  std::memcpy(&s, &b, sizeof s);
+  return s;
 }
 
 }  // namespace gs::nf

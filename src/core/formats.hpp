@@ -34,6 +34,12 @@ constexpr float fp8_max(Fp8 k) { return k == Fp8::E4M3 ? kE4M3Max : kE5M2Max; }
 // Exponent of the largest power of two below the format's max normal (OCP "emax_elem").
 constexpr int fp8_emax(Fp8 k) { return k == Fp8::E4M3 ? 8 : 15; }
 
+// FP8 block scaling's scale (what the block quantization kernels multiply by): fmax / amax in
+// FP32, 1 when amax is 0, negative, NaN or +inf, FLT_MAX when the quotient overflows. pow2
+// (Transformer Engine's Float8BlockScaling default): rounded down to a power of two, i.e. the
+// mantissa bits cleared, so that 1/scale is exact and never overflows FP8 more than the exact scale.
+float fp8_block_scale(float amax, Fp8 kind, bool pow2);
+
 // ---- BF16 -------------------------------------------------------------------------------------
 float bf16_to_float(uint16_t b);
 // Round to nearest even; NaN -> 0x7FFF (CUDA's canonical NaN); overflow -> Inf, as IEEE says.

@@ -114,6 +114,8 @@ Recipe make_recipe(Precision p, const Gemm& g, const RecipeOptions& o) {
   r.precision = p;
   const bool hybrid = o.fp8_format == Fp8Format::Hybrid;
   auto fp8_fmt = [&](Role role) { return hybrid && role == Role::Grad ? ElemFormat::E5M2 : ElemFormat::E4M3; };
+  const bool block_hybrid = o.block_fp8_format == Fp8Format::Hybrid;
+  auto block_fmt = [&](Role role) { return block_hybrid && role == Role::Grad ? ElemFormat::E5M2 : ElemFormat::E4M3; };
   auto make_op = [&](const Operand& op) {
     OperandRecipe x;
     switch (p) {
@@ -123,11 +125,12 @@ Recipe make_recipe(Precision p, const Gemm& g, const RecipeOptions& o) {
       case Precision::FP8Block:
         // 128x128 for weights, 1x128 for activations and gradients. Wgrad's operands are an
         // activation and a gradient, so it is 1x128 x 1x128 (sm_90 cuBLASLt has no 2D x 2D).
-        x.format = fp8_fmt(op.role);
+        x.format = block_fmt(op.role);
         if (o.fp8_block_via_mxfp8) x.scaling = Scaling::Mx32;
         else x.scaling = op.role == Role::Weight ? Scaling::Block128x128 : Scaling::Block1x128;
+        x.pow2_scales = o.fp8_block_pow2_scales && !o.fp8_block_via_mxfp8;  // MX scales are powers of two anyway
         break;
-      case Precision::MXFP8: x.format = fp8_fmt(op.role); x.scaling = Scaling::Mx32; break;
+      case Precision::MXFP8: x.format = block_fmt(op.role); x.scaling = Scaling::Mx32; break;
       case Precision::NVFP4:
         x.format = ElemFormat::E2M1;
         x.scaling = (op.role == Role::Weight && o.nvfp4_2d_weights) ? Scaling::Nv16x16 : Scaling::Nv16;

@@ -63,6 +63,12 @@ struct RecipeOptions {
   // in the column's precision like every other GEMM ("same"; results written before the option
   // existed were measured that way).
   bool lm_head_bf16 = true;
+  // FP8 block scaling and MXFP8: Transformer Engine's Float8BlockScaling and MXFP8BlockScaling
+  // default to E4M3 for every operand (gradients too); Hybrid gives gradients E5M2.
+  Fp8Format block_fp8_format = Fp8Format::E4M3;
+  // FP8 block scaling: scales rounded down to powers of two (TE's default; fp32 = exact
+  // fmax/amax, TE's NVTE_FP8_BLOCK_SCALING_FP32_SCALES=1).
+  bool fp8_block_pow2_scales = true;
 };
 
 struct OperandRecipe {
@@ -70,6 +76,7 @@ struct OperandRecipe {
   Scaling scaling = Scaling::None;
   bool hadamard = false;            // NVFP4: 16x16 RHT applied before quantization
   bool stochastic_rounding = false; // NVFP4: gradients
+  bool pow2_scales = false;         // FP8 block scaling: scales rounded down to powers of two
   // Bytes of this operand's scale factors for an [outer, K] operand (cuBLASLt layouts, padded).
   double scale_bytes(int64_t outer, int64_t k) const;
 };

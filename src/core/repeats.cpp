@@ -73,6 +73,7 @@ Cell pool_repeats(const std::vector<Cell>& reps) {
   Cell out = Cell::measured(s);
   out.clock = reps[0].clock;
   out.dense_equiv_ms = reps[0].dense_equiv_ms;
+  out.kernels = reps[0].kernels;  // kernel records and algorithm of the first repeat
   for (const Cell& c : reps) {
     out.gate_timed_out |= c.gate_timed_out;
     out.repeat_ms.push_back(c.stats.mean_ms);

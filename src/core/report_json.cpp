@@ -75,6 +75,7 @@ json cell_json(const Cell& c, const Gemm& g) {
     j["clock"] = {{"sm_mhz", c.clock->sm_mhz}, {"max_sm_mhz", c.clock->max_sm_mhz}, {"reasons", c.clock->reasons}};
   if (!c.repeat_ms.empty()) j["repeat_ms"] = c.repeat_ms;
   if (c.gate_timed_out) j["gate_timed_out"] = true;
+  kernels_to_json(c.kernels, j);
   return j;
 }
 
@@ -206,6 +207,7 @@ Cell read_cell(const json& c, const std::string& where) {
     cs.reasons = get_or<uint64_t>(*ck, "reasons", cw, 0);
     cell.clock = cs;
   }
+  cell.kernels = kernels_from_json(c, where);
   return cell;
 }
 
@@ -248,7 +250,10 @@ json to_json(const RunResult& r) {
       {"nvfp4_stochastic_rounding", o.nvfp4_stochastic_rounding},
       {"producer_amax", o.producer_amax},
       {"lm_head_precision", o.lm_head_bf16 ? "bf16" : "same"},
-      {"fp8_block_via_mxfp8", o.fp8_block_via_mxfp8}};
+      {"fp8_block_via_mxfp8", o.fp8_block_via_mxfp8},
+      {"block_fp8_format", to_string(o.block_fp8_format)},
+      {"fp8_block_pow2_scales", o.fp8_block_pow2_scales}};
+  j["gemm_options"] = gemm_options_to_json(r.gemm_options);
   j["modes"] = json::array();
   for (Mode m : r.modes) j["modes"].push_back(to_string(m));
   j["precisions"] = json::array();
@@ -425,7 +430,14 @@ RunResult read_result(const json& j, const std::string& name) {
     if (lm != "same" && lm != "bf16")
       throw UsageError(fmt::format("{}.lm_head_precision must be \"same\" or \"bf16\"", where));
     ro.lm_head_bf16 = lm == "bf16";
+    // Files written before these fields existed ran block/MX recipes as hybrid with FP32 scales.
+    const std::string bfmt = get_or<std::string>(*o, "block_fp8_format", where, "hybrid");
+    if (bfmt != "hybrid" && bfmt != "e4m3")
+      throw UsageError(fmt::format("{}.block_fp8_format must be \"hybrid\" or \"e4m3\"", where));
+    ro.block_fp8_format = bfmt == "e4m3" ? Fp8Format::E4M3 : Fp8Format::Hybrid;
+    ro.fp8_block_pow2_scales = get_or<bool>(*o, "fp8_block_pow2_scales", where, false);
   }
+  if (const json* go = find(j, "gemm_options"); go && !go->is_null()) r.gemm_options = gemm_options_from_json(*go, top("gemm_options"));
   const std::vector<std::string> mode_names = string_list(j, "modes", name);
   for (const std::string& m : mode_names) {
     const Mode mode = parsed_at(name + ": \"modes\"", m, mode_from_string);

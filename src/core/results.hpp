@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernels.hpp"
 #include "core/modes.hpp"
 #include "core/plan.hpp"
 #include "core/recipe.hpp"
@@ -43,6 +44,7 @@ struct Cell {
   // The launch gate opened by its timeout instead of after the whole loop was enqueued: part of
   // the loop ran at the host's launch rate (a flagged cell, never silently).
   bool gate_timed_out = false;
+  CellKernels kernels;  // kernels one iteration launched, the GEMM's algorithm (core/kernels.hpp)
   // --repeats N (N > 1): each repeat's mean time (ms), in order; the stats are the pooled ones
   // (repeats.hpp). Empty for a single measurement.
   std::vector<double> repeat_ms;
@@ -95,6 +97,7 @@ struct RunResult {
   TimingConfig timing;
   std::optional<uint64_t> seed;  // --seed of the random operands; nullopt: a file written before it was recorded
   RecipeOptions recipe_options;
+  GemmOptions gemm_options;  // --algo, --num-sms, kernel tracing (core/kernels.hpp)
   std::vector<Mode> modes;
   std::vector<Precision> precisions;
   // cells[mode][gemm][precision], indices into modes / plan.gemms / precisions.

@@ -28,6 +28,7 @@ RunResult base_result(const RunRequest& req) {
   r.timing = req.options.timing;
   r.seed = req.options.seed;
   r.recipe_options = req.options.recipe;
+  r.gemm_options = req.options.gemm;
   r.modes = req.modes;
   r.created = utc_now_iso8601();
   return r;
@@ -43,7 +44,10 @@ void add_recipe_notes(RunResult& r) {
   if (has(Precision::FP8Current) || has(Precision::FP8Delayed))
     r.notes.push_back(fmt::format("FP8 per-tensor: {} format, {} accumulation",
                                   o.fp8_format == Fp8Format::Hybrid ? "hybrid (E4M3 activations/weights, E5M2 gradients)" : "E4M3",
-                                  o.fp8_accum == Accumulation::Auto ? "fast on Fprop, split on Dgrad/Wgrad (TE defaults)"
+                                  o.fp8_accum == Accumulation::Auto
+                                      ? (r.plan.model_mode ? "fast on Fprop, split on Dgrad/Wgrad (TE defaults)"
+                                                           : "fast (standalone shapes count as Fprop; TE uses fast "
+                                                             "accumulation on Fprop, split on Dgrad/Wgrad)")
                                   : o.fp8_accum == Accumulation::Fast ? "fast" : "split"));
   if (std::find(r.modes.begin(), r.modes.end(), Mode::AutocastShared) != r.modes.end()) {
     r.notes.push_back(
@@ -67,8 +71,17 @@ void add_recipe_notes(RunResult& r) {
                       "we quantize to 1x32 blocks directly, so the kernel is the same but numerics differ slightly. "
                       "Unverified on hardware");
   else if (has(Precision::FP8Block))
-    r.notes.push_back("FP8Block: 1x128 activations/gradients, 128x128 weights; Wgrad is 1x128 x 1x128 "
-                      "(sm_90 cuBLASLt has no 2D x 2D); split accumulation");
+    r.notes.push_back(fmt::format("FP8Block: 1x128 activations/gradients, 128x128 weights; Wgrad is 1x128 x 1x128 "
+                                  "(sm_90 cuBLASLt has no 2D x 2D); split accumulation; {}; {} scales{}",
+                                  o.block_fp8_format == Fp8Format::E4M3 ? "E4M3 for every operand"
+                                                                        : "E4M3 activations/weights, E5M2 gradients",
+                                  o.fp8_block_pow2_scales ? "power-of-two" : "FP32",
+                                  o.block_fp8_format == Fp8Format::E4M3 && o.fp8_block_pow2_scales
+                                      ? " (Transformer Engine's Float8BlockScaling defaults)" : ""));
+  if (has(Precision::MXFP8))
+    r.notes.push_back(o.block_fp8_format == Fp8Format::E4M3
+                          ? "MXFP8: E4M3 for every operand (Transformer Engine's MXFP8BlockScaling default)"
+                          : "MXFP8: E4M3 activations/weights, E5M2 gradients (--block-fp8-format hybrid)");
 }
 
 // Cells whose launch gate opened by its timeout (part of the loop ran at the host's launch rate):
@@ -202,6 +215,7 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
   for (std::string& w : clock_warnings(r)) r.notes.push_back(std::move(w));
   if (std::string n = gate_timeout_note(r); !n.empty()) r.notes.push_back(std::move(n));
   add_grouped_note(r, req.options.grouped_streams);
+  finish_kernel_records(r);
   if (progress) progress(total, total, "done");
   return r;
 }

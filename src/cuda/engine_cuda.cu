@@ -18,6 +18,7 @@
 #include "cuda/fill.cuh"
 #include "cuda/gemm_lt.hpp"
 #include "cuda/grouped_gemm.hpp"
+#include "cuda/kernel_trace.hpp"
 #include "cuda/recipe_gemm.hpp"
 #include "cuda/timed_loop.hpp"
 
@@ -159,16 +160,24 @@ class CudaEngine final : public Engine {
     if (g.grouped()) return measure_grouped(g, p, mode);
     const Recipe recipe = make_recipe(p, g, opts_.recipe);
     if (std::string why = shape_constraint(recipe, g); !why.empty()) return Cell::na(why);
+    const CellRange range(mode, g, p);  // NVTX: gemmscope/<mode>/<pass>/<op>/<precision>
     return guarded(g, p, mode, recipe, [&] {
       prepare_sources(g);
       RecipeGemm rg(handle_, g, recipe, *sources_, workspace_.get(), opts_.recipe, /*with_gemm=*/true,
                     operand_work(mode, g, Side::Left, recipe, opts_.recipe),
-                    operand_work(mode, g, Side::Right, recipe, opts_.recipe));
+                    operand_work(mode, g, Side::Right, recipe, opts_.recipe), /*cache=*/nullptr, opts_.gemm.num_sms);
       if (rg.needs_prequantize()) rg.prequantize(stream_);
+      std::optional<AutotuneRecord> tuned;
+      if (opts_.gemm.algo == AlgoChoice::Autotune) tuned = rg.matmul()->autotune(stream_, opts_.gemm.autotune_k);
       LoopBody body;
       body.cost = [&](int) { return rg.step_ops(); };
       body.enqueue = [&](int) { rg.step(stream_); };
-      return timed_cell(body);
+      Cell cell = timed_cell(body);
+      // Kernel records: a few more iterations, outside the timed loop (kernel_trace.hpp).
+      cell.kernels = trace_cell(opts_.gemm, stream_, [&] { rg.step(stream_); });
+      cell.kernels.algo = rg.matmul()->algo_record();
+      cell.kernels.autotune = tuned;
+      return cell;
     });
   }
 
@@ -184,8 +193,10 @@ class CudaEngine final : public Engine {
       body.between = [this] { GS_CUDA(cudaMemsetAsync(l2_flush_.get(), 0, l2_flush_.bytes(), stream_)); };
       body.between_cost = 1;
     }
+    ProfileBracket profiled(opts_.gemm.profile);  // --profile: the timed loop (and its warm-up) only
     const LoopResult lr = run_timed_loop(*gate_, events_, stream_, body, opts_.timing.warmup, opts_.timing.iters,
                                          probe_.get());
+    profiled.stop();
     Cell cell = Cell::measured(summarize(lr.samples_ms));
     cell.clock = lr.clock;
     cell.gate_timed_out = lr.gate_timed_out;

@@ -15,6 +15,9 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
+
+#include "core/kernels.hpp"
 
 namespace gs::cuda {
 
@@ -35,6 +38,7 @@ struct LtProblem {
   bool fast_accum = false;  // FP8 per-tensor only
   // Device {alpha, beta=0} pair (NVFP4 folds its tensor scales into alpha); null: alpha 1, beta 0 on the host.
   const float* alpha_device = nullptr;
+  int sm_count = 0;  // > 0: CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET (--num-sms)
 };
 
 // The matmul descriptor and the A/B/C layouts of a problem (cuBLASLt's A = R, B = L). Needs no
@@ -90,16 +94,28 @@ class LtMatmul {
            LtAlgoCache* cache = nullptr);
   void run(cudaStream_t s);
   const std::string& layout() const { return d_.layout(); }
+  // The algorithm in use, as cublasLtMatmulAlgoConfigGetAttribute reports it.
+  AlgoRecord algo_record() const;
+  // --algo autotune:K: times cuBLASLt's top-K candidates (GEMM only, on the operands as they are
+  // now, an event after each call as in the timed loop, three interleaved rounds, the best mean
+  // of each) and keeps the fastest; the heuristic's first choice stays unless another candidate
+  // is at least 2% faster (no switch on noise).
+  // Candidates that fail to run are skipped. Synchronizes the stream.
+  AutotuneRecord autotune(cudaStream_t s, int k);
 
  private:
   cublasLtHandle_t handle_;
   LtProblem p_;
   LtDescriptors d_;
   cublasLtMatmulAlgo_t algo_{};
+  int rank_ = 0;  // position of algo_ in the heuristic's list
   void* ws_;
   size_t ws_bytes_;
   float alpha_ = 1.f, beta_ = 0.f;
 };
+
+// The configuration of an algorithm (id, tile, stages, split-K, swizzle, cluster shape, ...).
+AlgoRecord describe_algo(const cublasLtMatmulAlgo_t& a);
 
 constexpr size_t kWorkspaceBytes = 32u << 20;  // 32 MiB, as recommended for sm_90 / sm_100
 

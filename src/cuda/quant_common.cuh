@@ -41,6 +41,24 @@ __host__ __device__ __forceinline__ float scale_from_amax(float amax, float fmax
   return s <= FLT_MAX ? s : FLT_MAX;
 }
 
+// Block scaling's scale: scale_from_amax with fallback 1; pow2 rounds it down to a power of two
+// by clearing its mantissa (the scale is a positive normal float or 1 here). Mirrors the host
+// reference gs::nf::fp8_block_scale (core/formats.hpp).
+__host__ __device__ __forceinline__ float block_scale(float amax, float fmax, bool pow2) {
+  const float s = scale_from_amax(amax, fmax, 1.f);
+  if (!pow2) return s;
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(__float_as_uint(s) & 0xff800000u);
+#else
+  uint32_t b;
+  __builtin_memcpy(&b, &s, sizeof b);
+  b &= 0xff800000u;
+  float r;
+  __builtin_memcpy(&r, &b, sizeof r);
+  return r;
+#endif
+}
+
 // ---- Programmatic dependent launch (sm_90+) ------------------------------------------------
 // A kernel launched with the programmatic-stream-serialization attribute calls pdl_wait()
 // before touching any global memory: it returns once the preceding kernel in the stream has

@@ -277,7 +277,7 @@ template <Fp8Kind K, int kMode, int kH, bool kVec, bool kDual>
 __global__ void __launch_bounds__(kThreads)
     transpose_kernel(const __nv_bfloat16* x, int rows, int cols, const float* src, uint8_t* q,
                      float* scale_inv, float* history, const int* pos, uint8_t* q_row,
-                     float* scale_row) {
+                     float* scale_row, bool pow2) {
   static_assert(kH == 1 || kH == 2, "halves");
   static_assert(kMode != kModeB128 || kH == 2, "128x128 blocks need 128-column tiles");
   static_assert(!kDual || kMode != kModeB1 || kH == 2, "dual 1x128 needs 128-column tiles");
@@ -332,7 +332,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int i = 0; i < 4; ++i) acc = absmax_acc(acc, v[h][i]);
       const uint32_t m = block_max_u32<kThreads>(fold_to_f32bits(acc), red);
-      const float s = scale_from_amax(__uint_as_float(m), Fp8Info<K>::kMax, 1.f);
+      const float s = block_scale(__uint_as_float(m), Fp8Info<K>::kMax, pow2);
       const int L4 = (tiles_r + 3) / 4 * 4;
       if (threadIdx.x == 0) scale_inv[size_t(tc.c0 / 128) * L4 + tc.r0 / 128] = 1.f / s;
 #pragma unroll
@@ -359,7 +359,7 @@ __global__ void __launch_bounds__(kThreads)
           m = max(m, __shfl_xor_sync(kFullMask, m, 1));
           m = max(m, __shfl_xor_sync(kFullMask, m, 2));
           m = max(m, __shfl_xor_sync(kFullMask, m, 4));
-          const float sr = scale_from_amax(__uint_as_float(m), Fp8Info<K>::kMax, 1.f);
+          const float sr = block_scale(__uint_as_float(m), Fp8Info<K>::kMax, pow2);
           const int r = tc.r0 + 4 * g + i;
           if (cc == 0 && r < rows) scale_row[size_t(tc.c0 / 128) * rows + r] = 1.f / sr;
 #pragma unroll
@@ -389,7 +389,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int w = 0; w < 8; ++w)
           mx = max(mx, (rw[((w * kH + h) * 8 + ccc) * 4 + k] >> sh) & 0xffffu);
-        const float sc = scale_from_amax(__uint_as_float(mx << 16), Fp8Info<K>::kMax, 1.f);
+        const float sc = block_scale(__uint_as_float(mx << 16), Fp8Info<K>::kMax, pow2);
         reinterpret_cast<float*>(col_scale)[c] = sc;
         const int oc = tc.c0 + c;
         if (oc < cols) scale_inv[size_t(tc.r0 / kTR) * cols + oc] = 1.f / sc;
@@ -449,7 +449,7 @@ template <Fp8Kind K, int kU>
 __device__ __forceinline__ void b1_process_group(int rows, int cols, unsigned units, unsigned nkb,
                                                  unsigned grp, int half, int li,
                                                  const uint4 (&v)[kU], uint8_t* q,
-                                                 float* scale_inv) {
+                                                 float* scale_inv, bool pow2) {
   const unsigned u0 = grp * (2u * kU) + unsigned(half);
   unsigned row = u0 / nkb, kb = u0 - row * nkb;
 #pragma unroll
@@ -459,7 +459,7 @@ __device__ __forceinline__ void b1_process_group(int rows, int cols, unsigned un
     uint32_t m = fold_to_f32bits(absmax_acc(0u, v[j]));
 #pragma unroll
     for (int o = 8; o > 0; o >>= 1) m = max(m, __shfl_xor_sync(kFullMask, m, o));
-    const float s = scale_from_amax(__uint_as_float(m), Fp8Info<K>::kMax, 1.f);
+    const float s = block_scale(__uint_as_float(m), Fp8Info<K>::kMax, pow2);
     if (ok && li == 0) scale_inv[size_t(kb) * rows + row] = 1.f / s;
     if (ok && col < cols) stg8(q + size_t(row) * cols + col, quant8<K>(v[j], s));
     advance_unit(row, kb, nkb);
@@ -469,7 +469,7 @@ __device__ __forceinline__ void b1_process_group(int rows, int cols, unsigned un
 template <Fp8Kind K, int kU>
 __global__ void __launch_bounds__(kThreads)
     block1x128_rowwise_kernel(const __nv_bfloat16* x, int rows, int cols, uint8_t* q,
-                                 float* scale_inv) {
+                                 float* scale_inv, bool pow2) {
   const int lane = threadIdx.x & 31, half = lane >> 4, li = lane & 15;
   const unsigned nkb = (unsigned(cols) + 127u) / 128u;
   const unsigned units = unsigned(rows) * nkb;
@@ -479,7 +479,7 @@ __global__ void __launch_bounds__(kThreads)
   uint4 v[kU];
   for (unsigned grp = gw; grp < groups; grp += nw) {  // warp-uniform; once with the host's grid
     b1_load_group<kU>(x, cols, units, nkb, grp, half, li, v);
-    b1_process_group<K, kU>(rows, cols, units, nkb, grp, half, li, v, q, scale_inv);
+    b1_process_group<K, kU>(rows, cols, units, nkb, grp, half, li, v, q, scale_inv, pow2);
   }
 }
 
@@ -493,7 +493,7 @@ __global__ void __launch_bounds__(kThreads)
 template <Fp8Kind K>
 __global__ void __launch_bounds__(kThreads)
     block128_rowwise_kernel(const __nv_bfloat16* x, int rows, int cols, uint8_t* q,
-                            float* scale_inv) {
+                            float* scale_inv, bool pow2) {
   __shared__ uint32_t red[kThreads / 32];
   const int tiles_c = (cols + 127) / 128;
   const int ntiles = ((rows + 127) / 128) * tiles_c;
@@ -513,7 +513,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int i = 0; i < 8; ++i) acc = absmax_acc(acc, v[i]);
     const uint32_t m = block_max_u32<kThreads>(fold_to_f32bits(acc), red);
-    const float s = scale_from_amax(__uint_as_float(m), Fp8Info<K>::kMax, 1.f);
+    const float s = block_scale(__uint_as_float(m), Fp8Info<K>::kMax, pow2);
     if (threadIdx.x == 0) scale_inv[size_t(tr) * L4 + tcol] = 1.f / s;
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
@@ -592,7 +592,7 @@ size_t amax_blocks_needed(size_t n) {
 template <Fp8Kind K, int kMode, int kH, bool kDual = false>
 void launch_transpose_h(const __nv_bfloat16* x, int rows, int cols, const float* src, uint8_t* q,
                         float* scale_inv, float* history, const int* pos, cudaStream_t s,
-                        uint8_t* q_row = nullptr, float* scale_row = nullptr) {
+                        uint8_t* q_row = nullptr, float* scale_row = nullptr, bool pow2 = false) {
   const bool vec = (rows % 16) == 0;
   auto* k = vec ? transpose_kernel<K, kMode, kH, true, kDual> : transpose_kernel<K, kMode, kH, false, kDual>;
   const long long tiles =
@@ -601,7 +601,7 @@ void launch_transpose_h(const __nv_bfloat16* x, int rows, int cols, const float*
   // One tile per block (not a persistent grid): the block scheduler balances the SMs, and a
   // new block's loads overlap the barriers and stores of the blocks finishing on its SM.
   k<<<int(std::max<long long>(1, tiles)), kThreads, 0, s>>>(x, rows, cols, src, q, scale_inv, history, pos,
-                                                             q_row, scale_row);
+                                                             q_row, scale_row, pow2);
 }
 
 // Dual output: 128-column tiles where a tile row must be a whole 1x128 block (kModeB1) or tile
@@ -609,21 +609,21 @@ void launch_transpose_h(const __nv_bfloat16* x, int rows, int cols, const float*
 template <Fp8Kind K, int kMode>
 void launch_dual(const __nv_bfloat16* x, int rows, int cols, const float* src, uint8_t* q_row,
                  float* scale_row, uint8_t* q_t, float* scale_t, float* history, const int* pos,
-                 cudaStream_t s) {
+                 cudaStream_t s, bool pow2) {
   constexpr int kH = (kMode == kModeB1 || kMode == kModeB128) ? 2 : 1;
-  launch_transpose_h<K, kMode, kH, true>(x, rows, cols, src, q_t, scale_t, history, pos, s, q_row, scale_row);
+  launch_transpose_h<K, kMode, kH, true>(x, rows, cols, src, q_t, scale_t, history, pos, s, q_row, scale_row, pow2);
   GS_CUDA_LAUNCH();
 }
 
 template <int kMode>
 void dispatch_dual(Fp8Kind kind, const __nv_bfloat16* x, int rows, int cols, const float* src,
                    uint8_t* q_row, float* scale_row, uint8_t* q_t, float* scale_t, float* history,
-                   const int* pos, cudaStream_t s) {
+                   const int* pos, cudaStream_t s, bool pow2 = false) {
   if (rows == 0 || cols == 0) return;
   if (kind == Fp8Kind::E4M3)
-    launch_dual<Fp8Kind::E4M3, kMode>(x, rows, cols, src, q_row, scale_row, q_t, scale_t, history, pos, s);
+    launch_dual<Fp8Kind::E4M3, kMode>(x, rows, cols, src, q_row, scale_row, q_t, scale_t, history, pos, s, pow2);
   else
-    launch_dual<Fp8Kind::E5M2, kMode>(x, rows, cols, src, q_row, scale_row, q_t, scale_t, history, pos, s);
+    launch_dual<Fp8Kind::E5M2, kMode>(x, rows, cols, src, q_row, scale_row, q_t, scale_t, history, pos, s, pow2);
 }
 
 void check_dual(const char* fn, const void* x, int rows, int cols, const void* q_row, const void* q_t,
@@ -635,11 +635,11 @@ void check_dual(const char* fn, const void* x, int rows, int cols, const void* q
 
 template <Fp8Kind K, int kMode>
 void launch_transpose(const __nv_bfloat16* x, int rows, int cols, const float* src, uint8_t* q,
-                      float* scale_inv, float* history, const int* pos, cudaStream_t s) {
+                      float* scale_inv, float* history, const int* pos, cudaStream_t s, bool pow2 = false) {
   // 128 x 64 tiles (128 x 128 for the 128x128 blocks): with one tile per block, 128-column
   // tiles for the other modes measured no faster on the H100.
   launch_transpose_h<K, kMode, kMode == kModeB128 ? 2 : 1>(x, rows, cols, src, q, scale_inv,
-                                                           history, pos, s);
+                                                           history, pos, s, nullptr, nullptr, pow2);
 }
 
 template <Fp8Kind K, bool kDelayed>
@@ -731,7 +731,7 @@ void delayed_scale_update(float* history, int hist_len, int* pos, Fp8Kind kind, 
 
 // ---- block scaling ----------------------------------------------------------------------------
 void quantize_block_1x128(const __nv_bfloat16* x, int rows, int cols, bool transpose, Fp8Kind kind,
-                          uint8_t* q, float* scale_inv, cudaStream_t s) {
+                          uint8_t* q, float* scale_inv, cudaStream_t s, bool pow2) {
   check_2d("quantize_block_1x128", x, rows, cols, q);
   require(scale_inv != nullptr, "quantize_block_1x128", "null scale_inv");
   if (rows == 0 || cols == 0) return;
@@ -746,19 +746,19 @@ void quantize_block_1x128(const __nv_bfloat16* x, int rows, int cols, bool trans
                  : block1x128_rowwise_kernel<Fp8Kind::E5M2, kU>;
     const long long groups = (units + 2 * kU - 1) / (2 * kU);
     const long long blocks = (groups + kThreads / 32 - 1) / (kThreads / 32);
-    k<<<int(std::max<long long>(1, blocks)), kThreads, 0, s>>>(x, rows, cols, q, scale_inv);
+    k<<<int(std::max<long long>(1, blocks)), kThreads, 0, s>>>(x, rows, cols, q, scale_inv, pow2);
   } else if (e4) {
     launch_transpose<Fp8Kind::E4M3, kModeB1>(x, rows, cols, nullptr, q, scale_inv, nullptr,
-                                             nullptr, s);
+                                             nullptr, s, pow2);
   } else {
     launch_transpose<Fp8Kind::E5M2, kModeB1>(x, rows, cols, nullptr, q, scale_inv, nullptr,
-                                             nullptr, s);
+                                             nullptr, s, pow2);
   }
   GS_CUDA_LAUNCH();
 }
 
 void quantize_block_128x128(const __nv_bfloat16* x, int rows, int cols, bool transpose,
-                            Fp8Kind kind, uint8_t* q, float* scale_inv, cudaStream_t s) {
+                            Fp8Kind kind, uint8_t* q, float* scale_inv, cudaStream_t s, bool pow2) {
   check_2d("quantize_block_128x128", x, rows, cols, q);
   require(scale_inv != nullptr, "quantize_block_128x128", "null scale_inv");
   if (rows == 0 || cols == 0) return;
@@ -768,13 +768,13 @@ void quantize_block_128x128(const __nv_bfloat16* x, int rows, int cols, bool tra
     auto* k = e4 ? block128_rowwise_kernel<Fp8Kind::E4M3> : block128_rowwise_kernel<Fp8Kind::E5M2>;
     // One tile per block: without a prefetch in the kernel, blocks that start while others
     // reduce and store keep the loads flowing (measured faster than a persistent grid).
-    k<<<int(std::max<long long>(1, tiles)), kThreads, 0, s>>>(x, rows, cols, q, scale_inv);
+    k<<<int(std::max<long long>(1, tiles)), kThreads, 0, s>>>(x, rows, cols, q, scale_inv, pow2);
   } else if (e4) {
     launch_transpose<Fp8Kind::E4M3, kModeB128>(x, rows, cols, nullptr, q, scale_inv, nullptr,
-                                               nullptr, s);
+                                               nullptr, s, pow2);
   } else {
     launch_transpose<Fp8Kind::E5M2, kModeB128>(x, rows, cols, nullptr, q, scale_inv, nullptr,
-                                               nullptr, s);
+                                               nullptr, s, pow2);
   }
   GS_CUDA_LAUNCH();
 }
@@ -797,15 +797,17 @@ void cast_fp8_delayed_dual(const __nv_bfloat16* x, int rows, int cols, Fp8Kind k
 }
 
 void quantize_block_1x128_dual(const __nv_bfloat16* x, int rows, int cols, Fp8Kind kind, uint8_t* q_row,
-                               float* scale_inv_row, uint8_t* q_t, float* scale_inv_t, cudaStream_t s) {
+                               float* scale_inv_row, uint8_t* q_t, float* scale_inv_t, cudaStream_t s, bool pow2) {
   check_dual("quantize_block_1x128_dual", x, rows, cols, q_row, q_t, scale_inv_row, scale_inv_t);
-  dispatch_dual<kModeB1>(kind, x, rows, cols, nullptr, q_row, scale_inv_row, q_t, scale_inv_t, nullptr, nullptr, s);
+  dispatch_dual<kModeB1>(kind, x, rows, cols, nullptr, q_row, scale_inv_row, q_t, scale_inv_t, nullptr, nullptr, s,
+                         pow2);
 }
 
 void quantize_block_128x128_dual(const __nv_bfloat16* x, int rows, int cols, Fp8Kind kind, uint8_t* q_row,
-                                 float* scale_inv_row, uint8_t* q_t, float* scale_inv_t, cudaStream_t s) {
+                                 float* scale_inv_row, uint8_t* q_t, float* scale_inv_t, cudaStream_t s, bool pow2) {
   check_dual("quantize_block_128x128_dual", x, rows, cols, q_row, q_t, scale_inv_row, scale_inv_t);
-  dispatch_dual<kModeB128>(kind, x, rows, cols, nullptr, q_row, scale_inv_row, q_t, scale_inv_t, nullptr, nullptr, s);
+  dispatch_dual<kModeB128>(kind, x, rows, cols, nullptr, q_row, scale_inv_row, q_t, scale_inv_t, nullptr, nullptr, s,
+                           pow2);
 }
 
 }  // namespace gs::cuda

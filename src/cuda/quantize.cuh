@@ -67,18 +67,21 @@ void delayed_scale_update(float* history, int hist_len, int* pos, Fp8Kind kind, 
 // One pass over the input for every variant (block amax, scale and cast fused). Partial last
 // blocks (K % 128 != 0, outer % 128 != 0) take the amax of their valid elements only.
 // scale_inv = 1 / (fmax / amax) (the reciprocal of the scale actually used), amax == 0 -> 1.
+// pow2 (Transformer Engine's default for Float8BlockScaling): the scale fmax / amax is rounded
+// down to a power of two (its mantissa bits cleared) before use, so scale_inv is exact too
+// (host reference: gs::nf::fp8_block_scale in core/formats.hpp).
 // With transpose=true the blocks follow the transposed operand: 1x128 blocks run along the
 // source's rows (the new K); 128x128 tiles are the same source tiles, indexed (ob = col tile,
 // kb = row tile).
 // 1x128: one FP32 scale per 128 consecutive K elements of each outer row.
 // Scale layout = cuBLASLt VEC128_32F: s[kb * outer + o], kb < ceil(K/128).
 void quantize_block_1x128(const __nv_bfloat16* x, int rows, int cols, bool transpose, Fp8Kind kind,
-                          uint8_t* q, float* scale_inv, cudaStream_t s);
+                          uint8_t* q, float* scale_inv, cudaStream_t s, bool pow2 = false);
 // 128x128: one FP32 scale per 128x128 tile. Layout = cuBLASLt BLK128x128_32F:
 // s[ob * L4 + kb], L4 = ceil(K/128) rounded up to a multiple of 4 (padding left untouched;
 // zero it once if the GEMM may read it).
 void quantize_block_128x128(const __nv_bfloat16* x, int rows, int cols, bool transpose,
-                            Fp8Kind kind, uint8_t* q, float* scale_inv, cudaStream_t s);
+                            Fp8Kind kind, uint8_t* q, float* scale_inv, cudaStream_t s, bool pow2 = false);
 // ---- dual output (autocast-shared: one cast per tensor and step) --------------------------------
 // One read of the source [rows, cols] writes both copies a tensor's GEMMs need: q_row [rows, cols]
 // (the source layout, what transpose=false writes) and q_t [cols, rows] (what transpose=true
@@ -92,9 +95,11 @@ void cast_fp8_delayed_dual(const __nv_bfloat16* x, int rows, int cols, Fp8Kind k
                            uint8_t* q_row, float* scale_inv_row, uint8_t* q_t, float* scale_inv_t,
                            float* history, const int* pos, cudaStream_t s);
 void quantize_block_1x128_dual(const __nv_bfloat16* x, int rows, int cols, Fp8Kind kind, uint8_t* q_row,
-                               float* scale_inv_row, uint8_t* q_t, float* scale_inv_t, cudaStream_t s);
+                               float* scale_inv_row, uint8_t* q_t, float* scale_inv_t, cudaStream_t s,
+                               bool pow2 = false);
 void quantize_block_128x128_dual(const __nv_bfloat16* x, int rows, int cols, Fp8Kind kind, uint8_t* q_row,
-                                 float* scale_inv_row, uint8_t* q_t, float* scale_inv_t, cudaStream_t s);
+                                 float* scale_inv_row, uint8_t* q_t, float* scale_inv_t, cudaStream_t s,
+                                 bool pow2 = false);
 
 inline int block_scale_count_1x128(int outer, int K) { return ((K + 127) / 128) * outer; }
 inline int block_scale_count_128x128(int outer, int K) {

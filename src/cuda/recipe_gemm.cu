@@ -135,10 +135,10 @@ void QuantizedOperand::quantize(cudaStream_t s, bool amax_given) {
                        history_.get<float>(), pos_.get<int>(), s);
       break;
     case Scaling::Block1x128:
-      quantize_block_1x128(src_, rows, cols, transpose_, fp8_kind(recipe_.format), q, sc, s);
+      quantize_block_1x128(src_, rows, cols, transpose_, fp8_kind(recipe_.format), q, sc, s, recipe_.pow2_scales);
       break;
     case Scaling::Block128x128:
-      quantize_block_128x128(src_, rows, cols, transpose_, fp8_kind(recipe_.format), q, sc, s);
+      quantize_block_128x128(src_, rows, cols, transpose_, fp8_kind(recipe_.format), q, sc, s, recipe_.pow2_scales);
       break;
     case Scaling::Mx32:
       quantize_mxfp8(src_, rows, cols, transpose_, fp8_kind(recipe_.format), q, scale_.get<uint8_t>(), s);
@@ -190,8 +190,12 @@ void QuantizedOperand::quantize_dual(QuantizedOperand& o, cudaStream_t s, bool a
       cast_fp8_delayed_dual(src_, rows, cols, kind, delayed_scale_.get<float>(), rq, rs, tq, ts, history_.get<float>(),
                             pos_.get<int>(), s);
       break;
-    case Scaling::Block1x128: quantize_block_1x128_dual(src_, rows, cols, kind, rq, rs, tq, ts, s); break;
-    case Scaling::Block128x128: quantize_block_128x128_dual(src_, rows, cols, kind, rq, rs, tq, ts, s); break;
+    case Scaling::Block1x128:
+      quantize_block_1x128_dual(src_, rows, cols, kind, rq, rs, tq, ts, s, recipe_.pow2_scales);
+      break;
+    case Scaling::Block128x128:
+      quantize_block_128x128_dual(src_, rows, cols, kind, rq, rs, tq, ts, s, recipe_.pow2_scales);
+      break;
     default: throw std::logic_error("quantize_dual: no fused dual pass for this scaling");
   }
 }
@@ -257,9 +261,10 @@ std::vector<float> QuantizedOperand::scales_host() const {
 
 RecipeGemm::RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, GemmSources& src, void* workspace,
                        const RecipeOptions& opts, bool with_gemm, OperandWork wl, OperandWork wr,
-                       LtAlgoCache* cache)
+                       LtAlgoCache* cache, int sm_count)
     : recipe_(r), wl_(wl), wr_(wr) {
   LtProblem p;
+  p.sm_count = sm_count;
   p.m = g.m; p.n = g.n; p.k = g.k;
   p.c = src.c.get();
   p.fast_accum = r.fast_accum;

@@ -78,7 +78,8 @@ class RecipeGemm {
   // `cache` (optional): the cuBLASLt heuristic is asked once per distinct problem (grouped GEMMs).
   RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, GemmSources& src, void* workspace,
              const RecipeOptions& opts, bool with_gemm = true, OperandWork wl = {}, OperandWork wr = {},
-             LtAlgoCache* cache = nullptr);
+             LtAlgoCache* cache = nullptr,
+             int sm_count = 0);  // sm_count > 0: the GEMM's SM-count target (--num-sms)
   // One timed iteration of the mode the work flags describe: quantize the Own/Dual operands, the
   // GEMM, delayed scaling's history step for the quantized ones. Operands with work None, and the
   // amax of producer_amax operands, must have been prepared by prequantize().
@@ -109,6 +110,7 @@ class RecipeGemm {
   const QuantizedOperand* l_sibling() const { return l_sib_.get(); }
   const QuantizedOperand* r_sibling() const { return r_sib_.get(); }
   std::string layout() const { return mm_ ? mm_->layout() : std::string("-"); }
+  LtMatmul* matmul() { return mm_.get(); }  // null when built without the GEMM
 
  private:
   void update_alpha(cudaStream_t s);

@@ -181,7 +181,9 @@ TEST(Recipes, Sm100PathsAndConstraints) {
     Recipe r = make_recipe(Precision::FP8Block, g, o);
     EXPECT_EQ(r.a.scaling, Scaling::Mx32);
     EXPECT_EQ(r.b.scaling, Scaling::Mx32);
-    EXPECT_EQ(r.a.format, g.a.role == Role::Grad ? ElemFormat::E5M2 : ElemFormat::E4M3);
+    EXPECT_EQ(r.a.format, ElemFormat::E4M3);  // TE's Float8BlockScaling default: E4M3 everywhere
+    EXPECT_EQ(make_recipe(Precision::FP8Block, g, [&] { RecipeOptions h = o; h.block_fp8_format = Fp8Format::Hybrid; return h; }()).a.format,
+              g.a.role == Role::Grad ? ElemFormat::E5M2 : ElemFormat::E4M3);
   }
   // Alignment rules of the block-scaled sm_100 GEMMs.
   Plan s = build_shapes_plan("4096x4112x4096,4096x4096x4096,4096x4096x4112,4128x4096x4096");

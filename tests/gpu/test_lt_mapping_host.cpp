@@ -17,6 +17,9 @@ TEST(LtMappingHost, RecipesMapToTheDocumentedTypesAndScaleModes) {
   RecipeOptions o;
   const Gemm& fprop = p.gemms[0];
   const Gemm& wgrad = p.gemms[8];
+  // TE's MXFP8BlockScaling default: E4M3 for dY too; the hybrid option maps dY to E5M2.
+  EXPECT_EQ(cuda::cuda_type(make_recipe(Precision::MXFP8, wgrad, o).b.format), CUDA_R_8F_E4M3);
+  o.block_fp8_format = Fp8Format::Hybrid;
   Recipe mx = make_recipe(Precision::MXFP8, wgrad, o);
   EXPECT_EQ(cuda::cuda_type(mx.a.format), CUDA_R_8F_E4M3);
   EXPECT_EQ(cuda::cuda_type(mx.b.format), CUDA_R_8F_E5M2);  // dY under the hybrid format
@@ -75,6 +78,7 @@ TEST(LtMappingHost, BlackwellRecipeDescriptorsReadBack) {
   const Plan plan = build_model_plan(default_config());
   RecipeOptions o;
   o.fp8_block_via_mxfp8 = true;  // sm_100
+  o.block_fp8_format = Fp8Format::Hybrid;  // E5M2 dY: both FP8 types reach the descriptors
   struct Want { Precision p; int gemm; cudaDataType_t a_type, b_type; cublasLtMatmulMatrixScale_t mode; bool alpha; };
   for (const Want& w : {Want{Precision::NVFP4, 0, CUDA_R_4F_E2M1, CUDA_R_4F_E2M1, CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3, true},
                         Want{Precision::NVFP4, 8, CUDA_R_4F_E2M1, CUDA_R_4F_E2M1, CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3, true},
