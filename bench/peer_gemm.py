@@ -11,7 +11,8 @@ per-pass recipe) PyTorch runs:
   FP8Block    torch._scaled_mm with 1x128 (activations/gradients) x 128x128 (weights) block scales,
               where this PyTorch supports it; otherwise the row says why
 Each is timed like gemmscope: 10 warm-up calls, then 100 back-to-back calls between two CUDA events
-(mean per call). The kernel each side runs is listed (PyTorch: torch.profiler; gemmscope: the JSON's
+(mean per call). --rounds R (default 2) alternates the sides R times (gemmscope's layer, then
+PyTorch's shapes, again) and averages, so clock drift under the power cap falls on both. The kernel each side runs is listed (PyTorch: torch.profiler; gemmscope: the JSON's
 kernel record when present). gemmscope runs first, in the same process tree, on the same GPU.
 
   python3 bench/peer_gemm.py --gemmscope build/gemmscope [--config 5b] [--precisions BF16,FP8Current,FP8Block]
@@ -51,6 +52,7 @@ def main():
     ap.add_argument("--iters", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--gemmscope-args", default="")
+    ap.add_argument("--rounds", type=int, default=2, help="alternations of the two sides, averaged (default 2)")
     ap.add_argument("--json")
     a = ap.parse_args()
     precs = [p.strip() for p in a.precisions.split(",") if p.strip()]
@@ -102,63 +104,83 @@ def main():
         q = (tiles * (fmax / amax)[:, None, :, None]).clamp(-fmax, fmax).to(dtype).reshape(R, K)
         return q, (amax / fmax)
 
-    rows = []
-    for cfg in cfgs:
-        r = run_gemmscope(a.gemmscope, cfg, precs, a.gemmscope_args.split())
-        (mode_key,) = r["summary"].keys()
-        for g in r["gemms"]:
-            if g["scope"] != "layer":
-                continue
-            m, k, n = g["m"], g["k"], g["n"]
-            left = torch.randn(m, k, device="cuda", dtype=BF) if g["a"]["k_major"] else \
-                torch.randn(k, m, device="cuda", dtype=BF).t()
-            rl, rr = g["a"]["role"], g["b"]["role"]
-            # R as a [k, n] operand: k_major -> stored [n, k] row-major (a transposed view), else [k, n].
-            right = torch.randn(n, k, device="cuda", dtype=BF).t() if g["b"]["k_major"] else \
-                torch.randn(k, n, device="cuda", dtype=BF)
-            if rr == "weight":
-                right = right * 0.02 if not g["b"]["k_major"] else (right.t() * 0.02).t()
-            for p in precs:
-                cell = g["results"][mode_key].get(p, {})
-                gs_ms = cell.get("mean_ms") if cell.get("status") == "ok" else None
-                gs_kernel = ";".join(x.get("name", "") for x in cell.get("kernels", [])) or None
-                torch_ms, torch_kernel, why = None, None, None
-                try:
-                    if p == "BF16":
-                        fn = lambda: torch.mm(left, right)
-                    else:
-                        lk = left.contiguous()                 # [m, k], K-contiguous (pre-quantized copy)
-                        rk = right.t().contiguous()            # [n, k], K-contiguous
-                        fa = E5M2 if rl == "grad" else E4M3
-                        fb = E5M2 if rr == "grad" else E4M3
-                        if p == "FP8Current":
-                            lq, ls = q_tensor(lk, fa)
-                            rq, rs = q_tensor(rk, fb)
-                            fast = g["pass"] == "fprop"
-                            fn = lambda: torch._scaled_mm(lq, rq.t(), scale_a=ls, scale_b=rs, out_dtype=BF,
-                                                          use_fast_accum=fast)
+    def one_round():
+        rows = []
+        for cfg in cfgs:
+            r = run_gemmscope(a.gemmscope, cfg, precs, a.gemmscope_args.split())
+            (mode_key,) = r["summary"].keys()
+            block_fmt = r.get("recipe_options", {}).get("block_fp8_format", "hybrid")
+            for g in r["gemms"]:
+                if g["scope"] != "layer":
+                    continue
+                m, k, n = g["m"], g["k"], g["n"]
+                left = torch.randn(m, k, device="cuda", dtype=BF) if g["a"]["k_major"] else \
+                    torch.randn(k, m, device="cuda", dtype=BF).t()
+                rl, rr = g["a"]["role"], g["b"]["role"]
+                # R as a [k, n] operand: k_major -> stored [n, k] row-major (a transposed view), else [k, n].
+                right = torch.randn(n, k, device="cuda", dtype=BF).t() if g["b"]["k_major"] else \
+                    torch.randn(k, n, device="cuda", dtype=BF)
+                if rr == "weight":
+                    right = right * 0.02 if not g["b"]["k_major"] else (right.t() * 0.02).t()
+                for p in precs:
+                    cell = g["results"][mode_key].get(p, {})
+                    gs_ms = cell.get("mean_ms") if cell.get("status") == "ok" else None
+                    gs_kernel = ";".join(x.get("name", "") for x in cell.get("kernels", [])) or None
+                    torch_ms, torch_kernel, why = None, None, None
+                    try:
+                        if p == "BF16":
+                            fn = lambda: torch.mm(left, right)
                         else:
-                            # 1x128 on activations/gradients, 128x128 on weights, as gemmscope's FP8Block
-                            # (Wgrad: 1x128 x 1x128). _scaled_mm wants the 1x128 scales outer-dim-major.
-                            lq, ls = q_block(lk, fa, 1, 128)
-                            rq, rs = q_block(rk, fb, 128 if rr == "weight" else 1, 128)
-                            # PyTorch checks scale_a against a [m,k] (1x128: shape (m, k/128), stride (1, m))
-                            # and scale_b.t() against b.t() = rq [n,k] (128x128: row-major (n/128, k/128);
-                            # 1x128: shape (n, k/128), stride (1, n)).
-                            ls = ls.t().contiguous().t()
-                            rs = rs.t() if rr == "weight" else rs.t().contiguous()
-                            fn = lambda: torch._scaled_mm(lq, rq.t(), scale_a=ls, scale_b=rs, out_dtype=BF)
-                        fn()
-                    torch_ms = timed(fn)
-                    torch_kernel = kernel_of(fn)
-                except Exception as e:  # a recipe this PyTorch does not run
-                    why = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
-                ratio = torch_ms / gs_ms if (torch_ms and gs_ms) else None
-                rows.append(dict(config=cfg, precision=p, pass_=g["pass"], op=g["op"], shape=f"{m}x{k}x{n}",
-                                 torch_ms=torch_ms, gemmscope_ms=gs_ms, speed_vs_torch=ratio,
-                                 torch_kernel=torch_kernel, gemmscope_kernel=gs_kernel, torch_na=why))
-            del left, right
-            torch.cuda.empty_cache()
+                            lk = left.contiguous()                 # [m, k], K-contiguous (pre-quantized copy)
+                            rk = right.t().contiguous()            # [n, k], K-contiguous
+                            # Gradients are E5M2 in per-tensor recipes (hybrid); FP8Block follows the
+                            # run's block format (TE's default: E4M3 everywhere).
+                            hybrid = p == "FP8Current" or block_fmt == "hybrid"
+                            fa = E5M2 if (rl == "grad" and hybrid) else E4M3
+                            fb = E5M2 if (rr == "grad" and hybrid) else E4M3
+                            if p == "FP8Current":
+                                lq, ls = q_tensor(lk, fa)
+                                rq, rs = q_tensor(rk, fb)
+                                fast = g["pass"] == "fprop"
+                                fn = lambda: torch._scaled_mm(lq, rq.t(), scale_a=ls, scale_b=rs, out_dtype=BF,
+                                                              use_fast_accum=fast)
+                            else:
+                                # 1x128 on activations/gradients, 128x128 on weights, as gemmscope's FP8Block
+                                # (Wgrad: 1x128 x 1x128). _scaled_mm wants the 1x128 scales outer-dim-major.
+                                lq, ls = q_block(lk, fa, 1, 128)
+                                rq, rs = q_block(rk, fb, 128 if rr == "weight" else 1, 128)
+                                # PyTorch checks scale_a against a [m,k] (1x128: shape (m, k/128), stride (1, m))
+                                # and scale_b.t() against b.t() = rq [n,k] (128x128: row-major (n/128, k/128);
+                                # 1x128: shape (n, k/128), stride (1, n)).
+                                ls = ls.t().contiguous().t()
+                                rs = rs.t() if rr == "weight" else rs.t().contiguous()
+                                fn = lambda: torch._scaled_mm(lq, rq.t(), scale_a=ls, scale_b=rs, out_dtype=BF)
+                            fn()
+                        torch_ms = timed(fn)
+                        torch_kernel = kernel_of(fn)
+                    except Exception as e:  # a recipe this PyTorch does not run
+                        why = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
+                    ratio = torch_ms / gs_ms if (torch_ms and gs_ms) else None
+                    rows.append(dict(config=cfg, precision=p, pass_=g["pass"], op=g["op"], shape=f"{m}x{k}x{n}",
+                                     torch_ms=torch_ms, gemmscope_ms=gs_ms, speed_vs_torch=ratio,
+                                     torch_kernel=torch_kernel, gemmscope_kernel=gs_kernel, torch_na=why))
+                del left, right
+                torch.cuda.empty_cache()
+        return rows
+
+    # Rounds alternate the two sides (gemmscope's run of the layer, then PyTorch's shapes, then again):
+    # GPU state (power cap, clocks) drifts over minutes, and alternating spreads it over both sides.
+    rounds = [one_round() for _ in range(a.rounds)]
+    rows = []
+    for i, x in enumerate(rounds[0]):
+        same = [r[i] for r in rounds]
+        y = dict(x)
+        for key in ("torch_ms", "gemmscope_ms"):
+            vals = [z[key] for z in same]
+            y[key] = sum(vals) / len(vals) if all(v is not None for v in vals) else None
+        y["speed_vs_torch"] = y["torch_ms"] / y["gemmscope_ms"] if (y["torch_ms"] and y["gemmscope_ms"]) else None
+        y["rounds"] = len(same)
+        rows.append(y)
     print(f"device: {dev}; torch {torch.__version__}; gemmscope {a.gemmscope} {a.gemmscope_args}")
     print("| config | precision | pass | op | shape | PyTorch ms | gemmscope ms | gemmscope speed vs PyTorch | PyTorch kernel |")
     print("|---|---|---|---|---|---|---|---|---|")

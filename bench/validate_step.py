@@ -11,7 +11,9 @@ for the same 12 GEMMs, measured by the gemmscope binary in the same run.
   BF16: nn.Linear in BF16                       vs gemmscope BF16, pre-quantized
   FP8:  a small autograd linear on torch._scaled_mm with current (per-tensor) scaling, E4M3
         activations and weights, E5M2 output gradients, fast accumulation in Fprop only
-        (Transformer Engine's defaults)           vs gemmscope FP8Current, pre-quantized (GEMM kernels)
+        (Transformer Engine's defaults); each tensor cast once into its rowwise and transposed
+        copies (--fp8-quant compile: fused by torch.compile, as TE fuses them; eager: plain ops)
+                                                  vs gemmscope FP8Current, pre-quantized (GEMM kernels)
         Quantization kernels differ between the two (PyTorch eager ops vs gemmscope's fused
         kernels), so they are reported separately, not compared.
 
@@ -54,40 +56,41 @@ def build_layer(torch, c, fp8):
     h, hd, nh, nkv = c["hidden"], c["head_dim"], c["heads"], c["kv_heads"]
     E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 
-    def quant(t, dtype):
-        # Per-tensor current scaling: amax of this call, scale to the format's max.
+    def quant_dual(t, dtype):
+        # Per-tensor current scaling (amax of this call, scaled to the format's max), writing the
+        # rowwise copy and the transposed copy, as Transformer Engine's cast-transpose does.
         fmax = torch.finfo(dtype).max
         amax = t.abs().amax().float().clamp(min=1e-12)
         scale = fmax / amax
         q = (t.float() * scale).clamp(-fmax, fmax).to(dtype)
-        return q, scale.reciprocal()
+        return q, q.t().contiguous(), scale.reciprocal()
+
+    if fp8 == "compile":  # fused amax / cast / transpose kernels (Inductor), close to TE's
+        quant_dual = torch.compile(quant_dual, dynamic=False)
 
     class FP8LinearFn(torch.autograd.Function):
         @staticmethod
         def forward(ctx, x, w):
             x2 = x.reshape(-1, x.shape[-1])
-            xq, xs = quant(x2, E4M3)
-            wq, ws = quant(w, E4M3)
+            xq, xqt, xs = quant_dual(x2, E4M3)
+            wq, wqt, ws = quant_dual(w, E4M3)
             # Fprop Y[T,out] = X[T,in] . W[out,in]^T: b = W^T, column-major as cuBLAS's TN needs.
             y = torch._scaled_mm(xq, wq.t(), scale_a=xs, scale_b=ws, out_dtype=torch.bfloat16,
                                  use_fast_accum=True)
-            ctx.save_for_backward(xq, xs, wq, ws)
+            ctx.save_for_backward(xqt, xs, wqt, ws)
             ctx.in_shape = x.shape
             return y.reshape(*x.shape[:-1], w.shape[0])
 
         @staticmethod
         def backward(ctx, dy):
-            xq, xs, wq, ws = ctx.saved_tensors
+            xqt, xs, wqt, ws = ctx.saved_tensors
             dy2 = dy.reshape(-1, dy.shape[-1])
-            dyq, dys = quant(dy2, E5M2)
-            # Dgrad dX[T,in] = dY[T,out] . W[out,in]: b must be column-major -> transposed copy of W.
-            wt = wq.t().contiguous()
-            dx = torch._scaled_mm(dyq, wt.t(), scale_a=dys, scale_b=ws, out_dtype=torch.bfloat16,
+            dyq, dyqt, dys = quant_dual(dy2, E5M2)
+            # Dgrad dX[T,in] = dY[T,out] . W[out,in]: b = W as column-major = the transposed copy.
+            dx = torch._scaled_mm(dyq, wqt.t(), scale_a=dys, scale_b=ws, out_dtype=torch.bfloat16,
                                   use_fast_accum=False)
-            # Wgrad dW[out,in] = dY^T[out,T] . X[T,in]: transposed copies of dY and X.
-            dyt = dyq.t().contiguous()
-            xt = xq.t().contiguous()
-            dw = torch._scaled_mm(dyt, xt.t(), scale_a=dys, scale_b=xs, out_dtype=torch.bfloat16,
+            # Wgrad dW[out,in] = dY^T[out,T] . X[T,in]: the transposed copies of dY and X.
+            dw = torch._scaled_mm(dyqt, xqt.t(), scale_a=dys, scale_b=xs, out_dtype=torch.bfloat16,
                                   use_fast_accum=False)
             return dx.reshape(ctx.in_shape), dw
 
@@ -202,7 +205,7 @@ def torch_step_kernels(torch, c, fp8, seconds, steps, trace_dir):
         for _ in range(steps):
             step()
         torch.cuda.synchronize()
-    path = os.path.join(trace_dir, f"trace_{'fp8' if fp8 else 'bf16'}_{os.getpid()}_{time.time_ns()}.json")
+    path = os.path.join(trace_dir, f"trace_{fp8 or 'bf16'}_{os.getpid()}_{time.time_ns()}.json")
     prof.export_chrome_trace(path)
     with open(path) as f:
         trace = json.load(f)
@@ -260,6 +263,9 @@ def main():
     ap.add_argument("--steps", type=int, default=50, help="profiled steps")
     ap.add_argument("--bar", type=float, default=3.0, help="allowed |gemmscope/PyTorch - 1| in percent")
     ap.add_argument("--no-fp8", action="store_true", help="BF16 only")
+    ap.add_argument("--fp8-quant", choices=["compile", "eager"], default="compile",
+                    help="FP8 step's quantization: torch.compile'd fused amax/cast/transpose (default, close to "
+                         "TE's kernels) or eager PyTorch ops (several times slower, so the GPU idles between GEMMs)")
     ap.add_argument("--json", help="write the table as JSON here")
     ap.add_argument("--gemmscope-args", default="", help="extra gemmscope flags (space separated)")
     a = ap.parse_args()
@@ -292,7 +298,7 @@ def main():
             gs, gs_clock, _ = gemmscope_per_layer(a.gemmscope, c, precs, extra)
             runs = [("BF16", t_bf16, warm_bf16, k_bf16, gs["BF16"])]
             if fp8_ok:
-                t_fp8, warm_fp8, k_fp8 = torch_step_kernels(torch, c, True, a.seconds, a.steps, trace_dir)
+                t_fp8, warm_fp8, k_fp8 = torch_step_kernels(torch, c, a.fp8_quant, a.seconds, a.steps, trace_dir)
                 runs.append(("FP8Current", t_fp8, warm_fp8, k_fp8, gs["FP8Current"]))
             for prec, t, warm, kernels, g in runs:
                 ratio = g / t["gemm"] if t["gemm"] > 0 else float("nan")
