@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/moe_config.hpp"
+
 namespace gs {
 
 struct ModelConfig {
@@ -21,6 +23,9 @@ struct ModelConfig {
   int64_t vocab_size = 0;           // 0: no LM head GEMMs
   bool gated_mlp = false;           // SwiGLU / GeGLU: MLP-up produces 2*intermediate
   int64_t tensor_parallel = 1;
+  MoeConfig moe;  // experts (moe_config.hpp); num_experts 0 = dense MLP in every layer
+  MlaConfig mla;  // Multi-head Latent Attention projections; kv_lora_rank 0 = QKV projection
+  std::vector<std::string> notes;  // what the plan leaves out, said in the report (config.json)
 
   int64_t kv_heads() const { return num_key_value_heads ? num_key_value_heads : num_attention_heads; }
   int64_t head_dimension() const {
@@ -34,6 +39,7 @@ struct ModelOverrides {
   std::optional<int64_t> hidden_size, intermediate_size, num_attention_heads, num_key_value_heads,
       head_dim, num_hidden_layers, micro_batch_size, sequence_length, vocab_size, tensor_parallel;
   std::optional<bool> gated_mlp;
+  MoeOverrides moe;  // expert and MLA flags
   bool any_model_field() const;  // any field other than batch and tensor parallel
 };
 

@@ -105,6 +105,9 @@ double OperandRecipe::scale_bytes(int64_t outer, int64_t k) const {
 }
 
 Recipe make_recipe(Precision p, const Gemm& g, const RecipeOptions& o) {
+  // The MoE router stays in BF16 in every recipe (Megatron and TE keep it out of FP8: its
+  // logits pick the experts); the reports label its cells as BF16.
+  if (g.op == Op::Router && p != Precision::BF16) return make_recipe(Precision::BF16, g, o);
   Recipe r;
   r.precision = p;
   const bool hybrid = o.fp8_format == Fp8Format::Hybrid;
@@ -204,10 +207,16 @@ ByteCount byte_count(const Recipe& r, const Gemm& g, OperandWork wa, OperandWork
   };
   ByteCount bc;
   const double mk = static_cast<double>(g.m) * static_cast<double>(g.k);
-  const double kn = static_cast<double>(g.k) * static_cast<double>(g.n);
+  double kn = static_cast<double>(g.k) * static_cast<double>(g.n);
+  double mn = static_cast<double>(g.m) * static_cast<double>(g.n);
+  // Grouped (expert) GEMMs: Fprop/Dgrad read one weight per expert with rows (empty experts run
+  // nothing); Wgrad writes one weight gradient per expert (empty ones zeroed).
+  if (g.group_dim == GroupDim::M)
+    kn *= static_cast<double>(std::count_if(g.group.begin(), g.group.end(), [](int64_t s) { return s > 0; }));
+  if (g.group_dim == GroupDim::K) mn *= static_cast<double>(g.group.size());
   operand(r.a, g.m, mk, wa, bc);
   operand(r.b, g.n, kn, wb, bc);
-  bc.gemm += static_cast<double>(g.m) * static_cast<double>(g.n) * 2.0;  // BF16 output
+  bc.gemm += mn * 2.0;  // BF16 output
   return bc;
 }
 
