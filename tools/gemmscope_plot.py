@@ -9,6 +9,8 @@ Chart kinds (docs/charts.md has the details):
   shapes  grouped TFLOP/s bars, one group per GEMM shape (kind "shapes", few shapes)
   sweep   one figure, three panels: latency, TFLOP/s and speedup vs size (>= 5 square shapes)
   modes   speedup over the baseline, each mode side by side (needs pre-quantized and an autocast mode)
+  roofline  log-log achieved TFLOP/s vs arithmetic intensity, one point per GEMM and precision, under
+          the device's datasheet roofs (needs the result's "roofline" object; "predicted" results say so)
 
 Exit status: 0 chart written; 2 bad input (missing file, not JSON, wrong schema, dry run,
 unknown precision or mode, unsupported output type); 3 matplotlib is not installed.
@@ -19,6 +21,7 @@ Every drawn bar, line and marker carries a matplotlib gid (an id= attribute in S
   shapes: bar:<prec>:<shape index>, na:<prec>:<shape index>
   sweep:  line:latency:<prec>, line:tflops:<prec>, line:speedup:<prec>
   modes:  bar:<mode>:<prec>, na:<mode>:<prec>
+  roofline: point:<prec>:<gemm id>, roof:<format>
 
 Only the Python standard library and matplotlib are used. Keep this file free of syntax newer
 than Python 3.6 so that an old interpreter still reaches the clear "matplotlib is not
@@ -41,7 +44,7 @@ EXIT_STDOUT_ERROR = 74  # EX_IOERR: the chart is written, "wrote ..." could not 
 MATPLOTLIB_MISSING = ("matplotlib is not installed: apt-get install python3-matplotlib "
                       "(or pip install matplotlib)")
 KNOWN_MODES = ("autocast", "autocast-shared", "pre-quantized")
-KINDS = ("auto", "model", "shapes", "sweep", "modes")
+KINDS = ("auto", "model", "shapes", "sweep", "modes", "roofline")
 OUT_TYPES = (".png", ".svg", ".pdf")
 
 # Layer ops in stacking order: (op key in the JSON, label, gid name, colour).
@@ -330,7 +333,9 @@ def provenance(doc):
     bits = ["gemmscope %s" % tool.get("version", "?")]
     if timing:
         t = "%s" % timing.get("method", "?")
-        if _is_int(timing.get("warmup")) and _is_int(timing.get("iters")):
+        if timing.get("method") == "predicted":
+            t = "predicted times (nothing measured on this GPU)"
+        elif _is_int(timing.get("warmup")) and _is_int(timing.get("iters")):
             t += ", %d warmup + %d timed iterations, mean" % (timing["warmup"], timing["iters"])
         bits.append(t)
     if isinstance(doc.get("created"), str):
@@ -771,6 +776,66 @@ def chart_modes(doc, baseline, out):
 
 
 # ----------------------------------------------------------------------------------------------
+# Roofline chart: achieved TFLOP/s vs arithmetic intensity under the datasheet roofs
+# ----------------------------------------------------------------------------------------------
+
+def chart_roofline(doc, mode, out):
+    import matplotlib.pyplot as plt
+    rf = doc.get("roofline")
+    if not isinstance(rf, dict) or not rf.get("gpu"):
+        why = rf.get("note") if isinstance(rf, dict) and isinstance(rf.get("note"), str) else (
+            "the result has no roofline (written before gemmscope had one, or without the GPU spec database)")
+        raise InputError("no roofline to draw: %s" % why)
+    predicted = isinstance(doc.get("prediction"), dict)
+    bw = rf["memory_bandwidth_gbs"]["value"] * 1e9
+    pts = [c for c in rf.get("cells", []) if c.get("mode") == mode and _is_num(c.get("achieved_tflops"))]
+    if not pts:
+        raise InputError("no %s cells with a time in mode %s" % ("predicted" if predicted else "measured", mode))
+    fig, ax = plt.subplots(figsize=(10, 6.5))
+    xs = [c["intensity"] for c in pts]
+    peaks = [(f, v["value"]) for f, v in (rf.get("peak_tflops") or {}).items() if isinstance(v, dict)]
+    ridges = [peak * 1e12 / bw for f, peak in peaks if any(c["format"] == f for c in pts)]
+    lo, hi = min([min(xs) / 4.0] + [r / 2.0 for r in ridges]), max(xs) * 4.0
+    seen_formats = set(c["format"] for c in pts)
+    by_peak = {}  # formats with the same peak share one roof (FP8 and MXFP8 on Blackwell)
+    for f, peak in peaks:
+        if f in seen_formats:
+            by_peak.setdefault(peak, []).append(f)
+    for peak, fs in sorted(by_peak.items()):
+        f = "/".join(fs)
+        ridge = peak * 1e12 / bw
+        grid = [lo * (hi / lo) ** (i / 200.0) for i in range(201)]
+        ys = [min(peak, bw * x / 1e12) for x in grid]
+        ax.plot(grid, ys, linestyle="--", linewidth=1.2, color="#777777", gid="roof:%s" % f)
+        ax.annotate("%s roof %.0f TFLOP/s (ridge %.0f FLOP/B)" % (f, peak, ridge), (hi, peak),
+                    ha="right", va="bottom", fontsize=8, color="#555555")
+    precs = [p for p in doc["precisions"] if any(c["precision"] == p for c in pts)]
+    for p in precs:
+        color = precision_color(p, doc["precisions"])
+        mine = [c for c in pts if c["precision"] == p]
+        for c in mine:
+            ax.scatter([c["intensity"]], [c["achieved_tflops"]], s=28, color=color,
+                       marker="o" if c.get("bound") == "compute" else "^", gid="point:%s:%d" % (p, c["gemm"]))
+        ax.scatter([], [], s=28, color=color, label=p)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP per byte of the timed region)")
+    ax.set_ylabel("%s TFLOP/s" % ("predicted" if predicted else "achieved"))
+    ax.grid(True, which="both", alpha=0.25)
+    ax.legend(loc="lower right", fontsize=8, title="o compute-bound, ^ memory-bound", title_fontsize=7)
+    what = "PREDICTED roofline" if predicted else "Roofline"
+    ax.set_title("%s on %s (%s), mode %s\n%s" % (what, rf.get("gpu_name", device_name(doc)), rf["gpu"], mode,
+                                                 config_line(doc) or "%d GEMMs" % len(doc["gemms"])), fontsize=10)
+    lines = ["roofs: dense datasheet peaks and memory bandwidth (data/gpus.json, each with its source)"]
+    if predicted:
+        lines.insert(0, "PREDICTED times, not measurements (gemmscope predict; docs/predict.md)")
+    fig.subplots_adjust(bottom=0.2)
+    add_footer(fig, lines, provenance(doc), 0.08)
+    save(fig, out)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------------------------
 # Driver
 # ----------------------------------------------------------------------------------------------
 
@@ -847,6 +912,8 @@ def main(argv=None):
             chart_shapes(doc, mode, baseline, args.output)
         elif kind == "sweep":
             chart_sweep(doc, mode, baseline, args.output)
+        elif kind == "roofline":
+            chart_roofline(doc, mode, args.output)
         else:
             chart_modes(doc, baseline, args.output)
     except InputError as e:

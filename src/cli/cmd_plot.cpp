@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 #include "core/output_paths.hpp"
+#include "core/report.hpp"
 #include "core/text_util.hpp"
 
 extern char** environ;
@@ -93,6 +95,18 @@ std::optional<std::string> find_chart_script() {
   return std::nullopt;
 }
 
+std::optional<std::string> find_gpu_spec_file() {
+  if (const char* env = std::getenv("GEMMSCOPE_GPU_SPECS"); env && *env) {
+    if (readable_file(env)) return std::string(env);
+    return std::nullopt;
+  }
+  if (const std::string dir = exe_dir(); !dir.empty() && readable_file(dir + "/gpus.json")) return dir + "/gpus.json";
+#ifdef GS_SOURCE_DIR
+  if (readable_file(std::string(GS_SOURCE_DIR) + "/data/gpus.json")) return std::string(GS_SOURCE_DIR) + "/data/gpus.json";
+#endif
+  return std::nullopt;
+}
+
 int render_chart(const std::string& json_path, const std::string& out_path, const std::vector<std::string>& extra_args) {
   const auto script = find_chart_script();
   if (!script) {
@@ -125,7 +139,8 @@ int render_chart(const std::string& json_path, const std::string& out_path, cons
 int run_plot(int argc, char** argv) {
   CLI::App app{"Draw a chart from a gemmscope result JSON.\n"
                "Kinds: model (stacked per-layer bars per precision), shapes (grouped TFLOP/s bars),\n"
-               "sweep (latency / TFLOP/s / speedup vs size), modes (autocast vs pre-quantized speedup).\n"
+               "sweep (latency / TFLOP/s / speedup vs size), modes (autocast vs pre-quantized speedup),\n"
+               "roofline (achieved TFLOP/s vs arithmetic intensity under the GPU's datasheet roofs).\n"
                "Exit status: 0 written, 2 bad input, 3 no Python with matplotlib, 74 stdout not writable.",
                "gemmscope plot"};
   std::string result, out, baseline, mode, kind = "auto";
@@ -135,7 +150,7 @@ int run_plot(int argc, char** argv) {
   app.add_option("--mode", mode, "mode to chart (default autocast when present)")
       ->check(CLI::IsMember({"autocast", "autocast-shared", "pre-quantized"}));
   app.add_option("--kind", kind, "chart kind (default auto: from the JSON)")
-      ->check(CLI::IsMember({"auto", "model", "shapes", "sweep", "modes"}))
+      ->check(CLI::IsMember({"auto", "model", "shapes", "sweep", "modes", "roofline"}))
       ->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -152,11 +167,37 @@ int run_plot(int argc, char** argv) {
     fmt::print(stderr, "gemmscope plot: error: {}\n", printable(e.what()));
     return kChartBadInput;
   }
+  // A result written before the roofline existed (or elsewhere) gets it from the spec database
+  // here, into a temporary copy; the file itself is not changed.
+  std::string chart_input = result, temp;
+  if (kind == "roofline") {
+    try {
+      nlohmann::json doc = read_json_file(result);
+      if (doc.is_object() && !doc.contains("roofline")) {
+        const RunResult r = from_json(doc, result);
+        std::optional<GpuDb> db;
+        const RooflineContext ctx = r.dry_run ? RooflineContext{nullptr, "a dry run has no times"} : local_roofline(r, db);
+        doc["roofline"] = roofline_json(r, ctx);
+        char tmpl[] = "/tmp/gemmscope-roofline-XXXXXX";
+        const int fd = mkstemp(tmpl);
+        if (fd < 0) throw UsageError("cannot create a temporary file for the roofline chart");
+        close(fd);
+        temp = chart_input = tmpl;
+        write_file_atomic(temp, doc.dump() + "\n");
+      }
+    } catch (const UsageError& e) {
+      if (!temp.empty()) std::remove(temp.c_str());
+      fmt::print(stderr, "gemmscope plot: error: {}\n", printable(e.what()));
+      return kChartBadInput;
+    }
+  }
   std::vector<std::string> extra;
   if (!baseline.empty()) extra.insert(extra.end(), {"--baseline", baseline});
   if (!mode.empty()) extra.insert(extra.end(), {"--mode", mode});
   extra.insert(extra.end(), {"--kind", kind});
-  return render_chart(result, out, extra);
+  const int rc = render_chart(chart_input, out, extra);
+  if (!temp.empty()) std::remove(temp.c_str());
+  return rc;
 }
 
 }  // namespace gs::cli

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "core/gpu_spec.hpp"
+#include "core/roofline.hpp"
+
 namespace gs::cli {
 
 // Exit status of the chart commands (the same numbers as tools/gemmscope_plot.py).
@@ -38,5 +41,18 @@ std::optional<std::string> find_chart_python();
 // $GEMMSCOPE_PLOT_SCRIPT, else gemmscope_plot.py next to the running binary, else
 // <source dir>/tools/gemmscope_plot.py when the build defines GS_SOURCE_DIR; nullopt if none exists.
 std::optional<std::string> find_chart_script();
+
+// `gemmscope predict [RUN.json] --gpu NAME [--json OUT] ...` (cmd_predict.cpp). Exit 0, or 2 on bad
+// input (unknown GPU, a run without measurements, no spec database).
+int run_predict(int argc, char** argv);
+
+// The GPU spec database: $GEMMSCOPE_GPU_SPECS, else gpus.json next to the running binary, else
+// <source dir>/data/gpus.json when the build defines GS_SOURCE_DIR; nullopt if none exists.
+std::optional<std::string> find_gpu_spec_file();
+
+// The roofline context of a measured run's own GPU: the spec database (find_gpu_spec_file; kept in
+// `storage`) and the entry matching r.device's name, or a note saying why there is none (no
+// database, unknown GPU). A database that exists but is malformed is a UsageError.
+RooflineContext local_roofline(const RunResult& r, std::optional<GpuDb>& storage);
 
 }  // namespace gs::cli

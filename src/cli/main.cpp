@@ -46,8 +46,10 @@ struct Options {
   std::string precisions;
   std::string out_chart, out_json, out_csv;
   std::string fp8_format = "hybrid", fp8_accum = "auto", timing = "cuda-events";
+  std::string grouped = "streams:4";
+  std::string l2;  // --l2; empty: cold for --shapes/--sweep, warm for model plans
   bool nvfp4_no_2d = false, nvfp4_no_rht = false, nvfp4_no_sr = false;
-  int64_t warmup = 10, iters = 100, amax_history = 1024, device = 0;
+  int64_t warmup = 10, iters = 100, amax_history = 1024, device = 0, repeats = 1;
   double gpu_warmup = 5.0;
   uint64_t seed = 1234;
 };
@@ -185,6 +187,21 @@ std::vector<int64_t> sweep_sizes(const std::string& spec) {
 
 constexpr int64_t kMaxIters = 100000;  // --num-iters, --num-warmup
 
+// --grouped serial | streams:N -> EngineOptions::grouped_streams (0 = serial).
+int grouped_streams(const std::string& v) {
+  if (v == "serial") return 0;
+  const std::string prefix = "streams:";
+  if (v.rfind(prefix, 0) == 0) {
+    const std::string num = v.substr(prefix.size());
+    const int64_t n = num.empty() || num.find_first_not_of("0123456789") != std::string::npos ? -1
+                      : num.size() > 3                                                     ? 1000
+                                                                                           : std::stoll(num);
+    if (n >= 1 && n <= 64) return static_cast<int>(n);
+  }
+  throw UsageError(fmt::format("--grouped must be serial or streams:N with N in 1..64, got '{}'", v));
+}
+
+
 RunRequest build_request(const Options& o) {
   RunRequest req;
   const bool model_flags = o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length ||
@@ -234,7 +251,17 @@ RunRequest build_request(const Options& o) {
   if (o.device < 0) throw UsageError(fmt::format("--device must be >= 0, got {}", o.device));
   if (o.device > std::numeric_limits<int>::max()) throw UsageError(fmt::format("--device {} is too large", o.device));
   if (o.timing != "cuda-events") throw UsageError("--timing: only 'cuda-events' is implemented");
-  req.options.timing = {"cuda-events", static_cast<int>(o.warmup), static_cast<int>(o.iters), o.gpu_warmup};
+  if (o.repeats < 1 || o.repeats > 1000) throw UsageError(fmt::format("--repeats must be between 1 and 1000, got {}", o.repeats));
+  if (o.repeats > 1 && o.accuracy_only) throw UsageError("--repeats repeats timed cells: --accuracy-only times nothing");
+  req.options.grouped_streams = grouped_streams(o.grouped);
+  req.options.timing = {"cuda-events", static_cast<int>(o.warmup), static_cast<int>(o.iters), o.gpu_warmup,
+                        static_cast<int>(o.repeats)};
+  if (!o.l2.empty() && o.l2 != "warm" && o.l2 != "cold")
+    throw UsageError(fmt::format("--l2 must be warm or cold, got '{}'", o.l2));
+  // Standalone shapes default to a cold L2: a GEMM of a training step finds its weight (read once
+  // per step) and most of its activations in HBM, not in the L2 a back-to-back loop leaves warm.
+  // Model plans keep the layer's own loop warm, as validated against a training step.
+  req.options.timing.l2 = !o.l2.empty() ? o.l2 : req.plan.model_mode ? "warm" : "cold";
   req.options.seed = o.seed;
   req.options.device = static_cast<int>(o.device);
   RecipeOptions& r = req.options.recipe;
@@ -299,7 +326,8 @@ int run_main(int argc, char** argv) {
   Options o;
   CLI::App app{"gemmscope: where a transformer's training GEMM time goes, per precision, on this GPU"};
   app.set_version_flag("--version", std::string("gemmscope ") + GEMMSCOPE_VERSION);
-  app.footer("Subcommands: 'gemmscope plot RESULT.json -o chart.png', 'gemmscope compare A.json B.json'.\n"
+  app.footer("Subcommands: 'gemmscope plot RESULT.json -o chart.png', 'gemmscope compare A.json B.json',\n"
+             "'gemmscope predict RUN.json --gpu B300' (predicted times on another GPU; --list-gpus).\n"
              "With no arguments: the seed's 5B config (codonfm-5b) in autocast mode on GPU 0.");
   add_model_options(app, o);
   app.add_option("--shapes", o.shapes, "Explicit GEMMs 'MxKxN,...' or square sizes '1024,2048' (no model flags)")->group("Shapes");
@@ -322,6 +350,14 @@ int run_main(int argc, char** argv) {
       ->group("Measurement");
   add_int(app, "--num-warmup", o.warmup, "Warmup iterations per GEMM, 0..100000 (default 10)")->group("Measurement");
   add_int(app, "--num-iters", o.iters, "Timed iterations per GEMM, 1..100000 (default 100)")->group("Measurement");
+  app.add_option("--l2", o.l2,
+                 "warm | cold: flush the L2 between timed iterations (outside the samples); default cold for "
+                 "--shapes/--sweep, warm for model plans")
+      ->group("Measurement");
+  add_int(app, "--repeats", o.repeats,
+          "Measure every cell N times, interleaved GEMM-major; per-layer totals and speedups get a median and a 95% "
+          "interval (N >= 3), 1..1000 (default 1)")
+      ->group("Measurement");
   app.add_option_function<std::string>(
          "--gpu-warmup", [&o](const std::string& v) { o.gpu_warmup = parse_decimal_number(v, "--gpu-warmup"); },
          "Seconds of BF16 GEMMs to settle clocks first, 0..600 (default 5)")
@@ -329,6 +365,10 @@ int run_main(int argc, char** argv) {
       ->group("Measurement");
   app.add_option("--timing", o.timing, "Timing method: cuda-events")->group("Measurement");
   add_int(app, "--device", o.device, "CUDA device index (default 0)")->group("Measurement");
+  app.add_option("--grouped", o.grouped,
+                 "Grouped (MoE expert) GEMMs: serial | streams:N, per-expert GEMMs over N streams (default streams:4, "
+                 "as TE GroupedLinear)")
+      ->group("Measurement");
   app.add_option_function<std::string>(
          "--seed", [&o](const std::string& v) { o.seed = parse_decimal_uint(v, "--seed"); },
          "Seed for the random operands, 0..2^64-1 (default 1234)")
@@ -408,8 +448,30 @@ int run_main(int argc, char** argv) {
       result.why_not_measured = why_not;
     }
   }
-  std::cout << (measured ? render_text(result) : render_plan_text(result)) << std::flush;
-  if (!o.out_json.empty()) write_file_atomic(o.out_json, to_json(result).dump(2) + "\n");
+  // Roofline and % of peak of a measured run on its own GPU (data/gpus.json); a database that
+  // cannot be read becomes a note, never a lost measurement.
+  nlohmann::json roofline;
+  std::string roofline_text;
+#ifdef GS_HAVE_SUBCOMMANDS
+  if (measured) {
+    std::optional<GpuDb> db;
+    RooflineContext ctx;
+    try {
+      ctx = cli::local_roofline(result, db);
+    } catch (const UsageError& e) {
+      ctx = {nullptr, fmt::format("the GPU spec database cannot be used ({}): no roofline", e.what())};
+    }
+    roofline = roofline_json(result, ctx);
+    roofline_text = render_roofline_text(result, ctx);
+  }
+#endif
+  const auto result_json = [&] {
+    nlohmann::json j = to_json(result);
+    if (!roofline.is_null()) j["roofline"] = roofline;
+    return j.dump(2) + "\n";
+  };
+  std::cout << (measured ? render_text(result) + roofline_text : render_plan_text(result)) << std::flush;
+  if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
   if (!o.out_csv.empty() && measured) write_file_atomic(o.out_csv, render_csv(result));
   if (!o.out_csv.empty() && !measured) fmt::print(stderr, "gemmscope: --csv skipped: nothing was measured\n");
   if (!o.out_chart.empty()) {
@@ -420,7 +482,7 @@ int run_main(int argc, char** argv) {
       std::string json_path = o.out_json;
       if (json_path.empty()) {
         json_path = o.out_chart + ".json";
-        write_file_atomic(json_path, to_json(result).dump(2) + "\n");
+        write_file_atomic(json_path, result_json());
       }
       const int rc = cli::render_chart(json_path, o.out_chart, {});
       if (rc != 0) {  // the measurement is kept: say where, and fail with the chart's status
@@ -446,6 +508,7 @@ int dispatch(int argc, char** argv) {
 #ifdef GS_HAVE_SUBCOMMANDS
     if (argc > 1 && std::string(argv[1]) == "plot") return gs::cli::run_plot(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "compare") return gs::cli::run_compare(argc - 1, argv + 1);
+    if (argc > 1 && std::string(argv[1]) == "predict") return gs::cli::run_predict(argc - 1, argv + 1);
 #endif
     return run_main(argc, argv);
   } catch (const gs::UsageError& e) {  // messages may quote file contents: one line, no control characters

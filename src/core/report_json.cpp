@@ -14,6 +14,9 @@
 #include "core/error.hpp"
 #include "core/report.hpp"
 
+#include "core/clocks.hpp"
+#include "core/repeats.hpp"
+
 namespace gs {
 
 using nlohmann::json;
@@ -73,6 +76,25 @@ json config_json(const ModelConfig& c) {
           {"tokens", c.tokens()}};
 }
 
+constexpr size_t kMaxRepeats = 1000;  // --repeats' range; also what a result file may hold
+
+json interval_json(const std::optional<Interval>& iv) {
+  if (!iv) return nullptr;
+  return {{"median", iv->median}, {"lo", iv->lo}, {"hi", iv->hi}, {"n", iv->n}};
+}
+
+// --repeats: medians and 95% intervals of the per-layer totals, full model and speedups.
+json intervals_json(const RunResult& r, const ModeSummary& ms, const RepeatSummary& rs) {
+  json pl = json::object(), full = json::object(), sp = json::array();
+  for (size_t p = 0; p < r.precisions.size(); ++p) {
+    pl[to_string(r.precisions[p])] = interval_json(rs.per_layer_total[p]);
+    full[to_string(r.precisions[p])] = interval_json(rs.full_model[p]);
+  }
+  for (size_t i = 0; i < rs.speedups.size() && i < ms.speedups.size(); ++i)
+    sp.push_back({{"name", ms.speedups[i].name()}, {"interval", interval_json(rs.speedups[i])}});
+  return {{"per_layer_total", pl}, {"full_model", full}, {"speedups", sp}};
+}
+
 json cell_json(const Cell& c, const Gemm& g) {
   if (!c.ok) return {{"status", "n/a"}, {"reason", c.reason}};
   json j = {{"status", "ok"},          {"mean_ms", c.stats.mean_ms},   {"median_ms", c.stats.median_ms},
@@ -84,6 +106,7 @@ json cell_json(const Cell& c, const Gemm& g) {
     j["dense_equiv_ms"] = *c.dense_equiv_ms;
     j["grouping_efficiency"] = *c.dense_equiv_ms / c.stats.mean_ms;
   }
+  if (!c.repeat_ms.empty()) j["repeat_ms"] = c.repeat_ms;
   if (c.gate_timed_out) j["gate_timed_out"] = true;
   return j;
 }
@@ -202,6 +225,15 @@ Cell read_cell(const json& c, const std::string& where) {
   Cell cell = Cell::measured(st);
   if (const json* de = find(c, "dense_equiv_ms"); de && !de->is_null()) cell.dense_equiv_ms = as<double>(*de, where + ".dense_equiv_ms");
   cell.gate_timed_out = get_or<bool>(c, "gate_timed_out", where, false);
+  if (const json* rep = find(c, "repeat_ms"); rep && !rep->is_null()) {
+    if (!rep->is_array() || rep->size() > kMaxRepeats)
+      throw UsageError(fmt::format("{}.repeat_ms must be a list of at most {} times", where, kMaxRepeats));
+    for (const json& x : *rep) {
+      if (!x.is_number() || !std::isfinite(x.get<double>()) || !(x.get<double>() > 0))
+        throw UsageError(where + ".repeat_ms must hold positive finite times (ms)");
+      cell.repeat_ms.push_back(x.get<double>());
+    }
+  }
   if (const json* ck = find(c, "clock"); ck && ck->is_object()) {
     const std::string cw = where + ".clock";
     ClockSample cs;
@@ -239,6 +271,8 @@ json to_json(const RunResult& r) {
   }
   j["timing"] = {{"method", r.timing.method}, {"warmup", r.timing.warmup}, {"iters", r.timing.iters},
                  {"gpu_warmup_s", r.timing.gpu_warmup_s}};
+  if (r.timing.repeats > 1) j["timing"]["repeats"] = r.timing.repeats;
+  j["timing"]["l2"] = r.timing.l2;
   if (r.seed) j["timing"]["seed"] = *r.seed;
   const RecipeOptions& o = r.recipe_options;
   j["recipe_options"] = {
@@ -311,6 +345,7 @@ json to_json(const RunResult& r) {
     for (Precision p : r.accuracy_precisions) j["accuracy"]["precisions"].push_back(to_string(p));
   }
   if (r.plan.model_mode && !r.dry_run) {
+    const std::vector<RepeatSummary> rep = summarize_repeats(r);
     json sum;
     for (size_t m = 0; m < r.modes.size(); ++m) {
       const ModeSummary s = summarize_mode(r, m);
@@ -351,6 +386,7 @@ json to_json(const RunResult& r) {
         }
         sum[to_string(r.modes[m])]["per_moe_layer"] = ml;
       }
+      if (m < rep.size()) sum[to_string(r.modes[m])]["intervals"] = intervals_json(r, s, rep[m]);
     }
     j["summary"] = sum;
   }
@@ -369,6 +405,12 @@ json to_json(const RunResult& r) {
     double tot = 0;
     for (const Gemm& g : r.plan.gemms) tot += g.flops();
     j["plan"]["flops_full_model"] = tot;
+  }
+  if (const ClockSummary cs = summarize_clocks(r); cs.steady_mhz) {
+    json mean = json::object();
+    for (size_t p = 0; p < r.precisions.size(); ++p)
+      mean[to_string(r.precisions[p])] = opt(cs.precision_mean_mhz[p]);
+    j["clocks"] = {{"steady_sm_mhz", *cs.steady_mhz}, {"mean_sm_mhz", mean}, {"boosted_cells", cs.boosted.size()}};
   }
   j["notes"] = r.notes;
   return j;
@@ -420,6 +462,11 @@ RunResult read_result(const json& j, const std::string& name) {
     r.timing.warmup = get_or<int>(*t, "warmup", where, r.timing.warmup);
     r.timing.iters = get_or<int>(*t, "iters", where, r.timing.iters);
     r.timing.gpu_warmup_s = get_or<double>(*t, "gpu_warmup_s", where, r.timing.gpu_warmup_s);
+    r.timing.repeats = get_or<int>(*t, "repeats", where, 1);
+    r.timing.l2 = get_or<std::string>(*t, "l2", where, "warm");  // files before --l2 measured warm
+    if (r.timing.l2 != "warm" && r.timing.l2 != "cold") throw UsageError(where + ".l2 must be \"warm\" or \"cold\"");
+    if (r.timing.repeats < 1 || r.timing.repeats > static_cast<int>(kMaxRepeats))
+      throw UsageError(fmt::format("{}.repeats must be an integer from 1 to {}", where, kMaxRepeats));
     if (const json* seed = find(*t, "seed")) r.seed = as<uint64_t>(*seed, where + ".seed");
   }
   if (const json* o = find(j, "recipe_options"); o && !o->is_null()) {
@@ -582,6 +629,10 @@ RunResult read_result(const json& j, const std::string& name) {
         for (const std::string& pname : precision_names) {
           const auto c = by_precision.find(pname);
           if (c == by_precision.end()) throw UsageError(fmt::format("{}.results.{} has no {} cell", where, mname, pname));
+          const std::vector<double>& rep = c->second.repeat_ms;
+          if (!rep.empty() && rep.size() != static_cast<size_t>(r.timing.repeats))
+            throw UsageError(fmt::format("{}.results.{}.{}.repeat_ms has {} times but timing.repeats is {}", where, mname,
+                                         pname, rep.size(), r.timing.repeats));
           row.push_back(c->second);
         }
         r.cells[mi].push_back(std::move(row));

@@ -1,0 +1,183 @@
+#include "core/gpu_spec.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "core/report.hpp"
+
+namespace gs {
+
+using nlohmann::json;
+
+const char* to_string(PeakFormat f) {
+  switch (f) {
+    case PeakFormat::BF16: return "BF16";
+    case PeakFormat::FP8: return "FP8";
+    case PeakFormat::MXFP8: return "MXFP8";
+    case PeakFormat::NVFP4: return "NVFP4";
+  }
+  return "?";
+}
+
+PeakFormat peak_format(Precision p, int cc) {
+  switch (p) {
+    case Precision::BF16: return PeakFormat::BF16;
+    case Precision::FP8Current:
+    case Precision::FP8Delayed: return PeakFormat::FP8;
+    case Precision::FP8Block: return cc >= 100 ? PeakFormat::MXFP8 : PeakFormat::FP8;
+    case Precision::MXFP8: return PeakFormat::MXFP8;
+    case Precision::NVFP4: return PeakFormat::NVFP4;
+  }
+  return PeakFormat::BF16;
+}
+
+std::string cannot_run(const GpuSpec& s, Precision p) {
+  if (s.compute_capability() < min_compute_capability(p))
+    return fmt::format("{} needs compute capability {}.{}; {} is {}.{}", to_string(p), min_compute_capability(p) / 10,
+                       min_compute_capability(p) % 10, s.key, s.cc_major, s.cc_minor);
+  const PeakFormat f = peak_format(p, s.compute_capability());
+  if (!s.peak(f)) return fmt::format("no sourced dense {} peak for {} in the GPU spec database", to_string(f), s.key);
+  return "";
+}
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
+
+// `word` occurs in `text` with no letter or digit right before or after it (both lower-case).
+bool has_word(const std::string& text, const std::string& word) {
+  if (word.empty()) return false;
+  for (size_t pos = text.find(word); pos != std::string::npos; pos = text.find(word, pos + 1)) {
+    const bool left = pos == 0 || !alnum(text[pos - 1]);
+    const size_t end = pos + word.size();
+    const bool right = end >= text.size() || !alnum(text[end]);
+    if (left && right) return true;
+  }
+  return false;
+}
+
+std::string normalized_key(const std::string& s) {
+  std::string out;
+  for (char c : lower(s)) out += (c == '_' || c == ' ') ? '-' : c;
+  return out;
+}
+
+std::optional<Sourced> sourced(const json& obj, const char* key, const std::string& where) {
+  const auto it = obj.find(key);
+  if (it == obj.end()) throw UsageError(fmt::format("{} has no \"{}\" (null when not sourced)", where, key));
+  if (it->is_null()) return std::nullopt;
+  const std::string w = fmt::format("{}.{}", where, key);
+  if (!it->is_object()) throw UsageError(w + " must be an object {\"value\", \"source\"} or null");
+  const auto v = it->find("value");
+  if (v == it->end() || !v->is_number() || !std::isfinite(v->get<double>()) || !(v->get<double>() > 0))
+    throw UsageError(w + ".value must be a positive number");
+  const auto s = it->find("source");
+  if (s == it->end() || !s->is_string() || s->get<std::string>().empty())
+    throw UsageError(w + " has a value but no \"source\"");
+  return Sourced{v->get<double>(), s->get<std::string>()};
+}
+
+std::vector<std::string> strings(const json& obj, const char* key, const std::string& where, bool required) {
+  const auto it = obj.find(key);
+  std::vector<std::string> out;
+  if (it == obj.end()) {
+    if (required) throw UsageError(fmt::format("{} has no \"{}\"", where, key));
+    return out;
+  }
+  if (!it->is_array()) throw UsageError(fmt::format("{}.{} must be a list of strings", where, key));
+  for (const json& s : *it) {
+    if (!s.is_string() || s.get<std::string>().empty())
+      throw UsageError(fmt::format("{}.{} must be a list of non-empty strings", where, key));
+    out.push_back(s.get<std::string>());
+  }
+  if (required && out.empty()) throw UsageError(fmt::format("{}.{} is empty", where, key));
+  return out;
+}
+
+std::string text(const json& obj, const char* key, const std::string& where) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string() || it->get<std::string>().empty())
+    throw UsageError(fmt::format("{}.{} must be a non-empty string", where, key));
+  return it->get<std::string>();
+}
+
+}  // namespace
+
+GpuDb parse_gpu_db(const json& doc, const std::string& where) {
+  const json* schema = doc.is_object() && doc.contains("schema") ? &doc["schema"] : nullptr;
+  if (!schema || !schema->is_string() || schema->get<std::string>() != "gemmscope.gpus/1")
+    throw UsageError(fmt::format("{} is not a gemmscope GPU spec file (schema \"gemmscope.gpus/1\")", where));
+  const auto gpus = doc.find("gpus");
+  if (gpus == doc.end() || !gpus->is_array() || gpus->empty())
+    throw UsageError(fmt::format("{}: \"gpus\" must be a non-empty list", where));
+  GpuDb db;
+  db.path = where;
+  for (size_t i = 0; i < gpus->size(); ++i) {
+    const json& g = (*gpus)[i];
+    std::string w = fmt::format("{}: gpus[{}]", where, i);
+    if (!g.is_object()) throw UsageError(w + " is not an object");
+    GpuSpec s;
+    s.key = text(g, "key", w);
+    w = fmt::format("{}: {}", where, s.key);
+    for (const GpuSpec& o : db.gpus)
+      if (normalized_key(o.key) == normalized_key(s.key)) throw UsageError(fmt::format("{}: key {} twice", where, s.key));
+    s.name = text(g, "name", w);
+    s.arch = text(g, "arch", w);
+    s.match = strings(g, "match", w, true);
+    s.exclude = strings(g, "exclude", w, false);
+    const std::string cc = text(g, "compute_capability", w);
+    char tail = 0;
+    if (std::sscanf(cc.c_str(), "%d.%d%c", &s.cc_major, &s.cc_minor, &tail) != 2 || s.cc_major <= 0 || s.cc_minor < 0)
+      throw UsageError(fmt::format("{}.compute_capability must be 'X.Y', got '{}'", w, cc));
+    s.sm_count = sourced(g, "sm_count", w);
+    s.boost_clock_mhz = sourced(g, "boost_clock_mhz", w);
+    s.bandwidth_gbs = sourced(g, "memory_bandwidth_gbs", w);
+    s.l2_bytes = sourced(g, "l2_bytes", w);
+    s.memory_bytes = sourced(g, "memory_bytes", w);
+    s.tdp_w = sourced(g, "tdp_w", w);
+    const auto tf = g.find("tflops");
+    if (tf == g.end() || !tf->is_object()) throw UsageError(w + ".tflops must be an object");
+    for (PeakFormat f : kAllPeakFormats) s.tflops[static_cast<int>(f)] = sourced(*tf, to_string(f), w + ".tflops");
+    if (!s.bandwidth_gbs) throw UsageError(w + ": memory_bandwidth_gbs is needed (every roofline has a memory roof)");
+    s.notes = strings(g, "notes", w, false);
+    db.gpus.push_back(std::move(s));
+  }
+  return db;
+}
+
+GpuDb read_gpu_db_file(const std::string& path) { return parse_gpu_db(read_json_file(path), path); }
+
+const GpuSpec* GpuDb::match_device(const std::string& device_name) const {
+  const std::string n = lower(device_name);
+  for (const GpuSpec& s : gpus) {
+    bool ok = true;
+    for (const std::string& m : s.match) ok = ok && has_word(n, lower(m));
+    for (const std::string& x : s.exclude) ok = ok && !has_word(n, lower(x));
+    if (ok) return &s;
+  }
+  return nullptr;
+}
+
+std::string GpuDb::known_keys() const {
+  std::string out;
+  for (const GpuSpec& s : gpus) out += (out.empty() ? "" : ", ") + s.key;
+  return out;
+}
+
+const GpuSpec& GpuDb::find(const std::string& name) const {
+  for (const GpuSpec& s : gpus)
+    if (normalized_key(s.key) == normalized_key(name)) return s;
+  if (const GpuSpec* s = match_device(name)) return *s;
+  throw UsageError(fmt::format("unknown GPU '{}' (known: {})", name, known_keys()));
+}
+
+}  // namespace gs
