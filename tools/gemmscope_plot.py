@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Charts from a gemmscope result JSON (schema "gemmscope.result/1", see docs/json-schema.md).
+"""Charts from a gemmscope result JSON (schema "gemmscope.result/2" or /1, see docs/json-schema.md).
 
 usage: gemmscope_plot.py RESULT.json -o OUT.{png,svg,pdf} [--baseline BF16]
                          [--mode training|per-gemm|pre-quantized] [--kind auto|model|shapes|sweep|modes]
@@ -40,7 +40,8 @@ import re
 import sys
 import textwrap
 
-SCHEMA = "gemmscope.result/1"
+SCHEMA = "gemmscope.result/2"
+SCHEMAS = ("gemmscope.result/2", "gemmscope.result/1")  # /1: files from before MoE (all dense)
 EXIT_BAD_INPUT = 2
 EXIT_NO_MATPLOTLIB = 3
 EXIT_STDOUT_ERROR = 74  # EX_IOERR: the chart is written, "wrote ..." could not be
@@ -139,9 +140,9 @@ def load_result(path):
     if not isinstance(doc, dict):
         raise InputError("%s is not a gemmscope result (top level is not an object)" % name)
     schema = doc.get("schema")
-    if schema != SCHEMA:
-        raise InputError("%s has schema %s, expected \"%s\"" % (
-            name, json.dumps(schema) if schema is not None else "(none)", SCHEMA))
+    if schema not in SCHEMAS:
+        raise InputError("%s has schema %s, expected \"%s\" (or \"%s\")" % (
+            name, json.dumps(schema) if schema is not None else "(none)", SCHEMA, SCHEMAS[1]))
     if doc.get("kind") not in ("model", "shapes"):
         raise InputError("%s: \"kind\" must be \"model\" or \"shapes\", got %s" % (
             name, json.dumps(doc.get("kind"))))

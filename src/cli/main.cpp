@@ -107,6 +107,53 @@ void add_model_options(CLI::App& app, Options& o) {
   app.final_callback([gated, plain] {
     if (gated->count() > 0 && plain->count() > 0) throw UsageError("--gated-mlp and --no-gated-mlp are mutually exclusive");
   });
+  // Mixture-of-Experts and Multi-head Latent Attention (docs/moe.md).
+  auto moe = [&](const char* names, std::optional<int64_t>& dst, const char* help) {
+    add_int(app, names, dst, help)->group("MoE and MLA");
+  };
+  moe("--num-experts,--num_experts", o.model.moe.num_experts, "Routed experts per MoE layer (0: dense MLP)");
+  moe("--top-k,--top_k,--num-experts-per-tok", o.model.moe.top_k, "Experts per token");
+  moe("--moe-intermediate-size,--moe_intermediate_size", o.model.moe.expert_intermediate_size,
+      "One routed expert's FFN size (default: --intermediate_size)");
+  moe("--shared-experts,--n-shared-experts", o.model.moe.shared_experts, "Shared experts (every token; dense GEMMs)");
+  moe("--shared-expert-intermediate-size", o.model.moe.shared_expert_intermediate_size,
+      "One shared expert's FFN size (default: the routed expert size)");
+  moe("--first-dense-layers,--first-k-dense-replace", o.model.moe.first_dense_layers,
+      "Leading layers with a dense MLP of --intermediate_size instead of experts");
+  moe("--moe-layer-freq", o.model.moe.layer_freq, "Experts only in layers i with i % N == 0 (after the dense ones)");
+  moe("--expert-parallel,--ep", o.model.moe.expert_parallel,
+      "Expert-parallel ranks: E/N experts each; the busiest rank's experts are planned");
+  app.add_option_function<std::string>(
+         "--routing", [&o](const std::string& v) { o.model.moe.routing = v; },
+         "balanced | random (seeded, default) | lognormal:SIGMA | hot:FRACTION | file:PATH (JSON list of per-expert "
+         "token counts)")
+      ->type_name("KIND")
+      ->group("MoE and MLA");
+  app.add_option_function<std::string>(
+         "--capacity-factor",
+         [&o](const std::string& v) {
+           const double f = parse_decimal_number(v, "--capacity-factor");
+           if (!(f > 0) || f > 1e6) throw UsageError("--capacity-factor must be a positive number");
+           o.model.moe.capacity_factor = f;
+         },
+         "Drop tokens over ceil(F x assignments / experts) per expert (reported)")
+      ->type_name("F")
+      ->group("MoE and MLA");
+  app.add_option_function<std::string>(
+         "--q-lora-rank,--q_lora_rank",
+         [&o](const std::string& v) {
+           if (v == "none") { o.model.moe.q_lora_rank = 0; return; }
+           const int64_t r = parse_decimal_int(v, "--q-lora-rank");
+           if (r <= 0) throw UsageError(fmt::format("--q-lora-rank must be > 0 (or 'none' for a plain q projection), got {}", r));
+           o.model.moe.q_lora_rank = r;
+         },
+         "MLA q low rank, or 'none' (a plain q projection)")
+      ->type_name("INT|none")
+      ->group("MoE and MLA");
+  moe("--kv-lora-rank,--kv_lora_rank", o.model.moe.kv_lora_rank, "MLA kv low rank (enables MLA)");
+  moe("--qk-nope-head-dim,--qk_nope_head_dim", o.model.moe.qk_nope_head_dim, "MLA per-head q/k dimension without rope");
+  moe("--qk-rope-head-dim,--qk_rope_head_dim", o.model.moe.qk_rope_head_dim, "MLA per-head rope dimension");
+  moe("--v-head-dim,--v_head_dim", o.model.moe.v_head_dim, "MLA per-head value dimension");
   app.add_option("--config", o.config_path, "Hugging Face config.json (flags override its values)")->group("Model");
   app.add_option("--model", o.preset, "Model preset (see --list-models)")->group("Model");
   app.add_flag("--list-models", o.list_models, "List model presets and exit")->group("Model");
@@ -178,7 +225,8 @@ int grouped_streams(const std::string& v) {
 RunRequest build_request(const Options& o) {
   RunRequest req;
   const bool model_flags = o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length ||
-                           o.model.tensor_parallel || o.model.vocab_divisible_by || !o.config_path.empty() || !o.preset.empty();
+                           o.model.tensor_parallel || o.model.vocab_divisible_by || o.model.moe.expert_parallel ||
+                           o.model.moe.routing || o.model.moe.capacity_factor || !o.config_path.empty() || !o.preset.empty();
   if (!o.shapes.empty() && o.sweep) throw UsageError("--shapes and --sweep are mutually exclusive");
   if (!o.sweep_spec.empty() && !o.sweep) throw UsageError("--sweep-sizes needs --sweep");
   if ((!o.shapes.empty() || o.sweep) && model_flags)
@@ -200,6 +248,7 @@ RunRequest build_request(const Options& o) {
       c.micro_batch_from = c.sequence_from = "default of codonfm-5b, the default config";
     }
     apply_overrides(c, o.model);
+    c.moe.routing_seed = o.seed;  // routing draws are reproducible by --seed
     req.plan = build_model_plan(c);
   }
   req.precisions = chosen_precisions(o);
@@ -447,7 +496,7 @@ int run_main(int argc, char** argv) {
   if (o.list_models) {
     for (const Preset& p : presets()) {
       const ModelConfig& c = p.config;
-      fmt::print("{:<12} hidden={} intermediate={} heads={}/{} layers={} vocab={} batch={}x{}  {}\n", p.name,
+      fmt::print("{:<15} hidden={} intermediate={} heads={}/{} layers={} vocab={} batch={}x{}  {}\n", p.name,
                  c.hidden_size, c.intermediate_size, c.num_attention_heads, c.kv_heads(), c.num_hidden_layers,
                  c.vocab_size, c.micro_batch_size, c.sequence_length, p.description);
     }

@@ -25,7 +25,7 @@ int64_t ModelConfig::padded_vocab() const {
 
 bool ModelOverrides::any_model_field() const {
   return hidden_size || intermediate_size || num_attention_heads || num_key_value_heads ||
-         head_dim || num_hidden_layers || vocab_size || gated_mlp;
+         head_dim || num_hidden_layers || vocab_size || gated_mlp || moe.any_model_field();
 }
 
 namespace {
@@ -48,6 +48,21 @@ ModelConfig make(std::string name, int64_t h, int64_t inter, int64_t heads, int6
   return c;
 }
 
+// Experts: E routed, top-k, each expert's FFN size, shared experts, leading dense layers.
+ModelConfig moe(ModelConfig c, int64_t experts, int64_t top_k, int64_t expert_ffn, int64_t shared, int64_t first_dense) {
+  c.moe.num_experts = experts;
+  c.moe.top_k = top_k;
+  c.moe.expert_intermediate_size = expert_ffn;
+  c.moe.shared_experts = shared;
+  c.moe.first_dense_layers = first_dense;
+  return c;
+}
+
+ModelConfig mla(ModelConfig c, int64_t q_lora, int64_t kv_lora, int64_t nope, int64_t rope, int64_t v) {
+  c.mla = {q_lora, kv_lora, nope, rope, v};
+  return c;
+}
+
 }  // namespace
 
 const std::vector<Preset>& presets() {
@@ -62,6 +77,20 @@ const std::vector<Preset>& presets() {
        make("mistral-7b", 4096, 14336, 32, 8, 0, 32, 32000, true, 2, 4096)},
       {"qwen2.5-7b", "Qwen2.5 7B: GQA 28/4 heads, SwiGLU, vocab 152064, batch 2x4096",
        make("qwen2.5-7b", 3584, 18944, 28, 4, 0, 28, 152064, true, 2, 4096)},
+      // Mixture-of-Experts models, numbers from their published config.json (docs/moe.md).
+      {"mixtral-8x7b", "Mixtral 8x7B: 8 experts of 14336, top-2, GQA 32/8, vocab 32000, batch 1x4096",
+       moe(make("mixtral-8x7b", 4096, 14336, 32, 8, 0, 32, 32000, true, 1, 4096), 8, 2, 14336, 0, 0)},
+      {"deepseek-v3", "DeepSeek-V3: MLA (q 1536, kv 512), 256 experts of 2048 + 1 shared, top-8, first 3 layers "
+                      "dense (18432), vocab 129280, batch 1x4096",
+       mla(moe(make("deepseek-v3", 7168, 18432, 128, 128, 0, 61, 129280, true, 1, 4096), 256, 8, 2048, 1, 3), 1536,
+           512, 128, 64, 128)},
+      {"qwen3-30b-a3b", "Qwen3-30B-A3B: 128 experts of 768, top-8, GQA 32/4, head_dim 128, vocab 151936, batch 1x4096",
+       moe(make("qwen3-30b-a3b", 2048, 6144, 32, 4, 128, 48, 151936, true, 1, 4096), 128, 8, 768, 0, 0)},
+      {"qwen3-235b-a22b", "Qwen3-235B-A22B: 128 experts of 1536, top-8, GQA 64/4, head_dim 128, vocab 151936, "
+                          "batch 1x4096",
+       moe(make("qwen3-235b-a22b", 4096, 12288, 64, 4, 128, 94, 151936, true, 1, 4096), 128, 8, 1536, 0, 0)},
+      {"gpt-oss-120b", "gpt-oss-120b: 128 experts of 2880, top-4, GQA 64/8, head_dim 64, vocab 201088, batch 1x4096",
+       moe(make("gpt-oss-120b", 2880, 2880, 64, 8, 64, 36, 201088, true, 1, 4096), 128, 4, 2880, 0, 0)},
   };
   return p;
 }
@@ -225,6 +254,7 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
   c.name = fmt::format("{} [{}hidden {}, {} layers]", model_base_name(top, origin), type.empty() ? "" : type + ", ",
                        c.hidden_size, c.num_hidden_layers);
   c.source = origin;
+  parse_hf_moe_mla(j, c, origin);  // experts, MLA; refuses fields that change layers we do not model
   c.micro_batch_size = kDefaultConfigMicroBatch;
   c.micro_batch_from = "config.json default";
   c.sequence_length = kDefaultConfigSequence;
@@ -279,6 +309,7 @@ void apply_overrides(ModelConfig& c, const ModelOverrides& o) {
   set(c.vocab_size, o.vocab_size);
   set(c.tensor_parallel, o.tensor_parallel);
   if (o.gated_mlp) c.gated_mlp = *o.gated_mlp;
+  apply_moe_overrides(c, o.moe);
   if (o.any_model_field() && c.name != "custom" && c.name.find("(modified)") == std::string::npos)
     c.name += " (modified)";
 }
@@ -340,6 +371,7 @@ void validate(const ModelConfig& c) {
     throw UsageError("num_attention_heads x head_dim is too large");
   if ((c.gated_mlp ? 2 : 1) * c.intermediate_size > kMaxDim)
     throw UsageError("the MLP-up output (2 x intermediate_size) is too large");
+  validate_moe_mla(c);
 }
 
 }  // namespace gs

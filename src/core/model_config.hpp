@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/moe_config.hpp"
+
 namespace gs {
 
 struct ModelConfig {
@@ -30,6 +32,8 @@ struct ModelConfig {
   std::string source;
   std::vector<std::string> notes;
   std::string micro_batch_from, sequence_from;
+  MoeConfig moe;  // experts (moe_config.hpp); num_experts 0 = dense MLP in every layer
+  MlaConfig mla;  // Multi-head Latent Attention projections; kv_lora_rank 0 = QKV projection
 
   // The vocabulary the LM head GEMMs use (all ranks together): vocab_size padded as above.
   int64_t padded_vocab() const;
@@ -46,6 +50,7 @@ struct ModelOverrides {
       head_dim, num_hidden_layers, micro_batch_size, sequence_length, vocab_size, tensor_parallel,
       vocab_divisible_by;
   std::optional<bool> gated_mlp;
+  MoeOverrides moe;  // expert and MLA flags
   bool any_model_field() const;  // any field other than batch and tensor parallel
 };
 

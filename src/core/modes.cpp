@@ -85,13 +85,22 @@ DualConsumer dual_consumer(const Gemm& g, Side side) {
                                             side == Side::Left ? "left" : "right", pass_label(g.pass), g.label()));
   // The three GEMMs of a linear (plan.cpp): Fprop (T, in, out), Dgrad (T, out, in), Wgrad (in, T, out).
   const Operand act{Role::Activation, false}, grad_t{Role::Grad, false}, w_t{Role::Weight, false};
+  // Grouped (expert) GEMMs keep their per-expert sizes: the token dimension is M in Fprop and
+  // Dgrad, K in Wgrad.
+  const auto grouped = [&](Gemm x) {
+    if (g.grouped()) {
+      x.group_dim = x.pass == Pass::Wgrad ? GroupDim::K : GroupDim::M;
+      x.group = g.group;
+    }
+    return x;
+  };
   if (g.pass == Pass::Fprop) {
     const int64_t t = g.m, in = g.k, out = g.n;
-    if (side == Side::Left) return {{Pass::Wgrad, g.op, g.scope, in, t, out, act, grad_t}, Side::Left};
-    return {{Pass::Dgrad, g.op, g.scope, t, out, in, {Role::Grad, true}, w_t}, Side::Right};
+    if (side == Side::Left) return {grouped({Pass::Wgrad, g.op, g.scope, in, t, out, act, grad_t}), Side::Left};
+    return {grouped({Pass::Dgrad, g.op, g.scope, t, out, in, {Role::Grad, true}, w_t}), Side::Right};
   }
   const int64_t t = g.m, out = g.k, in = g.n;  // Dgrad, left operand dY
-  return {{Pass::Wgrad, g.op, g.scope, in, t, out, act, grad_t}, Side::Right};
+  return {grouped({Pass::Wgrad, g.op, g.scope, in, t, out, act, grad_t}), Side::Right};
 }
 
 }  // namespace gs

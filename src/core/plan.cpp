@@ -46,6 +46,7 @@ const char* to_string(Op o) {
     case Op::QUp: return "q_up";
     case Op::KvDown: return "kv_down";
     case Op::KvUp: return "kv_up";
+    case Op::QProj: return "q_proj";
   }
   return "?";
 }
@@ -66,6 +67,7 @@ const char* op_label(Op o) {
     case Op::QUp: return "Q Up";
     case Op::KvDown: return "KV Down";
     case Op::KvUp: return "KV Up";
+    case Op::QProj: return "Q Proj";
   }
   return "?";
 }
@@ -82,6 +84,8 @@ const char* to_string(Scope s) {
     case Scope::Layer: return "layer";
     case Scope::Model: return "model";
     case Scope::Shape: return "shape";
+    case Scope::DenseLayer: return "dense_layer";
+    case Scope::MoeLayer: return "moe_layer";
   }
   return "?";
 }
@@ -99,7 +103,8 @@ Pass pass_from_string(const std::string& s) {
 Op op_from_string(const std::string& s) {
   static const Op all[] = {Op::Qkv,      Op::AttnOut,    Op::MlpUp,    Op::MlpDown,    Op::LmHead,
                            Op::Shape,    Op::Router,     Op::ExpertUp, Op::ExpertDown, Op::SharedUp,
-                           Op::SharedDown, Op::QDown,    Op::QUp,      Op::KvDown,     Op::KvUp};
+                           Op::SharedDown, Op::QDown,    Op::QUp,      Op::KvDown,     Op::KvUp,
+                           Op::QProj};
   return from_string(s, all, "op");
 }
 Role role_from_string(const std::string& s) {
@@ -119,7 +124,7 @@ GroupDim group_dim_from_string(const std::string& s) {
   return from_string(s, all, "group dimension");
 }
 Scope scope_from_string(const std::string& s) {
-  static const Scope all[] = {Scope::Layer, Scope::Model, Scope::Shape};
+  static const Scope all[] = {Scope::Layer, Scope::Model, Scope::Shape, Scope::DenseLayer, Scope::MoeLayer};
   return from_string(s, all, "scope");
 }
 
@@ -157,20 +162,75 @@ void add_linear(std::vector<Gemm>& g, Op op, Scope scope, int64_t tokens, int64_
   g.push_back({Pass::Wgrad, op, scope, in, tokens, out, {Role::Activation, false}, {Role::Grad, false}});
 }
 
+// A grouped linear: one weight per expert, `rows` tokens per expert (the busiest rank's experts).
+// Fprop (sum rows, in, out) and Dgrad (sum rows, out, in) grouped along M; Wgrad (in, sum rows, out)
+// grouped along K, one weight gradient per expert.
+void add_grouped_linear(std::vector<Gemm>& g, Op op, const std::vector<int64_t>& rows, int64_t in, int64_t out) {
+  int64_t total = 0;
+  for (int64_t r : rows) total += r;
+  const size_t first = g.size();
+  add_linear(g, op, Scope::MoeLayer, total, in, out);
+  for (size_t i = first; i < g.size(); ++i) {
+    g[i].group_dim = g[i].pass == Pass::Wgrad ? GroupDim::K : GroupDim::M;
+    g[i].group = rows;
+  }
+}
+
 }  // namespace
 
 Plan build_model_plan(const ModelConfig& c) {
   validate(c);
   const LayerDims d = layer_dims(c);
   const int64_t T = c.tokens();
+  const int64_t tp = c.tensor_parallel;
   std::vector<Gemm> all;
-  add_linear(all, Op::Qkv, Scope::Layer, T, d.hidden, d.qkv_out);
-  add_linear(all, Op::AttnOut, Scope::Layer, T, d.attn_in, d.hidden);
-  add_linear(all, Op::MlpUp, Scope::Layer, T, d.hidden, d.mlp_up_out);
-  add_linear(all, Op::MlpDown, Scope::Layer, T, d.mlp_down_in, d.hidden);
+  if (c.mla.enabled()) {
+    // Multi-head Latent Attention as training runs it (no weight absorption). The down
+    // projections are replicated on every tensor-parallel rank (Megatron); q up, kv up split the
+    // heads (column parallel) and the output projection their input (row parallel).
+    const MlaConfig& a = c.mla;
+    const int64_t heads = c.num_attention_heads / tp;
+    if (a.q_lora_rank > 0) {
+      add_linear(all, Op::QDown, Scope::Layer, T, d.hidden, a.q_lora_rank);
+      add_linear(all, Op::QUp, Scope::Layer, T, a.q_lora_rank, heads * (a.qk_nope_head_dim + a.qk_rope_head_dim));
+    } else {
+      add_linear(all, Op::QProj, Scope::Layer, T, d.hidden, heads * (a.qk_nope_head_dim + a.qk_rope_head_dim));
+    }
+    add_linear(all, Op::KvDown, Scope::Layer, T, d.hidden, a.kv_lora_rank + a.qk_rope_head_dim);
+    add_linear(all, Op::KvUp, Scope::Layer, T, a.kv_lora_rank, heads * (a.qk_nope_head_dim + a.v_head_dim));
+    add_linear(all, Op::AttnOut, Scope::Layer, T, heads * a.v_head_dim, d.hidden);
+  } else {
+    add_linear(all, Op::Qkv, Scope::Layer, T, d.hidden, d.qkv_out);
+    add_linear(all, Op::AttnOut, Scope::Layer, T, d.attn_in, d.hidden);
+  }
+  Plan p;
+  const int64_t moe_layers = moe_layer_count(c);
+  const bool any_dense = moe_layers < c.num_hidden_layers;
+  if (any_dense) {
+    const Scope s = moe_layers > 0 ? Scope::DenseLayer : Scope::Layer;
+    add_linear(all, Op::MlpUp, s, T, d.hidden, d.mlp_up_out);
+    add_linear(all, Op::MlpDown, s, T, d.mlp_down_in, d.hidden);
+  }
+  if (moe_layers > 0) {
+    const MoeConfig& m = c.moe;
+    const Routing r = route(parse_routing(m.routing), m.num_experts, m.top_k, T, m.expert_parallel, m.routing_seed,
+                            m.capacity_factor);
+    const int64_t gate = c.gated_mlp ? 2 : 1;
+    // The router is replicated on every rank and sees every token of this rank.
+    add_linear(all, Op::Router, Scope::MoeLayer, T, d.hidden, m.num_experts);
+    // Expert FFNs are split like the dense MLP (Megatron's expert_tensor_parallel_size defaults
+    // to the tensor-parallel size); each rank runs the busiest EP rank's local experts.
+    const std::vector<int64_t> rows = r.busiest_counts();
+    add_grouped_linear(all, Op::ExpertUp, rows, d.hidden, gate * expert_ffn(c) / tp);
+    add_grouped_linear(all, Op::ExpertDown, rows, expert_ffn(c) / tp, d.hidden);
+    if (m.shared_experts > 0) {
+      add_linear(all, Op::SharedUp, Scope::MoeLayer, T, d.hidden, gate * shared_ffn_total(c) / tp);
+      add_linear(all, Op::SharedDown, Scope::MoeLayer, T, shared_ffn_total(c) / tp, d.hidden);
+    }
+    p.routing = r;
+  }
   if (d.vocab > 0) add_linear(all, Op::LmHead, Scope::Model, T, d.hidden, d.vocab);
   // Order as the reports print them: all Fprop, then Dgrad, then Wgrad.
-  Plan p;
   p.model_mode = true;
   p.config = c;
   for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad})
@@ -238,12 +298,14 @@ Plan build_shapes_plan(const std::vector<int64_t>& sizes) {
 
 PlanFlops plan_flops(const Plan& p) {
   PlanFlops f;
+  f.moe_layers = p.moe_layers();
   for (const Gemm& g : p.gemms) {
     if (g.scope == Scope::Model) { f.model_once += g.flops(); continue; }
-    if (g.scope != Scope::Layer) continue;
-    if (g.pass == Pass::Fprop) f.fprop += g.flops();
-    if (g.pass == Pass::Dgrad) f.dgrad += g.flops();
-    if (g.pass == Pass::Wgrad) f.wgrad += g.flops();
+    const bool dense = g.scope == Scope::Layer || g.scope == Scope::DenseLayer;
+    const bool moe = g.scope == Scope::Layer || g.scope == Scope::MoeLayer;
+    if (dense) (g.pass == Pass::Fprop ? f.fprop : g.pass == Pass::Dgrad ? f.dgrad : f.wgrad) += g.flops();
+    if (moe && f.moe_layers > 0)
+      (g.pass == Pass::Fprop ? f.moe_fprop : g.pass == Pass::Dgrad ? f.moe_dgrad : f.moe_wgrad) += g.flops();
   }
   return f;
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/model_config.hpp"
+#include "core/routing.hpp"
 
 namespace gs {
 
@@ -26,9 +27,12 @@ enum class Op {
   // Multi-head Latent Attention (DeepSeek-V2/V3): q down, q up, kv down (incl. the rope part),
   // kv up; the output projection is AttnOut.
   QDown, QUp, KvDown, KvUp,
+  QProj,  // MLA without a q low-rank (q_lora_rank null): hidden -> heads x (qk_nope + qk_rope)
 };
 enum class Role { Activation, Weight, Grad };
-enum class Scope { Layer, Model, Shape };  // once per layer, once per step, a standalone shape
+// Layer: in every layer; DenseLayer / MoeLayer: only in the dense / the MoE layers of a model with
+// experts (the dense MLP, the router and experts); Model: once per step; Shape: standalone.
+enum class Scope { Layer, Model, Shape, DenseLayer, MoeLayer };
 
 const char* to_string(Pass p);   // "fprop" ...
 const char* to_string(Op o);     // "qkv" ...
@@ -73,11 +77,19 @@ struct Plan {
   bool model_mode = false;
   std::optional<ModelConfig> config;  // set in model mode
   std::vector<Gemm> gemms;
+  std::optional<Routing> routing;  // models with experts: the step's routing (the busiest EP rank's experts)
   int64_t layers() const { return config ? config->num_hidden_layers : 1; }
+  int64_t moe_layers() const { return config ? moe_layer_count(*config) : 0; }
+  int64_t dense_layers() const { return layers() - moe_layers(); }  // all layers of a dense model
+  bool has_moe() const { return moe_layers() > 0; }
 };
 
 // The four projections (and the LM head when vocab_size > 0) of one tensor-parallel rank, each in
-// Fprop, Dgrad and Wgrad. Validates the config (UsageError).
+// Fprop, Dgrad and Wgrad. Validates the config (UsageError). Models with experts (docs/moe.md):
+// MoE layers get the router (BF16 in every recipe), the routed experts' up and down projections as
+// grouped GEMMs over the busiest expert-parallel rank's experts (Fprop/Dgrad grouped along M,
+// Wgrad along K) and the shared experts; dense layers their MLP. MLA replaces QKV with its
+// q down/up (or a plain q projection) and kv down/up projections.
 Plan build_model_plan(const ModelConfig& c);
 
 // --shapes "MxKxN,..." or square "1024,2048". Throws UsageError naming the bad item and why;
@@ -93,10 +105,17 @@ LayerDims layer_dims(const ModelConfig& c);
 
 // FLOP totals of a model plan.
 struct PlanFlops {
-  double fprop = 0, dgrad = 0, wgrad = 0;  // per layer
+  double fprop = 0, dgrad = 0, wgrad = 0;  // per (dense) layer: GEMMs of every layer + the dense-only ones
   double model_once = 0;                   // LM head, all passes
+  double moe_fprop = 0, moe_dgrad = 0, moe_wgrad = 0;  // per MoE layer: every layer's GEMMs + router and experts
+  int64_t moe_layers = 0;                  // layers with experts (0: a dense model)
   double per_layer() const { return fprop + dgrad + wgrad; }
-  double full_model(int64_t layers) const { return per_layer() * static_cast<double>(layers) + model_once; }
+  double per_moe_layer() const { return moe_fprop + moe_dgrad + moe_wgrad; }
+  // `layers` in all; moe_layers of them MoE layers, the rest dense: the step's FLOPs.
+  double full_model(int64_t layers) const {
+    return per_layer() * static_cast<double>(layers - moe_layers) + per_moe_layer() * static_cast<double>(moe_layers) +
+           model_once;
+  }
 };
 PlanFlops plan_flops(const Plan& p);
 

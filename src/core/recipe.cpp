@@ -105,7 +105,10 @@ double OperandRecipe::scale_bytes(int64_t outer, int64_t k) const {
 }
 
 bool runs_in_bf16_instead(Precision p, const Gemm& g, const RecipeOptions& o) {
-  return p != Precision::BF16 && g.op == Op::LmHead && o.lm_head_bf16;
+  if (p == Precision::BF16) return false;
+  // The MoE router stays in BF16 in every recipe (Megatron and TE keep it out of FP8: its logits
+  // pick the experts); the LM head does by default (--lm-head-precision).
+  return g.op == Op::Router || (g.op == Op::LmHead && o.lm_head_bf16);
 }
 
 Recipe make_recipe(Precision p, const Gemm& g, const RecipeOptions& o) {
@@ -212,10 +215,16 @@ ByteCount byte_count(const Recipe& r, const Gemm& g, OperandWork wa, OperandWork
   };
   ByteCount bc;
   const double mk = static_cast<double>(g.m) * static_cast<double>(g.k);
-  const double kn = static_cast<double>(g.k) * static_cast<double>(g.n);
+  double kn = static_cast<double>(g.k) * static_cast<double>(g.n);
+  double mn = static_cast<double>(g.m) * static_cast<double>(g.n);
+  // Grouped (expert) GEMMs: Fprop/Dgrad read one weight per expert with rows (empty experts run
+  // nothing); Wgrad writes one weight gradient per expert (empty ones zeroed).
+  if (g.group_dim == GroupDim::M)
+    kn *= static_cast<double>(std::count_if(g.group.begin(), g.group.end(), [](int64_t s) { return s > 0; }));
+  if (g.group_dim == GroupDim::K) mn *= static_cast<double>(g.group.size());
   operand(r.a, g.m, mk, wa, bc);
   operand(r.b, g.n, kn, wb, bc);
-  bc.gemm += static_cast<double>(g.m) * static_cast<double>(g.n) * 2.0;  // BF16 output
+  bc.gemm += mn * 2.0;  // BF16 output
   return bc;
 }
 

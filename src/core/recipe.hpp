@@ -88,9 +88,9 @@ struct Recipe {
 };
 
 // The recipe of GEMM `g` in column precision `p`. Recipe::precision is the precision the GEMM
-// really runs in: BF16 for the LM head when RecipeOptions::lm_head_bf16 is set.
+// really runs in: BF16 for the MoE router always and for the LM head when RecipeOptions::lm_head_bf16 is set.
 Recipe make_recipe(Precision p, const Gemm& g, const RecipeOptions& o);
-// Whether `g` runs in BF16 instead of column precision `p` (the LM head under lm_head_bf16).
+// Whether `g` runs in BF16 instead of column precision `p` (the router; the LM head under lm_head_bf16).
 bool runs_in_bf16_instead(Precision p, const Gemm& g, const RecipeOptions& o);
 
 // Alignment/shape rules of the GEMM for this recipe; empty when fine, else the reason

@@ -25,6 +25,41 @@ namespace {
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
+// Experts and MLA of a config (schema /2; absent for dense models and plain attention).
+void moe_mla_json(json& j, const ModelConfig& c) {
+  const MoeConfig& m = c.moe;
+  if (m.enabled())
+    j["moe"] = {{"num_experts", m.num_experts},
+                {"top_k", m.top_k},
+                {"expert_intermediate_size", expert_ffn(c)},
+                {"shared_experts", m.shared_experts},
+                {"shared_expert_intermediate_size", m.shared_expert_intermediate_size},
+                {"first_dense_layers", m.first_dense_layers},
+                {"layer_freq", m.layer_freq},
+                {"sparse_step", m.sparse_step},
+                {"dense_layer_list", m.dense_layer_list},
+                {"expert_parallel", m.expert_parallel},
+                {"routing", m.routing},
+                {"capacity_factor", m.capacity_factor},
+                {"moe_layers", moe_layer_count(c)}};
+  if (c.mla.enabled())
+    j["mla"] = {{"q_lora_rank", c.mla.q_lora_rank},
+                {"kv_lora_rank", c.mla.kv_lora_rank},
+                {"qk_nope_head_dim", c.mla.qk_nope_head_dim},
+                {"qk_rope_head_dim", c.mla.qk_rope_head_dim},
+                {"v_head_dim", c.mla.v_head_dim}};
+}
+
+json routing_json(const Routing& r) {
+  return {{"routing", r.spec.text()},        {"seed", r.seed},
+          {"experts", r.experts},            {"top_k", r.top_k},
+          {"tokens", r.tokens},              {"expert_parallel", r.expert_parallel},
+          {"capacity_factor", r.capacity_factor}, {"capacity", r.capacity},
+          {"dropped", r.dropped},            {"counts", r.counts},
+          {"rank_rows", r.rank_rows},        {"busiest_rank", r.busiest_rank},
+          {"max_over_mean", r.max_over_mean()}, {"empty_experts", r.empty_experts()}};
+}
+
 json config_json(const ModelConfig& c) {
   return {{"name", c.name},
           {"hidden_size", c.hidden_size},
@@ -73,13 +108,19 @@ json cell_json(const Cell& c, const Gemm& g) {
             {"iters", c.stats.iters},   {"tflops", tflops(g, c.stats.mean_ms)}};
   if (c.clock)
     j["clock"] = {{"sm_mhz", c.clock->sm_mhz}, {"max_sm_mhz", c.clock->max_sm_mhz}, {"reasons", c.clock->reasons}};
+  if (c.dense_equiv_ms) {
+    j["dense_equiv_ms"] = *c.dense_equiv_ms;
+    j["grouping_efficiency"] = *c.dense_equiv_ms / c.stats.mean_ms;
+  }
   if (!c.repeat_ms.empty()) j["repeat_ms"] = c.repeat_ms;
   if (c.gate_timed_out) j["gate_timed_out"] = true;
   kernels_to_json(c.kernels, j);
   return j;
 }
 
-constexpr const char* kSchema = "gemmscope.result/1";
+// Written: /2 (grouped GEMMs, experts, MLA). Read: /2 and /1 (files from before MoE, all dense).
+constexpr const char* kSchema = "gemmscope.result/2";
+constexpr const char* kSchemaV1 = "gemmscope.result/1";
 
 // nlohmann's message without its "[json.exception.type_error.302] " prefix.
 std::string json_error_text(const json::exception& e) {
@@ -189,6 +230,7 @@ Cell read_cell(const json& c, const std::string& where) {
   st.stdev_ms = get_or<double>(c, "stdev_ms", where, 0.0);
   st.iters = get_or<int>(c, "iters", where, 0);
   Cell cell = Cell::measured(st);
+  if (const json* de = find(c, "dense_equiv_ms"); de && !de->is_null()) cell.dense_equiv_ms = as<double>(*de, where + ".dense_equiv_ms");
   cell.gate_timed_out = get_or<bool>(c, "gate_timed_out", where, false);
   if (const json* rep = find(c, "repeat_ms"); rep && !rep->is_null()) {
     if (!rep->is_array() || rep->size() > kMaxRepeats)
@@ -215,7 +257,7 @@ Cell read_cell(const json& c, const std::string& where) {
 
 json to_json(const RunResult& r) {
   json j;
-  j["schema"] = "gemmscope.result/1";
+  j["schema"] = kSchema;
   j["tool"] = {{"name", "gemmscope"}, {"version", GEMMSCOPE_VERSION}};
   j["created"] = r.created;
   j["kind"] = r.plan.model_mode ? "model" : "shapes";
@@ -259,6 +301,7 @@ json to_json(const RunResult& r) {
   j["precisions"] = json::array();
   for (Precision p : r.precisions) j["precisions"].push_back(to_string(p));
   j["config"] = r.plan.config ? config_json(*r.plan.config) : json(nullptr);
+  if (r.plan.config) moe_mla_json(j["config"], *r.plan.config);
   j["gemms"] = json::array();
   for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
     const Gemm& x = r.plan.gemms[g];
@@ -273,6 +316,10 @@ json to_json(const RunResult& r) {
                {"flops", x.flops()},
                {"a", {{"role", to_string(x.a.role)}, {"k_major", x.a.k_major}}},
                {"b", {{"role", to_string(x.b.role)}, {"k_major", x.b.k_major}}}};
+    if (x.grouped()) {
+      jg["group_dim"] = to_string(x.group_dim);
+      jg["group"] = x.group;  // real rows per expert along group_dim; they sum to m or k
+    }
     json bytes;
     for (Precision p : kAllPrecisions) {
       const Recipe rec = make_recipe(p, x, o);
@@ -331,6 +378,26 @@ json to_json(const RunResult& r) {
       for (const Speedup& x : s.speedups)
         sp.push_back({{"name", x.name()}, {"num", to_string(x.num)}, {"den", to_string(x.den)}, {"value", opt(x.value)}});
       sum[to_string(r.modes[m])] = {{"per_layer", pl}, {"model_once", once}, {"full_model", full}, {"speedups", sp}};
+      if (r.plan.has_moe()) {
+        json ml;
+        for (const char* k : {"fprop", "dgrad", "wgrad", "total", "attention", "dense_mlp", "router", "routed_experts",
+                              "shared_experts"})
+          ml[k] = json::object();
+        for (size_t p = 0; p < r.precisions.size(); ++p) {
+          const char* name = to_string(r.precisions[p]);
+          const PrecisionSums& ps = s.sums[p];
+          ml["fprop"][name] = opt(ps.moe_fprop);
+          ml["dgrad"][name] = opt(ps.moe_dgrad);
+          ml["wgrad"][name] = opt(ps.moe_wgrad);
+          ml["total"][name] = opt(ps.moe_total);
+          ml["attention"][name] = opt(ps.attention);
+          ml["dense_mlp"][name] = opt(ps.dense_mlp);
+          ml["router"][name] = opt(ps.router);
+          ml["routed_experts"][name] = opt(ps.routed_experts);
+          ml["shared_experts"][name] = opt(ps.shared_experts);
+        }
+        sum[to_string(r.modes[m])]["per_moe_layer"] = ml;
+      }
       if (m < rep.size()) sum[to_string(r.modes[m])]["intervals"] = intervals_json(r, s, rep[m]);
     }
     j["summary"] = sum;
@@ -339,6 +406,13 @@ json to_json(const RunResult& r) {
   j["plan"] = {{"flops_per_layer", {{"fprop", f.fprop}, {"dgrad", f.dgrad}, {"wgrad", f.wgrad}, {"total", f.per_layer()}}},
                {"flops_model_once", f.model_once},
                {"flops_full_model", r.plan.model_mode ? f.full_model(r.plan.layers()) : f.per_layer()}};
+  if (r.plan.has_moe()) {
+    j["plan"]["flops_per_moe_layer"] = {
+        {"fprop", f.moe_fprop}, {"dgrad", f.moe_dgrad}, {"wgrad", f.moe_wgrad}, {"total", f.per_moe_layer()}};
+    j["plan"]["moe_layers"] = f.moe_layers;
+    j["plan"]["dense_layers"] = r.plan.layers() - f.moe_layers;
+  }
+  if (r.plan.routing) j["plan"]["routing"] = routing_json(*r.plan.routing);
   if (!r.plan.model_mode) {
     double tot = 0;
     for (const Gemm& g : r.plan.gemms) tot += g.flops();
@@ -359,8 +433,9 @@ namespace {
 RunResult read_result(const json& j, const std::string& name) {
   if (!j.is_object()) throw UsageError(fmt::format("{} is not a gemmscope result (top level is not an object)", name));
   const json* schema = find(j, "schema");
-  if (!schema || !schema->is_string() || schema->get<std::string>() != kSchema)
-    throw UsageError(fmt::format("{} has schema {}, expected \"{}\"", name, schema ? schema->dump() : "(none)", kSchema));
+  if (!schema || !schema->is_string() || (schema->get<std::string>() != kSchema && schema->get<std::string>() != kSchemaV1))
+    throw UsageError(fmt::format("{} has schema {}, expected \"{}\" (or \"{}\")", name,
+                                 schema ? schema->dump() : "(none)", kSchema, kSchemaV1));
   const json* kind = find(j, "kind");
   const std::string kind_name = kind && kind->is_string() ? kind->get<std::string>() : "";
   if (kind_name != "model" && kind_name != "shapes")
@@ -488,6 +563,33 @@ RunResult read_result(const json& j, const std::string& name) {
     mc.micro_batch_from = get_or<std::string>(c, "micro_batch_from", where, "");
     mc.sequence_from = get_or<std::string>(c, "sequence_from", where, "");
     if (const json* n = find(c, "notes"); n && !n->is_null()) mc.notes = string_list(c, "notes", where);
+    if (const json* mj = find(c, "moe"); mj && !mj->is_null()) {
+      const std::string mw = where + ".moe";
+      if (!mj->is_object()) throw UsageError(mw + " must be an object");
+      MoeConfig& m = mc.moe;
+      m.num_experts = need<int64_t>(*mj, "num_experts", mw);
+      m.top_k = need<int64_t>(*mj, "top_k", mw);
+      m.expert_intermediate_size = get_or<int64_t>(*mj, "expert_intermediate_size", mw, 0);
+      m.shared_experts = get_or<int64_t>(*mj, "shared_experts", mw, 0);
+      m.shared_expert_intermediate_size = get_or<int64_t>(*mj, "shared_expert_intermediate_size", mw, 0);
+      m.first_dense_layers = get_or<int64_t>(*mj, "first_dense_layers", mw, 0);
+      m.layer_freq = get_or<int64_t>(*mj, "layer_freq", mw, 1);
+      m.sparse_step = get_or<int64_t>(*mj, "sparse_step", mw, 1);
+      if (const json* dl = find(*mj, "dense_layer_list"); dl && dl->is_array())
+        for (size_t i = 0; i < dl->size(); ++i) m.dense_layer_list.push_back(as<int64_t>((*dl)[i], fmt::format("{}.dense_layer_list[{}]", mw, i)));
+      m.expert_parallel = get_or<int64_t>(*mj, "expert_parallel", mw, 1);
+      m.routing = get_or<std::string>(*mj, "routing", mw, "random");
+      m.capacity_factor = get_or<double>(*mj, "capacity_factor", mw, 0.0);
+    }
+    if (const json* aj = find(c, "mla"); aj && !aj->is_null()) {
+      const std::string aw = where + ".mla";
+      if (!aj->is_object()) throw UsageError(aw + " must be an object");
+      mc.mla.q_lora_rank = get_or<int64_t>(*aj, "q_lora_rank", aw, 0);
+      mc.mla.kv_lora_rank = need<int64_t>(*aj, "kv_lora_rank", aw);
+      mc.mla.qk_nope_head_dim = need<int64_t>(*aj, "qk_nope_head_dim", aw);
+      mc.mla.qk_rope_head_dim = need<int64_t>(*aj, "qk_rope_head_dim", aw);
+      mc.mla.v_head_dim = need<int64_t>(*aj, "v_head_dim", aw);
+    }
     try {
       validate(mc);
     } catch (const UsageError& e) {
@@ -521,9 +623,27 @@ RunResult read_result(const json& j, const std::string& name) {
     };
     const std::string pass = text("pass"), op = text("op");
     const int64_t m = dim("m"), k = dim("k"), n = dim("n");
-    const Gemm x{parsed_at(where, pass, pass_from_string), parsed_at(where, op, op_from_string),
-                 parsed_at(where, text("scope"), scope_from_string), m, k, n,
-                 operand("a", {Role::Activation, true}), operand("b", {Role::Weight, true})};
+    Gemm x{parsed_at(where, pass, pass_from_string), parsed_at(where, op, op_from_string),
+           parsed_at(where, text("scope"), scope_from_string), m, k, n,
+           operand("a", {Role::Activation, true}), operand("b", {Role::Weight, true})};
+    if (const json* gd = find(g, "group_dim"); gd && !gd->is_null()) {
+      x.group_dim = parsed_at(where, as<std::string>(*gd, where + ".group_dim"), group_dim_from_string);
+      const json* grp = find(g, "group");
+      if (x.grouped()) {
+        if (!grp || !grp->is_array() || grp->empty())
+          throw UsageError(fmt::format("{}: a grouped GEMM needs \"group\", a non-empty list of per-expert sizes", where));
+        int64_t sum = 0;
+        for (size_t i = 0; i < grp->size(); ++i) {
+          const int64_t v = as<int64_t>((*grp)[i], fmt::format("{}.group[{}]", where, i));
+          if (v < 0) throw UsageError(fmt::format("{}.group[{}] must be >= 0, got {}", where, i, v));
+          sum += v;
+          x.group.push_back(v);
+        }
+        const int64_t want = x.group_dim == GroupDim::M ? x.m : x.k;
+        if (sum != want)
+          throw UsageError(fmt::format("{}: \"group\" sums to {}, not {} = {}", where, sum, to_string(x.group_dim), want));
+      }
+    }
     if (!r.dry_run) {
       // One object per mode, keyed by the mode as "modes" spells it. Every cell in it is checked,
       // also those of precisions the file does not list; the listed ones are read.
@@ -586,6 +706,32 @@ RunResult read_result(const json& j, const std::string& name) {
       }
     }
   }
+  if (const json* pj = find(j, "plan"); pj && pj->is_object() && r.plan.config) {
+    if (const json* rj = find(*pj, "routing"); rj && rj->is_object()) {
+      const std::string rw = top("plan.routing");
+      Routing rt;
+      rt.spec = parsed_at(rw, need<std::string>(*rj, "routing", rw), parse_routing);
+      rt.seed = get_or<uint64_t>(*rj, "seed", rw, 0);
+      rt.experts = need<int64_t>(*rj, "experts", rw);
+      rt.top_k = need<int64_t>(*rj, "top_k", rw);
+      rt.tokens = need<int64_t>(*rj, "tokens", rw);
+      rt.expert_parallel = get_or<int64_t>(*rj, "expert_parallel", rw, 1);
+      rt.capacity_factor = get_or<double>(*rj, "capacity_factor", rw, 0.0);
+      rt.capacity = get_or<int64_t>(*rj, "capacity", rw, 0);
+      rt.dropped = get_or<int64_t>(*rj, "dropped", rw, 0);
+      const json* counts = find(*rj, "counts");
+      if (!counts || !counts->is_array()) throw UsageError(rw + ".counts must be a list");
+      for (size_t i = 0; i < counts->size(); ++i) rt.counts.push_back(as<int64_t>((*counts)[i], fmt::format("{}.counts[{}]", rw, i)));
+      if (rt.experts < 1 || rt.expert_parallel < 1 || rt.experts % rt.expert_parallel != 0 ||
+          rt.counts.size() != static_cast<size_t>(rt.experts))
+        throw UsageError(rw + ": experts, expert_parallel and counts do not agree");
+      const int64_t l = rt.local_experts();
+      rt.rank_rows.assign(static_cast<size_t>(rt.expert_parallel), 0);
+      for (int64_t e = 0; e < rt.experts; ++e) rt.rank_rows[static_cast<size_t>(e / l)] += rt.counts[static_cast<size_t>(e)];
+      rt.busiest_rank = std::max_element(rt.rank_rows.begin(), rt.rank_rows.end()) - rt.rank_rows.begin();
+      r.plan.routing = rt;
+    }
+  }
   if (const json* notes = find(j, "notes"); notes && !notes->is_null()) {
     if (!notes->is_array()) throw UsageError(top("notes") + " must be a list of strings");
     for (size_t i = 0; i < notes->size(); ++i)
@@ -620,7 +766,10 @@ json read_json_file(const std::string& path) {
 }
 
 std::string render_csv(const RunResult& r) {
-  std::string out = "mode,pass,op,scope,m,k,n,flops,precision,status,mean_ms,median_ms,min_ms,max_ms,stdev_ms,iters,tflops,reason\n";
+  // The last three columns describe grouped (expert) GEMMs: the grouped dimension, the number of
+  // experts and the dense-equivalent time; empty for dense GEMMs.
+  std::string out = "mode,pass,op,scope,m,k,n,flops,precision,status,mean_ms,median_ms,min_ms,max_ms,stdev_ms,iters,tflops,reason,"
+                    "group_dim,groups,dense_equiv_ms\n";
   auto quote = [](const std::string& s) {
     std::string q = "\"";
     for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
@@ -633,11 +782,16 @@ std::string render_csv(const RunResult& r) {
         const Cell& c = r.cell(m, g, p);
         out += fmt::format("{},{},{},{},{},{},{},{:.0f},{},", to_string(r.modes[m]), to_string(x.pass), to_string(x.op),
                            to_string(x.scope), x.m, x.k, x.n, x.flops(), to_string(r.precisions[p]));
+        const std::string grouped =
+            x.grouped() ? fmt::format("{},{},{}", to_string(x.group_dim), x.group.size(),
+                                      c.dense_equiv_ms ? fmt::format("{:.6f}", *c.dense_equiv_ms) : std::string())
+                        : std::string(",,");
         if (c.ok)
-          out += fmt::format("ok,{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{},{:.2f},\n", c.stats.mean_ms, c.stats.median_ms,
-                             c.stats.min_ms, c.stats.max_ms, c.stats.stdev_ms, c.stats.iters, tflops(x, c.stats.mean_ms));
+          out += fmt::format("ok,{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{},{:.2f},,{}\n", c.stats.mean_ms, c.stats.median_ms,
+                             c.stats.min_ms, c.stats.max_ms, c.stats.stdev_ms, c.stats.iters, tflops(x, c.stats.mean_ms),
+                             grouped);
         else
-          out += fmt::format("n/a,,,,,,,,{}\n", quote(c.reason));
+          out += fmt::format("n/a,,,,,,,,{},{}\n", quote(c.reason), grouped);
       }
   return out;
 }

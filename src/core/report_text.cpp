@@ -6,6 +6,8 @@
 #include <map>
 
 #include "core/report.hpp"
+#include "core/report_moe.hpp"
+#include "core/grouped.hpp"
 
 #include "core/clocks.hpp"
 #include "core/repeats.hpp"
@@ -128,14 +130,25 @@ std::string header_block(const RunResult& r, size_t mode) {
     out += fmt::format("Model Config ({}): hidden={}, intermediate={}, heads={}, layers={}{}\n", c.name,
                        c.hidden_size, c.intermediate_size, c.num_attention_heads, c.num_hidden_layers, extra);
     out += tokens_line(c);
+    out += moe_config_text(c);
+    out += moe_routing_text(r);
   }
   out += kRuleHeavy + "\n";
   return out;
 }
 
+// The Op column of a model plan's tables: the router is marked as BF16 in every column.
+std::string op_cell(const Gemm& x) {
+  if (x.scope == Scope::Model) return std::string(op_label(x.op)) + "*";
+  if (x.op == Op::Router) return "Router (BF16)";
+  return x.label();
+}
+
 std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
   std::string out;
   const ModeSummary s = summarize_mode(r, mode);
+  const bool moe = r.plan.has_moe();
+  const int64_t n_moe = r.plan.moe_layers(), n_dense = r.plan.dense_layers();
   const size_t ncols = 2 + r.precisions.size();
   // The summary first: per-layer and full-model time, measured speedups.
   Table st;
@@ -150,16 +163,36 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
   std::vector<std::string> head = {"", ""};
   for (auto& h : prec_headers(r, "ms")) head.push_back(h);
   out += st.row(head);
-  out += sums_row("Fprop:", [](const PrecisionSums& p) { return p.fprop; });
-  out += sums_row("Dgrad:", [](const PrecisionSums& p) { return p.dgrad; });
-  out += sums_row("Fprop + Dgrad:", [](const PrecisionSums& p) { return p.fprop_dgrad; });
-  out += sums_row("Wgrad:", [](const PrecisionSums& p) { return p.wgrad; });
-  out += sums_row("Per-layer total:", [](const PrecisionSums& p) { return p.total; });
+  if (!moe || n_dense > 0) {
+    if (moe) out += fmt::format("Dense layer ({} of {}):\n", n_dense, r.plan.layers());
+    out += sums_row("Fprop:", [](const PrecisionSums& p) { return p.fprop; });
+    out += sums_row("Dgrad:", [](const PrecisionSums& p) { return p.dgrad; });
+    out += sums_row("Fprop + Dgrad:", [](const PrecisionSums& p) { return p.fprop_dgrad; });
+    out += sums_row("Wgrad:", [](const PrecisionSums& p) { return p.wgrad; });
+    out += sums_row("Per-layer total:", [](const PrecisionSums& p) { return p.total; });
+  }
+  if (moe) {
+    out += fmt::format("MoE layer ({} of {}):\n", n_moe, r.plan.layers());
+    out += sums_row("Fprop:", [](const PrecisionSums& p) { return p.moe_fprop; });
+    out += sums_row("Dgrad:", [](const PrecisionSums& p) { return p.moe_dgrad; });
+    out += sums_row("Wgrad:", [](const PrecisionSums& p) { return p.moe_wgrad; });
+    out += sums_row("Per-layer total:", [](const PrecisionSums& p) { return p.moe_total; });
+    out += "Per layer, 3 passes:\n";
+    out += sums_row("Attention:", [](const PrecisionSums& p) { return p.attention; });
+    if (n_dense > 0) out += sums_row("Dense MLP:", [](const PrecisionSums& p) { return p.dense_mlp; });
+    out += sums_row("Router (BF16):", [](const PrecisionSums& p) { return p.router; });
+    out += sums_row("Routed experts:", [](const PrecisionSums& p) { return p.routed_experts; });
+    if (r.plan.config->moe.shared_experts > 0)
+      out += sums_row("Shared experts:", [](const PrecisionSums& p) { return p.shared_experts; });
+  }
   if (s.has_model_once) {
     out += "Once per step:\n";
     out += sums_row("LM Head (3 passes):", [](const PrecisionSums& p) { return p.model_once; });
   }
-  out += fmt::format("Full Model ({} layers{}):\n", r.plan.layers(), s.has_model_once ? " + LM head" : "");
+  if (moe)
+    out += fmt::format("Full Model ({} dense + {} MoE layers{}):\n", n_dense, n_moe, s.has_model_once ? " + LM head" : "");
+  else
+    out += fmt::format("Full Model ({} layers{}):\n", r.plan.layers(), s.has_model_once ? " + LM head" : "");
   out += sums_row("Total GEMM time (ms):", [](const PrecisionSums& p) { return p.full_model; });
   out += fmt::format("Measured GEMM Speedups (full model, {} mode):\n", to_string(r.modes[mode]));
   for (const Speedup& sp : s.speedups)
@@ -169,7 +202,9 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
            "output layer out of FP8)\n";
   // Then the per-GEMM detail.
   Table t;
-  t.widths = {10, 20};
+  int op_width = 10;
+  for (const Gemm& x : r.plan.gemms) op_width = std::max(op_width, static_cast<int>(op_cell(x).size()) + 1);
+  t.widths = {op_width, 20};
   for (size_t i = 0; i < r.precisions.size(); ++i) t.widths.push_back(prec_width(r));
   out += t.rule('=', ncols);
   for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
@@ -184,23 +219,39 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
       const Gemm& x = r.plan.gemms[g];
       if (x.pass != pass) continue;
       lm |= x.scope == Scope::Model;
-      std::vector<std::string> row = {x.scope == Scope::Model ? std::string(op_label(x.op)) + "*" : x.label(), x.shape()};
+      std::vector<std::string> row = {op_cell(x), x.shape()};
       for (size_t p = 0; p < r.precisions.size(); ++p) row.push_back(cell_ms(r.cell(mode, g, p), fn));
       out += t.row(row);
     }
     out += t.rule('-', ncols);
-    std::vector<std::string> sum = {fmt::format("{} sum (ms):", pass_label(pass)), ""};
-    for (size_t p = 0; p < r.precisions.size(); ++p) {
-      const auto& ps = s.sums[p];
-      sum.push_back(ms(pass == Pass::Fprop ? ps.fprop : pass == Pass::Dgrad ? ps.dgrad : ps.wgrad));
+    if (!moe) {
+      std::vector<std::string> sum = {fmt::format("{} sum (ms):", pass_label(pass)), ""};
+      for (size_t p = 0; p < r.precisions.size(); ++p) {
+        const auto& ps = s.sums[p];
+        sum.push_back(ms(pass == Pass::Fprop ? ps.fprop : pass == Pass::Dgrad ? ps.dgrad : ps.wgrad));
+      }
+      out += t.row(sum);
+    } else {
+      // One sum per kind of layer: a dense layer (attention + dense MLP), a MoE layer (attention +
+      // router + experts).
+      if (n_dense > 0) {
+        std::vector<std::string> sum = {fmt::format("{} sum, dense layer (ms):", pass_label(pass)), ""};
+        for (const auto& ps : s.sums) sum.push_back(ms(pass == Pass::Fprop ? ps.fprop : pass == Pass::Dgrad ? ps.dgrad : ps.wgrad));
+        out += t.row(sum);
+      }
+      std::vector<std::string> sum = {fmt::format("{} sum, MoE layer (ms):", pass_label(pass)), ""};
+      for (const auto& ps : s.sums)
+        sum.push_back(ms(pass == Pass::Fprop ? ps.moe_fprop : pass == Pass::Dgrad ? ps.moe_dgrad : ps.moe_wgrad));
+      out += t.row(sum);
+      out += fmt::format("MLP rows run in the {} dense layers only; Router, Expert and Shared rows in the {} MoE layers "
+                         "only; the others in every layer.\n", n_dense, n_moe);
     }
-    out += t.row(sum);
     if (lm) out += "* LM Head runs once per step, not per layer; it is not in the per-layer sums.\n";
     out += t.rule('=', ncols);
   }
   // Throughput of every GEMM: the first number a CUTLASS or nvbench user looks for.
   Table tt;
-  tt.widths = {18, 20};
+  tt.widths = {op_width + 6, 20};
   for (size_t i = 0; i < r.precisions.size(); ++i) tt.widths.push_back(prec_width(r) + 3);
   out += "Throughput per GEMM (TFLOP/s):\n";
   out += tt.rule('-', ncols);
@@ -210,7 +261,7 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
   out += tt.rule('-', ncols);
   for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
     const Gemm& x = r.plan.gemms[g];
-    std::vector<std::string> row = {fmt::format("{} {}", pass_label(x.pass), x.label()), x.shape()};
+    std::vector<std::string> row = {fmt::format("{} {}", pass_label(x.pass), op_cell(x)), x.shape()};
     for (size_t p = 0; p < r.precisions.size(); ++p) {
       const Cell& c = r.cell(mode, g, p);
       row.push_back(c.ok ? fmt::format("{:.1f}", tflops(x, c.stats.mean_ms)) : fmt::format("N/A[{}]", fn.index(c.reason)));
@@ -218,6 +269,7 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
     out += tt.row(row);
   }
   out += tt.rule('=', ncols);
+  if (moe) out += moe_grouped_block(r, mode);
   return out;
 }
 
@@ -549,6 +601,8 @@ std::string render_plan_text(const RunResult& r) {
                        c.vocab_size ? ", " + vocab_text(c) : "",
                        c.tensor_parallel > 1 ? fmt::format(", tensor parallel={} (per-rank shapes)", c.tensor_parallel) : "");
     out += tokens_line(c);
+    out += moe_config_text(c);
+    out += moe_routing_text(r);
   }
   if (!r.precisions.empty() && !r.modes.empty()) {
     std::string precs, modes;
@@ -585,10 +639,17 @@ std::string render_plan_text(const RunResult& r) {
   out += "  ^T: operand stored with the contraction dimension strided (FP8 on Hopper needs a transposed copy)\n";
   const PlanFlops f = plan_flops(r.plan);
   if (r.plan.model_mode) {
-    out += fmt::format("FLOPs per layer: Fprop {:.2f}T + Dgrad {:.2f}T + Wgrad {:.2f}T = {:.2f}T\n", f.fprop / 1e12,
-                       f.dgrad / 1e12, f.wgrad / 1e12, f.per_layer() / 1e12);
+    if (f.moe_layers == 0 || f.moe_layers < r.plan.layers())
+      out += fmt::format("FLOPs per {}layer: Fprop {:.2f}T + Dgrad {:.2f}T + Wgrad {:.2f}T = {:.2f}T\n",
+                         f.moe_layers ? "dense " : "", f.fprop / 1e12, f.dgrad / 1e12, f.wgrad / 1e12, f.per_layer() / 1e12);
+    if (f.moe_layers > 0)
+      out += fmt::format("FLOPs per MoE layer (real tokens, the busiest EP rank): Fprop {:.2f}T + Dgrad {:.2f}T + Wgrad "
+                         "{:.2f}T = {:.2f}T\n",
+                         f.moe_fprop / 1e12, f.moe_dgrad / 1e12, f.moe_wgrad / 1e12, f.per_moe_layer() / 1e12);
     if (f.model_once > 0) out += fmt::format("FLOPs once per step (LM head, 3 passes): {:.2f}T\n", f.model_once / 1e12);
-    out += fmt::format("FLOPs full model ({} layers{}): {:.2f}T per step\n", r.plan.layers(),
+    out += fmt::format("FLOPs full model ({}{}): {:.2f}T per step\n",
+                       f.moe_layers ? fmt::format("{} dense + {} MoE layers", r.plan.layers() - f.moe_layers, f.moe_layers)
+                                    : fmt::format("{} layers", r.plan.layers()),
                        f.model_once > 0 ? " + LM head" : "", f.full_model(r.plan.layers()) / 1e12);
     // Quantization traffic model per layer: every GEMM quantizing its own operands vs each tensor
     // once (both copies), the difference between the per-gemm and training modes.
@@ -602,12 +663,12 @@ std::string render_plan_text(const RunResult& r) {
     if (modelled.empty())
       out += "Quantization traffic per layer: modelled for FP8Current, FP8Delayed and FP8Block; none selected\n";
     else
-      out += fmt::format("Quantization traffic per layer (model; BF16 reads incl. amax pass + quantized writes){}:\n",
-                         quantizes ? "" : "; not timed in pre-quantized mode");
+      out += fmt::format("Quantization traffic per {}layer (model; BF16 reads incl. amax pass + quantized writes){}:\n",
+                         f.moe_layers ? "MoE " : "", quantizes ? "" : "; not timed in pre-quantized mode");
     for (Precision p : modelled) {
       double own = 0, shared = 0;
       for (const Gemm& g : r.plan.gemms) {
-        if (g.scope != Scope::Layer) continue;
+        if (g.scope != Scope::Layer && !(f.moe_layers > 0 && g.scope == Scope::MoeLayer)) continue;
         const Recipe rec = make_recipe(p, g, r.recipe_options);
         own += byte_count(rec, g).quantize;
         shared += byte_count(rec, g, operand_work(Mode::AutocastShared, g, Side::Left, rec, r.recipe_options),

@@ -82,10 +82,16 @@ std::optional<double> add(std::optional<double> a, std::optional<double> b) {
 ModeSummary summarize_mode(const RunResult& r, size_t mode) {
   ModeSummary s;
   for (const Gemm& g : r.plan.gemms) s.has_model_once |= g.scope == Scope::Model;
-  const double layers = static_cast<double>(r.plan.layers());
+  const int64_t moe_layers = r.plan.moe_layers();
+  const double dense_layers = static_cast<double>(r.plan.layers() - moe_layers);
   for (size_t p = 0; p < r.precisions.size(); ++p) {
     PrecisionSums ps;
-    auto layer_pass = [](Pass pass) { return [pass](const Gemm& g) { return g.scope == Scope::Layer && g.pass == pass; }; };
+    auto layer_pass = [](Pass pass) {
+      return [pass](const Gemm& g) { return (g.scope == Scope::Layer || g.scope == Scope::DenseLayer) && g.pass == pass; };
+    };
+    auto moe_pass = [](Pass pass) {
+      return [pass](const Gemm& g) { return (g.scope == Scope::Layer || g.scope == Scope::MoeLayer) && g.pass == pass; };
+    };
     ps.fprop = sum_cells(r, mode, p, layer_pass(Pass::Fprop));
     ps.dgrad = sum_cells(r, mode, p, layer_pass(Pass::Dgrad));
     ps.wgrad = sum_cells(r, mode, p, layer_pass(Pass::Wgrad));
@@ -93,7 +99,30 @@ ModeSummary summarize_mode(const RunResult& r, size_t mode) {
     ps.total = add(ps.fprop_dgrad, ps.wgrad);
     ps.model_once = s.has_model_once ? sum_cells(r, mode, p, [](const Gemm& g) { return g.scope == Scope::Model; })
                                      : std::optional<double>(0.0);
-    if (ps.total && ps.model_once) ps.full_model = *ps.total * layers + *ps.model_once;
+    auto ops = [&](std::initializer_list<Op> list) {
+      return sum_cells(r, mode, p, [&](const Gemm& g) {
+        return g.scope != Scope::Model && std::find(list.begin(), list.end(), g.op) != list.end();
+      });
+    };
+    ps.attention = ops({Op::Qkv, Op::AttnOut, Op::QDown, Op::QUp, Op::KvDown, Op::KvUp, Op::QProj});
+    ps.dense_mlp = ops({Op::MlpUp, Op::MlpDown});
+    if (moe_layers > 0) {
+      ps.moe_fprop = sum_cells(r, mode, p, moe_pass(Pass::Fprop));
+      ps.moe_dgrad = sum_cells(r, mode, p, moe_pass(Pass::Dgrad));
+      ps.moe_wgrad = sum_cells(r, mode, p, moe_pass(Pass::Wgrad));
+      ps.moe_total = add(add(ps.moe_fprop, ps.moe_dgrad), ps.moe_wgrad);
+      ps.router = ops({Op::Router});
+      ps.routed_experts = ops({Op::ExpertUp, Op::ExpertDown});
+      ps.shared_experts = ops({Op::SharedUp, Op::SharedDown});
+    }
+    // Full model = dense layers x a dense layer + MoE layers x a MoE layer + the LM head. A dense
+    // layer's sum is only needed when the model has dense layers.
+    std::optional<double> dense_part = dense_layers > 0 ? (ps.total ? std::optional<double>(*ps.total * dense_layers) : std::nullopt)
+                                                        : std::optional<double>(0.0);
+    std::optional<double> moe_part = moe_layers > 0 ? (ps.moe_total ? std::optional<double>(*ps.moe_total * static_cast<double>(moe_layers))
+                                                                    : std::nullopt)
+                                                    : std::optional<double>(0.0);
+    ps.full_model = add(add(dense_part, moe_part), ps.model_once);
     s.sums.push_back(ps);
   }
   for (auto [num, den] : speedup_pairs(r.precisions)) {

@@ -118,7 +118,13 @@ struct RunResult {
 // Sums of a model-mode run, per precision (index into RunResult::precisions); std::nullopt when
 // any contributing cell is N/A.
 struct PrecisionSums {
+  // A dense layer (every layer's GEMMs + the dense MLP); in a dense model, every layer.
   std::optional<double> fprop, dgrad, wgrad, fprop_dgrad, total, model_once, full_model;
+  // Models with experts: a MoE layer (every layer's GEMMs + router, routed and shared experts).
+  std::optional<double> moe_fprop, moe_dgrad, moe_wgrad, moe_total;
+  // Per layer, all three passes: attention projections, dense MLP, router, routed experts, shared
+  // experts (nullopt where the plan has none or a cell is N/A).
+  std::optional<double> attention, dense_mlp, router, routed_experts, shared_experts;
 };
 struct Speedup {
   Precision num, den;

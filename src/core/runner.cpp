@@ -31,6 +31,13 @@ RunResult base_result(const RunRequest& req) {
   r.gemm_options = req.options.gemm;
   r.modes = req.modes;
   r.created = utc_now_iso8601();
+  if (req.plan.config) r.notes = req.plan.config->notes;  // what the plan leaves out of the model
+  for (const Gemm& g : req.plan.gemms)
+    if (g.op == Op::Router) {
+      r.notes.push_back("Router: BF16 in every recipe (frameworks keep the router out of FP8); its cells in the other "
+                        "precision columns are BF16 GEMMs");
+      break;
+    }
   return r;
 }
 

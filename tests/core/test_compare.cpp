@@ -303,8 +303,8 @@ TEST(Compare, BadFilesAreUsageErrors) {
   EXPECT_NE(usage_error_of([&] { gs::load_result_json(not_json); }).find("is not JSON"), std::string::npos);
 
   json doc = load("compare_a.json");
-  doc["schema"] = "gemmscope.result/2";
-  EXPECT_NE(usage_error_of([&] { gs::validate_result_json(doc, "x.json"); }).find("x.json has schema \"gemmscope.result/2\""),
+  doc["schema"] = "gemmscope.result/3";
+  EXPECT_NE(usage_error_of([&] { gs::validate_result_json(doc, "x.json"); }).find("x.json has schema \"gemmscope.result/3\""),
             std::string::npos);
 
   json dry = load("compare_a.json");

@@ -192,7 +192,7 @@ TEST(Report, GoldenText) {
 TEST(Report, JsonRoundTrip) {
   RunResult a = fake_run({Mode::Autocast, Mode::PreQuantized});
   nlohmann::json j = to_json(a);
-  EXPECT_EQ(j["schema"], "gemmscope.result/1");
+  EXPECT_EQ(j["schema"], "gemmscope.result/2");
   EXPECT_EQ(j["gemms"][0]["results"]["per-gemm"]["BF16"]["status"], "ok");
   EXPECT_EQ(j["gemms"][9]["results"]["per-gemm"]["FP8Block"]["status"], "n/a");
   EXPECT_TRUE(j["summary"]["per-gemm"]["per_layer"]["total"]["FP8Block"].is_null());
@@ -231,8 +231,8 @@ TEST(Report, JsonErrorsNameTheFileAndField) {
   };
   const std::vector<Case> cases = {
       {"array", [](json& j) { j = json::array(); }, "x.json is not a gemmscope result (top level is not an object)"},
-      {"schema", [](json& j) { j["schema"] = "gemmscope.result/2"; },
-       "x.json has schema \"gemmscope.result/2\", expected \"gemmscope.result/1\""},
+      {"schema", [](json& j) { j["schema"] = "gemmscope.result/3"; },
+       "x.json has schema \"gemmscope.result/3\", expected \"gemmscope.result/2\" (or \"gemmscope.result/1\")"},
       {"no schema", [](json& j) { j.erase("schema"); }, "x.json has schema (none), expected"},
       {"kind", [](json& j) { j["kind"] = "sweep"; }, "x.json: \"kind\" must be \"model\" or \"shapes\""},
       {"modes not a list", [](json& j) { j["modes"] = "autocast"; }, "x.json: \"modes\" must be a list of strings"},

@@ -1,0 +1,115 @@
+#include "core/report_moe.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/grouped.hpp"
+#include "core/report.hpp"
+
+namespace gs {
+
+std::string moe_config_text(const ModelConfig& c) {
+  std::string out;
+  const MoeConfig& m = c.moe;
+  if (m.enabled()) {
+    const int64_t n_moe = moe_layer_count(c);
+    out += fmt::format("Experts: {} routed, top-{}, expert FFN {}{}", m.num_experts, m.top_k, expert_ffn(c),
+                       c.gated_mlp ? " (gated)" : "");
+    if (m.shared_experts > 0)
+      out += fmt::format(", {} shared (FFN {} in all)", m.shared_experts, shared_ffn_total(c));
+    out += fmt::format("; MoE layers {} of {}", n_moe, c.num_hidden_layers);
+    if (n_moe < c.num_hidden_layers) out += fmt::format(" (the others: dense MLP {})", c.intermediate_size);
+    if (m.expert_parallel > 1)
+      out += fmt::format("; expert parallel {} ({} local experts per rank)", m.expert_parallel,
+                         m.num_experts / m.expert_parallel);
+    if (c.tensor_parallel > 1) out += "; expert FFNs split by tensor parallel (Megatron's default)";
+    out += "\n";
+  }
+  if (c.mla.enabled()) {
+    const MlaConfig& a = c.mla;
+    out += fmt::format("MLA: q_lora_rank={}, kv_lora_rank={}, qk_nope_head_dim={}, qk_rope_head_dim={}, v_head_dim={} "
+                       "(replaces QKV; kv heads and head_dim unused)\n",
+                       a.q_lora_rank > 0 ? std::to_string(a.q_lora_rank) : std::string("none (plain q projection)"),
+                       a.kv_lora_rank, a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim);
+  }
+  return out;
+}
+
+std::string moe_routing_text(const RunResult& r) {
+  if (!r.plan.routing) return {};
+  const Routing& rt = *r.plan.routing;
+  std::string out;
+  const int64_t rows = std::accumulate(rt.counts.begin(), rt.counts.end(), int64_t{0});
+  out += fmt::format("Routing ({}, seed {}): {} tokens{} x top-{} = {} rows over {} experts; max/mean rows per expert "
+                     "{:.2f}, empty experts {}\n",
+                     rt.spec.text(), rt.seed, format_thousands(rt.tokens),
+                     rt.expert_parallel > 1 ? fmt::format(" x {} EP ranks", rt.expert_parallel) : "", rt.top_k,
+                     format_thousands(rt.assignments()), rt.experts, rt.max_over_mean(), rt.empty_experts());
+  if (rt.capacity_factor > 0)
+    out += fmt::format("Capacity factor {}: {} rows per expert kept, {} rows dropped ({:.2f}% of {})\n", rt.capacity_factor,
+                       format_thousands(rt.capacity), format_thousands(rt.dropped),
+                       100.0 * static_cast<double>(rt.dropped) / static_cast<double>(rt.assignments()),
+                       format_thousands(rt.assignments()));
+  const std::vector<int64_t> local = rt.busiest_counts();
+  const auto [lo, hi] = std::minmax_element(local.begin(), local.end());
+  if (rt.expert_parallel > 1)
+    out += fmt::format("Expert parallel {}: the busiest rank ({}) receives {} rows ({:.2f}x the mean rank) for its {} "
+                       "experts; it sets the step time, so the expert GEMMs are its GEMMs\n",
+                       rt.expert_parallel, rt.busiest_rank,
+                       format_thousands(rt.rank_rows[static_cast<size_t>(rt.busiest_rank)]), rt.busiest_over_mean_rank(),
+                       rt.local_experts());
+  out += fmt::format("Expert GEMMs: {} groups, rows per expert {}..{} (sum {}); one routing draw stands for every MoE "
+                     "layer\n",
+                     local.size(), *lo, *hi, format_thousands(std::accumulate(local.begin(), local.end(), int64_t{0})));
+  (void)rows;
+  // Padding: TE pads each expert's rows to the quantized kernels' alignment.
+  const Gemm* up = nullptr;
+  for (const Gemm& g : r.plan.gemms)
+    if (g.grouped() && g.pass == Pass::Fprop && g.op == Op::ExpertUp) up = &g;
+  if (up) {
+    std::string waste;
+    for (Precision p : kAllPrecisions) {
+      if (!r.precisions.empty() && std::find(r.precisions.begin(), r.precisions.end(), p) == r.precisions.end()) continue;
+      if (group_alignment(p) == 1) continue;
+      const int64_t w = padded_waste(*up, p);
+      waste += fmt::format("{}{} +{} rows ({:.2f}%)", waste.empty() ? "" : ", ", to_string(p), format_thousands(w),
+                           up->m ? 100.0 * static_cast<double>(w) / static_cast<double>(up->m) : 0.0);
+    }
+    if (!waste.empty())
+      out += fmt::format("Padding waste per expert GEMM (rows padded to 16 for FP8, 32 for MXFP8/NVFP4, computed but not "
+                         "counted as FLOPs): {}\n", waste);
+  }
+  return out;
+}
+
+std::string moe_grouped_block(const RunResult& r, size_t mode) {
+  std::string out;
+  bool any = false;
+  for (const Gemm& g : r.plan.gemms) any |= g.grouped();
+  if (!any) return out;
+  out += "Grouped expert GEMMs (the busiest EP rank's experts; efficiency = one dense GEMM of the same padded FLOPs / "
+         "the grouped time):\n";
+  std::string head = fmt::format("{:<7} {:<12} {:>9} {:>12}", "Pass", "Op", "Groups", "Rows min..max");
+  for (Precision p : r.precisions) head += fmt::format(" {:>14}", fmt::format("{} eff", to_string(p)));
+  out += head + "\n";
+  for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+    const Gemm& x = r.plan.gemms[g];
+    if (!x.grouped()) continue;
+    const auto [lo, hi] = std::minmax_element(x.group.begin(), x.group.end());
+    std::string row = fmt::format("{:<7} {:<12} {:>9} {:>12}", pass_label(x.pass), x.label(), x.group.size(),
+                                  fmt::format("{}..{}", *lo, *hi));
+    for (size_t p = 0; p < r.precisions.size(); ++p) {
+      const Cell& c = r.cell(mode, g, p);
+      row += fmt::format(" {:>14}", c.ok && c.dense_equiv_ms && c.stats.mean_ms > 0
+                                         ? fmt::format("{:.2f}", *c.dense_equiv_ms / c.stats.mean_ms)
+                                         : std::string("-"));
+    }
+    out += row + "\n";
+  }
+  out += std::string(90, '=') + "\n";
+  return out;
+}
+
+}  // namespace gs
