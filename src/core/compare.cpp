@@ -50,13 +50,26 @@ std::optional<double> cell_ms(const RunResult& r, size_t mode, size_t gemm, size
   return c.ok ? std::optional<double>(c.stats.mean_ms) : std::nullopt;
 }
 
-CompareCell make_cell(const std::string& prec, std::optional<double> a, std::optional<double> b, double t) {
+// A time compare can judge: positive and finite, and so is every ratio of two such times up to
+// the reader's bounds (from_json refuses 5e-324 ms and 1e308 ms). NaN fails every comparison
+// below and would read "same"; infinity would read as a regression of "+inf%": refused instead.
+void check_time(std::optional<double> ms, const std::string& what, const char* side) {
+  if (ms && !(std::isfinite(*ms) && *ms > 0))
+    throw UsageError(fmt::format("the {} time of {} ({} ms) is not a positive finite number", side, what, *ms));
+}
+
+CompareCell make_cell(const std::string& prec, std::optional<double> a, std::optional<double> b, double t,
+                      const std::string& what) {
+  check_time(a, what + " " + prec, "A");
+  check_time(b, what + " " + prec, "B");
   CompareCell c;
   c.precision = prec;
   c.a_ms = a;
   c.b_ms = b;
   if (a && b) {
     c.ratio = *b / *a;
+    if (!std::isfinite(*c.ratio) || !(*c.ratio > 0))
+      throw UsageError(fmt::format("the ratio B/A of {} {} ({} / {} ms) is not a finite number", what, prec, *b, *a));
     if (*c.ratio > 1.0 + t)
       c.verdict = Verdict::Regression;
     else if (*a / *b > 1.0 + t)
@@ -346,8 +359,8 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
       const Gemm& x = ga[i];
       CompareGemmRow row{to_string(x.pass), to_string(x.op), x.label(), x.m, x.k, x.n, {}};
       for (const std::string& p : r.precisions)
-        row.cells.push_back(
-            make_cell(p, cell_ms(a, ma, i, index_of(precs_a, p)), cell_ms(b, mb, j, index_of(precs_b, p)), t));
+        row.cells.push_back(make_cell(p, cell_ms(a, ma, i, index_of(precs_a, p)), cell_ms(b, mb, j, index_of(precs_b, p)),
+                                      t, mode + " " + gemm_key(x)));
       cm.gemms.push_back(std::move(row));
     }
     if (a.plan.model_mode) {  // the sums the text report prints, each file over its own GEMMs
@@ -356,8 +369,8 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
       for (const std::string& p : r.precisions) {
         const PrecisionSums& pa = sa.sums[index_of(precs_a, p)];
         const PrecisionSums& pb = sb.sums[index_of(precs_b, p)];
-        layer.cells.push_back(make_cell(p, pa.total, pb.total, t));
-        full.cells.push_back(make_cell(p, pa.full_model, pb.full_model, t));
+        layer.cells.push_back(make_cell(p, pa.total, pb.total, t, mode + " per-layer total"));
+        full.cells.push_back(make_cell(p, pa.full_model, pb.full_model, t, mode + " full model"));
       }
       cm.totals.push_back(std::move(layer));
       cm.totals.push_back(std::move(full));
