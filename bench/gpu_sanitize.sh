@@ -15,6 +15,8 @@
 #   /usr/local/cuda/bin/compute-sanitizer), TOOLS (default "memcheck racecheck initcheck"),
 #   GTEST_FILTER (default '-*Perf*'), BUDGET_S (whole script, default 450), STEP_S (one step,
 #   default 150).
+# GPU tests run with GS_EXPECT_GPU=1 and gemmscope runs must write a measured result: a node
+# without a usable GPU fails instead of passing by skipping.
 # Prints one PASS/FAIL line per step and a summary; exit 0 only when every step ran and passed.
 # A step that reports any error, exits non-zero, or runs out of time is FAIL; steps left when
 # the budget is spent are SKIPPED, which also fails the whole run. Logs: OUTDIR/<tool>-<step>.log.
@@ -62,9 +64,15 @@ for tool in $TOOLS; do
     t0=$SECONDS
     # --error-exitcode: any report fails the step even when the program itself exits 0.
     # shellcheck disable=SC2086
-    timeout --signal=INT --kill-after=20 "$limit" "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 \
-      --print-limit 50 --target-processes all ${step_cmd[$step]} >"$log" 2>&1
+    cmd=${step_cmd[$step]}
+    json=""
+    if [[ $step != gpu_tests ]]; then json="$OUT/$tool-$step.json"; rm -f "$json"; cmd+=" --json $json"; fi
+    GS_EXPECT_GPU=1 timeout --signal=INT --kill-after=20 "$limit" "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 \
+      --print-limit 50 --target-processes all $cmd >"$log" 2>&1
     rc=$?
+    # A run that measured nothing (no usable GPU: gemmscope prints the plan and exits 0) would
+    # pass vacuously: it must have written a measured result.
+    if ((rc == 0)) && [[ -n $json ]] && ! grep -q '"dry_run": false' "$json" 2>/dev/null; then rc=98; fi
     dt=$((SECONDS - t0))
     summary=$(grep -E '^========= (ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY)' "$log" | tail -2 | sed 's/^========= //' | tr '\n' ';')
     if ((rc == 0)); then
@@ -73,6 +81,7 @@ for tool in $TOOLS; do
       why="exit $rc"
       ((rc == 124 || rc == 130 || rc == 137)) && why="timed out after ${limit}s"
       ((rc == 99)) && why="sanitizer reported errors"
+      ((rc == 98)) && why="nothing was measured (no usable GPU?)"
       results+=("FAIL     $name (${dt}s, $why) $summary  log: $log")
       fails=$((fails + 1))
     fi

@@ -17,10 +17,12 @@ BUILD_DIR=${BUILD_DIR:-build-asan}
 work=${FUZZ_WORK:-$BUILD_DIR/fuzz-work}
 if [[ ! -x $BUILD_DIR/fuzz_result ]]; then
   CC=${CC:-clang} CXX=${CXX:-clang++} cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
     -DGEMMSCOPE_CUDA=OFF -DGEMMSCOPE_FUZZ=ON
   cmake --build "$BUILD_DIR" -j "$(nproc)"
 fi
 declare -A seeds=([fuzz_config]=tests/fuzz/corpus/config [fuzz_result]=tests/data [fuzz_flags]=tests/fuzz/corpus/flags)
+declare -A dicts=([fuzz_config]=tests/fuzz/json.dict [fuzz_result]=tests/fuzz/json.dict [fuzz_flags]=tests/fuzz/flags.dict)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0
@@ -32,7 +34,7 @@ for h in "${harnesses[@]}"; do
   # New inputs go to the first corpus directory; the seeds are read, never written.
   # -max_len 1 MiB covers the largest seed result file; -rss_limit_mb bounds memory.
   args=("$dir/corpus" "${seeds[$h]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=1048576
-        -artifact_prefix="$dir/" -print_final_stats=1)
+        -artifact_prefix="$dir/" -print_final_stats=1 -dict="${dicts[$h]}")
   if [[ ${FUZZ_JOBS:-1} -gt 1 ]]; then args+=(-jobs="$FUZZ_JOBS" -workers="$FUZZ_JOBS"); fi
   echo "fuzz.sh: $h for ${secs}s (log $log)"
   if "$BUILD_DIR/$h" "${args[@]}" >"$log" 2>&1; then

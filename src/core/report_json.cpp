@@ -479,6 +479,10 @@ RunResult read_result(const json& j, const std::string& name) {
     const auto dim = [&](const char* key) {
       const json* v = find(g, key);
       if (!v || !is_positive_int(*v)) throw UsageError(fmt::format("{}: \"{}\" must be a positive integer", where, key));
+      // The plan builders' limit: byte and FLOP counts multiply dimensions in int64.
+      constexpr int64_t kMaxGemmDim = int64_t{1} << 24;
+      if (v->get<int64_t>() > kMaxGemmDim)
+        throw UsageError(fmt::format("{}: \"{}\" must be at most {}, got {}", where, key, kMaxGemmDim, v->get<int64_t>()));
       return v->get<int64_t>();
     };
     const auto operand = [&](const char* side, Operand dflt) {

@@ -271,6 +271,9 @@ TEST(HostileResult, AbsurdAndNonFiniteNumbersAreRefusedByName) {
             std::string::npos);
   EXPECT_NE(with([](json& j) { j["timing"]["gpu_warmup_s"] = 1e300; }).find("timing.gpu_warmup_s must be from 0 to"),
             std::string::npos);
+  // Dimensions beyond the plan builders' 2^24: byte counts would overflow int64 (UBSan).
+  EXPECT_NE(with([](json& j) { j["gemms"][0]["m"] = int64_t{1} << 40; }).find("gemms[0]: \"m\" must be at most 16777216"),
+            std::string::npos);
   EXPECT_EQ(with([](json&) {}), "(accepted)");
 }
 

@@ -37,12 +37,32 @@
 #include "cli/main.cpp"
 #undef main
 
+namespace {
+
+std::filesystem::path& scratch_dir() {
+  static std::filesystem::path d;
+  return d;
+}
+
+// Empties the scratch directory: what one input wrote (--json, --csv) is not there for the next.
+void clear_scratch() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(scratch_dir(), ec)) std::filesystem::remove_all(e.path(), ec);
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   char tmpl[] = "/tmp/gemmscope-fuzz-flags-XXXXXX";
   if (!::mkdtemp(tmpl) || ::chdir(tmpl) != 0) {
     std::perror("fuzz_flags: scratch directory");
     std::abort();
   }
+  scratch_dir() = tmpl;
+  std::atexit([] {
+    std::error_code ec;
+    std::filesystem::remove_all(scratch_dir(), ec);
+  });
   // The reports are not looked at; printing them would only slow the fuzzer.
   if (!std::freopen("/dev/null", "w", stdout)) std::abort();
   return 0;
@@ -71,6 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   argv.push_back(nullptr);
   std::cout.clear();
   const int rc = gemmscope_cli_main(static_cast<int>(args.size()), argv.data());
+  clear_scratch();
   if (rc != 0 && rc != 1 && rc != 2) {
     std::fprintf(stderr, "fuzz_flags: exit status %d is not in the documented set {0, 1, 2}\n", rc);
     std::abort();
