@@ -15,14 +15,17 @@ harnesses=("$@")
 ((${#harnesses[@]})) || harnesses=(fuzz_config fuzz_result fuzz_flags)
 BUILD_DIR=${BUILD_DIR:-build-asan}
 work=${FUZZ_WORK:-$BUILD_DIR/fuzz-work}
+mkdir -p "$work"
+work=$(cd "$work" && pwd)  # absolute: fuzz_flags changes its working directory before reading paths
 if [[ ! -x $BUILD_DIR/fuzz_result ]]; then
   CC=${CC:-clang} CXX=${CXX:-clang++} cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
     -DGEMMSCOPE_CUDA=OFF -DGEMMSCOPE_FUZZ=ON
   cmake --build "$BUILD_DIR" -j "$(nproc)"
 fi
-declare -A seeds=([fuzz_config]=tests/fuzz/corpus/config [fuzz_result]=tests/data [fuzz_flags]=tests/fuzz/corpus/flags)
-declare -A dicts=([fuzz_config]=tests/fuzz/json.dict [fuzz_result]=tests/fuzz/json.dict [fuzz_flags]=tests/fuzz/flags.dict)
+src=$PWD
+declare -A seeds=([fuzz_config]=$src/tests/fuzz/corpus/config [fuzz_result]=$src/tests/data [fuzz_flags]=$src/tests/fuzz/corpus/flags)
+declare -A dicts=([fuzz_config]=$src/tests/fuzz/json.dict [fuzz_result]=$src/tests/fuzz/json.dict [fuzz_flags]=$src/tests/fuzz/flags.dict)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0

@@ -213,13 +213,21 @@ TEST(HostileResult, DeepNestingAnywhereIsRefused) {
             p.string() + ": nested deeper than 64 levels (the limit for input files)");
   // A document built in memory (no parser involved) with a deep value where a string or an
   // integer belongs: the message describes it instead of serialising it.
-  json deep = 1;
-  for (int i = 0; i < 100000; ++i) deep = json::array({std::move(deep)});
+  // Built by moves only (a copy would itself recurse 10^5 deep).
+  const auto deep = [] {
+    json v = 1;
+    for (int i = 0; i < 100000; ++i) {
+      json outer = json::array();
+      outer.push_back(std::move(v));
+      v = std::move(outer);
+    }
+    return v;
+  };
   json a = doc, b = doc;
-  a["schema"] = deep;
+  a["schema"] = deep();
   EXPECT_EQ(error_of([&] { gs::from_json(a, "a.json"); }),
             "a.json has schema a list of 1 item, expected \"gemmscope.result/1\"");
-  b["timing"]["iters"] = deep;
+  b["timing"]["iters"] = deep();
   EXPECT_EQ(error_of([&] { gs::from_json(b, "b.json"); }),
             "b.json: timing.iters must be an integer from -2147483648 to 2147483647, got a list of 1 item");
 }
