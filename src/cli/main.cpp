@@ -46,8 +46,9 @@ struct Options {
   std::string precisions;
   std::string out_chart, out_json, out_csv;
   std::string fp8_format = "hybrid", fp8_accum = "auto", timing = "cuda-events";
+  std::string grouped = "streams:4";
   bool nvfp4_no_2d = false, nvfp4_no_rht = false, nvfp4_no_sr = false;
-  int64_t warmup = 10, iters = 100, amax_history = 1024, device = 0;
+  int64_t warmup = 10, iters = 100, amax_history = 1024, device = 0, repeats = 1;
   double gpu_warmup = 5.0;
   uint64_t seed = 1234;
 };
@@ -138,6 +139,21 @@ std::vector<int64_t> sweep_sizes(const std::string& spec) {
 
 constexpr int64_t kMaxIters = 100000;  // --num-iters, --num-warmup
 
+// --grouped serial | streams:N -> EngineOptions::grouped_streams (0 = serial).
+int grouped_streams(const std::string& v) {
+  if (v == "serial") return 0;
+  const std::string prefix = "streams:";
+  if (v.rfind(prefix, 0) == 0) {
+    const std::string num = v.substr(prefix.size());
+    const int64_t n = num.empty() || num.find_first_not_of("0123456789") != std::string::npos ? -1
+                      : num.size() > 3                                                     ? 1000
+                                                                                           : std::stoll(num);
+    if (n >= 1 && n <= 64) return static_cast<int>(n);
+  }
+  throw UsageError(fmt::format("--grouped must be serial or streams:N with N in 1..64, got '{}'", v));
+}
+
+
 RunRequest build_request(const Options& o) {
   RunRequest req;
   const bool model_flags = o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length ||
@@ -185,7 +201,11 @@ RunRequest build_request(const Options& o) {
   if (o.device < 0) throw UsageError(fmt::format("--device must be >= 0, got {}", o.device));
   if (o.device > std::numeric_limits<int>::max()) throw UsageError(fmt::format("--device {} is too large", o.device));
   if (o.timing != "cuda-events") throw UsageError("--timing: only 'cuda-events' is implemented");
-  req.options.timing = {"cuda-events", static_cast<int>(o.warmup), static_cast<int>(o.iters), o.gpu_warmup};
+  if (o.repeats < 1 || o.repeats > 1000) throw UsageError(fmt::format("--repeats must be between 1 and 1000, got {}", o.repeats));
+  if (o.repeats > 1 && o.accuracy_only) throw UsageError("--repeats repeats timed cells: --accuracy-only times nothing");
+  req.options.grouped_streams = grouped_streams(o.grouped);
+  req.options.timing = {"cuda-events", static_cast<int>(o.warmup), static_cast<int>(o.iters), o.gpu_warmup,
+                        static_cast<int>(o.repeats)};
   req.options.seed = o.seed;
   req.options.device = static_cast<int>(o.device);
   RecipeOptions& r = req.options.recipe;
@@ -273,6 +293,10 @@ int run_main(int argc, char** argv) {
       ->group("Measurement");
   add_int(app, "--num-warmup", o.warmup, "Warmup iterations per GEMM, 0..100000 (default 10)")->group("Measurement");
   add_int(app, "--num-iters", o.iters, "Timed iterations per GEMM, 1..100000 (default 100)")->group("Measurement");
+  add_int(app, "--repeats", o.repeats,
+          "Measure every cell N times, interleaved GEMM-major; per-layer totals and speedups get a median and a 95% "
+          "interval (N >= 3), 1..1000 (default 1)")
+      ->group("Measurement");
   app.add_option_function<std::string>(
          "--gpu-warmup", [&o](const std::string& v) { o.gpu_warmup = parse_decimal_number(v, "--gpu-warmup"); },
          "Seconds of BF16 GEMMs to settle clocks first, 0..600 (default 5)")
@@ -280,6 +304,10 @@ int run_main(int argc, char** argv) {
       ->group("Measurement");
   app.add_option("--timing", o.timing, "Timing method: cuda-events")->group("Measurement");
   add_int(app, "--device", o.device, "CUDA device index (default 0)")->group("Measurement");
+  app.add_option("--grouped", o.grouped,
+                 "Grouped (MoE expert) GEMMs: serial | streams:N, per-expert GEMMs over N streams (default streams:4, "
+                 "as TE GroupedLinear)")
+      ->group("Measurement");
   app.add_option_function<std::string>(
          "--seed", [&o](const std::string& v) { o.seed = parse_decimal_uint(v, "--seed"); },
          "Seed for the random operands, 0..2^64-1 (default 1234)")

@@ -19,6 +19,9 @@
 #include "core/output_paths.hpp"
 #include "core/report.hpp"
 
+#include "core/clocks.hpp"
+#include "core/repeats.hpp"
+
 namespace gs {
 
 using nlohmann::json;
@@ -43,6 +46,25 @@ json config_json(const ModelConfig& c) {
           {"tokens", c.tokens()}};
 }
 
+constexpr size_t kMaxRepeats = 1000;  // --repeats' range; also what a result file may hold
+
+json interval_json(const std::optional<Interval>& iv) {
+  if (!iv) return nullptr;
+  return {{"median", iv->median}, {"lo", iv->lo}, {"hi", iv->hi}, {"n", iv->n}};
+}
+
+// --repeats: medians and 95% intervals of the per-layer totals, full model and speedups.
+json intervals_json(const RunResult& r, const ModeSummary& ms, const RepeatSummary& rs) {
+  json pl = json::object(), full = json::object(), sp = json::array();
+  for (size_t p = 0; p < r.precisions.size(); ++p) {
+    pl[to_string(r.precisions[p])] = interval_json(rs.per_layer_total[p]);
+    full[to_string(r.precisions[p])] = interval_json(rs.full_model[p]);
+  }
+  for (size_t i = 0; i < rs.speedups.size() && i < ms.speedups.size(); ++i)
+    sp.push_back({{"name", ms.speedups[i].name()}, {"interval", interval_json(rs.speedups[i])}});
+  return {{"per_layer_total", pl}, {"full_model", full}, {"speedups", sp}};
+}
+
 json cell_json(const Cell& c, const Gemm& g) {
   if (!c.ok) return {{"status", "n/a"}, {"reason", c.reason}};
   json j = {{"status", "ok"},          {"mean_ms", c.stats.mean_ms},   {"median_ms", c.stats.median_ms},
@@ -50,6 +72,8 @@ json cell_json(const Cell& c, const Gemm& g) {
             {"iters", c.stats.iters},   {"tflops", tflops(g, c.stats.mean_ms)}};
   if (c.clock)
     j["clock"] = {{"sm_mhz", c.clock->sm_mhz}, {"max_sm_mhz", c.clock->max_sm_mhz}, {"reasons", c.clock->reasons}};
+  if (!c.repeat_ms.empty()) j["repeat_ms"] = c.repeat_ms;
+  if (c.gate_timed_out) j["gate_timed_out"] = true;
   return j;
 }
 
@@ -203,6 +227,17 @@ Cell read_cell(const json& c, const std::string& where) {
   st.stdev_ms = number_in(c, "stdev_ms", where, 0.0, 0.0, kMaxMs, " ms");
   st.iters = get_or<int>(c, "iters", where, 0);
   Cell cell = Cell::measured(st);
+  cell.gate_timed_out = get_or<bool>(c, "gate_timed_out", where, false);
+  if (const json* rep = find(c, "repeat_ms"); rep && !rep->is_null()) {
+    if (!rep->is_array() || rep->size() > kMaxRepeats)
+      throw UsageError(fmt::format("{}.repeat_ms must be a list of at most {} times", where, kMaxRepeats));
+    for (const json& x : *rep) {
+      // The bounds of mean_ms: a denormal time would make interval ratios infinite.
+      if (!x.is_number() || !(x.get<double>() >= kMinMs && x.get<double>() <= kMaxMs))
+        throw UsageError(fmt::format("{}.repeat_ms must hold times from {:g} to {:g} ms", where, kMinMs, kMaxMs));
+      cell.repeat_ms.push_back(x.get<double>());
+    }
+  }
   if (const json* ck = find(c, "clock"); ck && ck->is_object()) {
     const std::string cw = where + ".clock";
     ClockSample cs;
@@ -240,6 +275,7 @@ json to_json(const RunResult& r) {
   }
   j["timing"] = {{"method", r.timing.method}, {"warmup", r.timing.warmup}, {"iters", r.timing.iters},
                  {"gpu_warmup_s", r.timing.gpu_warmup_s}};
+  if (r.timing.repeats > 1) j["timing"]["repeats"] = r.timing.repeats;
   if (r.seed) j["timing"]["seed"] = *r.seed;
   const RecipeOptions& o = r.recipe_options;
   j["recipe_options"] = {
@@ -307,6 +343,7 @@ json to_json(const RunResult& r) {
     for (Precision p : r.accuracy_precisions) j["accuracy"]["precisions"].push_back(to_string(p));
   }
   if (r.plan.model_mode && !r.dry_run) {
+    const std::vector<RepeatSummary> rep = summarize_repeats(r);
     json sum;
     for (size_t m = 0; m < r.modes.size(); ++m) {
       const ModeSummary s = summarize_mode(r, m);
@@ -327,6 +364,7 @@ json to_json(const RunResult& r) {
       for (const Speedup& x : s.speedups)
         sp.push_back({{"name", x.name()}, {"num", to_string(x.num)}, {"den", to_string(x.den)}, {"value", opt(x.value)}});
       sum[to_string(r.modes[m])] = {{"per_layer", pl}, {"model_once", once}, {"full_model", full}, {"speedups", sp}};
+      if (m < rep.size()) sum[to_string(r.modes[m])]["intervals"] = intervals_json(r, s, rep[m]);
     }
     j["summary"] = sum;
   }
@@ -338,6 +376,12 @@ json to_json(const RunResult& r) {
     double tot = 0;
     for (const Gemm& g : r.plan.gemms) tot += g.flops();
     j["plan"]["flops_full_model"] = tot;
+  }
+  if (const ClockSummary cs = summarize_clocks(r); cs.steady_mhz) {
+    json mean = json::object();
+    for (size_t p = 0; p < r.precisions.size(); ++p)
+      mean[to_string(r.precisions[p])] = opt(cs.precision_mean_mhz[p]);
+    j["clocks"] = {{"steady_sm_mhz", *cs.steady_mhz}, {"mean_sm_mhz", mean}, {"boosted_cells", cs.boosted.size()}};
   }
   j["notes"] = r.notes;
   return j;
@@ -393,6 +437,9 @@ RunResult read_result(const json& j, const std::string& name) {
     r.timing.warmup = get_or<int>(*t, "warmup", where, r.timing.warmup);
     r.timing.iters = get_or<int>(*t, "iters", where, r.timing.iters);
     r.timing.gpu_warmup_s = number_in(*t, "gpu_warmup_s", where, r.timing.gpu_warmup_s, 0.0, 1e6, " s");
+    r.timing.repeats = get_or<int>(*t, "repeats", where, 1);
+    if (r.timing.repeats < 1 || r.timing.repeats > static_cast<int>(kMaxRepeats))
+      throw UsageError(fmt::format("{}.repeats must be an integer from 1 to {}", where, kMaxRepeats));
     if (const json* seed = find(*t, "seed")) r.seed = as<uint64_t>(*seed, where + ".seed");
   }
   if (const json* o = find(j, "recipe_options"); o && !o->is_null()) {
@@ -514,6 +561,10 @@ RunResult read_result(const json& j, const std::string& name) {
         for (const std::string& pname : precision_names) {
           const auto c = by_precision.find(pname);
           if (c == by_precision.end()) throw UsageError(fmt::format("{}.results.{} has no {} cell", where, mname, pname));
+          const std::vector<double>& rep = c->second.repeat_ms;
+          if (!rep.empty() && rep.size() != static_cast<size_t>(r.timing.repeats))
+            throw UsageError(fmt::format("{}.results.{}.{}.repeat_ms has {} times but timing.repeats is {}", where, mname,
+                                         pname, rep.size(), r.timing.repeats));
           row.push_back(c->second);
         }
         r.cells[mi].push_back(std::move(row));

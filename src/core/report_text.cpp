@@ -7,6 +7,9 @@
 
 #include "core/report.hpp"
 
+#include "core/clocks.hpp"
+#include "core/repeats.hpp"
+
 namespace gs {
 
 namespace {
@@ -324,9 +327,41 @@ std::string clock_line(const RunResult& r) {
       }
   if (ok == 0) return {};
   if (n == 0) return "SM clock: not sampled (NVML not available)\n";
-  return fmt::format("SM clock (sampled mid-loop, {} of {} cells): {}-{} MHz, device max {} MHz; power cap active in {}, "
-                     "thermal slowdown in {}\n",
-                     n, ok, lo, hi, max_mhz, capped, thermal);
+  std::string out = fmt::format("SM clock (sampled mid-loop, {} of {} cells): {}-{} MHz, device max {} MHz; power cap active in {}, "
+                                "thermal slowdown in {}\n",
+                                n, ok, lo, hi, max_mhz, capped, thermal);
+  const ClockSummary s = summarize_clocks(r);
+  std::string means;
+  for (size_t p = 0; p < r.precisions.size(); ++p)
+    if (s.precision_mean_mhz[p])
+      means += fmt::format("{}{} {:.0f}", means.empty() ? "" : ", ", to_string(r.precisions[p]), *s.precision_mean_mhz[p]);
+  if (!means.empty()) out += fmt::format("SM clock, time-weighted mean per recipe (MHz): {}\n", means);
+  return out;
+}
+
+// --repeats N >= 3: the per-layer totals and speedups of each mode as median [95% interval].
+std::string repeats_block(const RunResult& r) {
+  const std::vector<RepeatSummary> rs = summarize_repeats(r);
+  if (rs.empty()) {
+    if (r.timing.repeats > 1)
+      return fmt::format("Repeats: {} (interleaved GEMM-major; cells pool them); intervals need --repeats >= 3\n", r.timing.repeats);
+    return {};
+  }
+  std::string out = fmt::format("Repeats: {} (interleaved GEMM-major); median [95% interval, bootstrap of the median]\n",
+                                r.timing.repeats);
+  for (size_t m = 0; m < r.modes.size() && m < rs.size(); ++m) {
+    std::string totals, speedups;
+    for (size_t p = 0; p < r.precisions.size(); ++p)
+      if (const auto& iv = rs[m].per_layer_total[p])
+        totals += fmt::format("  {} {:.3f} [{:.3f}, {:.3f}]", to_string(r.precisions[p]), iv->median, iv->lo, iv->hi);
+    const ModeSummary ms = summarize_mode(r, m);
+    for (size_t i = 0; i < rs[m].speedups.size() && i < ms.speedups.size(); ++i)
+      if (const auto& iv = rs[m].speedups[i])
+        speedups += fmt::format("  {} {:.2f}x [{:.2f}, {:.2f}]", ms.speedups[i].name(), iv->median, iv->lo, iv->hi);
+    if (!totals.empty()) out += fmt::format("  {}: per-layer total (ms){}\n", to_string(r.modes[m]), totals);
+    if (!speedups.empty()) out += fmt::format("  {}: speedups{}\n", to_string(r.modes[m]), speedups);
+  }
+  return out;
 }
 
 }  // namespace
@@ -374,6 +409,7 @@ std::string render_text(const RunResult& r) {
     out += fmt::format("Timing spread: largest stdev {:.1f}% of mean ({}); median within {:.1f}% of mean everywhere\n",
                        100 * worst_cv, worst_where, 100 * worst_gap);
     out += clock_line(r);
+    if (r.plan.model_mode) out += repeats_block(r);
   }
   if (r.has_accuracy) {
     if (r.modes.empty()) {

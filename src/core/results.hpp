@@ -43,6 +43,9 @@ struct Cell {
   // The launch gate opened by its timeout instead of after the whole loop was enqueued: part of
   // the loop ran at the host's launch rate (a flagged cell, never silently).
   bool gate_timed_out = false;
+  // --repeats N (N > 1): each repeat's mean time (ms), in order; the stats are the pooled ones
+  // (repeats.hpp). Empty for a single measurement.
+  std::vector<double> repeat_ms;
   static Cell na(std::string why) { Cell c; c.reason = std::move(why); return c; }
   static Cell measured(const Stats& s) { Cell c; c.ok = true; c.stats = s; return c; }
 };
@@ -76,6 +79,7 @@ struct TimingConfig {
   int warmup = 10;
   int iters = 100;
   double gpu_warmup_s = 5.0;
+  int repeats = 1;  // --repeats: every cell measured this many times, interleaved GEMM-major
 };
 
 struct RunResult {

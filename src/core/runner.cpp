@@ -1,5 +1,8 @@
 #include "core/runner.hpp"
 
+#include "core/clocks.hpp"
+#include "core/repeats.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -68,6 +71,45 @@ void add_recipe_notes(RunResult& r) {
                       "(sm_90 cuBLASLt has no 2D x 2D); split accumulation");
 }
 
+// Cells whose launch gate opened by its timeout (part of the loop ran at the host's launch rate):
+// one note naming them, so such a time is never presented silently. Empty when there are none.
+std::string gate_timeout_note(const RunResult& r) {
+  std::vector<std::string> names;
+  for (size_t m = 0; m < r.cells.size(); ++m)
+    for (size_t g = 0; g < r.cells[m].size(); ++g)
+      for (size_t p = 0; p < r.cells[m][g].size(); ++p)
+        if (r.cells[m][g][p].ok && r.cells[m][g][p].gate_timed_out)
+          names.push_back(fmt::format("{} {} {} {} {}", to_string(r.modes[m]), pass_label(r.plan.gemms[g].pass),
+                                      r.plan.gemms[g].label(), r.plan.gemms[g].shape(), to_string(r.precisions[p])));
+  if (names.empty()) return {};
+  std::string list;
+  for (size_t i = 0; i < names.size() && i < 5; ++i) list += (i ? "; " : "") + names[i];
+  if (names.size() > 5) list += fmt::format("; and {} more", names.size() - 5);
+  return fmt::format("WARNING: the launch gate opened by its timeout in {} cell(s) (part of their timed loop ran at "
+                     "the host's launch rate, so their times may be too high): {}",
+                     names.size(), list);
+}
+
+// What the grouped GEMMs of a run were measured as (RunResult note, text and JSON).
+std::string grouped_note(int streams) {
+  return fmt::format(
+      "grouped GEMMs (MoE experts): one cuBLASLt GEMM per expert, {}, as Transformer Engine's GroupedLinear runs "
+      "on Hopper with cuBLAS 13.1; each expert padded to the recipe's alignment; quantization runs per expert "
+      "(one amax/cast per expert tensor; TE fuses some recipes' casts over all experts, so quantized grouped cells "
+      "carry more launches than TE); the loop runs behind the launch gate in chunks (GPU time); dense-equivalent "
+      "time = one GEMM of the summed padded size, same recipe and mode (--grouped {})",
+      streams == 0 ? "serially on one stream" : fmt::format("dealt round-robin over {} streams", streams),
+      streams == 0 ? std::string("serial") : fmt::format("streams:{}", streams));
+}
+
+void add_grouped_note(RunResult& r, int streams) {
+  for (const Gemm& g : r.plan.gemms)
+    if (g.grouped()) {
+      r.notes.push_back(grouped_note(streams));
+      return;
+    }
+}
+
 }  // namespace
 
 RunResult plan_only(const RunRequest& req) {
@@ -75,6 +117,7 @@ RunResult plan_only(const RunRequest& req) {
   r.dry_run = true;
   r.precisions = req.precisions;
   r.allocate_cells();
+  add_grouped_note(r, req.options.grouped_streams);
   return r;
 }
 
@@ -96,7 +139,8 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
   if (req.accuracy_only) r.modes.clear();
   r.allocate_cells();
   const size_t n_acc = req.accuracy || req.accuracy_only ? r.plan.gemms.size() * req.precisions.size() : 0;
-  const size_t total = r.modes.size() * r.plan.gemms.size() * r.precisions.size() + n_acc;
+  const size_t reps = static_cast<size_t>(std::max(1, req.options.timing.repeats));
+  const size_t total = reps * r.modes.size() * r.plan.gemms.size() * r.precisions.size() + n_acc;
   size_t done = 0;
   if (n_acc) {
     r.has_accuracy = true;
@@ -130,16 +174,34 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
   // report prints (speedups, quantization overhead) come from measurements minutes apart at most,
   // not from passes over the whole plan with clock and temperature drift in between; the
   // operands of a GEMM are also generated once instead of once per mode.
-  for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+  // Repeats (--repeats) are interleaved the same way: for each GEMM, repeat 1 of every precision and
+  // mode, then repeat 2, ...
+  std::vector<Cell> rep_cells;  // the repeats of the current cell
+  for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+    // [repeat][precision][mode] of this GEMM
+    std::vector<std::vector<std::vector<Cell>>> by_rep(reps, std::vector<std::vector<Cell>>(r.precisions.size(),
+                                                                                         std::vector<Cell>(r.modes.size())));
+    for (size_t k = 0; k < reps; ++k)
+      for (size_t p = 0; p < r.precisions.size(); ++p)
+        for (size_t m = 0; m < r.modes.size(); ++m) {
+          const Gemm& x = r.plan.gemms[g];
+          if (progress)
+            progress(done, total, fmt::format("{} {} {} {} {}{}", to_string(r.modes[m]), pass_label(x.pass), x.label(),
+                                              x.shape(), to_string(r.precisions[p]),
+                                              reps > 1 ? fmt::format(" (repeat {}/{})", k + 1, reps) : std::string()));
+          by_rep[k][p][m] = engine.measure(x, r.precisions[p], r.modes[m]);
+          ++done;
+        }
     for (size_t p = 0; p < r.precisions.size(); ++p)
       for (size_t m = 0; m < r.modes.size(); ++m) {
-        const Gemm& x = r.plan.gemms[g];
-        if (progress)
-          progress(done, total, fmt::format("{} {} {} {} {}", to_string(r.modes[m]), pass_label(x.pass), x.label(),
-                                            x.shape(), to_string(r.precisions[p])));
-        r.cells[m][g][p] = engine.measure(x, r.precisions[p], r.modes[m]);
-        ++done;
+        rep_cells.clear();
+        for (size_t k = 0; k < reps; ++k) rep_cells.push_back(std::move(by_rep[k][p][m]));
+        r.cells[m][g][p] = reps > 1 ? pool_repeats(rep_cells) : std::move(rep_cells[0]);
       }
+  }
+  for (std::string& w : clock_warnings(r)) r.notes.push_back(std::move(w));
+  if (std::string n = gate_timeout_note(r); !n.empty()) r.notes.push_back(std::move(n));
+  add_grouped_note(r, req.options.grouped_streams);
   if (progress) progress(total, total, "done");
   return r;
 }

@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "core/grouped.hpp"
 #include "core/modes.hpp"
 #include "core/results.hpp"
 #include "cuda/clock_probe.hpp"
@@ -15,7 +16,9 @@
 #include "cuda/error_norm.cuh"
 #include "cuda/fill.cuh"
 #include "cuda/gemm_lt.hpp"
+#include "cuda/grouped_gemm.hpp"
 #include "cuda/recipe_gemm.hpp"
+#include "cuda/timed_loop.hpp"
 
 namespace gs::cuda {
 
@@ -33,8 +36,7 @@ class CudaEngine final : public Engine {
       GS_CUBLAS(cublasLtCreate(&handle_));
       GS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
       workspace_ = DeviceBuffer(kWorkspaceBytes);
-      events_.assign(static_cast<size_t>(o.timing.iters) + 1, nullptr);
-      for (auto& e : events_) GS_CUDA(cudaEventCreate(&e));
+      events_.reserve(static_cast<size_t>(o.timing.iters) + 16);
     } catch (...) {
       release();  // a constructor that throws gets no destructor call
       throw;
@@ -63,7 +65,7 @@ class CudaEngine final : public Engine {
     try {
       prepare_sources(g);
       RecipeGemm rg(handle_, g, make_recipe(Precision::BF16, g, opts_.recipe), *sources_, workspace_.get(), opts_.recipe);
-      cudaEvent_t a = events_[0], b = events_[1];
+      cudaEvent_t a = events_.at(0), b = events_.at(1);
       GS_CUDA(cudaEventRecord(a, stream_));
       float elapsed = 0;
       while (elapsed < seconds * 1000.0) {
@@ -85,6 +87,8 @@ class CudaEngine final : public Engine {
   }
 
   AccuracyCell accuracy(const Gemm& g, Precision p, Dist d) override {
+    if (g.grouped())  // per-expert numerics are those of the dense recipe (checked by the GPU tests)
+      return AccuracyCell::na("grouped GEMM: accuracy is measured on dense GEMMs only");
     const Recipe recipe = make_recipe(p, g, opts_.recipe);
     if (std::string why = shape_constraint(recipe, g); !why.empty()) return AccuracyCell::na(why);
     const bool emulate = cc_ < min_compute_capability(p);
@@ -151,41 +155,39 @@ class CudaEngine final : public Engine {
   }
 
   Cell measure(const Gemm& g, Precision p, Mode mode) override {
+    if (g.grouped()) return measure_grouped(g, p, mode);
     const Recipe recipe = make_recipe(p, g, opts_.recipe);
     if (std::string why = shape_constraint(recipe, g); !why.empty()) return Cell::na(why);
-    try {
+    return guarded(g, p, mode, recipe, [&] {
       prepare_sources(g);
       RecipeGemm rg(handle_, g, recipe, *sources_, workspace_.get(), opts_.recipe, /*with_gemm=*/true,
                     operand_work(mode, g, Side::Left, recipe, opts_.recipe),
                     operand_work(mode, g, Side::Right, recipe, opts_.recipe));
       if (rg.needs_prequantize()) rg.prequantize(stream_);
-      auto step = [&] { rg.step(stream_); };
-      for (int i = 0; i < opts_.timing.warmup; ++i) step();
-      const int iters = opts_.timing.iters;
-      {
-        // The whole timed loop is enqueued behind a closed gate, opened at the end of this scope
-        // (or by an exception leaving it): the GPU runs the loop back to back even where one
-        // iteration's launches take longer on the host than it runs.
-        const LaunchGate::Closed closed(*gate_, stream_);
-        GS_CUDA(cudaEventRecord(events_[0], stream_));
-        for (int i = 0; i < iters; ++i) {
-          step();
-          GS_CUDA(cudaEventRecord(events_[static_cast<size_t>(i) + 1], stream_));
-        }
-      }
-      // Halfway through the timed loop (the rest is still queued): the clock state it runs at.
-      GS_CUDA(cudaEventSynchronize(events_[static_cast<size_t>(iters / 2)]));
-      const std::optional<ClockSample> clock = probe_->sample();
-      GS_CUDA(cudaEventSynchronize(events_[static_cast<size_t>(iters)]));
-      std::vector<double> samples(static_cast<size_t>(iters));
-      for (int i = 0; i < iters; ++i) {
-        float ms = 0;
-        GS_CUDA(cudaEventElapsedTime(&ms, events_[static_cast<size_t>(i)], events_[static_cast<size_t>(i) + 1]));
-        samples[static_cast<size_t>(i)] = ms;
-      }
-      Cell cell = Cell::measured(summarize(samples));
-      cell.clock = clock;
-      return cell;
+      LoopBody body;
+      body.cost = [&](int) { return rg.step_ops(); };
+      body.enqueue = [&](int) { rg.step(stream_); };
+      return timed_cell(body);
+    });
+  }
+
+ private:
+  // The timed loop (chunked behind the launch gate, timed_loop.hpp) as a cell.
+  Cell timed_cell(const LoopBody& body) {
+    const LoopResult lr = run_timed_loop(*gate_, events_, stream_, body, opts_.timing.warmup, opts_.timing.iters,
+                                         probe_.get());
+    Cell cell = Cell::measured(summarize(lr.samples_ms));
+    cell.clock = lr.clock;
+    cell.gate_timed_out = lr.gate_timed_out;
+    return cell;
+  }
+
+  // Runs `f` (which returns the measured cell) and turns what cuBLASLt or CUDA refuse into an N/A
+  // cell; a lost context stops the run.
+  template <class F>
+  Cell guarded(const Gemm& g, Precision p, Mode mode, const Recipe& recipe, F&& f) {
+    try {
+      return f();
     } catch (const CublasError& e) {
       cudaStreamSynchronize(stream_);
       if (e.not_supported()) return Cell::na(fmt::format("cuBLASLt NOT_SUPPORTED ({})", describe(recipe)));
@@ -193,6 +195,7 @@ class CudaEngine final : public Engine {
     } catch (const CudaError& e) {
       cudaGetLastError();  // clear a non-sticky error
       sources_.reset();
+      grouped_src_.reset();
       throw_if_context_lost(e.what(), fmt::format("{} {} {}", g.shape(), to_string(p), to_string(mode)));
       if (e.oom()) {
         size_t free_b = 0, total_b = 0;
@@ -206,12 +209,49 @@ class CudaEngine final : public Engine {
     }
   }
 
- private:
+  // A grouped GEMM (grouped_gemm.hpp), then the dense GEMM of the same total padded size beside it.
+  Cell measure_grouped(const Gemm& g, Precision p, Mode mode) {
+    if (std::string why = grouped_layout_problem(g); !why.empty()) return Cell::na(why);
+    const std::vector<int64_t> padded = padded_group(g, p);
+    int64_t sum = 0;
+    for (int64_t x : padded) sum += x;
+    const Gemm dense = expert_gemm(g, sum);
+    const Recipe recipe = make_recipe(p, dense, opts_.recipe);
+    if (std::string why = shape_constraint(recipe, expert_gemm(g, group_alignment(p))); !why.empty())
+      return Cell::na(why);
+    if (sum == 0 && g.group_dim == GroupDim::M) return Cell::na("no rows routed to any expert");
+    Cell cell = guarded(g, p, mode, recipe, [&] {
+      const int streams = std::max(opts_.grouped_streams, 0);
+      size_t need = GroupedGemm::quantized_bytes(g, padded, p, mode) + static_cast<size_t>(streams) * kWorkspaceBytes;
+      if (!grouped_src_ || !grouped_src_->matches(g, padded)) {
+        grouped_src_.reset();
+        sources_.reset();  // the dense operands are regenerated for the dense equivalent
+        reference_ = DeviceBuffer();
+        need += GroupedSources::bytes_needed(g, padded);
+      }
+      size_t free_b = 0, total_b = 0;
+      GS_CUDA(cudaMemGetInfo(&free_b, &total_b));
+      const size_t reserve = 256u << 20;  // cuBLASLt, events, fragmentation
+      if (need + reserve > free_b)
+        return Cell::na(fmt::format("grouped {} over {} experts needs {:.1f} GiB of GPU memory ({:.1f} GiB free)",
+                                    g.shape(), g.group.size(), static_cast<double>(need) / (1 << 30),
+                                    static_cast<double>(free_b) / (1 << 30)));
+      if (!grouped_src_) grouped_src_ = GroupedSources::allocate(g, padded, opts_.seed, stream_);
+      GroupedGemm gg(handle_, *grouped_src_, p, mode, opts_.recipe, streams, stream_, workspace_.get(), &algo_cache_);
+      gg.prepare();
+      return timed_cell(gg.body());
+    });
+    if (!cell.ok || sum == 0) return cell;
+    // Grouping efficiency = dense / grouped: one GEMM with the summed (padded) size, same recipe
+    // and mode. Its operands replace the grouped ones only if both do not fit together.
+    const Cell d = measure(dense, p, mode);
+    if (d.ok) cell.dense_equiv_ms = d.stats.mean_ms;  // the statistic the reports use
+    return cell;
+  }
+
   void release() {
     sources_.reset();
-    for (auto& e : events_)
-      if (e) cudaEventDestroy(e);
-    events_.clear();
+    grouped_src_.reset();
     if (stream_) cudaStreamDestroy(stream_);
     if (handle_) cublasLtDestroy(handle_);
     stream_ = nullptr;
@@ -261,8 +301,10 @@ class CudaEngine final : public Engine {
   cublasLtHandle_t handle_ = nullptr;
   cudaStream_t stream_ = nullptr;
   DeviceBuffer workspace_;
-  std::vector<cudaEvent_t> events_;
+  EventPool events_;
   std::optional<GemmSources> sources_;
+  std::unique_ptr<GroupedSources> grouped_src_;  // the operands of the last grouped GEMM
+  LtAlgoCache algo_cache_;                        // grouped path: heuristic per distinct problem
   Dist dist_ = Dist::Normal;
   DeviceBuffer reference_;  // FP32 reference output for the current sources (accuracy)
 };

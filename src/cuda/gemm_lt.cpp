@@ -1,5 +1,7 @@
 #include "cuda/gemm_lt.hpp"
 
+#include <fmt/format.h>
+
 #include "cuda/cuda_check.hpp"
 
 namespace gs::cuda {
@@ -51,8 +53,34 @@ void LtDescriptors::release() {
   desc_ = nullptr;
 }
 
-LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* ws, size_t ws_bytes)
+uint32_t pointer_alignment(const void* p) {
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  uint32_t al = 256;
+  while (al > 1 && (a % al) != 0) al /= 2;
+  return al;
+}
+
+std::string LtAlgoCache::key(const LtProblem& p) {
+  auto op = [](const LtOperand& o) {
+    return fmt::format("{}:{}:{}:{}", static_cast<int>(o.type), o.k_major ? 1 : 0, static_cast<int>(o.scale_mode),
+                       pointer_alignment(o.data));
+  };
+  return fmt::format("{}x{}x{}|{}|{}|{}:{}|{}|{}", p.m, p.k, p.n, op(p.l), op(p.r), static_cast<int>(p.c_type),
+                     pointer_alignment(p.c), p.fast_accum ? 1 : 0, p.alpha_device ? 1 : 0);
+}
+
+LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* ws, size_t ws_bytes, LtAlgoCache* cache)
     : handle_(handle), p_(p), d_(p), ws_(ws), ws_bytes_(ws_bytes) {
+  std::string key;
+  if (cache) {
+    key = LtAlgoCache::key(p);
+    if (const cublasLtMatmulAlgo_t* a = cache->find(key)) {
+      algo_ = *a;
+      ++cache->hits;
+      return;
+    }
+    ++cache->misses;
+  }
   {
     cublasLtMatmulPreference_t pref = nullptr;
     GS_CUBLAS(cublasLtMatmulPreferenceCreate(&pref));
@@ -60,6 +88,16 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* ws, size_t
     int found = 0;
     cublasStatus_t st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                              &ws_bytes_, sizeof ws_bytes_);
+    // The operands' real alignments (cuBLASLt's A = R, B = L); the default assumes 256 bytes.
+    const uint32_t al_a = pointer_alignment(p.r.data), al_b = pointer_alignment(p.l.data), al_c = pointer_alignment(p.c);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al_a, sizeof al_a);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al_b, sizeof al_b);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al_c, sizeof al_c);
+    if (st == CUBLAS_STATUS_SUCCESS)
+      st = cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al_c, sizeof al_c);
     if (st == CUBLAS_STATUS_SUCCESS)
       st = cublasLtMatmulAlgoGetHeuristic(handle_, d_.desc(), d_.a(), d_.b(), d_.c(), d_.c(), pref, 1, heur, &found);
     cublasLtMatmulPreferenceDestroy(pref);
@@ -68,6 +106,7 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* ws, size_t
       throw CublasError(CUBLAS_STATUS_NOT_SUPPORTED, "cuBLASLt heuristic found no algorithm");
     algo_ = heur[0].algo;
   }
+  if (cache) cache->put(key, algo_);
 }
 
 void LtMatmul::run(cudaStream_t s) {

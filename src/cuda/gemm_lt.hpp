@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 namespace gs::cuda {
@@ -58,11 +59,35 @@ class LtDescriptors {
   std::string layout_;
 };
 
+// Heuristic results by problem (sizes, types, layouts, scale modes, accumulation, operand
+// alignments): grouped GEMMs build hundreds of identical per-expert problems, and the heuristic
+// query is host time outside nothing (the cell's setup). Not thread-safe.
+class LtAlgoCache {
+ public:
+  static std::string key(const LtProblem& p);
+  const cublasLtMatmulAlgo_t* find(const std::string& k) const {
+    auto it = algos_.find(k);
+    return it == algos_.end() ? nullptr : &it->second;
+  }
+  void put(const std::string& k, const cublasLtMatmulAlgo_t& a) { algos_[k] = a; }
+  size_t size() const { return algos_.size(); }
+  size_t hits = 0, misses = 0;
+
+ private:
+  std::map<std::string, cublasLtMatmulAlgo_t> algos_;
+};
+
+// Largest power of two (up to 256) dividing a pointer: the heuristic is told each operand's real
+// alignment, since slices of a token-major buffer (grouped GEMMs) are not 256-byte aligned.
+uint32_t pointer_alignment(const void* p);
+
 // The descriptors plus the heuristic's algorithm. Construction throws CublasError
-// (NOT_SUPPORTED when cuBLASLt has no kernel: an N/A cell, not a crash).
+// (NOT_SUPPORTED when cuBLASLt has no kernel: an N/A cell, not a crash). With `cache`, the
+// heuristic is asked once per distinct problem.
 class LtMatmul {
  public:
-  LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* workspace, size_t workspace_bytes);
+  LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* workspace, size_t workspace_bytes,
+           LtAlgoCache* cache = nullptr);
   void run(cudaStream_t s);
   const std::string& layout() const { return d_.layout(); }
 

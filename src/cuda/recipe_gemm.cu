@@ -211,6 +211,20 @@ void QuantizedOperand::dequantize_to(__nv_bfloat16* out, cudaStream_t s) const {
   }
 }
 
+int QuantizedOperand::quantize_ops(bool amax_given) const {
+  switch (recipe_.scaling) {
+    case Scaling::TensorCurrent: return amax_given ? 1 : 3;  // amax: partial + final kernels; cast
+    case Scaling::TensorDelayed:
+    case Scaling::Block1x128:
+    case Scaling::Block128x128: return 1;
+    case Scaling::Mx32: return 2;  // scale-padding memset + kernel
+    case Scaling::Nv16:
+    case Scaling::Nv16x16: return 4;  // amax (2) + scale-padding memset + kernel
+    case Scaling::None: return 0;
+  }
+  return 4;
+}
+
 void QuantizedOperand::after_gemm(cudaStream_t s) {
   if (recipe_.scaling == Scaling::TensorDelayed)
     delayed_scale_update(history_.get<float>(), history_len_, pos_.get<int>(), fp8_kind(recipe_.format),
@@ -242,7 +256,8 @@ std::vector<float> QuantizedOperand::scales_host() const {
 }
 
 RecipeGemm::RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, GemmSources& src, void* workspace,
-                       const RecipeOptions& opts, bool with_gemm, OperandWork wl, OperandWork wr)
+                       const RecipeOptions& opts, bool with_gemm, OperandWork wl, OperandWork wr,
+                       LtAlgoCache* cache)
     : recipe_(r), wl_(wl), wr_(wr) {
   LtProblem p;
   p.m = g.m; p.n = g.n; p.k = g.k;
@@ -271,7 +286,7 @@ RecipeGemm::RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, 
       p.alpha_device = alpha_.get<float>();
     }
   }
-  if (with_gemm) mm_ = std::make_unique<LtMatmul>(handle, p, workspace, kWorkspaceBytes);
+  if (with_gemm) mm_ = std::make_unique<LtMatmul>(handle, p, workspace, kWorkspaceBytes, cache);
 }
 
 void RecipeGemm::update_alpha(cudaStream_t s) {
@@ -303,6 +318,17 @@ void RecipeGemm::step(cudaStream_t s) {
   mm_->run(s);
   if (l_ && wl_.work != QuantWork::None) l_->after_gemm(s);
   if (r_ && wr_.work != QuantWork::None) r_->after_gemm(s);
+}
+
+int RecipeGemm::step_ops() const {
+  auto work = [&](const QuantizedOperand* q, const QuantizedOperand* sib, const OperandWork& w) {
+    if (!q || w.work == QuantWork::None) return 0;
+    int n = q->quantize_ops(w.producer_amax) + q->after_gemm_ops();
+    if (w.work == QuantWork::Dual && sib) n += sib->quantize_ops();  // fused passes launch fewer
+    return n;
+  };
+  const int matmul = 2;  // cuBLASLt may add a split-K reduction kernel
+  return work(l_.get(), l_sib_.get(), wl_) + work(r_.get(), r_sib_.get(), wr_) + (alpha_ ? 1 : 0) + matmul;
 }
 
 void RecipeGemm::prequantize(cudaStream_t s) {

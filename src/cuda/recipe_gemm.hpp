@@ -42,6 +42,10 @@ class QuantizedOperand {
   // run two independent passes. Throws std::invalid_argument if `other` is not the sibling.
   void quantize_dual(QuantizedOperand& other, cudaStream_t s, bool amax_given = false);
   void after_gemm(cudaStream_t s);   // delayed scaling's amax-history step; no-op otherwise
+  // Upper bounds of the stream operations (kernel launches, memsets) quantize() / after_gemm()
+  // enqueue: the chunked timed loop sizes its chunks with them (timed_loop.hpp).
+  int quantize_ops(bool amax_given = false) const;
+  int after_gemm_ops() const { return recipe_.scaling == Scaling::TensorDelayed ? 1 : 0; }
   LtOperand lt() const;              // what cuBLASLt gets
   const OperandRecipe& recipe() const { return recipe_; }
   int64_t outer() const { return outer_; }
@@ -71,12 +75,16 @@ class RecipeGemm {
   // kernel for the format, e.g. MXFP8/NVFP4 on Hopper).
   // wl / wr: what step() does for the left / right operand (core/modes.hpp). A Dual operand gets
   // a sibling: the other-layout copy its dual_consumer GEMM reads, with that GEMM's recipe.
+  // `cache` (optional): the cuBLASLt heuristic is asked once per distinct problem (grouped GEMMs).
   RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, GemmSources& src, void* workspace,
-             const RecipeOptions& opts, bool with_gemm = true, OperandWork wl = {}, OperandWork wr = {});
+             const RecipeOptions& opts, bool with_gemm = true, OperandWork wl = {}, OperandWork wr = {},
+             LtAlgoCache* cache = nullptr);
   // One timed iteration of the mode the work flags describe: quantize the Own/Dual operands, the
   // GEMM, delayed scaling's history step for the quantized ones. Operands with work None, and the
   // amax of producer_amax operands, must have been prepared by prequantize().
   void step(cudaStream_t s);
+  // Upper bound of the stream operations one step() enqueues (timed_loop.hpp).
+  int step_ops() const;
   bool needs_prequantize() const {
     return wl_.work == QuantWork::None || wr_.work == QuantWork::None || wl_.producer_amax || wr_.producer_amax;
   }

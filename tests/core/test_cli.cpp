@@ -75,6 +75,9 @@ TEST(Cli, BadInputClasses) {
   expect_usage_error("--tensor-parallel 3", "--tensor-parallel 3 does not divide");
   expect_usage_error("--precisions BF16,FP9", "unknown precision 'FP9'");
   expect_usage_error("--num-iters 0", "--num-iters must be >= 1");
+  expect_usage_error("--repeats 0", "--repeats must be between 1 and 1000, got 0");
+  expect_usage_error("--repeats 1001", "--repeats must be between 1 and 1000, got 1001");
+  expect_usage_error("--repeats 3 --accuracy-only", "--repeats repeats timed cells: --accuracy-only times nothing");
   expect_usage_error("-o chart.bmp", "must end in .png, .svg or .pdf");
   expect_usage_error("--no-bf16 --no-fp8-current --no-fp8-delayed --no-fp8-block --no-fp8 --no-fp4", "every precision is disabled");
   const fs::path bad = tmpdir() / "bad_config.json";

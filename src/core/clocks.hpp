@@ -1,0 +1,37 @@
+// Clock-aware reading of a run. A GEMM's time scales with the SM clock it ran at; under a power cap
+// the clock depends on what ran before (a host stall lets the GPU boost for a few hundred ms) and
+// on the recipe itself (FP8 kernels draw power differently). A speedup measured between cells that
+// ran at different clocks is partly clocks: these summaries make that visible.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/results.hpp"
+
+namespace gs {
+
+struct ClockSummary {
+  // Time-weighted mean SM clock (MHz) of each precision's measured, sampled cells over all modes
+  // (weight: the cell's mean time), indexed like RunResult::precisions; nullopt: no sample.
+  std::vector<std::optional<double>> precision_mean_mhz;
+  // The run's steady clock: time-weighted median of every sampled cell's clock; nullopt: no sample.
+  std::optional<double> steady_mhz;
+  // Cells sampled far above the steady clock (a boost transient, e.g. after a host stall):
+  // (mode, gemm, precision) indices.
+  struct Where { size_t mode, gemm, prec; int sm_mhz; };
+  std::vector<Where> boosted;
+};
+
+// A recipe whose mean clock is more than this fraction away from BF16's gets a warning.
+inline constexpr double kClockSkewWarn = 0.05;
+// A cell sampled more than this fraction above the steady clock is flagged as boosted.
+inline constexpr double kBoostFlag = 0.10;
+
+ClockSummary summarize_clocks(const RunResult& r);
+
+// One note per recipe whose mean clock differs from BF16's by more than kClockSkewWarn, and one
+// listing boosted cells (at most a few named). Empty when nothing is off or nothing was sampled.
+std::vector<std::string> clock_warnings(const RunResult& r);
+
+}  // namespace gs

@@ -1,0 +1,236 @@
+#include "cuda/grouped_gemm.hpp"
+
+#include <fmt/format.h>
+
+#include <numeric>
+#include <stdexcept>
+
+#include "core/grouped.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/fill.cuh"
+
+namespace gs::cuda {
+
+namespace {
+
+constexpr size_t kBf16 = 2;
+
+size_t elems(int64_t a, int64_t b) { return static_cast<size_t>(a) * static_cast<size_t>(b); }
+
+int64_t total(const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); }
+
+}  // namespace
+
+std::string grouped_layout_problem(const Gemm& g) {
+  if (g.group.empty()) return "grouped GEMM with no experts";
+  for (int64_t s : g.group)
+    if (s < 0) return "grouped GEMM with a negative expert size";
+  if (g.group_dim == GroupDim::M && !g.a.k_major)
+    return "grouped along M needs a token-major left operand [rows, k]";
+  if (g.group_dim == GroupDim::K && (g.a.k_major || g.b.k_major))
+    return "grouped along K needs token-major operands [tokens, m] and [tokens, n]";
+  if (g.group_dim == GroupDim::None) return "not a grouped GEMM";
+  return {};
+}
+
+bool GroupedSources::matches(const Gemm& g, const std::vector<int64_t>& padded) const {
+  return gemm.m == g.m && gemm.k == g.k && gemm.n == g.n && gemm.group_dim == g.group_dim &&
+         gemm.a.k_major == g.a.k_major && gemm.b.k_major == g.b.k_major && gemm.a.role == g.a.role &&
+         gemm.b.role == g.b.role && sizes == padded;
+}
+
+size_t GroupedSources::bytes_needed(const Gemm& g, const std::vector<int64_t>& padded) {
+  const int64_t sum = total(padded);
+  if (g.group_dim == GroupDim::M) {
+    size_t weights = 0;
+    for (int64_t s : padded)
+      if (s > 0) weights += elems(g.k, g.n) * kBf16;
+    return elems(sum, g.k) * kBf16 + elems(sum, g.n) * kBf16 + weights;
+  }
+  return elems(sum, g.m) * kBf16 + elems(sum, g.n) * kBf16 + padded.size() * elems(g.m, g.n) * kBf16;
+}
+
+std::unique_ptr<GroupedSources> GroupedSources::allocate(const Gemm& g, const std::vector<int64_t>& padded,
+                                                         uint64_t seed, cudaStream_t s) {
+  if (std::string why = grouped_layout_problem(g); !why.empty()) throw std::invalid_argument(why);
+  auto src = std::make_unique<GroupedSources>();
+  src->gemm = g;
+  src->sizes = padded;
+  src->offsets.assign(padded.size() + 1, 0);
+  for (size_t e = 0; e < padded.size(); ++e) src->offsets[e + 1] = src->offsets[e] + padded[e];
+  const int64_t sum = src->offsets.back();
+  // Activations and gradients ~ N(0,1), weights ~ N(0, 0.02), as the dense path fills them.
+  auto fill = [&](DeviceBuffer& b, size_t n, uint64_t sd, Role r) {
+    if (n) fill_normal_bf16(b.get<__nv_bfloat16>(), n, sd, r == Role::Weight ? 0.02f : 1.0f, s);
+  };
+  if (g.group_dim == GroupDim::M) {
+    src->tokens_l = DeviceBuffer(elems(sum, g.k) * kBf16);
+    src->out = DeviceBuffer(elems(sum, g.n) * kBf16);
+    fill(src->tokens_l, elems(sum, g.k), seed * 2 + 1, g.a.role);
+    if (src->out) GS_CUDA(cudaMemsetAsync(src->out.get(), 0, src->out.bytes(), s));
+    src->per_expert.resize(padded.size());
+    for (size_t e = 0; e < padded.size(); ++e) {
+      if (padded[e] == 0) continue;  // an empty expert's weight is never read
+      src->per_expert[e] = DeviceBuffer(elems(g.k, g.n) * kBf16);
+      fill(src->per_expert[e], elems(g.k, g.n), seed * 2 + 2 + 1000003ull * e, g.b.role);
+    }
+  } else {
+    src->tokens_l = DeviceBuffer(elems(sum, g.m) * kBf16);
+    src->tokens_r = DeviceBuffer(elems(sum, g.n) * kBf16);
+    fill(src->tokens_l, elems(sum, g.m), seed * 2 + 1, g.a.role);
+    fill(src->tokens_r, elems(sum, g.n), seed * 2 + 2, g.b.role);
+    src->per_expert.resize(padded.size());
+    for (size_t e = 0; e < padded.size(); ++e) {
+      src->per_expert[e] = DeviceBuffer(elems(g.m, g.n) * kBf16);
+      GS_CUDA(cudaMemsetAsync(src->per_expert[e].get(), 0xFF, src->per_expert[e].bytes(), s));  // NaN until written
+    }
+  }
+  GS_CUDA(cudaStreamSynchronize(s));
+  return src;
+}
+
+size_t GroupedGemm::quantized_bytes(const Gemm& g, const std::vector<int64_t>& padded, Precision p, Mode mode) {
+  if (p == Precision::BF16) return 0;
+  // One byte per element (FP8; NVFP4 half of that) per copy, plus scales (well under 10%);
+  // autocast-shared keeps a second (transposed) copy of each tensor.
+  const double copies = mode == Mode::AutocastShared ? 2.2 : 1.1;
+  size_t e = 0;
+  for (int64_t s : padded) {
+    if (s == 0) continue;
+    if (g.group_dim == GroupDim::M) e += elems(s, g.k) + elems(g.k, g.n);
+    else e += elems(s, g.m) + elems(s, g.n);
+  }
+  return static_cast<size_t>(static_cast<double>(e) * copies);
+}
+
+Gemm GroupedGemm::expert_gemm_of(int e) const { return expert_gemm(src_.gemm, src_.sizes[static_cast<size_t>(e)]); }
+
+GroupedGemm::GroupedGemm(cublasLtHandle_t handle, GroupedSources& src, Precision p, Mode mode,
+                         const RecipeOptions& opts, int streams, cudaStream_t main, void* main_workspace,
+                         LtAlgoCache* cache)
+    : src_(src), precision_(p), mode_(mode), streams_(streams), main_(main) {
+  if (streams < 0) throw std::invalid_argument("grouped streams must be >= 0");
+  try {
+    for (int i = 0; i < streams; ++i) {
+      cudaStream_t st = nullptr;
+      GS_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+      side_.push_back(st);
+      workspaces_.emplace_back(kWorkspaceBytes);
+      cudaEvent_t ev = nullptr;
+      GS_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
+      join_ev_.push_back(ev);
+    }
+    if (streams > 0) GS_CUDA(cudaEventCreateWithFlags(&fork_ev_, cudaEventDisableTiming));
+    const Gemm& g = src.gemm;
+    const int n = experts();
+    views_.resize(static_cast<size_t>(n));
+    gemms_.resize(static_cast<size_t>(n));
+    auto* tl = src.tokens_l.get<__nv_bfloat16>();
+    auto* tr = src.tokens_r.get<__nv_bfloat16>();
+    auto* out = src.out.get<__nv_bfloat16>();
+    for (int e = 0; e < n; ++e) {
+      const int64_t size = src.sizes[static_cast<size_t>(e)];
+      const int64_t off = src.offsets[static_cast<size_t>(e)];
+      const Gemm eg = expert_gemm(g, size);
+      GemmSources& v = views_[static_cast<size_t>(e)];
+      v.m = eg.m; v.k = eg.k; v.n = eg.n;
+      v.l_k_major = eg.a.k_major;
+      v.r_k_major = eg.b.k_major;
+      if (g.group_dim == GroupDim::M) {
+        v.l = DeviceBuffer::view(tl + off * g.k, elems(size, g.k) * kBf16);
+        v.c = DeviceBuffer::view(out + off * g.n, elems(size, g.n) * kBf16);
+        if (size > 0) v.r = DeviceBuffer::view(src.per_expert[static_cast<size_t>(e)].get(), elems(g.k, g.n) * kBf16);
+      } else {
+        v.l = DeviceBuffer::view(tl + off * g.m, elems(size, g.m) * kBf16);
+        v.r = DeviceBuffer::view(tr + off * g.n, elems(size, g.n) * kBf16);
+        v.c = DeviceBuffer::view(src.per_expert[static_cast<size_t>(e)].get(), elems(g.m, g.n) * kBf16);
+      }
+      pieces_.push_back(e);  // K: an empty expert's piece zeroes its gradient
+      if (size == 0) {
+        if (g.group_dim == GroupDim::M) pieces_.pop_back();  // no work at all
+        continue;
+      }
+      const Recipe r = make_recipe(p, eg, opts);
+      if (std::string why = shape_constraint(r, eg); !why.empty())
+        throw std::invalid_argument(fmt::format("expert {}: {}", e, why));
+      void* ws = streams_ == 0 ? main_workspace : workspaces_[static_cast<size_t>(e % streams_)].get();
+      gemms_[static_cast<size_t>(e)] = std::make_unique<RecipeGemm>(
+          handle, eg, r, v, ws, opts, /*with_gemm=*/true, operand_work(mode, eg, Side::Left, r, opts),
+          operand_work(mode, eg, Side::Right, r, opts), cache);
+    }
+  } catch (...) {
+    release();  // a constructor that throws gets no destructor call
+    throw;
+  }
+}
+
+GroupedGemm::~GroupedGemm() { release(); }
+
+void GroupedGemm::release() {
+  gemms_.clear();
+  for (cudaStream_t s : side_) cudaStreamDestroy(s);
+  side_.clear();
+  for (cudaEvent_t e : join_ev_) cudaEventDestroy(e);
+  join_ev_.clear();
+  if (fork_ev_) cudaEventDestroy(fork_ev_);
+  fork_ev_ = nullptr;
+}
+
+void GroupedGemm::prepare() {
+  for (auto& g : gemms_)
+    if (g && g->needs_prequantize()) g->prequantize(main_);
+  GS_CUDA(cudaStreamSynchronize(main_));
+}
+
+void GroupedGemm::fork() {
+  if (streams_ == 0) return;
+  GS_CUDA(cudaEventRecord(fork_ev_, main_));
+  for (cudaStream_t s : side_) GS_CUDA(cudaStreamWaitEvent(s, fork_ev_, 0));
+}
+
+void GroupedGemm::join() {
+  if (streams_ == 0) return;
+  for (size_t i = 0; i < side_.size(); ++i) {
+    GS_CUDA(cudaEventRecord(join_ev_[i], side_[i]));
+    GS_CUDA(cudaStreamWaitEvent(main_, join_ev_[i], 0));
+  }
+}
+
+void GroupedGemm::enqueue(int e) {
+  const cudaStream_t s = stream_of(e);
+  RecipeGemm* g = gemms_[static_cast<size_t>(e)].get();
+  if (g) {
+    g->step(s);
+    return;
+  }
+  // Wgrad of an empty expert: its weight gradient is zeroed, as Transformer Engine does.
+  const DeviceBuffer& c = views_[static_cast<size_t>(e)].c;
+  GS_CUDA(cudaMemsetAsync(c.get(), 0, c.bytes(), s));
+}
+
+LoopBody GroupedGemm::body() {
+  LoopBody b;
+  b.pieces = static_cast<int>(pieces_.size());
+  b.streams = streams_ == 0 ? 1 : streams_ + 1;
+  b.stream_of = [this](int i) { return stream_index(pieces_[static_cast<size_t>(i)]); };
+  b.cost = [this](int i) {
+    const RecipeGemm* g = gemms_[static_cast<size_t>(pieces_[static_cast<size_t>(i)])].get();
+    return g ? g->step_ops() : 1;
+  };
+  b.enqueue = [this](int i) { enqueue(pieces_[static_cast<size_t>(i)]); };
+  if (streams_ > 0) {
+    b.fork = [this] { fork(); };
+    b.join = [this] { join(); };
+    b.fork_join_cost = streams_ + 1;  // the timing stream: a record and a wait per side stream
+  }
+  return b;
+}
+
+void GroupedGemm::run_once() {
+  fork();
+  for (int e : pieces_) enqueue(e);
+  join();
+  GS_CUDA(cudaStreamSynchronize(main_));
+}
+
+}  // namespace gs::cuda

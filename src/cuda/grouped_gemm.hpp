@@ -1,0 +1,103 @@
+// Grouped GEMMs (MoE experts) as Transformer Engine's GroupedLinear runs them on Hopper with
+// cuBLAS 13.1, which has no grouped cuBLASLt matmul: one cuBLASLt GEMM per expert, dealt
+// round-robin over `streams` compute streams with event fork/join and one workspace per stream
+// (TE's multi_stream_cublas_gemm), or all on one stream (streams = 0, serial).
+//
+// Operands, as a training framework holds them:
+//   GroupDim::M (Fprop, Dgrad): the left operand (X or dY) is one token-major buffer [sum(rows), k]
+//     sliced per expert; each expert has its own right operand (weight) and writes its rows of one
+//     output buffer [sum(rows), n]. Experts with no rows do nothing.
+//   GroupDim::K (Wgrad): both operands are token-major buffers [sum(tokens), m] and [sum(tokens), n]
+//     sliced per expert along the contraction; each expert writes its own weight gradient [m, n].
+//     An expert with no tokens has its gradient zeroed (a memset, as TE does), inside the group.
+// Per-expert sizes are the recipe's padded sizes (core/grouped.hpp). Every precision works per
+// expert with its own quantized copies and scales (FP8 delayed scaling: its own amax history).
+// Quantization runs per expert (one amax/cast per expert tensor), in the timed region as the
+// mode says (core/modes.hpp, applied to each expert's GEMM).
+#pragma once
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/modes.hpp"
+#include "core/plan.hpp"
+#include "core/recipe.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/gemm_lt.hpp"
+#include "cuda/recipe_gemm.hpp"
+#include "cuda/timed_loop.hpp"
+
+namespace gs::cuda {
+
+// The BF16 operands of a grouped GEMM at one padding (shared by every precision with the same
+// alignment, and by every mode).
+struct GroupedSources {
+  Gemm gemm;                    // the grouped GEMM (real sizes)
+  std::vector<int64_t> sizes;   // padded per-expert sizes along gemm.group_dim
+  std::vector<int64_t> offsets; // prefix sums of sizes
+  DeviceBuffer tokens_l;        // M: left [sum, k]; K: left [sum, m]
+  DeviceBuffer tokens_r;        // K only: right [sum, n]
+  DeviceBuffer out;             // M only: output [sum, n]
+  std::vector<DeviceBuffer> per_expert;  // M: right operands (weights); K: outputs [m, n]
+  bool matches(const Gemm& g, const std::vector<int64_t>& padded) const;
+  // Bytes allocate() needs.
+  static size_t bytes_needed(const Gemm& g, const std::vector<int64_t>& padded);
+  // Throws CudaError (oom) or std::invalid_argument for a layout the grouped path cannot slice.
+  static std::unique_ptr<GroupedSources> allocate(const Gemm& g, const std::vector<int64_t>& padded, uint64_t seed,
+                                                  cudaStream_t s);
+};
+
+// Why `g` cannot be measured grouped ("" when it can): operand layouts, sizes.
+std::string grouped_layout_problem(const Gemm& g);
+
+class GroupedGemm {
+ public:
+  // streams: 0 = serial on `main`; else round-robin over that many side streams (owned here).
+  GroupedGemm(cublasLtHandle_t handle, GroupedSources& src, Precision p, Mode mode, const RecipeOptions& opts,
+              int streams, cudaStream_t main, void* main_workspace, LtAlgoCache* cache);
+  ~GroupedGemm();
+  GroupedGemm(const GroupedGemm&) = delete;
+  GroupedGemm& operator=(const GroupedGemm&) = delete;
+
+  // Prepares operands the timed region does not quantize (pre-quantized mode, autocast-shared's
+  // reused copies, delayed scaling's history). Synchronizes.
+  void prepare();
+  LoopBody body();             // one iteration: every expert's work, as pieces
+  void run_once();             // one iteration on `main`, synchronized (tests)
+  int experts() const { return static_cast<int>(src_.sizes.size()); }
+  // Per-expert access for tests: null for an expert with no GEMM (empty).
+  const RecipeGemm* expert(int e) const { return gemms_[static_cast<size_t>(e)].get(); }
+  // Expert e's operands and output as its GEMM sees them (views into the shared buffers).
+  const GemmSources& expert_sources(int e) const { return views_[static_cast<size_t>(e)]; }
+  Gemm expert_gemm_of(int e) const;
+  int streams() const { return streams_; }
+  // Upper bound of the bytes quantized copies take beyond the sources (for the memory check).
+  static size_t quantized_bytes(const Gemm& g, const std::vector<int64_t>& padded, Precision p, Mode mode);
+
+ private:
+  void release();
+  void enqueue(int e);
+  int stream_index(int e) const { return streams_ == 0 ? 0 : 1 + e % streams_; }
+  cudaStream_t stream_of(int e) const { return streams_ == 0 ? main_ : side_[static_cast<size_t>(e % streams_)]; }
+  void fork();
+  void join();
+
+  GroupedSources& src_;
+  Precision precision_;
+  Mode mode_;
+  int streams_;
+  cudaStream_t main_;
+  std::vector<cudaStream_t> side_;
+  std::vector<DeviceBuffer> workspaces_;
+  cudaEvent_t fork_ev_ = nullptr;
+  std::vector<cudaEvent_t> join_ev_;
+  std::vector<GemmSources> views_;  // non-owning
+  std::vector<std::unique_ptr<RecipeGemm>> gemms_;
+  std::vector<int> pieces_;  // experts with work, in order
+};
+
+}  // namespace gs::cuda

@@ -1,0 +1,160 @@
+#include "cuda/timed_loop.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+
+#include "cuda/cuda_check.hpp"
+
+namespace gs::cuda {
+
+EventPool::~EventPool() {
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+}
+
+void EventPool::reserve(size_t n) {
+  while (events_.size() < n) {
+    cudaEvent_t e = nullptr;
+    GS_CUDA(cudaEventCreate(&e));
+    events_.push_back(e);
+  }
+}
+
+namespace {
+
+// Opens every gate when the loop leaves early (an exception): nothing stays blocked.
+struct ReleaseOnExit {
+  LaunchGate& g;
+  ~ReleaseOnExit() { g.release(); }
+};
+
+struct Segment {
+  size_t start, end;  // event indices
+  int iter;
+};
+
+}  // namespace
+
+LoopResult run_timed_loop(LaunchGate& gate, EventPool& events, cudaStream_t s, const LoopBody& body, int warmup,
+                          int iters, const ClockProbe* probe, int chunk_ops) {
+  if (iters < 1 || body.pieces < 1 || body.streams < 1 || !body.enqueue || !body.cost)
+    throw std::invalid_argument("run_timed_loop: empty loop");
+  const int streams = body.streams;
+  auto plain_iteration = [&] {
+    if (body.fork) body.fork();
+    for (int p = 0; p < body.pieces; ++p) body.enqueue(p);
+    if (body.join) body.join();
+  };
+  for (int i = 0; i < warmup; ++i) plain_iteration();
+
+  // Slack on the timing stream for the gate, the chunk's start and end events and an iteration's
+  // end event; the rest of the budget is for the pieces.
+  constexpr int kSlack = 4;
+  const int budget = std::max(chunk_ops - kSlack, 1);
+  {
+    int64_t ops = 0;
+    for (int p = 0; p < body.pieces; ++p) ops += body.cost(p);
+    const int64_t est_chunks = ops * iters / budget + iters / std::max(budget, 1) + 2;
+    events.reserve(static_cast<size_t>(iters) + 1 + 2 * static_cast<size_t>(std::min<int64_t>(est_chunks, 1 << 20)));
+  }
+
+  LoopResult out;
+  std::vector<Segment> segs;
+  segs.reserve(static_cast<size_t>(iters));
+  size_t next_ev = 0;
+  auto record = [&]() {
+    const size_t i = next_ev++;
+    GS_CUDA(cudaEventRecord(events.at(i), s));
+    return i;
+  };
+  std::vector<int> used(static_cast<size_t>(streams), 0);
+  size_t cur_start = 0;
+  size_t prev_chunk_end = std::numeric_limits<size_t>::max();
+  int chunk_pieces = 0, seg_pieces = 0;
+  bool in_run = false;
+  const uint32_t first_ticket = gate.next_ticket();
+  const ReleaseOnExit guard{gate};
+
+  auto open_chunk = [&] {
+    gate.close(s);
+    ++out.chunks;
+    cur_start = record();
+    std::fill(used.begin(), used.end(), 0);
+    chunk_pieces = seg_pieces = 0;
+  };
+  auto sample_clock = [&] {
+    if (probe && !out.clock) out.clock = probe->sample();
+  };
+  open_chunk();
+  std::vector<int> seg_count(static_cast<size_t>(iters), 0);
+  for (int it = 0; it < iters; ++it) {
+    // Halfway: the GPU is busy with an earlier, released chunk (one-chunk loops sample below).
+    if (it == iters / 2 && out.chunks >= 2) sample_clock();
+    for (int p = 0; p < body.pieces; ++p) {
+      const int st = body.stream_of(p);
+      const int c = body.cost(p);
+      const int fj = in_run ? 0 : body.fork_join_cost;
+      bool fits = used[static_cast<size_t>(st)] + c + fj <= budget;
+      for (int k = 0; k < streams && fits; ++k)
+        if (used[static_cast<size_t>(k)] + fj > budget) fits = false;
+      if (!fits && chunk_pieces > 0) {
+        // Chunk boundary: end the current run and segment, release this chunk, make sure the
+        // one before it has finished (at most two chunks pending), open the next one.
+        if (in_run) {
+          if (body.join) body.join();
+          in_run = false;
+        }
+        const size_t e = record();
+        if (seg_pieces > 0) {
+          segs.push_back({cur_start, e, it});
+          ++seg_count[static_cast<size_t>(it)];
+        }
+        gate.release();
+        if (prev_chunk_end != std::numeric_limits<size_t>::max())
+          GS_CUDA(cudaEventSynchronize(events.at(prev_chunk_end)));
+        prev_chunk_end = e;
+        open_chunk();
+      }
+      if (!in_run) {
+        if (body.fork) body.fork();
+        for (int& u : used) u += body.fork_join_cost;
+        in_run = true;
+      }
+      body.enqueue(p);
+      used[static_cast<size_t>(st)] += c;
+      ++chunk_pieces;
+      ++seg_pieces;
+    }
+    if (in_run) {
+      if (body.join) body.join();
+      in_run = false;
+    }
+    const size_t e = record();
+    ++used[0];
+    segs.push_back({cur_start, e, it});
+    ++seg_count[static_cast<size_t>(it)];
+    cur_start = e;
+    seg_pieces = 0;
+  }
+  gate.release();
+  if (!out.clock && probe) {
+    // One chunk: the whole loop is queued; sample when half of it has run.
+    size_t mid = 0;
+    for (const Segment& g : segs)
+      if (g.iter == iters / 2) { mid = g.start; break; }
+    GS_CUDA(cudaEventSynchronize(events.at(mid)));
+    sample_clock();
+  }
+  GS_CUDA(cudaEventSynchronize(events.at(segs.back().end)));
+  out.samples_ms.assign(static_cast<size_t>(iters), 0.0);
+  for (const Segment& g : segs) {
+    float ms = 0;
+    GS_CUDA(cudaEventElapsedTime(&ms, events.at(g.start), events.at(g.end)));
+    out.samples_ms[static_cast<size_t>(g.iter)] += ms;
+  }
+  out.segments_per_iteration_max = *std::max_element(seg_count.begin(), seg_count.end());
+  out.gate_timed_out = gate.timed_out_since(first_ticket);
+  return out;
+}
+
+}  // namespace gs::cuda

@@ -1,0 +1,56 @@
+// --grouped (how grouped MoE expert GEMMs are measured): accepted values and one-line refusals.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Out { int rc; std::string out, err; };
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Out run(const std::string& args) {
+  const fs::path d = fs::temp_directory_path() / ("gs_cli_grouped_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  const fs::path o = d / "stdout", e = d / "stderr";
+  const std::string cmd = std::string("CUDA_VISIBLE_DEVICES= ") + GS_BINARY + " " + args + " >" + o.string() + " 2>" + e.string();
+  const int st = std::system(cmd.c_str());
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(o), slurp(e)};
+}
+
+}  // namespace
+
+TEST(CliGrouped, AcceptsSerialAndStreams) {
+  for (const char* v : {"serial", "streams:1", "streams:4", "streams:64"}) {
+    SCOPED_TRACE(v);
+    const Out r = run(std::string("--dry-run --shapes 64 --grouped ") + v);
+    EXPECT_EQ(r.rc, 0) << r.err;
+  }
+  const Out help = run("--help");
+  EXPECT_NE(help.out.find("--grouped"), std::string::npos);
+}
+
+TEST(CliGrouped, RefusesOtherValuesOnOneLine) {
+  for (const char* v : {"streams:0", "streams:65", "streams:", "streams:-1", "streams:4x", "streams:99999999999999",
+                        "parallel", "Serial", "4"}) {
+    SCOPED_TRACE(v);
+    const Out r = run(std::string("--dry-run --shapes 64 --grouped '") + v + "'");
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_NE(r.err.find("--grouped must be serial or streams:N with N in 1..64"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_TRUE(r.out.empty());
+  }
+}

@@ -1,0 +1,89 @@
+// Clock-aware summaries: time-weighted mean clock per recipe, the steady clock, skew warnings and
+// boosted cells, on hand-built results whose answers are worked out in the test.
+#include <gtest/gtest.h>
+
+#include "core/clocks.hpp"
+#include "core/report.hpp"
+
+using namespace gs;
+
+namespace {
+
+Cell cell(double ms, int mhz) {
+  Stats s;
+  s.mean_ms = s.median_ms = s.min_ms = s.max_ms = ms;
+  s.iters = 10;
+  Cell c = Cell::measured(s);
+  if (mhz > 0) c.clock = ClockSample{mhz, 1980, 0};
+  return c;
+}
+
+// Two GEMMs x {BF16, FP8Current}, one mode; clocks chosen per cell.
+RunResult run_with(const std::vector<std::vector<Cell>>& per_gemm) {
+  RunResult r;
+  r.plan = build_shapes_plan("1024,2048");
+  r.modes = {Mode::PreQuantized};
+  r.precisions = {Precision::BF16, Precision::FP8Current};
+  r.allocate_cells();
+  for (size_t g = 0; g < per_gemm.size(); ++g)
+    for (size_t p = 0; p < per_gemm[g].size(); ++p) r.cells[0][g][p] = per_gemm[g][p];
+  return r;
+}
+
+}  // namespace
+
+TEST(Clocks, TimeWeightedMeanPerRecipeAndSteadyClock) {
+  // BF16: 1 ms at 1400 + 3 ms at 1600 -> (1400 + 4800) / 4 = 1550.
+  // FP8:  1 ms at 1500 + 1 ms at 1500 -> 1500.
+  const RunResult r = run_with({{cell(1, 1400), cell(1, 1500)}, {cell(3, 1600), cell(1, 1500)}});
+  const ClockSummary s = summarize_clocks(r);
+  ASSERT_TRUE(s.precision_mean_mhz[0] && s.precision_mean_mhz[1]);
+  EXPECT_DOUBLE_EQ(*s.precision_mean_mhz[0], 1550.0);
+  EXPECT_DOUBLE_EQ(*s.precision_mean_mhz[1], 1500.0);
+  // Weights sorted by clock: 1400 (1), 1500 (2), 1600 (3); half of 6 is reached at 1500.
+  ASSERT_TRUE(s.steady_mhz);
+  EXPECT_DOUBLE_EQ(*s.steady_mhz, 1500.0);
+  EXPECT_TRUE(s.boosted.empty());           // 1600 is within 10% of 1500
+  EXPECT_TRUE(clock_warnings(r).empty());  // 1500 vs 1550 is -3.2%: no warning
+}
+
+TEST(Clocks, SkewBeyondFivePercentWarnsWithTheNumbers) {
+  // FP8 at 1300 vs BF16 at 1400: -7.1%.
+  const RunResult r = run_with({{cell(2, 1400), cell(1, 1300)}, {cell(2, 1400), cell(1, 1300)}});
+  const auto w = clock_warnings(r);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("FP8Current ran at a mean SM clock of 1300 MHz, -7.1% from BF16's 1400 MHz"), std::string::npos) << w[0];
+}
+
+TEST(Clocks, BoostedCellIsFlaggedAndNamed) {
+  // Steady 1400 (6 of 7 ms); one 1 ms FP8 cell at 1980 is > 10% above it.
+  const RunResult r = run_with({{cell(3, 1400), cell(1, 1980)}, {cell(3, 1400), cell(0.0, 0)}});
+  const ClockSummary s = summarize_clocks(r);
+  ASSERT_EQ(s.boosted.size(), 1u);
+  EXPECT_EQ(s.boosted[0].gemm, 0u);
+  EXPECT_EQ(s.boosted[0].prec, 1u);
+  const auto w = clock_warnings(r);
+  bool found = false;
+  for (const auto& x : w)
+    if (x.find("1 cell(s) sampled more than 10% above the run's steady clock of 1400 MHz") != std::string::npos &&
+        x.find("FP8Current (1980 MHz)") != std::string::npos)
+      found = true;
+  EXPECT_TRUE(found) << (w.empty() ? std::string("no warnings") : w.back());
+}
+
+TEST(Clocks, NoSamplesMeansNoClaims) {
+  const RunResult r = run_with({{cell(1, 0), cell(1, 0)}, {cell(1, 0), cell(1, 0)}});
+  const ClockSummary s = summarize_clocks(r);
+  EXPECT_FALSE(s.steady_mhz);
+  EXPECT_FALSE(s.precision_mean_mhz[0]);
+  EXPECT_TRUE(clock_warnings(r).empty());
+  EXPECT_EQ(to_json(r).count("clocks"), 0u);
+}
+
+TEST(Clocks, JsonCarriesTheSummary) {
+  const RunResult r = run_with({{cell(1, 1400), cell(1, 1500)}, {cell(3, 1600), cell(1, 1500)}});
+  const auto j = to_json(r);
+  ASSERT_TRUE(j.contains("clocks"));
+  EXPECT_DOUBLE_EQ(j["clocks"]["steady_sm_mhz"].get<double>(), 1500.0);
+  EXPECT_DOUBLE_EQ(j["clocks"]["mean_sm_mhz"]["BF16"].get<double>(), 1550.0);
+}
