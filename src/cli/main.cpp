@@ -47,6 +47,7 @@ struct Options {
   std::string out_chart, out_json, out_csv;
   std::string fp8_format = "hybrid", fp8_accum = "auto", timing = "cuda-events";
   std::string grouped = "streams:4";
+  std::string l2;  // --l2; empty: cold for --shapes/--sweep, warm for model plans
   bool nvfp4_no_2d = false, nvfp4_no_rht = false, nvfp4_no_sr = false;
   int64_t warmup = 10, iters = 100, amax_history = 1024, device = 0, repeats = 1;
   double gpu_warmup = 5.0;
@@ -206,6 +207,12 @@ RunRequest build_request(const Options& o) {
   req.options.grouped_streams = grouped_streams(o.grouped);
   req.options.timing = {"cuda-events", static_cast<int>(o.warmup), static_cast<int>(o.iters), o.gpu_warmup,
                         static_cast<int>(o.repeats)};
+  if (!o.l2.empty() && o.l2 != "warm" && o.l2 != "cold")
+    throw UsageError(fmt::format("--l2 must be warm or cold, got '{}'", o.l2));
+  // Standalone shapes default to a cold L2: a GEMM of a training step finds its weight (read once
+  // per step) and most of its activations in HBM, not in the L2 a back-to-back loop leaves warm.
+  // Model plans keep the layer's own loop warm, as validated against a training step.
+  req.options.timing.l2 = !o.l2.empty() ? o.l2 : req.plan.model_mode ? "warm" : "cold";
   req.options.seed = o.seed;
   req.options.device = static_cast<int>(o.device);
   RecipeOptions& r = req.options.recipe;
@@ -293,6 +300,10 @@ int run_main(int argc, char** argv) {
       ->group("Measurement");
   add_int(app, "--num-warmup", o.warmup, "Warmup iterations per GEMM, 0..100000 (default 10)")->group("Measurement");
   add_int(app, "--num-iters", o.iters, "Timed iterations per GEMM, 1..100000 (default 100)")->group("Measurement");
+  app.add_option("--l2", o.l2,
+                 "warm | cold: flush the L2 between timed iterations (outside the samples); default cold for "
+                 "--shapes/--sweep, warm for model plans")
+      ->group("Measurement");
   add_int(app, "--repeats", o.repeats,
           "Measure every cell N times, interleaved GEMM-major; per-layer totals and speedups get a median and a 95% "
           "interval (N >= 3), 1..1000 (default 1)")

@@ -276,6 +276,7 @@ json to_json(const RunResult& r) {
   j["timing"] = {{"method", r.timing.method}, {"warmup", r.timing.warmup}, {"iters", r.timing.iters},
                  {"gpu_warmup_s", r.timing.gpu_warmup_s}};
   if (r.timing.repeats > 1) j["timing"]["repeats"] = r.timing.repeats;
+  j["timing"]["l2"] = r.timing.l2;
   if (r.seed) j["timing"]["seed"] = *r.seed;
   const RecipeOptions& o = r.recipe_options;
   j["recipe_options"] = {
@@ -438,6 +439,8 @@ RunResult read_result(const json& j, const std::string& name) {
     r.timing.iters = get_or<int>(*t, "iters", where, r.timing.iters);
     r.timing.gpu_warmup_s = number_in(*t, "gpu_warmup_s", where, r.timing.gpu_warmup_s, 0.0, 1e6, " s");
     r.timing.repeats = get_or<int>(*t, "repeats", where, 1);
+    r.timing.l2 = get_or<std::string>(*t, "l2", where, "warm");  // files before --l2 measured warm
+    if (r.timing.l2 != "warm" && r.timing.l2 != "cold") throw UsageError(where + ".l2 must be \"warm\" or \"cold\"");
     if (r.timing.repeats < 1 || r.timing.repeats > static_cast<int>(kMaxRepeats))
       throw UsageError(fmt::format("{}.repeats must be an integer from 1 to {}", where, kMaxRepeats));
     if (const json* seed = find(*t, "seed")) r.seed = as<uint64_t>(*seed, where + ".seed");

@@ -77,6 +77,8 @@ std::string header_block(const RunResult& r, size_t mode) {
   out += fmt::format("Timing method: CUDA events around each iteration, mean of {} iterations "
                      "(median/min/stdev in JSON/CSV)\n", r.timing.iters);
   out += fmt::format("Warmup iterations: {}, Timed iterations: {}\n", r.timing.warmup, r.timing.iters);
+  if (r.timing.l2_cold())
+    out += "L2: cold (flushed between iterations, outside the timed samples)\n";
   out += fmt::format("Mode: {}\n", mode_description(r.modes[mode]));
   if (r.plan.model_mode) {
     const ModelConfig& c = *r.plan.config;

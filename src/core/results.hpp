@@ -80,6 +80,10 @@ struct TimingConfig {
   int iters = 100;
   double gpu_warmup_s = 5.0;
   int repeats = 1;  // --repeats: every cell measured this many times, interleaved GEMM-major
+  // --l2: "warm" (operands stay in L2 from one iteration to the next) or "cold" (L2 flushed
+  // between iterations, outside the timed samples).
+  std::string l2 = "warm";
+  bool l2_cold() const { return l2 == "cold"; }
 };
 
 struct RunResult {

@@ -44,6 +44,7 @@ LoopResult run_timed_loop(LaunchGate& gate, EventPool& events, cudaStream_t s, c
     if (body.fork) body.fork();
     for (int p = 0; p < body.pieces; ++p) body.enqueue(p);
     if (body.join) body.join();
+    if (body.between) body.between();
   };
   for (int i = 0; i < warmup; ++i) plain_iteration();
 
@@ -135,6 +136,11 @@ LoopResult run_timed_loop(LaunchGate& gate, EventPool& events, cudaStream_t s, c
     ++seg_count[static_cast<size_t>(it)];
     cur_start = e;
     seg_pieces = 0;
+    if (body.between) {  // outside the samples: the next one starts after it
+      body.between();
+      used[0] += body.between_cost + 1;
+      cur_start = record();
+    }
   }
   gate.release();
   if (!out.clock && probe) {

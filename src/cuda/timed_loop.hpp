@@ -39,6 +39,10 @@ struct LoopBody {
   std::function<void(int)> enqueue;  // enqueue piece i
   std::function<void()> fork, join;  // side streams wait for the timing stream / it waits for them
   int fork_join_cost = 0;            // operations fork + join add to each stream (an upper bound)
+  // Enqueued on the timing stream after every iteration (warm-up ones too), outside the timed
+  // samples: each sample starts with an event recorded after it (--l2 cold: an L2 flush).
+  std::function<void()> between;
+  int between_cost = 0;  // operations it enqueues (an upper bound)
 };
 
 struct LoopResult {

@@ -130,7 +130,7 @@ TEST(Cli, NumbersArePlainDecimal) {
 // An empty value is an error, not "use the default" (--shapes '' ran the default model).
 TEST(Cli, EmptyValuesAreRefused) {
   for (const char* flag : {"--shapes", "--config", "--model", "--precisions", "--csv", "--mode", "--dist", "--timing",
-                           "--num-iters", "--seed", "--gpu-warmup"})
+                           "--num-iters", "--seed", "--gpu-warmup", "--l2", "--repeats"})
     expect_usage_error(std::string(flag) + " ''", std::string(flag) + " is empty");
   expect_usage_error("-o ''", "--output is empty");
   expect_usage_error("--sweep --sweep-sizes ''", "--sweep-sizes is empty");
@@ -471,4 +471,22 @@ TEST(Cli, VerifyDgradIsAcceptedAndChangesNothing) {
   ASSERT_EQ(a.rc, 0) << a.err;
   EXPECT_EQ(a.out, b.out);
   EXPECT_NE(a.out.find("Dgrad  QKV Proj"), std::string::npos) << a.out;
+}
+
+// --l2: cold by default for standalone shapes, warm for model plans, either on request; the choice
+// is recorded in the JSON (timing.l2) and a bad value is refused.
+TEST(Cli, L2DefaultsPerPlanKindAndIsRecorded) {
+  expect_usage_error("--shapes 64 --l2 lukewarm", "--l2 must be warm or cold, got 'lukewarm'");
+  const auto l2_of = [](const std::string& args) {
+    const fs::path j = tmpdir() / "l2.json";
+    fs::remove(j);
+    const Out r = run(args + " --dry-run -q --json " + j.string());
+    EXPECT_EQ(r.rc, 0) << r.err;
+    return nlohmann::json::parse(slurp(j))["timing"]["l2"].get<std::string>();
+  };
+  EXPECT_EQ(l2_of("--shapes 1024"), "cold");
+  EXPECT_EQ(l2_of("--sweep --sweep-sizes 512"), "cold");
+  EXPECT_EQ(l2_of("--shapes 1024 --l2 warm"), "warm");
+  EXPECT_EQ(l2_of("--model llama-3-8b"), "warm");
+  EXPECT_EQ(l2_of("--model llama-3-8b --l2 cold"), "cold");
 }
