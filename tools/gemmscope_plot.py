@@ -37,8 +37,10 @@ import json
 import math
 import os
 import re
+import stat
 import sys
 import textwrap
+import warnings
 
 SCHEMA = "gemmscope.result/2"
 SCHEMAS = ("gemmscope.result/2", "gemmscope.result/1")  # /1: files from before MoE (all dense)
@@ -53,6 +55,13 @@ MODE_ALIASES = {"autocast": "per-gemm", "per-gemm-autocast": "per-gemm", "autoca
                 "shared": "training", "prequantized": "pre-quantized", "pre-quantize": "pre-quantized"}
 KINDS = ("auto", "model", "shapes", "sweep", "modes", "roofline")
 OUT_TYPES = (".png", ".svg", ".pdf")
+
+# The input-file policy of gemmscope (docs/hostile-input.md), the same limits as the C++ reader.
+MAX_INPUT_BYTES = 64 << 20
+MAX_JSON_DEPTH = 64
+MAX_DIM = 1 << 24          # m, k, n, layers: what the plan builder accepts
+MAX_JSON_INT = 1 << 64     # the largest integer any field holds (uint64 clock reasons)
+MIN_MS, MAX_MS = 1e-9, 1e9  # a GEMM time in ms: 1 ps to about 11.6 days (as the C++ reader)
 
 # Layer ops in stacking order: (op key in the JSON, label, gid name, colour).
 LAYER_OPS = [
@@ -124,19 +133,99 @@ def normalize_mode_names(doc):
                     obj[new] = obj.pop(key)
 
 
-def load_result(path):
-    name = os.path.basename(path)
+def clip(text, n=200):
+    text = str(text)
+    return text if len(text) <= n else text[:n] + "..."
+
+
+def read_input_file(path):
+    """The bytes of the regular file at `path`, at most MAX_INPUT_BYTES. stat before open: a FIFO
+    would block the open, /dev/zero would never end."""
     try:
-        with open(path, "r", encoding="utf-8") as f:
-            text = f.read()
+        st = os.stat(path)
+    except (OSError, ValueError) as e:
+        raise InputError("cannot read %s: %s" % (path, getattr(e, "strerror", None) or e))
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError("%s is a directory" % path)
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError("%s is not a regular file" % path)
+    if st.st_size > MAX_INPUT_BYTES:
+        raise InputError("%s is %d bytes, larger than the %d MiB limit for input files" % (
+            path, st.st_size, MAX_INPUT_BYTES >> 20))
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise InputError("%s is not a regular file" % path)
+            data = f.read(MAX_INPUT_BYTES + 1)
     except OSError as e:
         raise InputError("cannot read %s: %s" % (path, e.strerror or e))
+    if len(data) > MAX_INPUT_BYTES:
+        raise InputError("%s is larger than the %d MiB limit for input files" % (path, MAX_INPUT_BYTES >> 20))
+    return data
+
+
+_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_BRACKET_RE = re.compile(r"[\[\]{}]")
+
+
+def json_depth_ok(text, limit=MAX_JSON_DEPTH):
+    """Whether `text` nests at most `limit` containers deep: checked before json.loads, whose
+    recursive parser would otherwise raise RecursionError (or exhaust the stack) on deep input."""
+    depth = 0
+    for m in _BRACKET_RE.finditer(_STRING_RE.sub("", text)):
+        if m.group() in "[{":
+            depth += 1
+            if depth > limit:
+                return False
+        else:
+            depth -= 1
+    return True
+
+
+def _parse_int(s):
+    if len(s.lstrip("-")) > 20:  # cheap first: int() of a huge digit string is slow or refused
+        raise InputError("an integer is too large (%s)" % clip(s, 40))
+    v = int(s)
+    if abs(v) > MAX_JSON_INT:
+        raise InputError("an integer is too large (%s)" % clip(s, 40))
+    return v
+
+
+def _parse_float(s):
+    v = float(s)
+    if math.isinf(v) or math.isnan(v):
+        raise InputError("a number is too large for a double (%s)" % clip(s, 40))
+    return v
+
+
+def _parse_constant(s):
+    raise InputError("%s is not a JSON number" % s)
+
+
+def parse_json(data, name):
+    """`data` (bytes) as exactly one JSON value under gemmscope's input policy: UTF-8, no NUL
+    byte, nesting at most MAX_JSON_DEPTH, integers at most 2^64, finite numbers only (no NaN or
+    Infinity literals), nothing after the value."""
+    if b"\0" in data:
+        raise InputError("%s is not JSON: a NUL byte at offset %d" % (name, data.index(b"\0")))
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError("%s is not JSON (not UTF-8 text)" % name)
+    if not json_depth_ok(text):
+        raise InputError("%s: nested deeper than %d levels (the limit for input files)" % (name, MAX_JSON_DEPTH))
     try:
-        doc = json.loads(text)
-    except ValueError as e:
-        raise InputError("%s is not JSON: %s" % (name, e))
+        return json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
+    except InputError as e:
+        raise InputError("%s: %s" % (name, e))
+    except (ValueError, RecursionError) as e:
+        raise InputError("%s is not JSON: %s" % (name, clip(e)))
+
+
+def load_result(path):
+    name = os.path.basename(path)
+    doc = parse_json(read_input_file(path), name)
     if not isinstance(doc, dict):
         raise InputError("%s is not a gemmscope result (top level is not an object)" % name)
     schema = doc.get("schema")
@@ -188,6 +277,8 @@ def load_result(path):
         for key in ("m", "k", "n"):
             if not _is_int(g.get(key)) or g[key] <= 0:
                 raise InputError("%s: \"%s\" must be a positive integer" % (where, key))
+            if g[key] > MAX_DIM:
+                raise InputError("%s: \"%s\" must be at most %d, got %d" % (where, key, MAX_DIM, g[key]))
         res = g.get("results")
         if res is None:
             continue
@@ -203,12 +294,18 @@ def load_result(path):
                     raise InputError(cw + ": a cell must be an object with status \"ok\" or \"n/a\"")
                 if c["status"] == "ok" and (not _is_num(c.get("mean_ms")) or c["mean_ms"] <= 0):
                     raise InputError(cw + ": status \"ok\" needs a positive number mean_ms")
+                if c["status"] == "ok" and not MIN_MS <= c["mean_ms"] <= MAX_MS:
+                    raise InputError("%s.mean_ms must be from %g to %g ms, got %r" % (cw, MIN_MS, MAX_MS, c["mean_ms"]))
+                if c.get("tflops") is not None and (not _is_num(c["tflops"]) or not 0 <= c["tflops"] <= 1e9):
+                    raise InputError("%s.tflops must be a number from 0 to 1e9, got %s" % (cw, clip(c["tflops"], 40)))
     if not any_results:
         raise InputError("%s holds no results (a plan without measurements?)" % name)
     if doc["kind"] == "model":
         cfg = doc.get("config")
         if not isinstance(cfg, dict) or not _is_int(cfg.get("num_hidden_layers")) or cfg["num_hidden_layers"] <= 0:
             raise InputError("%s: a \"model\" result needs config.num_hidden_layers" % name)
+        if cfg["num_hidden_layers"] > MAX_DIM:
+            raise InputError("%s: config.num_hidden_layers must be at most %d" % (name, MAX_DIM))
     return doc
 
 
@@ -751,7 +848,11 @@ def run_total(doc, mode, prec):
     if doc["kind"] == "model":
         full = ((((doc.get("summary") or {}).get(mode) or {}).get("full_model")) or {})
         if prec in full:
-            return full[prec] if _is_num(full[prec]) else None
+            v = full[prec]
+            if v is not None and (not _is_num(v) or not MIN_MS <= v <= MAX_MS * MAX_DIM):
+                raise InputError("summary.%s.full_model.%s must be a time from %g to %g ms, got %s" % (
+                    mode, prec, MIN_MS, MAX_MS * MAX_DIM, clip(v, 40)))
+            return v
         segs, lm, total, has_lm = model_breakdown(doc, mode, prec)
         if total is None or (has_lm and lm is None):
             return None
@@ -929,7 +1030,10 @@ def main(argv=None):
         ext = os.path.splitext(args.output)[1].lower()
         if ext not in OUT_TYPES:
             raise InputError("output %s: unsupported type, use .png, .svg or .pdf" % args.output)
-        doc = load_result(args.result)
+        try:
+            doc = load_result(args.result)
+        except (RecursionError, MemoryError, ArithmeticError) as e:
+            raise InputError("%s cannot be read: %s" % (os.path.basename(args.result), clip(type(e).__name__)))
         if args.mode is not None and args.mode not in doc["modes"]:
             raise InputError("mode %s is not in %s (modes: %s)" % (
                 args.mode, os.path.basename(args.result), ", ".join(doc["modes"])))
@@ -964,21 +1068,26 @@ def main(argv=None):
         fail(MATPLOTLIB_MISSING, EXIT_NO_MATPLOTLIB)
 
     try:
-        if kind == "model":
-            chart_model(doc, mode, baseline, args.output)
-        elif kind == "shapes":
-            chart_shapes(doc, mode, baseline, args.output)
-        elif kind == "sweep":
-            chart_sweep(doc, mode, baseline, args.output)
-        elif kind == "roofline":
-            chart_roofline(doc, mode, args.output)
-        else:
-            chart_modes(doc, baseline, args.output)
+        # numpy's RuntimeWarnings (overflow, invalid value) mean the numbers cannot be drawn:
+        # an error with one line, not warnings on stderr followed by a chart of nonsense.
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            if kind == "model":
+                chart_model(doc, mode, baseline, args.output)
+            elif kind == "shapes":
+                chart_shapes(doc, mode, baseline, args.output)
+            elif kind == "sweep":
+                chart_sweep(doc, mode, baseline, args.output)
+            elif kind == "roofline":
+                chart_roofline(doc, mode, args.output)
+            else:
+                chart_modes(doc, baseline, args.output)
     except InputError as e:
         fail(str(e))
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError, RecursionError,
+            MemoryError, RuntimeWarning) as e:
         # A value the checks above let through but a chart cannot use: still the file's problem.
-        fail("%s: cannot chart this result (%s: %s)" % (os.path.basename(args.result), type(e).__name__, e))
+        fail("%s: cannot chart this result (%s: %s)" % (os.path.basename(args.result), type(e).__name__, clip(e)))
     try:
         print("wrote %s (%s chart%s)" % (args.output, kind, "" if kind == "modes" else ", mode " + mode))
         sys.stdout.flush()

@@ -56,15 +56,27 @@ double cell_stdev(const RunResult& r, size_t mode, size_t gemm, size_t prec) {
   return c.ok ? c.stats.stdev_ms : 0.0;
 }
 
+// A time compare can judge: positive and finite, and so is every ratio of two such times up to
+// the reader's bounds (from_json refuses 5e-324 ms and 1e308 ms). NaN fails every comparison
+// below and would read "same"; infinity would read as a regression of "+inf%": refused instead.
+void check_time(std::optional<double> ms, const std::string& what, const char* side) {
+  if (ms && !(std::isfinite(*ms) && *ms > 0))
+    throw UsageError(fmt::format("the {} time of {} ({} ms) is not a positive finite number", side, what, *ms));
+}
+
 // `spread`: stdev A + stdev B of the cells (0 for totals): a change within it is not flagged.
 CompareCell make_cell(const std::string& prec, std::optional<double> a, std::optional<double> b, double t,
-                      double spread = 0.0) {
+                      const std::string& what, double spread = 0.0) {
+  check_time(a, what + " " + prec, "A");
+  check_time(b, what + " " + prec, "B");
   CompareCell c;
   c.precision = prec;
   c.a_ms = a;
   c.b_ms = b;
   if (a && b) {
     c.ratio = *b / *a;
+    if (!std::isfinite(*c.ratio) || !(*c.ratio > 0))
+      throw UsageError(fmt::format("the ratio B/A of {} {} ({} / {} ms) is not a finite number", what, prec, *b, *a));
     const bool beyond = *c.ratio > 1.0 + t || *a / *b > 1.0 + t;
     c.within_spread = beyond && std::abs(*b - *a) <= spread;
     if (c.within_spread)
@@ -366,7 +378,8 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
       const Gemm& x = ga[i];
       CompareGemmRow row{to_string(x.pass), to_string(x.op), x.label(), x.m, x.k, x.n, {}};
       for (const std::string& p : r.precisions)
-        row.cells.push_back(make_cell(p, cell_ms(a, ma, i, index_of(precs_a, p)), cell_ms(b, mb, j, index_of(precs_b, p)), t,
+        row.cells.push_back(make_cell(p, cell_ms(a, ma, i, index_of(precs_a, p)), cell_ms(b, mb, j, index_of(precs_b, p)),
+                                      t, mode + " " + gemm_key(x),
                                       cell_stdev(a, ma, i, index_of(precs_a, p)) +
                                           cell_stdev(b, mb, j, index_of(precs_b, p))));
       cm.gemms.push_back(std::move(row));
@@ -377,8 +390,8 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
       for (const std::string& p : r.precisions) {
         const PrecisionSums& pa = sa.sums[index_of(precs_a, p)];
         const PrecisionSums& pb = sb.sums[index_of(precs_b, p)];
-        layer.cells.push_back(make_cell(p, pa.total, pb.total, t));
-        full.cells.push_back(make_cell(p, pa.full_model, pb.full_model, t));
+        layer.cells.push_back(make_cell(p, pa.total, pb.total, t, mode + " per-layer total"));
+        full.cells.push_back(make_cell(p, pa.full_model, pb.full_model, t, mode + " full model"));
       }
       cm.totals.push_back(std::move(layer));
       cm.totals.push_back(std::move(full));

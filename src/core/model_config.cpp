@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace gs {
 
@@ -115,13 +116,13 @@ namespace {
 int64_t json_int(const nlohmann::json& j, const char* key, const std::string& origin) {
   const auto& v = j.at(key);
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-    throw UsageError(fmt::format("{}: '{}' = {} is too large", origin, key, v.dump()));
+    throw UsageError(fmt::format("{}: '{}' = {} is too large", origin, key, json_value_hint(v)));
   if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_number_float()) {
     double d = v.get<double>();
     if (std::isfinite(d) && std::fabs(d) < 9.0e18 && d == std::trunc(d)) return static_cast<int64_t>(d);
   }
-  throw UsageError(fmt::format("{}: '{}' must be an integer, got {}", origin, key, v.dump()));
+  throw UsageError(fmt::format("{}: '{}' must be an integer, got {}", origin, key, json_value_hint(v)));
 }
 
 // A size read from config.json: an integer, > 0 (or >= 0 where 0 means "derive it").
@@ -190,12 +191,8 @@ std::string model_base_name(const nlohmann::json& j, const std::string& origin) 
 }  // namespace
 
 ModelConfig parse_hf_config(const std::string& text, const std::string& origin) {
-  nlohmann::json top;
-  try {
-    top = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw UsageError(fmt::format("{}: not valid JSON ({})", origin, e.what()));
-  }
+  // The input-file policy (input_file.hpp): depth limit while parsing, no trailing content.
+  nlohmann::json top = parse_json_text(text, origin);
   if (!top.is_object()) throw UsageError(fmt::format("{}: expected a JSON object", origin));
   nlohmann::json j = top;
   ModelConfig c;
@@ -276,21 +273,7 @@ ModelConfig load_hf_config(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw UsageError(fmt::format("config file '{}' is a directory (pass the config.json inside it)", path));
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-    throw UsageError(fmt::format("config file '{}' is not a regular file", path));
-  errno = 0;
-  std::ifstream f(path);
-  if (!f) {
-    const int err = errno;
-    throw UsageError(fmt::format("cannot read config file '{}': {}", path,
-                                 err == ENOENT   ? std::string("no such file")
-                                 : err == EACCES ? std::string("permission denied")
-                                 : err           ? std::string(std::strerror(err))
-                                                 : std::string("cannot open it")));
-  }
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_hf_config(ss.str(), path);
+  return parse_hf_config(read_input_file(path, "config file"), path);
 }
 
 void apply_overrides(ModelConfig& c, const ModelOverrides& o) {

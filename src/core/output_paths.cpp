@@ -52,6 +52,23 @@ void check_chart_path(const std::string& path, const std::string& flag) {
     throw UsageError(fmt::format("{} {}: {}", flag, printable(path), why));
 }
 
+std::string temp_output_path(const std::string& path) { return path + ".tmp"; }
+
+namespace {
+
+// Creates `file` (O_CREAT|O_EXCL: never opens what is there) and removes it again: proves that
+// this exact name can be created ("File name too long" is found here, not after the run).
+// "" when it could, else the reason. A file that appeared meanwhile (EEXIST) counts as creatable.
+std::string create_and_remove(const std::string& file) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0600);
+  if (fd < 0) return errno == EEXIST ? "" : std::strerror(errno);
+  ::close(fd);
+  ::unlink(file.c_str());
+  return "";
+}
+
+}  // namespace
+
 void check_output_path(const std::string& path, const std::string& flag) {
   const auto fail = [&](const std::string& why) { return UsageError(fmt::format("{} {}: {}", flag, printable(path), why)); };
   if (path.empty()) throw fail("empty file name");
@@ -64,18 +81,38 @@ void check_output_path(const std::string& path, const std::string& flag) {
   // rename) needs.
   const std::string dir = dir_name(path);
   static std::mt19937_64 rng{std::random_device{}()};
-  for (int attempt = 0; attempt < 16; ++attempt) {
+  bool probed = false;
+  for (int attempt = 0; attempt < 16 && !probed; ++attempt) {
     const std::string probe =
         fmt::format("{}/.gemmscope-probe-{}-{:016x}", dir, static_cast<long>(::getpid()), rng());
     const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd >= 0) {
       ::close(fd);
       ::unlink(probe.c_str());
-      return;
+      probed = true;
+    } else if (errno != EEXIST) {
+      throw fail(fmt::format("cannot create files in '{}': {}", printable(dir), std::strerror(errno)));
     }
-    if (errno != EEXIST) throw fail(fmt::format("cannot create files in '{}': {}", printable(dir), std::strerror(errno)));
   }
-  throw fail(fmt::format("cannot create a probe file in '{}'", printable(dir)));
+  if (!probed) throw fail(fmt::format("cannot create a probe file in '{}'", printable(dir)));
+  // The probe's name is short: the exact names written must be created too, the file and the
+  // temporary file it is written through (a name too long for the file system fails only there).
+  const std::string tmp = temp_output_path(path);
+  const fs::file_status tst = fs::status(tmp, ec);
+  if (fs::exists(tst)) {
+    // A temporary file left by an interrupted run: it is truncated and renamed, so it must be a
+    // writable regular file.
+    if (!fs::is_regular_file(tst))
+      throw fail(fmt::format("its temporary file {} exists and is not a regular file", printable(tmp)));
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) throw fail(fmt::format("cannot write its temporary file {}: {}", printable(tmp), std::strerror(errno)));
+    ::close(fd);
+  } else if (const std::string why = create_and_remove(tmp); !why.empty()) {
+    throw fail(fmt::format("cannot create its temporary file {}: {}", printable(tmp), why));
+  }
+  if (!fs::exists(st)) {
+    if (const std::string why = create_and_remove(path); !why.empty()) throw fail(fmt::format("cannot create it: {}", why));
+  }
 }
 
 bool same_output_path(const std::string& a, const std::string& b) {

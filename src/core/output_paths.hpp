@@ -17,7 +17,13 @@ void check_chart_path(const std::string& path, const std::string& flag);
 // not be an existing directory or other non-regular file, and a probe file must be creatable in
 // its directory (created with O_CREAT|O_EXCL under a unique name, then removed): a real test of
 // the directory, which access(W_OK) is not (root passes it for /proc).
+// The exact names are then proved creatable: the file itself when it does not exist yet, and
+// its temporary name (temp_output_path) -- each created with O_EXCL and removed -- so a name too
+// long for the file system is refused before the run, not after the report is printed.
 void check_output_path(const std::string& path, const std::string& flag);
+
+// The temporary file write_file_atomic writes `path` through before renaming it: "PATH.tmp".
+std::string temp_output_path(const std::string& path);
 
 // Whether two output paths name the same file: compared absolute and normalised, with symlinks
 // resolved in the part that exists ("x.json", "./x.json" and "d/../x.json" are the same file).

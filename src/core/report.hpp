@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/input_file.hpp"
 #include "core/results.hpp"
 
 namespace gs {
@@ -32,9 +33,9 @@ std::vector<std::string> predicted_na(const RunResult& r);
 nlohmann::json to_json(const RunResult& r);
 RunResult from_json(const nlohmann::json& j, const std::string& name = "result JSON");
 
-// The parsed contents of the JSON file at `path`: UsageError "cannot read PATH: ...",
-// "PATH is not JSON: ..." or "PATH cannot be read: number overflow parsing '1e400'"; never a
-// nlohmann exception.
+// The parsed contents of the result file at `path`, read under the input-file policy
+// (core/input_file.hpp: regular files only, size and depth limits, no trailing content):
+// read_json_file(path, "result file"). UsageError, never a nlohmann exception.
 nlohmann::json read_json_file(const std::string& path);
 
 // One row per (mode, GEMM, precision) with the statistics; N/A rows carry the reason.

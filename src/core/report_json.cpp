@@ -10,8 +10,13 @@
 #include <map>
 #include <type_traits>
 #include <sstream>
+#include <string_view>
+#include <tuple>
+#include <utility>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "core/output_paths.hpp"
 #include "core/report.hpp"
 
 #include "core/clocks.hpp"
@@ -149,7 +154,7 @@ T as(const json& v, const std::string& what) {
   } else if constexpr (std::is_integral_v<T>) {
     const auto bad = [&] {
       return UsageError(fmt::format("{} must be an integer from {} to {}, got {}", what, std::numeric_limits<T>::min(),
-                                    std::numeric_limits<T>::max(), v.dump()));
+                                    std::numeric_limits<T>::max(), json_value_hint(v)));
     };
     if (v.is_number_unsigned()) {
       const uint64_t x = v.get<uint64_t>();
@@ -166,7 +171,10 @@ T as(const json& v, const std::string& what) {
     throw bad();
   } else {
     static_assert(std::is_same_v<T, double>);
+    // The parser refuses numbers that overflow a double; a document built in memory may hold
+    // NaN or infinity, which no field means.
     if (!v.is_number()) throw UsageError(fmt::format("{} must be a number", what));
+    if (!std::isfinite(v.get<double>())) throw UsageError(fmt::format("{} must be a finite number", what));
     return v.get<double>();
   }
 }
@@ -209,6 +217,43 @@ std::vector<std::string> string_list(const json& j, const char* key, const std::
   return out;
 }
 
+// obj[key] (or `dflt` when absent) as a number inside [lo, hi]: times and other measured values,
+// where a value like 5e-324 ms or 1e308 ms is not a measurement (a ratio of two of them is inf
+// or nan, and every verdict on it would be wrong).
+double number_in(const json& obj, const char* key, const std::string& where, double dflt, double lo, double hi,
+                 const char* unit) {
+  const std::string what = fmt::format("{}.{}", where, key);
+  const double v = get_or<double>(obj, key, where, dflt);
+  if (!(v >= lo && v <= hi))
+    throw UsageError(fmt::format("{} must be from {:g} to {:g}{}, got {}", what, lo, hi, unit, json(v).dump()));
+  return v;
+}
+
+// Times in a result, in milliseconds: 1 ps (far below any kernel, but above the denormals whose
+// ratios overflow) to about 11.6 days.
+constexpr double kMinMs = 1e-9, kMaxMs = 1e9;
+
+// "X.Y" as written by to_json (device versions, compute capability): decimal digits only, each
+// part at most max_major / max_minor; refused with the field named otherwise (sscanf's %d overflowed on
+// "3000000.0", and major * 1000 overflowed an int).
+std::pair<int, int> version_parts(const std::string& s, const std::string& what, int max_major, int max_minor) {
+  const auto bad = [&] {
+    return UsageError(fmt::format("{} must be \"X.Y\" with X from 0 to {} and Y from 0 to {}, got {}", what, max_major,
+                                  max_minor, json_value_hint(json(s))));
+  };
+  const auto dot = s.find('.');
+  if (dot == std::string::npos) throw bad();
+  const auto part = [&](std::string_view p, int max) {
+    if (p.empty() || p.size() > 9 || p.find_first_not_of("0123456789") != std::string_view::npos) throw bad();
+    int v = 0;
+    for (char ch : p) v = v * 10 + (ch - '0');  // at most 9 digits: fits an int
+    if (v > max) throw bad();
+    return v;
+  };
+  const std::string_view sv(s);
+  return {part(sv.substr(0, dot), max_major), part(sv.substr(dot + 1), max_minor)};
+}
+
 bool is_positive_int(const json& v) {
   return (v.is_number_unsigned() || v.is_number_integer()) && v.get<int64_t>() > 0;
 }
@@ -223,11 +268,11 @@ Cell read_cell(const json& c, const std::string& where) {
   if (!mean || !mean->is_number() || !std::isfinite(mean->get<double>()) || !(mean->get<double>() > 0))
     throw UsageError(where + ": status \"ok\" needs a positive number mean_ms");
   Stats st;
-  st.mean_ms = mean->get<double>();
-  st.median_ms = get_or<double>(c, "median_ms", where, st.mean_ms);
-  st.min_ms = get_or<double>(c, "min_ms", where, st.mean_ms);
-  st.max_ms = get_or<double>(c, "max_ms", where, st.mean_ms);
-  st.stdev_ms = get_or<double>(c, "stdev_ms", where, 0.0);
+  st.mean_ms = number_in(c, "mean_ms", where, 0, kMinMs, kMaxMs, " ms");
+  st.median_ms = number_in(c, "median_ms", where, st.mean_ms, kMinMs, kMaxMs, " ms");
+  st.min_ms = number_in(c, "min_ms", where, st.mean_ms, kMinMs, kMaxMs, " ms");
+  st.max_ms = number_in(c, "max_ms", where, st.mean_ms, kMinMs, kMaxMs, " ms");
+  st.stdev_ms = number_in(c, "stdev_ms", where, 0.0, 0.0, kMaxMs, " ms");
   st.iters = get_or<int>(c, "iters", where, 0);
   Cell cell = Cell::measured(st);
   if (const json* de = find(c, "dense_equiv_ms"); de && !de->is_null()) cell.dense_equiv_ms = as<double>(*de, where + ".dense_equiv_ms");
@@ -236,8 +281,9 @@ Cell read_cell(const json& c, const std::string& where) {
     if (!rep->is_array() || rep->size() > kMaxRepeats)
       throw UsageError(fmt::format("{}.repeat_ms must be a list of at most {} times", where, kMaxRepeats));
     for (const json& x : *rep) {
-      if (!x.is_number() || !std::isfinite(x.get<double>()) || !(x.get<double>() > 0))
-        throw UsageError(where + ".repeat_ms must hold positive finite times (ms)");
+      // The bounds of mean_ms: a denormal time would make interval ratios infinite.
+      if (!x.is_number() || !(x.get<double>() >= kMinMs && x.get<double>() <= kMaxMs))
+        throw UsageError(fmt::format("{}.repeat_ms must hold times from {:g} to {:g} ms", where, kMinMs, kMaxMs));
       cell.repeat_ms.push_back(x.get<double>());
     }
   }
@@ -435,7 +481,7 @@ RunResult read_result(const json& j, const std::string& name) {
   const json* schema = find(j, "schema");
   if (!schema || !schema->is_string() || (schema->get<std::string>() != kSchema && schema->get<std::string>() != kSchemaV1))
     throw UsageError(fmt::format("{} has schema {}, expected \"{}\" (or \"{}\")", name,
-                                 schema ? schema->dump() : "(none)", kSchema, kSchemaV1));
+                                 schema ? json_value_hint(*schema) : "(none)", kSchema, kSchemaV1));
   const json* kind = find(j, "kind");
   const std::string kind_name = kind && kind->is_string() ? kind->get<std::string>() : "";
   if (kind_name != "model" && kind_name != "shapes")
@@ -455,15 +501,19 @@ RunResult read_result(const json& j, const std::string& name) {
     if (!d->is_object()) throw UsageError(where + " must be an object or null");
     DeviceInfo di;
     di.name = need<std::string>(*d, "name", where);
-    const std::string cc = get_or<std::string>(*d, "compute_capability", where, "0.0");
-    if (std::sscanf(cc.c_str(), "%d.%d", &di.cc_major, &di.cc_minor) != 2)
-      throw UsageError(fmt::format("{}: device.compute_capability is not 'X.Y'", name));
+    std::tie(di.cc_major, di.cc_minor) = version_parts(get_or<std::string>(*d, "compute_capability", where, "0.0"),
+                                                       where + ".compute_capability", 99, 99);
     di.sm_count = get_or<int>(*d, "sm_count", where, 0);
     di.memory_bytes = get_or<int64_t>(*d, "memory_bytes", where, 0);
     di.l2_bytes = get_or<int64_t>(*d, "l2_bytes", where, 0);
-    auto ver = [](const std::string& s) { int a = 0, b = 0; std::sscanf(s.c_str(), "%d.%d", &a, &b); return a * 1000 + b * 10; };
-    di.driver_version = ver(get_or<std::string>(*d, "driver_version", where, "0.0"));
-    di.runtime_version = ver(get_or<std::string>(*d, "runtime_version", where, "0.0"));
+    // CUDA versions as 1000 * major + 10 * minor (12080 is "12.8").
+    const auto ver = [&](const char* key) {
+      const auto [a, b] = version_parts(get_or<std::string>(*d, key, where, "0.0"), fmt::format("{}.{}", where, key),
+                                        999999, 99);
+      return a * 1000 + b * 10;
+    };
+    di.driver_version = ver("driver_version");
+    di.runtime_version = ver("runtime_version");
     di.cublaslt_version = get_or<int64_t>(*d, "cublaslt_version", where, 0);
     r.device = di;
   }
@@ -473,7 +523,7 @@ RunResult read_result(const json& j, const std::string& name) {
     r.timing.method = get_or<std::string>(*t, "method", where, r.timing.method);
     r.timing.warmup = get_or<int>(*t, "warmup", where, r.timing.warmup);
     r.timing.iters = get_or<int>(*t, "iters", where, r.timing.iters);
-    r.timing.gpu_warmup_s = get_or<double>(*t, "gpu_warmup_s", where, r.timing.gpu_warmup_s);
+    r.timing.gpu_warmup_s = number_in(*t, "gpu_warmup_s", where, r.timing.gpu_warmup_s, 0.0, 1e6, " s");
     r.timing.repeats = get_or<int>(*t, "repeats", where, 1);
     r.timing.l2 = get_or<std::string>(*t, "l2", where, "warm");  // files before --l2 measured warm
     if (r.timing.l2 != "warm" && r.timing.l2 != "cold") throw UsageError(where + ".l2 must be \"warm\" or \"cold\"");
@@ -613,6 +663,10 @@ RunResult read_result(const json& j, const std::string& name) {
     const auto dim = [&](const char* key) {
       const json* v = find(g, key);
       if (!v || !is_positive_int(*v)) throw UsageError(fmt::format("{}: \"{}\" must be a positive integer", where, key));
+      // The plan builders' limit: byte and FLOP counts multiply dimensions in int64.
+      constexpr int64_t kMaxGemmDim = int64_t{1} << 24;
+      if (v->get<int64_t>() > kMaxGemmDim)
+        throw UsageError(fmt::format("{}: \"{}\" must be at most {}, got {}", where, key, kMaxGemmDim, v->get<int64_t>()));
       return v->get<int64_t>();
     };
     const auto operand = [&](const char* side, Operand dflt) {
@@ -699,6 +753,7 @@ RunResult read_result(const json& j, const std::string& name) {
         if (get_or<std::string>(*c, "status", cw, "") == "ok") {
           a.ok = true;
           a.rel_error = need<double>(*c, "rel_error", cw);
+          if (!(a.rel_error >= 0)) throw UsageError(fmt::format("{}.rel_error must be >= 0, got {}", cw, a.rel_error));
           a.emulated = get_or<bool>(*c, "emulated", cw, false);
         } else {
           a.reason = get_or<std::string>(*c, "reason", cw, "n/a");
@@ -751,19 +806,7 @@ RunResult from_json(const json& j, const std::string& name) {
   }
 }
 
-json read_json_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  try {
-    return json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    throw UsageError(fmt::format("{} is not JSON: {}", path, json_error_text(e)));
-  } catch (const json::exception& e) {  // out_of_range.406: a number that overflows a double (1e400)
-    throw UsageError(fmt::format("{} cannot be read: {}", path, json_error_text(e)));
-  }
-}
+json read_json_file(const std::string& path) { return read_json_file(path, "result file"); }
 
 std::string render_csv(const RunResult& r) {
   // The last three columns describe grouped (expert) GEMMs: the grouped dimension, the number of
@@ -797,7 +840,7 @@ std::string render_csv(const RunResult& r) {
 }
 
 void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
+  const std::string tmp = temp_output_path(path);  // the name check_output_path proved creatable
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) throw UsageError(fmt::format("cannot write '{}'", path));

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# compute-sanitizer over gemmscope on a GPU node: memcheck (with --leak-check full), racecheck and
+# initcheck, each over
+#   - a small model run of every recipe (all six precisions, default recipe options) in every
+#     mode (autocast, autocast-shared, pre-quantized) with the accuracy pass,
+#   - the same with the other recipe options (e4m3, split accumulation, no producer amax, NVFP4
+#     without 2D weights / RHT / stochastic rounding),
+#   - a small --shapes run in both modes,
+#   - the GPU tests (all but the performance tests, which only time).
+# Shapes are small and iterations few (--num-iters 2 --num-warmup 1 --gpu-warmup 0): the point is
+# every kernel and cuBLASLt path once under the tools, not timings.
+#
+#   bench/gpu_sanitize.sh [OUTDIR]      (default gpu-sanitize-results)
+# Environment: BIN (default build-dev: gemmscope, gemmscope_gpu_tests), SANITIZER (default
+#   /usr/local/cuda/bin/compute-sanitizer), TOOLS (default "memcheck racecheck initcheck"),
+#   GTEST_FILTER (default '-*Perf*'), BUDGET_S (whole script, default 450), STEP_S (one step,
+#   default 150).
+# GPU tests run with GS_EXPECT_GPU=1 and gemmscope runs must write a measured result: a node
+# without a usable GPU fails instead of passing by skipping.
+# Prints one PASS/FAIL line per step and a summary; exit 0 only when every step ran and passed.
+# A step that reports any error, exits non-zero, or runs out of time is FAIL; steps left when
+# the budget is spent are SKIPPED, which also fails the whole run. Logs: OUTDIR/<tool>-<step>.log.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-build-dev}
+OUT=${1:-gpu-sanitize-results}
+SAN=${SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
+TOOLS=${TOOLS:-memcheck racecheck initcheck}
+FILTER=${GTEST_FILTER:--*Perf*}
+BUDGET_S=${BUDGET_S:-450}
+STEP_S=${STEP_S:-150}
+mkdir -p "$OUT"
+for f in "$BIN/gemmscope" "$BIN/gemmscope_gpu_tests" "$SAN"; do
+  [[ -x $f ]] || { echo "gpu_sanitize: $f not found (build with: CUDA_ARCHS=90-real BUILD_DIR=$BIN bash scripts/setup.sh --no-deps)" >&2; exit 2; }
+done
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sed 's/^/gpu_sanitize: GPU: /'
+"$SAN" --version | tail -1 | sed 's/^/gpu_sanitize: /'
+
+run_flags=(-q --num-iters 2 --num-warmup 1 --gpu-warmup 0)
+# Every dimension a multiple of 128 (FP8 block scaling's tile): no recipe is n/a for its shape.
+model=(--hidden_size 256 --intermediate_size 512 --num_attention_heads 4 --num_hidden_layers 1
+       --micro_batch_size 1 --sequence_length 128 --vocab_size 512 --gated-mlp)
+declare -A step_cmd
+steps=(model_all_recipes model_recipe_options shapes gpu_tests)
+step_cmd[model_all_recipes]="$BIN/gemmscope ${run_flags[*]} ${model[*]} --mode all --accuracy"
+step_cmd[model_recipe_options]="$BIN/gemmscope ${run_flags[*]} ${model[*]} --mode all --fp8-format e4m3 --fp8-accum split --no-producer-amax --nvfp4-no-2d --nvfp4-no-rht --nvfp4-no-sr --amax-history 4"
+step_cmd[shapes]="$BIN/gemmscope ${run_flags[*]} --shapes 256x256x256,128x512x384 --mode both"
+step_cmd[gpu_tests]="$BIN/gemmscope_gpu_tests --gtest_filter=$FILTER --gtest_brief=1"
+
+start=$SECONDS
+results=()
+fails=0
+for tool in $TOOLS; do
+  extra=()
+  [[ $tool == memcheck ]] && extra=(--leak-check full)
+  for step in "${steps[@]}"; do
+    name="$tool $step"
+    left=$((BUDGET_S - (SECONDS - start)))
+    if ((left < 10)); then
+      results+=("SKIPPED  $name (time budget of ${BUDGET_S}s spent)"); fails=$((fails + 1)); continue
+    fi
+    limit=$((left < STEP_S ? left : STEP_S))
+    log="$OUT/$tool-$step.log"
+    t0=$SECONDS
+    # --error-exitcode: any report fails the step even when the program itself exits 0.
+    # shellcheck disable=SC2086
+    cmd=${step_cmd[$step]}
+    json=""
+    if [[ $step != gpu_tests ]]; then json="$OUT/$tool-$step.json"; rm -f "$json"; cmd+=" --json $json"; fi
+    GS_EXPECT_GPU=1 timeout --signal=INT --kill-after=20 "$limit" "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 \
+      --print-limit 50 --target-processes all $cmd >"$log" 2>&1
+    rc=$?
+    # A run that measured nothing (no usable GPU: gemmscope prints the plan and exits 0) would
+    # pass vacuously: it must have written a measured result.
+    if ((rc == 0)) && [[ -n $json ]] && ! grep -q '"dry_run": false' "$json" 2>/dev/null; then rc=98; fi
+    dt=$((SECONDS - t0))
+    summary=$(grep -E '^========= (ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY)' "$log" | tail -2 | sed 's/^========= //' | tr '\n' ';')
+    if ((rc == 0)); then
+      results+=("PASS     $name (${dt}s) $summary")
+    else
+      why="exit $rc"
+      ((rc == 124 || rc == 130 || rc == 137)) && why="timed out after ${limit}s"
+      ((rc == 99)) && why="sanitizer reported errors"
+      ((rc == 98)) && why="nothing was measured (no usable GPU?)"
+      results+=("FAIL     $name (${dt}s, $why) $summary  log: $log")
+      fails=$((fails + 1))
+    fi
+    echo "gpu_sanitize: ${results[-1]}"
+  done
+done
+echo
+echo "gpu_sanitize summary ($((SECONDS - start))s):"
+printf '  %s\n' "${results[@]}"
+if ((fails)); then
+  echo "gpu_sanitize: FAIL ($fails of ${#results[@]} steps)"
+  exit 1
+fi
+echo "gpu_sanitize: PASS (${#results[@]} steps)"

@@ -1,0 +1,35 @@
+// Shared by the libFuzzer harnesses (tests/fuzz, built with -DGEMMSCOPE_FUZZ=ON and clang).
+// The documented outcomes of hostile input are: success, or a gs::UsageError (exit 2 with one
+// line). Anything else -- another exception, a crash, a sanitizer report, a timeout -- is a
+// finding: the harness aborts so libFuzzer records the input.
+#pragma once
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+
+#include "core/error.hpp"
+
+namespace gs::fuzz {
+
+template <class F>
+void expect_documented_outcome(F&& body) {
+  try {
+    body();
+  } catch (const gs::UsageError& e) {
+    const std::string msg = e.what();
+    // Messages quote a short prefix at most: a message the size of the input is a finding.
+    if (msg.size() > 4096) {
+      std::fprintf(stderr, "fuzz: UsageError message of %zu bytes\n", msg.size());
+      std::abort();
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fuzz: undocumented exception: %s\n", e.what());
+    std::abort();
+  } catch (...) {
+    std::fprintf(stderr, "fuzz: undocumented non-standard exception\n");
+    std::abort();
+  }
+}
+
+}  // namespace gs::fuzz
