@@ -251,7 +251,7 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
   }
   // Throughput of every GEMM: the first number a CUTLASS or nvbench user looks for.
   Table tt;
-  tt.widths = {op_width + 6, 20};
+  tt.widths = {op_width + 8, 20};
   for (size_t i = 0; i < r.precisions.size(); ++i) tt.widths.push_back(prec_width(r) + 3);
   out += "Throughput per GEMM (TFLOP/s):\n";
   out += tt.rule('-', ncols);
