@@ -1,5 +1,7 @@
 #include "core/routing.hpp"
 
+#include "core/input_file.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -133,24 +135,10 @@ RoutingSpec parse_routing(const std::string& s) {
 }
 
 std::vector<int64_t> read_routing_file(const std::string& path) {
-  constexpr uintmax_t kMaxBytes = 4u << 20;
-  std::error_code ec;
-  const auto st = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(st)) throw UsageError(fmt::format("routing file '{}' does not exist", path));
-  if (!std::filesystem::is_regular_file(st)) throw UsageError(fmt::format("routing file '{}' is not a regular file", path));
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec || size > kMaxBytes)
-    throw UsageError(fmt::format("routing file '{}' is larger than {} bytes", path, kMaxBytes));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw UsageError(fmt::format("cannot read routing file '{}'", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ss.str());
-  } catch (const nlohmann::json::exception&) {
-    throw UsageError(fmt::format("routing file '{}' is not JSON (expected a list of per-expert token counts)", path));
-  }
+  // The input-file policy (input_file.hpp): regular files only, checked before opening; a size
+  // limit; nesting depth limited while parsing; no trailing content.
+  const std::string what = fmt::format("routing file '{}'", path);
+  const nlohmann::json j = parse_json_text(read_input_file(path, "routing file", 4u << 20), what);
   if (!j.is_array() || j.empty())
     throw UsageError(fmt::format("routing file '{}' must be a non-empty JSON list of per-expert token counts", path));
   std::vector<int64_t> out;
@@ -160,7 +148,8 @@ std::vector<int64_t> read_routing_file(const std::string& path) {
     else if (v.is_number_integer() && v.get<int64_t>() < 0)
       throw UsageError(fmt::format("routing file '{}': item {} is negative ({})", path, i, v.get<int64_t>()));
     else
-      throw UsageError(fmt::format("routing file '{}': item {} must be a non-negative integer, got {}", path, i, v.dump()));
+      throw UsageError(fmt::format("routing file '{}': item {} must be a non-negative integer, got {}", path, i,
+                                   json_value_hint(v)));
   }
   return out;
 }

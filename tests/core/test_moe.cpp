@@ -361,11 +361,16 @@ TEST(Routing, FileCountsAndBadFiles) {
   EXPECT_NE(err("[3, 1, 1, 0]").find("counts sum to 5, expected"), std::string::npos);
   EXPECT_NE(err("[8, 0, 0, 0]").find("more than the 4 tokens"), std::string::npos);
   EXPECT_NE(err("{\"a\": 1}").find("list"), std::string::npos);
-  EXPECT_NE(err("[1, 2").find("not JSON"), std::string::npos);
+  EXPECT_NE(err("[1, 2").find("not valid JSON"), std::string::npos);
+  // The input-file policy: depth limited while parsing (no stack overflow), trailing content refused,
+  // values described, never dumped.
+  EXPECT_NE(err(std::string(100000, '[') + std::string(100000, ']')).find("nested deeper than"), std::string::npos);
+  EXPECT_NE(err("[4, 0, 4, 0] trailing").find("expected end of input"), std::string::npos);
+  EXPECT_NE(err("[3, [[[[1]]]], 1, 0]").find("item 1 must be a non-negative integer, got a list of 1 item"), std::string::npos);
   EXPECT_NE(error_of([] { route(parse_routing("file:" + fs::temp_directory_path().string()), 4, 2, 4, 1, 0); })
-                .find("not a regular file"),
+                .find("is a directory"),
             std::string::npos);
-  EXPECT_NE(error_of([] { route(parse_routing("file:/no/such/counts.json"), 4, 2, 4, 1, 0); }).find("does not exist"),
+  EXPECT_NE(error_of([] { route(parse_routing("file:/no/such/counts.json"), 4, 2, 4, 1, 0); }).find("no such file"),
             std::string::npos);
 }
 
@@ -572,7 +577,7 @@ TEST(MoeCli, BadInputExitsTwo) {
   expect_refused("--model mixtral-8x7b --top-k 9", "--top-k (9) is larger than the number of experts (8)");
   expect_refused("--model mixtral-8x7b --expert-parallel 3", "--expert-parallel 3 does not divide");
   expect_refused("--model mixtral-8x7b --routing zipf", "unknown --routing 'zipf'");
-  expect_refused("--model mixtral-8x7b --routing file:/no/such.json", "does not exist");
+  expect_refused("--model mixtral-8x7b --routing file:/no/such.json", "cannot read routing file '/no/such.json': no such file");
   expect_refused("--model mixtral-8x7b --capacity-factor 0", "--capacity-factor must be a positive number");
   expect_refused("--num-experts 8", "--num-experts needs --top-k");
   expect_refused("--top-k 2", "--top-k needs a model with experts");
