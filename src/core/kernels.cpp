@@ -258,6 +258,7 @@ void kernels_to_json(const CellKernels& k, json& cell) {
                         {"heuristic_us", t.heuristic_us},
                         {"chosen_us", t.chosen_us},
                         {"gain", t.gain()},
+                        {"confirmed", t.confirmed},
                         {"heuristic_algo", algo_to_json(t.heuristic)}};
   }
 }
@@ -292,6 +293,10 @@ CellKernels kernels_from_json(const json& cell, const std::string& where) {
     r.tried = integer(*t, "tried", w, 0);
     r.heuristic_us = num(*t, "heuristic_us", w, 0);
     r.chosen_us = num(*t, "chosen_us", w, 0);
+    if (const json* c = field(*t, "confirmed")) {
+      if (!c->is_boolean()) throw UsageError(w + ".confirmed must be true or false");
+      r.confirmed = c->get<bool>();
+    }
     if (const json* h = field(*t, "heuristic_algo")) r.heuristic = algo_from_json(*h, w + ".heuristic_algo");
     k.autotune = r;
   }

@@ -71,6 +71,9 @@ struct AutotuneRecord {
   double heuristic_us = 0;  // the heuristic's first choice, timed in the same tuning run
   double chosen_us = 0;     // the kept candidate
   AlgoRecord heuristic;     // the first choice's configuration
+  // A faster candidate than the heuristic's was found and also won the A/B confirmation (false:
+  // none was found, or it lost there, and the heuristic's choice was kept).
+  bool confirmed = false;
   double gain() const { return chosen_us > 0 ? heuristic_us / chosen_us : 0; }
 };
 

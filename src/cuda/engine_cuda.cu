@@ -19,6 +19,7 @@
 #include "cuda/gemm_lt.hpp"
 #include "cuda/grouped_gemm.hpp"
 #include "cuda/kernel_trace.hpp"
+#include "cuda/quantize_mx.cuh"
 #include "cuda/recipe_gemm.hpp"
 #include "cuda/timed_loop.hpp"
 
@@ -59,6 +60,7 @@ class CudaEngine final : public Engine {
     cudaDriverGetVersion(&d.driver_version);
     cudaRuntimeGetVersion(&d.runtime_version);
     d.cublaslt_version = static_cast<int64_t>(cublasLtGetVersion());
+    if (d.cc_major >= 10) d.nvfp4_hw_conversion = nvfp4_hardware_conversion();
     return d;
   }
 
@@ -93,8 +95,11 @@ class CudaEngine final : public Engine {
       return AccuracyCell::na("grouped GEMM: accuracy is measured on dense GEMMs only");
     const Recipe recipe = make_recipe(p, g, opts_.recipe);
     if (std::string why = shape_constraint(recipe, g); !why.empty()) return AccuracyCell::na(why);
-    const bool emulate = cc_ < min_compute_capability(p);
-    if (emulate && p != Precision::MXFP8 && p != Precision::NVFP4)
+    // Of the precision the GEMM really runs in: the LM head and the router stay BF16 in every
+    // column (make_recipe), so they are never emulated.
+    const Precision runs = recipe.precision;
+    const bool emulate = cc_ < min_compute_capability(runs);
+    if (emulate && runs != Precision::MXFP8 && runs != Precision::NVFP4)
       return AccuracyCell::na("needs a newer GPU (no emulation for this recipe)");
     try {
       prepare_sources(g, d);
@@ -168,7 +173,9 @@ class CudaEngine final : public Engine {
                     operand_work(mode, g, Side::Right, recipe, opts_.recipe), /*cache=*/nullptr, opts_.gemm.num_sms);
       if (rg.needs_prequantize()) rg.prequantize(stream_);
       std::optional<AutotuneRecord> tuned;
-      if (opts_.gemm.algo == AlgoChoice::Autotune) tuned = rg.matmul()->autotune(stream_, opts_.gemm.autotune_k);
+      // Tuned in the L2 state the timed loop will see (--l2 cold flushes before every call).
+      if (opts_.gemm.algo == AlgoChoice::Autotune)
+        tuned = rg.matmul()->autotune(stream_, opts_.gemm.autotune_k, l2_flush());
       LoopBody body;
       body.cost = [&](int) { return rg.step_ops(); };
       body.enqueue = [&](int) { rg.step(stream_); };
@@ -183,14 +190,20 @@ class CudaEngine final : public Engine {
 
  private:
   // The timed loop (chunked behind the launch gate, timed_loop.hpp) as a cell.
+  // --l2 cold: enqueues a write of a buffer twice the L2's size, which evicts the operands (its
+  // time is never in the samples); empty with --l2 warm.
+  std::function<void()> l2_flush() {
+    if (!opts_.timing.l2_cold()) return {};
+    if (!l2_flush_.get()) {
+      const int64_t l2 = std::max<int64_t>(device_info().l2_bytes, int64_t{16} << 20);
+      l2_flush_ = DeviceBuffer(static_cast<size_t>(2 * l2));
+    }
+    return [this] { GS_CUDA(cudaMemsetAsync(l2_flush_.get(), 0, l2_flush_.bytes(), stream_)); };
+  }
+
   Cell timed_cell(LoopBody body) {
-    if (opts_.timing.l2_cold()) {
-      // Writing a buffer twice the L2's size evicts the operands; its time is not in the samples.
-      if (!l2_flush_.get()) {
-        const int64_t l2 = std::max<int64_t>(device_info().l2_bytes, int64_t{16} << 20);
-        l2_flush_ = DeviceBuffer(static_cast<size_t>(2 * l2));
-      }
-      body.between = [this] { GS_CUDA(cudaMemsetAsync(l2_flush_.get(), 0, l2_flush_.bytes(), stream_)); };
+    if (auto flush = l2_flush()) {
+      body.between = std::move(flush);
       body.between_cost = 1;
     }
     ProfileBracket profiled(opts_.gemm.profile);  // --profile: the timed loop (and its warm-up) only

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
+#include <utility>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/lt_enum_names.hpp"
@@ -180,71 +182,153 @@ AlgoRecord LtMatmul::algo_record() const {
   return r;
 }
 
-AutotuneRecord LtMatmul::autotune(cudaStream_t s, int k) {
+namespace {
+
+// Events for one tuning sample: a pair per call, so that the L2 flush of --l2 cold (enqueued
+// between calls, as in the timed loop) stays outside the time.
+class SampleEvents {
+ public:
+  explicit SampleEvents(int n) : ev_(2 * static_cast<size_t>(n), nullptr) {
+    for (cudaEvent_t& e : ev_)
+      if (cudaEventCreate(&e) != cudaSuccess) {
+        e = nullptr;
+        throw CudaError(cudaErrorMemoryAllocation, "cudaEventCreate");
+      }
+  }
+  ~SampleEvents() {
+    for (cudaEvent_t e : ev_)
+      if (e) cudaEventDestroy(e);
+  }
+  SampleEvents(const SampleEvents&) = delete;
+  SampleEvents& operator=(const SampleEvents&) = delete;
+  cudaEvent_t start(int i) const { return ev_[2 * static_cast<size_t>(i)]; }
+  cudaEvent_t stop(int i) const { return ev_[2 * static_cast<size_t>(i) + 1]; }
+
+ private:
+  std::vector<cudaEvent_t> ev_;
+};
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+AutotuneRecord LtMatmul::autotune(cudaStream_t s, int k, const std::function<void()>& between) {
   AutotuneRecord rec;
   rec.k = k;
   const std::vector<cublasLtMatmulHeuristicResult_t> cand = candidates(handle_, d_, p_, ws_bytes_, k);
   if (cand.empty()) throw CublasError(CUBLAS_STATUS_NOT_SUPPORTED, "cuBLASLt heuristic found no algorithm");
-  cudaEvent_t e0 = nullptr, e1 = nullptr, mid = nullptr;
-  GS_CUDA(cudaEventCreate(&e0));
-  if (cudaEventCreate(&e1) != cudaSuccess || cudaEventCreate(&mid) != cudaSuccess) {
-    cudaEventDestroy(e0);
-    if (e1) cudaEventDestroy(e1);
-    throw CudaError(cudaErrorMemoryAllocation, "cudaEventCreate");
-  }
-  // An event after every call, as the timed loop records one per iteration: back-to-back calls
-  // without it can overlap one GEMM's tail with the next one's start, which the timed loop never
-  // sees (a 2048^3 BF16 pick that was faster here measured 2% slower in the timed loop on an H100).
-  // Rounds: three, interleaved, the best mean of each candidate.
-  constexpr int kWarm = 2, kReps = 10, kRounds = 3;
   const cublasLtMatmulAlgo_t keep = algo_;
-  std::vector<double> best(cand.size(), std::numeric_limits<double>::infinity());
+  // Timing is sustained, as in the timed loop: a round enqueues every candidate's sample back to
+  // back with no host wait in between (idle gaps let the clock boost, and a kernel that wins a
+  // short burst can lose under the power cap: on an H100 a 192x192-tile pick that won bursts was
+  // 6% slower in the timed loop). Each call has its own event pair (an event after every call,
+  // as the timed loop records one per iteration: back-to-back calls without it can overlap one
+  // GEMM's tail with the next one's start, which the timed loop never sees), so that `between`
+  // (the L2 flush of --l2 cold) stays outside the time.
+  constexpr int kMaxReps = 64;
+  constexpr double kSampleUs = 2000.0;  // one sample: ~2 ms of calls
+  std::vector<std::unique_ptr<SampleEvents>> ev(cand.size());
+  for (auto& e : ev) e = std::make_unique<SampleEvents>(kMaxReps);
   std::vector<bool> ok(cand.size(), true);
-  try {
-    for (int round = 0; round < kRounds; ++round)
-      for (size_t i = 0; i < cand.size(); ++i) {
-        if (!ok[i]) continue;
-        algo_ = cand[i].algo;
-        try {
-          for (int w = 0; w < kWarm; ++w) run(s);
-          GS_CUDA(cudaEventRecord(e0, s));
-          for (int r = 0; r < kReps; ++r) {
-            run(s);
-            GS_CUDA(cudaEventRecord(r + 1 < kReps ? mid : e1, s));
-          }
-          GS_CUDA(cudaEventSynchronize(e1));
-        } catch (const CublasError&) {
-          // This candidate does not run here (e.g. a workspace or alignment limit): skip it.
-          cudaStreamSynchronize(s);
-          ok[i] = false;
-          continue;
-        }
-        float ms = 0;
-        GS_CUDA(cudaEventElapsedTime(&ms, e0, e1));
-        best[i] = std::min(best[i], static_cast<double>(ms) * 1000.0 / kReps);
+  // Enqueues a sample of candidate i (a first untimed call, then `reps` timed ones).
+  auto enqueue = [&](size_t i, int reps) {
+    algo_ = cand[i].algo;
+    run(s);
+    for (int r = 0; r < reps; ++r) {
+      if (between) between();
+      GS_CUDA(cudaEventRecord(ev[i]->start(r), s));
+      run(s);
+      GS_CUDA(cudaEventRecord(ev[i]->stop(r), s));
+    }
+  };
+  auto mean_us = [&](size_t i, int reps) {
+    double us = 0;
+    for (int r = 0; r < reps; ++r) {
+      float ms = 0;
+      GS_CUDA(cudaEventElapsedTime(&ms, ev[i]->start(r), ev[i]->stop(r)));
+      us += static_cast<double>(ms) * 1000.0;
+    }
+    return us / reps;
+  };
+  // Enqueues one sample of each candidate in `which`, back to back, then waits: mean microseconds
+  // per candidate (candidates that fail to enqueue are marked and skipped).
+  auto round_of = [&](const std::vector<size_t>& which, int reps) {
+    std::vector<size_t> ran;
+    for (size_t i : which) {
+      if (!ok[i]) continue;
+      try {
+        enqueue(i, reps);
+        ran.push_back(i);
+      } catch (const CublasError&) {
+        // This candidate does not run here (e.g. a workspace or alignment limit): skip it.
+        ok[i] = false;
       }
+    }
+    GS_CUDA(cudaStreamSynchronize(s));
+    std::vector<std::pair<size_t, double>> out;
+    for (size_t i : ran) out.emplace_back(i, mean_us(i, reps));
+    return out;
+  };
+  // Rounds interleave the candidates, so that a clock drift during tuning touches all of them
+  // alike; each candidate's figure is the median of its rounds (the minimum would favour a
+  // candidate with a noisy lucky round).
+  constexpr int kRounds = 5;
+  std::vector<std::vector<double>> rounds(cand.size());
+  std::vector<size_t> all(cand.size());
+  for (size_t i = 0; i < cand.size(); ++i) all[i] = i;
+  try {
+    // Reps from one call of the first candidate that runs, then a heat-up of ~20 ms on it.
+    int reps = 0;
+    for (size_t i = 0; i < cand.size() && reps == 0; ++i)
+      for (auto& [j, us] : round_of({i}, 1))
+        reps = std::clamp(static_cast<int>(kSampleUs / std::max(us, 1e-3)), 3, kMaxReps);
+    if (reps == 0) throw CublasError(CUBLAS_STATUS_NOT_SUPPORTED, "no cuBLASLt candidate ran");
+    for (int h = 0; h < 10; ++h)
+      for (size_t i = 0; i < cand.size(); ++i)
+        if (ok[i]) {
+          round_of({i}, reps);
+          break;
+        }
+    for (int round = 0; round < kRounds; ++round)
+      for (auto& [i, us] : round_of(all, reps)) rounds[i].push_back(us);
+    std::vector<double> med(cand.size(), std::numeric_limits<double>::infinity());
+    for (size_t i = 0; i < cand.size(); ++i)
+      if (ok[i]) med[i] = median_of(rounds[i]);
+    // The heuristic's first choice (the algorithm LtMatmul was built with) is replaced only by a
+    // candidate at least 2% faster (run-to-run noise on an H100 is about that) ...
+    size_t pick = 0;
+    for (size_t i = 1; i < cand.size(); ++i)
+      if (ok[i] && med[i] < med[pick] && (!ok[0] || med[i] < 0.98 * med[0])) pick = i;
+    if (!ok[pick]) throw CublasError(CUBLAS_STATUS_NOT_SUPPORTED, "no cuBLASLt candidate ran");
+    // ... that also wins a confirmation: heuristic and pick alternate in fresh samples, and the
+    // pick stays only if its median is at least 1% below the heuristic's there too (a pick that
+    // won on one lucky stretch of clock does not survive this).
+    if (pick != 0 && ok[0]) {
+      constexpr int kConfirm = 5;
+      std::vector<double> h, c;
+      for (int round = 0; round < kConfirm; ++round)
+        for (auto& [i, us] : round_of(round % 2 ? std::vector<size_t>{pick, 0} : std::vector<size_t>{0, pick}, reps))
+          (i == 0 ? h : c).push_back(us);
+      const double hm = median_of(h), cm = median_of(c);
+      rec.confirmed = cm < 0.99 * hm;
+      if (!rec.confirmed) pick = 0;
+      med[0] = hm;
+      if (pick != 0) med[pick] = cm;
+    }
+    for (bool b : ok) rec.tried += b ? 1 : 0;
+    rec.heuristic = describe_algo(cand[0].algo);
+    rec.heuristic_us = ok[0] ? med[0] : 0;
+    rec.chosen_us = med[pick];
+    algo_ = cand[pick].algo;
+    rank_ = static_cast<int>(pick);
   } catch (...) {
     algo_ = keep;
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    cudaEventDestroy(mid);
     throw;
   }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  cudaEventDestroy(mid);
-  // The first candidate is the heuristic's choice (the algorithm LtMatmul was built with); it is
-  // replaced only by a candidate at least 2% faster (run-to-run noise on an H100 is about that).
-  size_t pick = 0;
-  for (size_t i = 1; i < cand.size(); ++i)
-    if (ok[i] && best[i] < best[pick] && (!ok[0] || best[i] < 0.98 * best[0])) pick = i;
-  if (!ok[pick]) throw CublasError(CUBLAS_STATUS_NOT_SUPPORTED, "no cuBLASLt candidate ran");
-  for (bool b : ok) rec.tried += b ? 1 : 0;
-  rec.heuristic = describe_algo(cand[0].algo);
-  rec.heuristic_us = ok[0] ? best[0] : 0;
-  rec.chosen_us = best[pick];
-  algo_ = cand[pick].algo;
-  rank_ = static_cast<int>(pick);
   return rec;
 }
 

@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -97,11 +98,12 @@ class LtMatmul {
   // The algorithm in use, as cublasLtMatmulAlgoConfigGetAttribute reports it.
   AlgoRecord algo_record() const;
   // --algo autotune:K: times cuBLASLt's top-K candidates (GEMM only, on the operands as they are
-  // now, an event after each call as in the timed loop, three interleaved rounds, the best mean
-  // of each) and keeps the fastest; the heuristic's first choice stays unless another candidate
-  // is at least 2% faster (no switch on noise).
-  // Candidates that fail to run are skipped. Synchronizes the stream.
-  AutotuneRecord autotune(cudaStream_t s, int k);
+  // now, an event pair around each call as in the timed loop, `between` enqueued before each call
+  // as the timed loop does (--l2 cold's flush), five interleaved rounds of ~1 ms samples, the
+  // median of each) and keeps the fastest; the heuristic's first choice stays unless another
+  // candidate is at least 2% faster and then wins a fresh alternating A/B confirmation by 1%
+  // (no switch on noise). Candidates that fail to run are skipped. Synchronizes the stream.
+  AutotuneRecord autotune(cudaStream_t s, int k, const std::function<void()>& between = {});
 
  private:
   cublasLtHandle_t handle_;

@@ -132,6 +132,7 @@ TEST(KernelRecords, AlgorithmAndAutotuneRoundTripThroughJson) {
   t.tried = 7;
   t.heuristic_us = 310;
   t.chosen_us = 300;
+  t.confirmed = true;
   t.heuristic = a;
   t.heuristic.rank = 0;
   t.heuristic.id = 31;
@@ -155,6 +156,7 @@ TEST(KernelRecords, AlgorithmAndAutotuneRoundTripThroughJson) {
   EXPECT_EQ(b.autotune->tried, 7);
   EXPECT_EQ(b.autotune->heuristic.id, 31);
   EXPECT_DOUBLE_EQ(b.autotune->gain(), t.gain());
+  EXPECT_TRUE(b.autotune->confirmed);
   // An untraced cell keeps its reason; bad types are named.
   CellKernels u;
   u.trace_note = "no CUPTI";

@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "core/formats.hpp"
 #include "core/plan.hpp"
+#include "core/recipe.hpp"
+#include "core/results.hpp"
 #include "cuda/engine_cuda.hpp"
 #include "cuda/kernel_trace.hpp"
 #include "cuda/quantize.cuh"
@@ -87,8 +90,8 @@ TEST(KernelTrace, AutotuneNeverKeepsASlowerAlgorithm) {
   GS_REQUIRE_GPU();
   gs::GemmOptions tuned;
   tuned.algo = gs::AlgoChoice::Autotune;
-  auto h = engine({}, 50);
-  auto t = engine(tuned, 50);
+  auto h = engine({}, 100);
+  auto t = engine(tuned, 100);
   ASSERT_TRUE(h && t);
   for (const char* shape : {"15872x4096x4096", "4096x15872x16384", "2048x2048x2048"})
     for (gs::Precision p : {gs::Precision::BF16, gs::Precision::FP8Current, gs::Precision::FP8Block}) {
@@ -100,14 +103,22 @@ TEST(KernelTrace, AutotuneNeverKeepsASlowerAlgorithm) {
       const gs::AutotuneRecord& r = *ct.kernels.autotune;
       EXPECT_GE(r.tried, 1);
       EXPECT_LE(r.chosen_us, r.heuristic_us * 1.0001) << "the tuning run itself";
-      // Re-measured in separate timed loops: the kept algorithm is not slower than the
-      // heuristic's choice beyond run-to-run noise (2%), best of two each.
-      const gs::Cell h1 = h->measure(g, p, gs::Mode::PreQuantized);
-      const gs::Cell t2 = t->measure(g, p, gs::Mode::PreQuantized);
-      const gs::Cell h2 = h->measure(g, p, gs::Mode::PreQuantized);
-      ASSERT_TRUE(h1.ok && t2.ok && h2.ok);
-      const double tm = std::min(ct.stats.mean_ms, t2.stats.mean_ms);
-      const double hm = std::min(h1.stats.mean_ms, h2.stats.mean_ms);
+      // Re-measured in separate timed loops, alternating (so that a clock drift touches both
+      // alike): the kept algorithm is not slower than the heuristic's choice beyond run-to-run
+      // noise (2%, median of three each).
+      std::vector<double> tv{ct.stats.mean_ms}, hv;
+      for (int i = 0; i < 3; ++i) {
+        const gs::Cell hc = h->measure(g, p, gs::Mode::PreQuantized);
+        ASSERT_TRUE(hc.ok) << hc.reason;
+        hv.push_back(hc.stats.mean_ms);
+        if (i == 2) break;
+        const gs::Cell tc = t->measure(g, p, gs::Mode::PreQuantized);
+        ASSERT_TRUE(tc.ok) << tc.reason;
+        tv.push_back(tc.stats.mean_ms);
+      }
+      std::sort(tv.begin(), tv.end());
+      std::sort(hv.begin(), hv.end());
+      const double tm = tv[1], hm = hv[1];
       EXPECT_LE(tm, hm * 1.02) << "autotuned " << tm << " ms vs heuristic " << hm << " ms; chosen "
                                << ct.kernels.algo->summary();
     }
@@ -166,4 +177,41 @@ TEST(KernelTrace, PowerOfTwoBlockScales) {
   cudaFree(x);
   cudaFree(q);
   cudaFree(s);
+}
+
+// Engine::accuracy over a model plan with an LM head, in every precision: the LM head runs BF16
+// in every column (--lm-head-precision bf16, the default), so its accuracy is BF16's and never
+// emulated, also where the column's format has no kernel on this GPU (MXFP8/NVFP4 on Hopper: a
+// BF16 recipe sent down the emulation path crashed). Other GEMMs are emulated exactly where the
+// GPU has no kernel for the format.
+TEST(EngineAccuracy, LmHeadStaysBf16AndEmulationOnlyWhereNeeded) {
+  GS_REQUIRE_GPU();
+  gs::ModelConfig mc;
+  mc.hidden_size = 256; mc.intermediate_size = 512; mc.num_attention_heads = 4; mc.num_hidden_layers = 1;
+  mc.micro_batch_size = 1; mc.sequence_length = 128; mc.vocab_size = 512;
+  const gs::Plan plan = gs::build_model_plan(mc);
+  auto e = engine({});
+  ASSERT_TRUE(e);
+  const int cc = e->device_info().compute_capability();
+  bool saw_head = false;
+  for (const gs::Gemm& g : plan.gemms) {
+    SCOPED_TRACE(std::string(gs::pass_label(g.pass)) + " " + g.label());
+    const gs::AccuracyCell bf16 = e->accuracy(g, gs::Precision::BF16, gs::Dist::Normal);
+    ASSERT_TRUE(bf16.ok) << bf16.reason;
+    for (gs::Precision p : {gs::Precision::FP8Current, gs::Precision::MXFP8, gs::Precision::NVFP4}) {
+      SCOPED_TRACE(gs::to_string(p));
+      const gs::AccuracyCell a = e->accuracy(g, p, gs::Dist::Normal);
+      ASSERT_TRUE(a.ok) << a.reason;
+      ASSERT_TRUE(std::isfinite(a.rel_error));
+      if (g.op == gs::Op::LmHead) {
+        saw_head = true;
+        EXPECT_FALSE(a.emulated);
+        EXPECT_EQ(a.rel_error, bf16.rel_error) << "the LM head is the BF16 GEMM in every column";
+      } else {
+        EXPECT_EQ(a.emulated, cc < gs::min_compute_capability(p));
+        EXPECT_GT(a.rel_error, 2 * bf16.rel_error) << "a quantized recipe is less accurate than BF16";
+      }
+    }
+  }
+  EXPECT_TRUE(saw_head);
 }
