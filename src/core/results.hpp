@@ -73,6 +73,9 @@ struct DeviceInfo {
   int64_t memory_bytes = 0, l2_bytes = 0;
   int driver_version = 0, runtime_version = 0;  // CUDA's encoding: 13000 = 13.0
   int64_t cublaslt_version = 0;
+  // NVFP4's FP32 -> E2M1 conversion on this device: true for the hardware instruction
+  // (arch-specific Blackwell code), false for the software encoder; unset where NVFP4 cannot run.
+  std::optional<bool> nvfp4_hw_conversion;
   int compute_capability() const { return cc_major * 10 + cc_minor; }
 };
 

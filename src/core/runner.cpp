@@ -85,6 +85,14 @@ void add_recipe_notes(RunResult& r) {
                                   o.fp8_block_pow2_scales ? "power-of-two" : "FP32",
                                   o.block_fp8_format == Fp8Format::E4M3 && o.fp8_block_pow2_scales
                                       ? " (Transformer Engine's Float8BlockScaling defaults)" : ""));
+  if (has(Precision::NVFP4) && r.device && r.device->nvfp4_hw_conversion)
+    r.notes.push_back(*r.device->nvfp4_hw_conversion
+                          ? "NVFP4: FP32 -> E2M1 by the hardware conversion instruction (cvt.rn.satfinite.e2m1x2, "
+                            "arch-specific sm_100a/sm_103a code), as Transformer Engine casts there; stochastic "
+                            "rounding in software"
+                          : "NVFP4: FP32 -> E2M1 by a software encoder (this device runs no arch-specific "
+                            "sm_100a/sm_103a code; Transformer Engine uses the hardware conversion there), so the "
+                            "cast may be slower than TE's");
   if (has(Precision::MXFP8))
     r.notes.push_back(o.block_fp8_format == Fp8Format::E4M3
                           ? "MXFP8: E4M3 for every operand (Transformer Engine's MXFP8BlockScaling default)"

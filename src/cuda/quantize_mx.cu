@@ -99,6 +99,16 @@ __device__ __forceinline__ uint32_t fp8x2(float a, float b) {
 __device__ __forceinline__ uint32_t ue4m3(float x) {
   return static_cast<uint32_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
 }
+// Arch-specific Blackwell code (sm_100a, sm_103a) has the hardware FP32 -> E2M1 conversion that
+// Transformer Engine's NVFP4 cast uses there; elsewhere the encoder below does it in software, with
+// the rounding the PTX ISA defines for that instruction (RN-even, satfinite). The hardware path is
+// built (CI compiles it) but unverified on hardware: no Blackwell GPU was available.
+#if defined(__CUDA_ARCH_FEAT_SM100_ALL) || defined(__CUDA_ARCH_FEAT_SM103_ALL)
+#define GS_HW_E2M1 1
+#else
+#define GS_HW_E2M1 0
+#endif
+#if !GS_HW_E2M1
 // nf::encode_e2m1: nearest-even thresholds 0.25 < .75 <= 1.25 < 1.75 <= 2.5 < 3.5 <= 5 <.
 __device__ __forceinline__ uint32_t e2m1_rn(float v) {
   const float a = fabsf(v);
@@ -108,6 +118,20 @@ __device__ __forceinline__ uint32_t e2m1_rn(float v) {
                      static_cast<uint32_t>(a > 2.5f) + static_cast<uint32_t>(a >= 3.5f) +
                      static_cast<uint32_t>(a > 5.0f);
   return ((__float_as_uint(v) >> 28) & 0x8u) | c;
+}
+#endif
+// Two RN E2M1 codes, `a` in the low nibble.
+__device__ __forceinline__ uint32_t e2m1x2_rn(float a, float b) {
+#if GS_HW_E2M1
+  uint32_t out;
+  // cvt packs its first source into the upper nibble: b first, so that `a` lands in the low one.
+  asm("{\n\t.reg .b8 t;\n\tcvt.rn.satfinite.e2m1x2.f32 t, %2, %1;\n\tcvt.u32.u8 %0, t;\n\t}"
+      : "=r"(out)
+      : "f"(a), "f"(b));
+  return out;
+#else
+  return e2m1_rn(a) | (e2m1_rn(b) << 4);
+#endif
 }
 // nf::encode_e2m1_sr.
 __device__ __forceinline__ uint32_t e2m1_sr(float v, uint32_t r16) {
@@ -187,16 +211,16 @@ __device__ __forceinline__ uint2 nv_block(const float* v, float block_amax, cons
 #pragma unroll
   for (int jp = 0; jp < 8; ++jp) {  // element pairs (2jp, 2jp+1); e0 is even
     const float y0 = __fmul_rn(v[2 * jp], mul), y1 = __fmul_rn(v[2 * jp + 1], mul);
-    uint32_t c0, c1;
+    uint32_t pair;
     if constexpr (SR) {  // mx::sr_bits16: low half for the even element, high half for the odd
+      // Software on every target: the hardware's stochastic cvt (cvt.rs, sm_100a) draws its own
+      // random bits per four values, which the host reference could not reproduce.
       const uint32_t h = mx::sr_pair_bits(key, e0 / 2 + static_cast<uint64_t>(jp));
-      c0 = e2m1_sr(y0, h & 0xFFFFu);
-      c1 = e2m1_sr(y1, h >> 16);
+      pair = e2m1_sr(y0, h & 0xFFFFu) | (e2m1_sr(y1, h >> 16) << 4);
     } else {
-      c0 = e2m1_rn(y0);
-      c1 = e2m1_rn(y1);
+      pair = e2m1x2_rn(y0, y1);
     }
-    w[jp / 4] |= (c0 | (c1 << 4)) << (8 * (jp % 4));
+    w[jp / 4] |= pair << (8 * (jp % 4));
   }
   return make_uint2(w[0], w[1]);
 }
@@ -560,6 +584,25 @@ void quantize_mxfp8(const __nv_bfloat16* x, int rows, int cols, bool transpose, 
     launch_mx<kFmtE4M3>(p, transpose, stream);
   else
     launch_mx<kFmtE5M2>(p, transpose, stream);
+}
+
+namespace {
+__global__ void e2m1_conversion_probe(int* hw) { *hw = GS_HW_E2M1; }
+}  // namespace
+
+bool nvfp4_hardware_conversion() {
+  // Asked of the code the runtime loads for this device, not of the build flags: a binary built
+  // with sm_100a runs its software path on a GPU that loads another target's code.
+  static const bool hw = [] {
+    int* d = nullptr;
+    int h = 0;
+    if (cudaMalloc(&d, sizeof(int)) != cudaSuccess) return false;
+    e2m1_conversion_probe<<<1, 1>>>(d);
+    const bool ok = cudaMemcpy(&h, d, sizeof(int), cudaMemcpyDeviceToHost) == cudaSuccess;
+    cudaFree(d);
+    return ok && h == 1;
+  }();
+  return hw;
 }
 
 void quantize_nvfp4(const __nv_bfloat16* x, int rows, int cols, bool transpose, const float* amax,

@@ -517,3 +517,14 @@ TEST(QuantizeMxPerf, BandwidthVersusDeviceCopy) {
   GS_CUDA(cudaEventDestroy(e0));
   GS_CUDA(cudaEventDestroy(e1));
 }
+
+// The NVFP4 cast runs the hardware FP32 -> E2M1 conversion exactly where the runtime loads
+// arch-specific Blackwell code (sm_100a on 10.0, sm_103a on 10.3, both in every build), and the
+// software encoder (checked bit-exact above) everywhere else.
+TEST(QuantizeNvfp4, HardwareConversionExactlyOnArchSpecificBlackwell) {
+  GS_REQUIRE_GPU();
+  cudaDeviceProp p{};
+  ASSERT_EQ(cudaGetDeviceProperties(&p, 0), cudaSuccess);
+  const bool arch_specific = p.major == 10 && (p.minor == 0 || p.minor == 3);
+  EXPECT_EQ(gs::cuda::nvfp4_hardware_conversion(), arch_specific) << "compute capability " << p.major << "." << p.minor;
+}
