@@ -6,29 +6,37 @@
 #   - the same with the other recipe options (e4m3, split accumulation, no producer amax, NVFP4
 #     without 2D weights / RHT / stochastic rounding),
 #   - a small --shapes run in both modes,
-#   - the GPU tests (all but the performance tests, which only time).
+#   - the GPU tests, less those that assert on timings (performance, autotune, SM limit, the
+#     100000-iteration gate, the many-experts timing): kernels run 10-100x slower under the tools,
+#     so a timing assertion there tests the tool, not gemmscope; their code paths run in the
+#     other steps.
 # Shapes are small and iterations few (--num-iters 2 --num-warmup 1 --gpu-warmup 0): the point is
 # every kernel and cuBLASLt path once under the tools, not timings.
 #
 #   bench/gpu_sanitize.sh [OUTDIR]      (default gpu-sanitize-results)
 # Environment: BIN (default build-dev: gemmscope, gemmscope_gpu_tests), SANITIZER (default
 #   /usr/local/cuda/bin/compute-sanitizer), TOOLS (default "memcheck racecheck initcheck"),
-#   GTEST_FILTER (default '-*Perf*'), BUDGET_S (whole script, default 450), STEP_S (one step,
-#   default 150).
+#   GTEST_FILTER (default: all but the timing tests above), BUDGET_S (each tool's steps, default
+#   450), STEP_S (one step, default 300). The tools run side by side (one process each).
 # GPU tests run with GS_EXPECT_GPU=1 and gemmscope runs must write a measured result: a node
 # without a usable GPU fails instead of passing by skipping.
 # Prints one PASS/FAIL line per step and a summary; exit 0 only when every step ran and passed.
 # A step that reports any error, exits non-zero, or runs out of time is FAIL; steps left when
 # the budget is spent are SKIPPED, which also fails the whole run. Logs: OUTDIR/<tool>-<step>.log.
+# Racecheck hazards are attributed by the kernel they are reported in: a step whose hazards all
+# lie inside cuBLASLt's own GEMM kernels (nvjet_*, cutlass*, no gemmscope symbol in the report:
+# library code we neither wrote nor can change, racecheck's shared-memory analysis does not
+# model those kernels' asynchronous TMA/barrier protocol) is LIBRARY, listed with the kernel
+# names and counted apart; any hazard in a gemmscope kernel (symbol gs::...) is FAIL.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${BIN:-build-dev}
 OUT=${1:-gpu-sanitize-results}
 SAN=${SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
 TOOLS=${TOOLS:-memcheck racecheck initcheck}
-FILTER=${GTEST_FILTER:--*Perf*}
+FILTER=${GTEST_FILTER:--*Perf*:KernelTrace.Autotune*:KernelTrace.NumSms*:TimedLoop.Hundred*:GroupedEngine.ManyExperts*}
 BUDGET_S=${BUDGET_S:-450}
-STEP_S=${STEP_S:-150}
+STEP_S=${STEP_S:-300}
 mkdir -p "$OUT"
 for f in "$BIN/gemmscope" "$BIN/gemmscope_gpu_tests" "$SAN"; do
   [[ -x $f ]] || { echo "gpu_sanitize: $f not found (build with: CUDA_ARCHS=90-real BUILD_DIR=$BIN bash scripts/setup.sh --no-deps)" >&2; exit 2; }
@@ -47,52 +55,71 @@ step_cmd[model_recipe_options]="$BIN/gemmscope ${run_flags[*]} ${model[*]} --mod
 step_cmd[shapes]="$BIN/gemmscope ${run_flags[*]} --shapes 256x256x256,128x512x384 --mode both"
 step_cmd[gpu_tests]="$BIN/gemmscope_gpu_tests --gtest_filter=$FILTER --gtest_brief=1"
 
-start=$SECONDS
-results=()
-fails=0
-for tool in $TOOLS; do
-  extra=()
+# One tool's steps, in order, within its budget; one result line per step into OUT/<tool>.results.
+run_tool() {
+  local tool=$1 start=$SECONDS extra=() step name left limit log t0 cmd json rc dt summary why
   [[ $tool == memcheck ]] && extra=(--leak-check full)
+  : >"$OUT/$tool.results"
   for step in "${steps[@]}"; do
     name="$tool $step"
     left=$((BUDGET_S - (SECONDS - start)))
     if ((left < 10)); then
-      results+=("SKIPPED  $name (time budget of ${BUDGET_S}s spent)"); fails=$((fails + 1)); continue
+      echo "SKIPPED  $name (time budget of ${BUDGET_S}s spent)" >>"$OUT/$tool.results"; continue
     fi
     limit=$((left < STEP_S ? left : STEP_S))
     log="$OUT/$tool-$step.log"
     t0=$SECONDS
-    # --error-exitcode: any report fails the step even when the program itself exits 0.
-    # shellcheck disable=SC2086
     cmd=${step_cmd[$step]}
     json=""
     if [[ $step != gpu_tests ]]; then json="$OUT/$tool-$step.json"; rm -f "$json"; cmd+=" --json $json"; fi
+    # --error-exitcode: any report fails the step even when the program itself exits 0.
+    # shellcheck disable=SC2086
     GS_EXPECT_GPU=1 timeout --signal=INT --kill-after=20 "$limit" "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 \
-      --print-limit 50 --target-processes all $cmd >"$log" 2>&1
+      --print-limit 200 --target-processes all $cmd >"$log" 2>&1
     rc=$?
     # A run that measured nothing (no usable GPU: gemmscope prints the plan and exits 0) would
     # pass vacuously: it must have written a measured result.
     if ((rc == 0)) && [[ -n $json ]] && ! grep -q '"dry_run": false' "$json" 2>/dev/null; then rc=98; fi
     dt=$((SECONDS - t0))
     summary=$(grep -E '^========= (ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY)' "$log" | tail -2 | sed 's/^========= //' | tr '\n' ';')
+    if ((rc == 99)) && [[ $tool == racecheck ]]; then
+      # Which kernels the hazards are in: "Race reported between ... access at <kernel>+0x..".
+      local ours lib
+      ours=$(grep -E 'Race reported|and (Read|Write) access' "$log" | grep -c 'gs::')
+      lib=$(grep -E 'Race reported|and (Read|Write) access' "$log" | grep -v 'gs::' | grep -oE '(nvjet|cutlass|sm[0-9]+_xmma|cublas)[A-Za-z0-9_]*' | sort -u | tr '\n' ' ')
+      if ((ours == 0)) && [[ -n $lib ]] && ! grep -q 'Target application returned an error' "$log"; then
+        echo "LIBRARY  $name (${dt}s) $summary all in cuBLASLt kernels: $lib log: $log" >>"$OUT/$tool.results"; continue
+      fi
+    fi
     if ((rc == 0)); then
-      results+=("PASS     $name (${dt}s) $summary")
+      echo "PASS     $name (${dt}s) $summary" >>"$OUT/$tool.results"
     else
       why="exit $rc"
       ((rc == 124 || rc == 130 || rc == 137)) && why="timed out after ${limit}s"
       ((rc == 99)) && why="sanitizer reported errors"
       ((rc == 98)) && why="nothing was measured (no usable GPU?)"
-      results+=("FAIL     $name (${dt}s, $why) $summary  log: $log")
-      fails=$((fails + 1))
+      echo "FAIL     $name (${dt}s, $why) $summary  log: $log" >>"$OUT/$tool.results"
     fi
-    echo "gpu_sanitize: ${results[-1]}"
   done
+}
+
+start=$SECONDS
+for tool in $TOOLS; do run_tool "$tool" & done
+wait
+results=()
+for tool in $TOOLS; do
+  while IFS= read -r line; do results+=("$line"); done <"$OUT/$tool.results"
 done
-echo
-echo "gpu_sanitize summary ($((SECONDS - start))s):"
+fails=0 lib=0
+for line in "${results[@]}"; do
+  case $line in PASS*) ;; LIBRARY*) lib=$((lib + 1)) ;; *) fails=$((fails + 1)) ;; esac
+done
+echo "gpu_sanitize summary ($((SECONDS - start))s wall, tools side by side):"
 printf '  %s\n' "${results[@]}"
 if ((fails)); then
   echo "gpu_sanitize: FAIL ($fails of ${#results[@]} steps)"
   exit 1
 fi
-echo "gpu_sanitize: PASS (${#results[@]} steps)"
+note=""
+((lib)) && note="; $lib with racecheck hazards only inside cuBLASLt kernels"
+echo "gpu_sanitize: PASS (${#results[@]} steps$note)"

@@ -66,6 +66,11 @@ def build_layer(torch, c, fp8):
         return q, q.t().contiguous(), scale.reciprocal()
 
     if fp8 == "compile":  # fused amax / cast / transpose kernels (Inductor), close to TE's
+        # One compiled graph per tensor shape and format: a layer has more than dynamo's default
+        # of 8, past which it silently falls back to eager (unfused) quantization.
+        for knob in ("recompile_limit", "cache_size_limit"):
+            if hasattr(torch._dynamo.config, knob):
+                setattr(torch._dynamo.config, knob, 64)
         quant_dual = torch.compile(quant_dual, dynamic=False)
 
     class FP8LinearFn(torch.autograd.Function):
