@@ -17,7 +17,9 @@
 # Environment: BIN (default build-dev: gemmscope, gemmscope_gpu_tests), SANITIZER (default
 #   /usr/local/cuda/bin/compute-sanitizer), TOOLS (default "memcheck racecheck initcheck"),
 #   GTEST_FILTER (default: all but the timing tests above), BUDGET_S (each tool's steps, default
-#   450), STEP_S (one step, default 300). The tools run side by side (one process each).
+#   450), STEP_S (one step, default 300), SHARDS (the GPU tests split into this many gtest shards,
+#   default 4, each a step of its own with the whole budget). Everything runs side by side: each
+#   tool's model steps in sequence, and every GPU-test shard under every tool.
 # GPU tests run with GS_EXPECT_GPU=1 and gemmscope runs must write a measured result: a node
 # without a usable GPU fails instead of passing by skipping.
 # Prints one PASS/FAIL line per step and a summary; exit 0 only when every step ran and passed.
@@ -37,6 +39,7 @@ TOOLS=${TOOLS:-memcheck racecheck initcheck}
 FILTER=${GTEST_FILTER:--*Perf*:KernelTrace.Autotune*:KernelTrace.NumSms*:TimedLoop.Hundred*:GroupedEngine.ManyExperts*}
 BUDGET_S=${BUDGET_S:-450}
 STEP_S=${STEP_S:-300}
+SHARDS=${SHARDS:-4}
 mkdir -p "$OUT"
 for f in "$BIN/gemmscope" "$BIN/gemmscope_gpu_tests" "$SAN"; do
   [[ -x $f ]] || { echo "gpu_sanitize: $f not found (build with: CUDA_ARCHS=90-real BUILD_DIR=$BIN bash scripts/setup.sh --no-deps)" >&2; exit 2; }
@@ -49,66 +52,84 @@ run_flags=(-q --num-iters 2 --num-warmup 1 --gpu-warmup 0)
 model=(--hidden_size 256 --intermediate_size 512 --num_attention_heads 4 --num_hidden_layers 1
        --micro_batch_size 1 --sequence_length 128 --vocab_size 512 --gated-mlp)
 declare -A step_cmd
-steps=(model_all_recipes model_recipe_options shapes gpu_tests)
+model_steps=(model_all_recipes model_recipe_options shapes)
 step_cmd[model_all_recipes]="$BIN/gemmscope ${run_flags[*]} ${model[*]} --mode all --accuracy"
 step_cmd[model_recipe_options]="$BIN/gemmscope ${run_flags[*]} ${model[*]} --mode all --fp8-format e4m3 --fp8-accum split --no-producer-amax --nvfp4-no-2d --nvfp4-no-rht --nvfp4-no-sr --amax-history 4"
 step_cmd[shapes]="$BIN/gemmscope ${run_flags[*]} --shapes 256x256x256,128x512x384 --mode both"
 step_cmd[gpu_tests]="$BIN/gemmscope_gpu_tests --gtest_filter=$FILTER --gtest_brief=1"
 
-# One tool's steps, in order, within its budget; one result line per step into OUT/<tool>.results.
-run_tool() {
-  local tool=$1 start=$SECONDS extra=() step name left limit log t0 cmd json rc dt summary why
+# One step under one tool, at most LIMIT seconds: one result line into OUT/<tool>-<step>.result.
+# A gpu_tests shard "gpu_tests.K" runs shard K of SHARDS of the GPU tests (gtest sharding).
+run_step() {
+  local tool=$1 step=$2 limit=$3 extra=() log t0 cmd json="" rc dt summary why name="$1 $2" env=()
   [[ $tool == memcheck ]] && extra=(--leak-check full)
-  : >"$OUT/$tool.results"
-  for step in "${steps[@]}"; do
-    name="$tool $step"
+  log="$OUT/$tool-$step.log"
+  t0=$SECONDS
+  if [[ $step == gpu_tests.* ]]; then
+    cmd=${step_cmd[gpu_tests]}
+    env=(GTEST_TOTAL_SHARDS="$SHARDS" GTEST_SHARD_INDEX="${step#gpu_tests.}")
+  else
+    cmd=${step_cmd[$step]}
+    json="$OUT/$tool-$step.json"; rm -f "$json"; cmd+=" --json $json"
+  fi
+  # --error-exitcode: any report fails the step even when the program itself exits 0.
+  # shellcheck disable=SC2086
+  env GS_EXPECT_GPU=1 "${env[@]}" timeout --signal=INT --kill-after=20 "$limit" "$SAN" --tool "$tool" "${extra[@]}" \
+    --error-exitcode 99 --print-limit 200 --target-processes all $cmd >"$log" 2>&1
+  rc=$?
+  # A run that measured nothing (no usable GPU: gemmscope prints the plan and exits 0) would
+  # pass vacuously: it must have written a measured result.
+  if ((rc == 0)) && [[ -n $json ]] && ! grep -q '"dry_run": false' "$json" 2>/dev/null; then rc=98; fi
+  dt=$((SECONDS - t0))
+  summary=$(grep -E '^========= (ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY)' "$log" | tail -2 | sed 's/^========= //' | tr '\n' ';')
+  if ((rc == 99)) && [[ $tool == racecheck ]]; then
+    # Which kernels the hazards are in: "Race reported between ... access at <kernel>+0x..".
+    local ours lib
+    ours=$(grep -E 'Race reported|and (Read|Write) access' "$log" | grep -c 'gs::')
+    lib=$(grep -E 'Race reported|and (Read|Write) access' "$log" | grep -v 'gs::' | grep -oE '(nvjet|cutlass|sm[0-9]+_xmma|cublas)[A-Za-z0-9_]*' | sort -u | tr '\n' ' ')
+    if ((ours == 0)) && [[ -n $lib ]] && ! grep -q 'Target application returned an error' "$log"; then
+      echo "LIBRARY  $name (${dt}s) $summary all in cuBLASLt kernels: $lib log: $log" >"$OUT/$tool-$step.result"; return
+    fi
+  fi
+  if ((rc == 0)); then
+    echo "PASS     $name (${dt}s) $summary" >"$OUT/$tool-$step.result"
+  else
+    why="exit $rc"
+    ((rc == 124 || rc == 130 || rc == 137)) && why="timed out after ${limit}s"
+    ((rc == 99)) && why="sanitizer reported errors"
+    ((rc == 98)) && why="nothing was measured (no usable GPU?)"
+    echo "FAIL     $name (${dt}s, $why) $summary  log: $log" >"$OUT/$tool-$step.result"
+  fi
+}
+
+# One tool's model steps, in order, within its budget (steps left when it is spent: SKIPPED).
+run_model_steps() {
+  local tool=$1 start=$SECONDS step left
+  for step in "${model_steps[@]}"; do
     left=$((BUDGET_S - (SECONDS - start)))
     if ((left < 10)); then
-      echo "SKIPPED  $name (time budget of ${BUDGET_S}s spent)" >>"$OUT/$tool.results"; continue
+      echo "SKIPPED  $tool $step (time budget of ${BUDGET_S}s spent)" >"$OUT/$tool-$step.result"; continue
     fi
-    limit=$((left < STEP_S ? left : STEP_S))
-    log="$OUT/$tool-$step.log"
-    t0=$SECONDS
-    cmd=${step_cmd[$step]}
-    json=""
-    if [[ $step != gpu_tests ]]; then json="$OUT/$tool-$step.json"; rm -f "$json"; cmd+=" --json $json"; fi
-    # --error-exitcode: any report fails the step even when the program itself exits 0.
-    # shellcheck disable=SC2086
-    GS_EXPECT_GPU=1 timeout --signal=INT --kill-after=20 "$limit" "$SAN" --tool "$tool" "${extra[@]}" --error-exitcode 99 \
-      --print-limit 200 --target-processes all $cmd >"$log" 2>&1
-    rc=$?
-    # A run that measured nothing (no usable GPU: gemmscope prints the plan and exits 0) would
-    # pass vacuously: it must have written a measured result.
-    if ((rc == 0)) && [[ -n $json ]] && ! grep -q '"dry_run": false' "$json" 2>/dev/null; then rc=98; fi
-    dt=$((SECONDS - t0))
-    summary=$(grep -E '^========= (ERROR SUMMARY|LEAK SUMMARY|RACECHECK SUMMARY)' "$log" | tail -2 | sed 's/^========= //' | tr '\n' ';')
-    if ((rc == 99)) && [[ $tool == racecheck ]]; then
-      # Which kernels the hazards are in: "Race reported between ... access at <kernel>+0x..".
-      local ours lib
-      ours=$(grep -E 'Race reported|and (Read|Write) access' "$log" | grep -c 'gs::')
-      lib=$(grep -E 'Race reported|and (Read|Write) access' "$log" | grep -v 'gs::' | grep -oE '(nvjet|cutlass|sm[0-9]+_xmma|cublas)[A-Za-z0-9_]*' | sort -u | tr '\n' ' ')
-      if ((ours == 0)) && [[ -n $lib ]] && ! grep -q 'Target application returned an error' "$log"; then
-        echo "LIBRARY  $name (${dt}s) $summary all in cuBLASLt kernels: $lib log: $log" >>"$OUT/$tool.results"; continue
-      fi
-    fi
-    if ((rc == 0)); then
-      echo "PASS     $name (${dt}s) $summary" >>"$OUT/$tool.results"
-    else
-      why="exit $rc"
-      ((rc == 124 || rc == 130 || rc == 137)) && why="timed out after ${limit}s"
-      ((rc == 99)) && why="sanitizer reported errors"
-      ((rc == 98)) && why="nothing was measured (no usable GPU?)"
-      echo "FAIL     $name (${dt}s, $why) $summary  log: $log" >>"$OUT/$tool.results"
-    fi
+    run_step "$tool" "$step" $((left < STEP_S ? left : STEP_S))
   done
 }
 
 start=$SECONDS
-for tool in $TOOLS; do run_tool "$tool" & done
+all_steps=("${model_steps[@]}")
+for ((k = 0; k < SHARDS; k++)); do all_steps+=("gpu_tests.$k"); done
+rm -f "$OUT"/*.result
+# Every tool's model steps in sequence, and every GPU-test shard under every tool, side by side.
+for tool in $TOOLS; do
+  run_model_steps "$tool" &
+  for ((k = 0; k < SHARDS; k++)); do run_step "$tool" "gpu_tests.$k" "$BUDGET_S" & done
+done
 wait
 results=()
 for tool in $TOOLS; do
-  while IFS= read -r line; do results+=("$line"); done <"$OUT/$tool.results"
+  for step in "${all_steps[@]}"; do
+    if [[ -s $OUT/$tool-$step.result ]]; then results+=("$(cat "$OUT/$tool-$step.result")")
+    else results+=("FAIL     $tool $step (no result)"); fi
+  done
 done
 fails=0 lib=0
 for line in "${results[@]}"; do

@@ -206,7 +206,10 @@ TEST(EngineAccuracy, LmHeadStaysBf16AndEmulationOnlyWhereNeeded) {
       if (g.op == gs::Op::LmHead) {
         saw_head = true;
         EXPECT_FALSE(a.emulated);
-        EXPECT_EQ(a.rel_error, bf16.rel_error) << "the LM head is the BF16 GEMM in every column";
+        // The same BF16 GEMM on the same data; cuBLASLt may pick another algorithm per column
+        // (summation order), so equal to a part in 1e4, not bit for bit. A quantized head would
+        // be off by percents.
+        EXPECT_NEAR(a.rel_error, bf16.rel_error, 1e-4 * bf16.rel_error) << "the LM head is the BF16 GEMM in every column";
       } else {
         EXPECT_EQ(a.emulated, cc < gs::min_compute_capability(p));
         EXPECT_GT(a.rel_error, 2 * bf16.rel_error) << "a quantized recipe is less accurate than BF16";
