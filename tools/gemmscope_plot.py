@@ -2,7 +2,8 @@
 """Charts from a gemmscope result JSON (schema "gemmscope.result/2" or /1, see docs/json-schema.md).
 
 usage: gemmscope_plot.py RESULT.json -o OUT.{png,svg,pdf} [--baseline BF16]
-                         [--mode training|per-gemm|pre-quantized] [--kind auto|model|shapes|sweep|modes]
+                         [--mode training|per-gemm|pre-quantized]
+                         [--kind auto|model|shapes|sweep|modes|roofline|experts]
 
 Chart kinds (docs/charts.md has the details):
   model   per-layer GEMM time, one stacked bar per precision (kind "model")
@@ -11,6 +12,8 @@ Chart kinds (docs/charts.md has the details):
   modes   speedup over the baseline, each mode side by side (needs pre-quantized and a quantizing mode)
   roofline  log-log achieved TFLOP/s vs arithmetic intensity, one point per GEMM and precision, under
           the device's datasheet roofs (needs the result's "roofline" object; "predicted" results say so)
+  experts one MoE layer: rows (tokens) per expert from the routing (busiest expert-parallel rank
+          highlighted) over the grouped expert GEMM time per precision, passes stacked (needs MoE data)
 
 Mode names: training (each tensor quantized once per step, as Transformer Engine trains), per-gemm
 (each GEMM quantizes its own operands: the seed tool's autocast), pre-quantized. Files written
@@ -26,6 +29,9 @@ Every drawn bar, line and marker carries a matplotlib gid (an id= attribute in S
   sweep:  line:latency:<prec>, line:tflops:<prec>, line:speedup:<prec>
   modes:  bar:<mode>:<prec>, na:<mode>:<prec>
   roofline: point:<prec>:<gemm id>, roof:<format>
+  experts: bar:rows:<expert>, line:mean, line:capacity, busiest:<rank>, bar:<prec>:grouped:<pass>,
+          speedup:<prec>, na:<prec>
+  error bars: err:<prec> (model, experts), err:<prec>:<shape index> (shapes)
 
 Only the Python standard library and matplotlib are used. Keep this file free of syntax newer
 than Python 3.6 so that an old interpreter still reaches the clear "matplotlib is not
@@ -53,7 +59,7 @@ KNOWN_MODES = ("per-gemm", "training", "pre-quantized")
 # Names older results (and --mode) use for the same modes.
 MODE_ALIASES = {"autocast": "per-gemm", "per-gemm-autocast": "per-gemm", "autocast-shared": "training",
                 "shared": "training", "prequantized": "pre-quantized", "pre-quantize": "pre-quantized"}
-KINDS = ("auto", "model", "shapes", "sweep", "modes", "roofline")
+KINDS = ("auto", "model", "shapes", "sweep", "modes", "roofline", "experts")
 OUT_TYPES = (".png", ".svg", ".pdf")
 
 # The input-file policy of gemmscope (docs/hostile-input.md), the same limits as the C++ reader.
@@ -674,6 +680,9 @@ def chart_model(doc, mode, baseline, out):
     ax.set_title("%s\nMode: %s  |  %s" % (config_line(doc), MODE_TEXT.get(mode, mode), base_word),
                  fontsize=9, loc="left", color="#333333")
 
+    if any(g.get("scope") in ("moe_layer", "dense_layer") for g in doc["gemms"]):
+        extra_notes.insert(0, "This model has experts: the GEMMs of its MoE and dense MLP layers (router, experts, "
+                              "shared experts, dense MLP) are not in these bars; --kind experts charts the experts.")
     if has_lm and not lm_ok_everywhere:
         extra_notes.insert(0, "LM head (runs once per step) is left out: it is n/a for some precision.")
     elif not has_lm:
@@ -935,6 +944,224 @@ def chart_modes(doc, baseline, out):
 
 
 # ----------------------------------------------------------------------------------------------
+# Experts chart: rows per expert (routing) over the grouped expert GEMM time of one MoE layer
+# ----------------------------------------------------------------------------------------------
+
+EXPERT_PASSES = [("fprop", "Fprop", "#1f77b4"), ("dgrad", "Dgrad", "#2ca02c"), ("wgrad", "Wgrad", "#ff7f0e")]
+
+
+def moe_data(doc, name):
+    """The MoE parts of a result, checked: the grouped expert GEMMs (each with `group_dim` and
+    `group`, the rows per expert of the busiest EP rank's experts) and plan.routing (rows per
+    expert over the whole EP group; None in a file without it). InputError when there are none."""
+    grouped = []
+    for i, g in enumerate(doc["gemms"]):
+        if g.get("group_dim") is None and g.get("group") is None:
+            continue
+        where = "%s: gemms[%d]" % (name, i)
+        if g.get("group_dim") not in ("m", "k"):
+            raise InputError("%s: \"group_dim\" must be \"m\" or \"k\", got %s" % (where, clip(json.dumps(g.get("group_dim")), 40)))
+        grp = g.get("group")
+        if not isinstance(grp, list) or not grp or len(grp) > MAX_DIM or not all(_is_int(v) and v >= 0 for v in grp):
+            raise InputError("%s: \"group\" must be a non-empty list of per-expert sizes >= 0" % where)
+        if sum(grp) != g[g["group_dim"]]:
+            raise InputError("%s: \"group\" sums to %d, not %s = %d" % (where, sum(grp), g["group_dim"], g[g["group_dim"]]))
+        grouped.append(g)
+    if not grouped:
+        raise InputError("%s has no MoE data to chart: no grouped expert GEMMs (the experts chart needs a model with "
+                         "experts, e.g. --model mixtral-8x7b)" % name)
+    plan = doc.get("plan")
+    rt = plan.get("routing") if isinstance(plan, dict) else None
+    if rt is None:
+        return grouped, None
+    rw = "%s: plan.routing" % name
+    if not isinstance(rt, dict):
+        raise InputError(rw + " must be an object")
+    counts = rt.get("counts")
+    if not isinstance(counts, list) or not counts or len(counts) > MAX_DIM or \
+            not all(_is_int(v) and 0 <= v <= MAX_JSON_INT for v in counts):
+        raise InputError(rw + ".counts must be a non-empty list of rows per expert (integers >= 0)")
+    experts, ep = rt.get("experts", len(counts)), rt.get("expert_parallel", 1)
+    if not _is_int(experts) or not _is_int(ep) or ep < 1 or experts != len(counts) or experts % ep:
+        raise InputError(rw + ": experts, expert_parallel and counts do not agree")
+    for key in ("top_k", "tokens", "capacity", "dropped"):
+        if rt.get(key) is not None and (not _is_int(rt[key]) or rt[key] < 0):
+            raise InputError("%s.%s must be an integer >= 0" % (rw, key))
+    local = experts // ep
+    rank_rows = [sum(counts[r * local:(r + 1) * local]) for r in range(ep)]
+    busiest = rank_rows.index(max(rank_rows))  # as gemmscope's reader: the first rank with the most rows
+    routing = dict(rt)
+    routing.update(counts=counts, experts=experts, expert_parallel=ep, local=local, rank_rows=rank_rows,
+                   busiest_rank=busiest)
+    return grouped, routing
+
+
+def chart_experts(doc, mode, baseline, out, name):
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    grouped, rt = moe_data(doc, name)
+    precs = doc["precisions"]
+    method = str((doc.get("timing") or {}).get("method", ""))
+    if method == "predicted" or isinstance(doc.get("prediction"), dict):
+        how = "PREDICTED"
+    elif method.startswith("synthetic"):
+        how = "SYNTHETIC times (not measured)"
+    else:
+        how = "measured"
+
+    fig, (ax_r, ax_t) = plt.subplots(2, 1, figsize=(max(9.0, 1.5 * len(precs) + 5.0), 9.6),
+                                     gridspec_kw={"height_ratios": [1.0, 1.15]})
+
+    # -- top: rows (tokens) per expert --
+    if rt is not None:
+        counts, ep, local, busiest = rt["counts"], rt["expert_parallel"], rt["local"], rt["busiest_rank"]
+        first = busiest * local
+        hot = range(first, first + local) if ep > 1 else range(0)
+        title = "Rows (tokens) per expert, all %d experts of the %s" % (
+            len(counts), "EP group (%d ranks x %d experts)" % (ep, local) if ep > 1 else "layer")
+    else:  # no routing in the file: the grouped GEMM's own groups (the busiest rank's experts)
+        up = next((g for g in grouped if g["group_dim"] == "m"), grouped[0])
+        counts, ep, local, busiest, first, hot = up["group"], 1, len(up["group"]), 0, 0, range(0)
+        title = "Rows (tokens) per expert of the grouped GEMMs (%s %s)" % (up["pass"], up.get("label") or up["op"])
+    n_e = len(counts)
+    mean = float(sum(counts)) / n_e
+    base_col, hot_col = "#8fa8c8", "#d62728"
+    for e, c in enumerate(counts):
+        r = ax_r.bar(e, c, 0.8, color=hot_col if e in hot else base_col, linewidth=0)
+        r.patches[0].set_gid("bar:rows:%d" % e)
+        if n_e <= 24:
+            ax_r.text(e, c, "{:,}".format(c), ha="center", va="bottom", fontsize=7, color="#333333")
+    ax_r.axhline(mean, color="#111111", linestyle="--", linewidth=1.0, gid="line:mean")
+    handles = [Patch(facecolor=base_col, label="rows routed to the expert"),
+               Line2D([0], [0], color="#111111", linestyle="--", label="mean %s rows per expert" % "{:,.0f}".format(mean))]
+    top = max(counts) if counts else 1
+    if rt is not None and rt.get("capacity"):
+        ax_r.axhline(rt["capacity"], color="#9467bd", linestyle=":", linewidth=1.2, gid="line:capacity")
+        handles.append(Line2D([0], [0], color="#9467bd", linestyle=":",
+                              label="capacity %s rows (%s dropped)" % ("{:,}".format(rt["capacity"]),
+                                                                        "{:,}".format(rt.get("dropped") or 0))))
+        top = max(top, rt["capacity"])
+    if ep > 1:
+        for rank in range(1, ep):
+            if ep <= 64:
+                ax_r.axvline(rank * local - 0.5, color="#bbbbbb", linewidth=0.6)
+        handles.insert(1, Patch(facecolor=hot_col, label="busiest EP rank (%d) — sets the step time" % busiest))
+        t = ax_r.text(first + (local - 1) / 2.0, top * 1.04, "busiest EP rank — sets the step time", ha="center",
+                      va="bottom", fontsize=8.5, color=hot_col, fontweight="bold")
+        t.set_gid("busiest:%d" % busiest)
+    ax_r.set_xlim(-0.7, n_e - 0.3)
+    ax_r.set_ylim(0, top * 1.16)
+    ax_r.set_xlabel("expert")
+    ax_r.set_ylabel("rows (tokens) per expert")
+    if n_e <= 32:
+        ax_r.set_xticks(range(n_e))
+    ax_r.set_title(title, fontsize=10, loc="left")
+    ax_r.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8.5)
+
+    # -- bottom: grouped expert GEMM time per precision, stacked by pass --
+    data = {}
+    for p in precs:
+        parts = {}
+        for ps, _, _ in EXPERT_PASSES:
+            mine = [g for g in grouped if g["pass"] == ps]
+            if mine:
+                parts[ps] = sum_or_none(cell_ms(g, mode, p) for g in mine)
+        total = sum_or_none(parts.values())
+        data[p] = (parts, total, spread_of_sum(grouped, mode, p))
+    totals = [d[1] + d[2] for d in data.values() if d[1] is not None]
+    ymax = max(totals) if totals else 1.0
+    base_total = data[baseline][1]
+    extra = []
+    width = 0.6
+    for i, p in enumerate(precs):
+        parts, total, sd = data[p]
+        if total is None:
+            t = ax_t.text(i, ymax * 0.03, "N/A", ha="center", va="bottom", fontsize=13, fontweight="bold",
+                          color="#b00020")
+            t.set_gid("na:%s" % p)
+            extra.append("%s is N/A for the expert GEMMs in %s mode: %s" % (p, mode, na_summary(na_reasons(doc, mode, p, grouped))))
+            continue
+        bottom = 0.0
+        for ps, _, color in EXPERT_PASSES:
+            v = parts.get(ps)
+            if not v:
+                continue
+            r = ax_t.bar(i, v, width, bottom=bottom, color=color, edgecolor="white", linewidth=0.6)
+            r.patches[0].set_gid("bar:%s:grouped:%s" % (p, ps))
+            if v >= ymax * 0.06:
+                ax_t.text(i, bottom + v / 2, fmt_ms(v), ha="center", va="center", fontsize=7.5, color="white")
+            bottom += v
+        if sd > 0:
+            eb = ax_t.errorbar(i, bottom, yerr=[[min(sd, bottom)], [sd]], fmt="none", ecolor="#111111",
+                               elinewidth=1.0, capsize=4)
+            eb.lines[2][0].set_gid("err:%s" % p)
+        if p == baseline:
+            lab = "%s ms\nbaseline" % fmt_ms(bottom)
+        elif base_total:
+            lab = "%s ms\n%s" % (fmt_ms(bottom), fmt_x(base_total / bottom))
+        else:
+            lab = "%s ms\n(no baseline)" % fmt_ms(bottom)
+        t = ax_t.text(i, bottom + sd + ymax * 0.015, lab, ha="center", va="bottom", fontsize=9,
+                      fontweight="normal" if p == baseline else "bold")
+        t.set_gid("speedup:%s" % p)
+    ax_t.set_xticks(range(len(precs)))
+    ax_t.set_xticklabels([tick_label(doc, mode, p) for p in precs], fontsize=9)
+    ax_t.set_xlim(-0.6, len(precs) - 0.4)
+    ax_t.set_ylim(0, ymax * 1.22)
+    ax_t.set_ylabel("grouped expert GEMM time\nper MoE layer (ms)")
+    ax_t.yaxis.grid(True, color="#dddddd", linewidth=0.6)
+    ax_t.set_axisbelow(True)
+    ops = []
+    for g in grouped:  # plan order: Expert Up, Expert Down
+        if (g.get("label") or g["op"]) not in ops:
+            ops.append(g.get("label") or g["op"])
+    ax_t.set_title("Grouped GEMMs (%s) of %s, passes stacked; mode: %s; speedup vs %s above each bar" % (
+        " + ".join(ops), "the busiest EP rank's %d experts" % len(grouped[0]["group"]) if ep > 1
+        else "%d experts" % len(grouped[0]["group"]),
+        mode, baseline), fontsize=9.5, loc="left")
+    word = how.split(" ")[0].lower()  # measured / predicted / synthetic: what every pass's time is
+    handles = [Patch(facecolor=c, label="%s (%s)" % (lab, word)) for ps, lab, c in EXPERT_PASSES
+               if any(g["pass"] == ps for g in grouped)]
+    handles.append(Line2D([0], [0], color="#111111", marker="_", markersize=8,
+                          label="error bar: ±1 stdev\n(cells root-sum-square)"))
+    ax_t.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8.5)
+    for ax in (ax_r, ax_t):
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+
+    moe = (doc.get("config") or {}).get("moe") or {}
+    sub = [config_line(doc)]
+    bits = []
+    if _is_int(moe.get("num_experts")):
+        bits.append("%d experts, top-%s" % (moe["num_experts"], moe.get("top_k", "?")))
+    if _is_int(moe.get("expert_intermediate_size")):
+        bits.append("expert FFN %s" % "{:,}".format(moe["expert_intermediate_size"]))
+    bits.append("expert parallel %d" % ep)
+    if rt is not None:
+        r_txt = "routing %s (seed %s)" % (rt.get("routing", "?"), rt.get("seed", "?"))
+        if _is_int(rt.get("tokens")) and _is_int(rt.get("top_k")):
+            r_txt += ": %s tokens%s x top-%d" % ("{:,}".format(rt["tokens"]), " x %d ranks" % ep if ep > 1 else "",
+                                                  rt["top_k"])
+        bits.append(r_txt)
+        bits.append("max/mean %.2f" % (max(counts) / mean if mean else 0.0))
+    sub.append(", ".join(bits))
+    fig.suptitle("MoE experts of one MoE layer, %s on %s" % (how, device_name(doc)), fontsize=13,
+                 fontweight="bold", x=0.01, ha="left")
+    fig.text(0.01, 0.955, "\n".join(x for x in sub if x), fontsize=9, color="#333333", ha="left", va="top")
+    extra.insert(0, "One routing draw stands for every MoE layer; the grouped GEMMs hold the real rows (padding to "
+                    "the recipe's alignment is computed, not counted as FLOPs).")
+    for n in doc.get("notes") or []:
+        if n.startswith("SYNTHETIC"):
+            extra.insert(0, n)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    add_footer(fig, footer_lines(doc, mode, precs, extra), provenance(doc), -0.005)
+    save(fig, out)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------------------------
 # Roofline chart: achieved TFLOP/s vs arithmetic intensity under the datasheet roofs
 # ----------------------------------------------------------------------------------------------
 
@@ -998,11 +1225,17 @@ def chart_roofline(doc, mode, out):
 # Driver
 # ----------------------------------------------------------------------------------------------
 
+def has_moe(doc):
+    """Whether the result has grouped (MoE expert) GEMMs."""
+    return any(g.get("group_dim") is not None or g.get("group") is not None for g in doc["gemms"])
+
+
 def pick_kind(doc, requested):
     if requested != "auto":
         return requested
     if doc["kind"] == "model":
-        return "model"
+        # The model chart stacks the dense per-layer ops only; a model with experts gets the experts chart.
+        return "experts" if has_moe(doc) else "model"
     gemms = doc["gemms"]
     if len(gemms) >= 5 and all(is_square(g) for g in gemms):
         return "sweep"
@@ -1051,6 +1284,8 @@ def main(argv=None):
             raise InputError("the modes chart needs pre-quantized and a quantizing mode (training or per-gemm) "
                              "(%s has: %s)" % (
                 os.path.basename(args.result), ", ".join(doc["modes"])))
+        if kind == "experts":
+            moe_data(doc, os.path.basename(args.result))  # no grouped GEMMs: bad input, before matplotlib
         if kind == "model" and doc["kind"] != "model":
             raise InputError("the model chart needs a model-config result (%s is kind \"%s\")" % (
                 os.path.basename(args.result), doc["kind"]))
@@ -1080,6 +1315,8 @@ def main(argv=None):
                 chart_sweep(doc, mode, baseline, args.output)
             elif kind == "roofline":
                 chart_roofline(doc, mode, args.output)
+            elif kind == "experts":
+                chart_experts(doc, mode, baseline, args.output, os.path.basename(args.result))
             else:
                 chart_modes(doc, baseline, args.output)
     except InputError as e:
