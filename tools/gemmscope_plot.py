@@ -31,7 +31,8 @@ Every drawn bar, line and marker carries a matplotlib gid (an id= attribute in S
   roofline: point:<prec>:<gemm id>, roof:<format>
   experts: bar:rows:<expert>, line:mean, line:capacity, busiest:<rank>, bar:<prec>:grouped:<pass>,
           speedup:<prec>, na:<prec>
-  error bars: err:<prec> (model, experts), err:<prec>:<shape index> (shapes)
+  error bars: err:<prec> (model, experts), err:<prec>:<shape index> (shapes),
+          err:<latency|tflops|speedup>:<prec> (sweep), err:<mode>:<prec> (modes)
 
 Only the Python standard library and matplotlib are used. Keep this file free of syntax newer
 than Python 3.6 so that an old interpreter still reaches the clear "matplotlib is not
@@ -341,6 +342,70 @@ def spread_of_sum(gemms, mode, prec, scale=1.0):
     return math.sqrt(sum((cell_stdev(g, mode, prec) * scale) ** 2 for g in gemms))
 
 
+def gemm_weights(doc):
+    """How many times each scope's GEMMs count in a model run's full-model time: "layer" in every
+    layer, "dense_layer" / "moe_layer" in the dense / MoE layers (plan.dense_layers,
+    plan.moe_layers; a file without them is all dense), "model" once (LM head)."""
+    layers = layers_of(doc)
+    plan = doc.get("plan") if isinstance(doc.get("plan"), dict) else {}
+    moe = plan.get("moe_layers", 0)
+    dense = plan.get("dense_layers", layers - moe if _is_int(moe) else layers)
+    for key, v in (("moe_layers", moe), ("dense_layers", dense)):
+        if not _is_int(v) or not 0 <= v <= layers:
+            raise InputError("plan.%s must be an integer from 0 to %d (the layers), got %s" % (key, layers, clip(v, 40)))
+    return {"layer": layers, "dense_layer": dense, "moe_layer": moe, "model": 1}
+
+
+def run_total_sd(doc, mode, prec):
+    """±1 standard deviation of run_total: the cells' per-iteration stdevs, each times the number of
+    times its GEMM counts (layers), summed as variances (root-sum-square)."""
+    if doc["kind"] != "model":
+        return spread_of_sum(doc["gemms"], mode, prec)
+    w = gemm_weights(doc)
+    return math.sqrt(sum((w.get(g.get("scope", "layer"), 0) * cell_stdev(g, mode, prec)) ** 2 for g in doc["gemms"]))
+
+
+def summary_interval(doc, mode, key, name):
+    """The 95% interval written by --repeats (N >= 3) as summary.<mode>.intervals: key
+    "per_layer_total" or "full_model" with a precision name, or "speedups" with a speedup name
+    ("FP8Current vs BF16"). (median, lo, hi, n), or None when the file has none."""
+    ivs = ((doc.get("summary") or {}).get(mode) or {})
+    if not isinstance(ivs, dict):
+        raise InputError("summary.%s must be an object" % mode)
+    ivs = ivs.get("intervals")
+    if ivs is None:
+        return None
+    where = "summary.%s.intervals" % mode
+    if not isinstance(ivs, dict):
+        raise InputError(where + " must be an object")
+    if key == "speedups":
+        entries = ivs.get("speedups") or []
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise InputError(where + ".speedups must be a list of objects")
+        iv = next((e.get("interval") for e in entries if e.get("name") == name), None)
+    else:
+        obj = ivs.get(key) or {}
+        if not isinstance(obj, dict):
+            raise InputError("%s.%s must be an object" % (where, key))
+        iv = obj.get(name)
+    if iv is None:
+        return None
+    where = "%s.%s.%s" % (where, key, name)
+    if not isinstance(iv, dict) or not all(_is_num(iv.get(k)) and 0 <= iv[k] <= MAX_MS * MAX_DIM
+                                           for k in ("median", "lo", "hi")):
+        raise InputError(where + " must be an object with numbers median, lo and hi")
+    if iv["lo"] > iv["hi"] or not _is_int(iv.get("n")) or iv["n"] < 1:
+        raise InputError(where + " must have lo <= hi and a count n >= 1")
+    return (float(iv["median"]), float(iv["lo"]), float(iv["hi"]), iv["n"])
+
+
+def ratio_sd(ratio, a, sd_a, b, sd_b):
+    """±1 stdev of ratio = a / b from the stdevs of a and b: relative errors combined as root-sum-square."""
+    if not a or not b:
+        return 0.0
+    return ratio * math.sqrt((sd_a / a) ** 2 + (sd_b / b) ** 2)
+
+
 def cell_tflops(g, mode, prec):
     c = cell(g, mode, prec)
     if c.get("status") != "ok":
@@ -359,6 +424,12 @@ def sum_or_none(values):
 
 def shape_str(g):
     return "%dx%dx%d" % (g["m"], g["k"], g["n"])
+
+
+def repeats_of(doc):
+    """timing.repeats (--repeats N: every cell measured N times), 1 when absent."""
+    n = (doc.get("timing") or {}).get("repeats", 1)
+    return n if _is_int(n) and n >= 1 else 1
 
 
 def layers_of(doc):
@@ -790,6 +861,7 @@ def chart_sweep(doc, mode, baseline, out):
 
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.4))
     ax_lat, ax_tf, ax_sp = axes
+    any_err = [False]
     for p in precs:
         color = precision_color(p, precs)
         lat = [cell_ms(g, mode, p) for _, g in pts]
@@ -806,6 +878,28 @@ def chart_sweep(doc, mode, baseline, out):
                 sp.append(nan if a is None or b is None else a / b)
             (l3,) = ax_sp.plot(xs, sp, "o-", color=color, label=label, ms=4)
             l3.set_gid("line:speedup:%s" % p)
+        # Error bars: ±1 stdev of each cell (per iteration; pooled over repeats when the run has them),
+        # scaled to TFLOP/s, and for the speedup the two cells' relative stdevs as root-sum-square.
+        sds = [cell_stdev(g, mode, p) for _, g in pts]
+        bars = [("latency", ax_lat, lat, sds)]
+        bars.append(("tflops", ax_tf, tf, [None if t is None else t * sd / l for t, sd, l in zip(tf, sds, lat)]))
+        if p != baseline:
+            sp_sd = []
+            for (_, g), v in zip(pts, sp):
+                a, b = cell_ms(g, mode, baseline), cell_ms(g, mode, p)
+                sp_sd.append(None if a is None or b is None else
+                             ratio_sd(v, a, cell_stdev(g, mode, baseline), b, cell_stdev(g, mode, p)))
+            bars.append(("speedup", ax_sp, sp, sp_sd))
+        for panel, ax, ys, es in bars:
+            keep = [(x, y, e) for x, y, e in zip(xs, ys, es) if y is not None and e and e > 0 and y == y]
+            if not keep:
+                continue
+            # on the log latency axis a bar cannot reach zero: its lower arm stops at a tenth of the value
+            lower = [min(e, 0.9 * y) if panel == "latency" else e for _, y, e in keep]
+            eb = ax.errorbar([k[0] for k in keep], [k[1] for k in keep], yerr=[lower, [k[2] for k in keep]],
+                             fmt="none", ecolor=color, elinewidth=0.9, capsize=2.5, alpha=0.9)
+            eb.lines[2][0].set_gid("err:%s:%s" % (panel, p))
+            any_err[0] = True
     ax_sp.axhline(1.0, color=precision_color(baseline, precs), linestyle="--", linewidth=1.0,
                   label="%s (= 1)" % baseline)
 
@@ -832,7 +926,12 @@ def chart_sweep(doc, mode, baseline, out):
     ax_sp.set_ylim(bottom=0)
 
     handles, labels = ax_lat.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.91), ncol=len(precs),
+    if any_err[0]:
+        from matplotlib.lines import Line2D
+        handles.append(Line2D([0], [0], color="#111111", marker="|", linestyle="none", markersize=9))
+        labels.append("error bar: ±1 stdev per cell%s (speedup: both cells, root-sum-square)" % (
+            " (pooled over %d repeats)" % repeats_of(doc) if repeats_of(doc) > 1 else ""))
+    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.91), ncol=len(handles),
                frameon=False, fontsize=9)
     fig.suptitle("GEMM size sweep on %s  |  mode: %s" % (device_name(doc), MODE_TEXT.get(mode, mode)),
                  fontsize=12, fontweight="bold", y=1.0)
@@ -877,12 +976,24 @@ def chart_modes(doc, baseline, out):
     if not precs:
         raise InputError("the modes chart needs a precision besides the baseline %s" % baseline)
     sp = {}
+    err = {}  # (mode, prec): ("interval", lo, hi, n) from the repeats, or ("sd", sd)
     for m in modes:
         base = run_total(doc, m, baseline)
+        base_sd = run_total_sd(doc, m, baseline)
         for p in precs:
             t = run_total(doc, m, p)
             sp[(m, p)] = None if base is None or t is None or t <= 0 else base / t
-    allv = [v for v in sp.values() if v is not None]
+            if sp[(m, p)] is None:
+                continue
+            iv = summary_interval(doc, m, "speedups", "%s vs %s" % (p, baseline)) if doc["kind"] == "model" else None
+            if iv is not None:
+                err[(m, p)] = ("interval", iv[1], iv[2], iv[3])
+            else:
+                sd = ratio_sd(sp[(m, p)], base, base_sd, t, run_total_sd(doc, m, p))
+                if sd > 0:
+                    err[(m, p)] = ("sd", sd)
+    allv = [v for v in sp.values() if v is not None] + [e[2] for e in err.values() if e[0] == "interval"]
+    allv += [sp[k] + e[1] for k, e in err.items() if e[0] == "sd"]
     ymax = max(allv + [1.0])
 
     fig, ax = plt.subplots(figsize=(max(7.5, 1.6 * len(precs) + 4.0), 5.6))
@@ -901,7 +1012,18 @@ def chart_modes(doc, baseline, out):
                 continue
             r = ax.bar(x, v, width * 0.94, label=m if i == 0 else None, linewidth=0.8, **styles[m])
             r.patches[0].set_gid("bar:%s:%s" % (m, p))
-            ax.text(x, v + ymax * 0.012, fmt_x(v), ha="center", va="bottom", fontsize=9, fontweight="bold")
+            top = v
+            e = err.get((m, p))
+            if e is not None:
+                if e[0] == "interval":  # the interval of the median speedup over the repeats, lo..hi
+                    eb = ax.errorbar(x, (e[1] + e[2]) / 2.0, yerr=(e[2] - e[1]) / 2.0, fmt="none", ecolor="#111111",
+                                     elinewidth=1.0, capsize=4)
+                    top = max(v, e[2])
+                else:
+                    eb = ax.errorbar(x, v, yerr=[[min(e[1], v)], [e[1]]], fmt="none", ecolor="#111111", elinewidth=1.0, capsize=4)
+                    top = v + e[1]
+                eb.lines[2][0].set_gid("err:%s:%s" % (m, p))
+            ax.text(x, top + ymax * 0.012, fmt_x(v), ha="center", va="bottom", fontsize=9, fontweight="bold")
     for m in modes:  # legend entries for a mode whose first bar is N/A
         if sp[(m, precs[0])] is None:
             ax.bar(0, 0, 0, label=m, **styles[m])
@@ -919,7 +1041,20 @@ def chart_modes(doc, baseline, out):
     ax.set_axisbelow(True)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9, title="Mode")
+    handles, labels = ax.get_legend_handles_labels()
+    kinds = set(e[0] for e in err.values())
+    if kinds:
+        from matplotlib.lines import Line2D
+        what = "full-model time" if doc["kind"] == "model" else "summed time"
+        if "interval" in kinds:
+            n = max(e[3] for e in err.values() if e[0] == "interval")
+            handles.append(Line2D([0], [0], color="#111111", marker="_", markersize=8))
+            labels.append("error bar: 95%% interval of the\nmedian speedup over %d repeats" % n)
+        if "sd" in kinds:
+            handles.append(Line2D([0], [0], color="#111111", marker="_", markersize=8))
+            labels.append("error bar: ±1 stdev of the speedup\n(cells' stdevs over the %s,\nroot-sum-square; every GEMM\n"
+                          "and pass measured)" % what)
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9, title="Mode")
     fig.suptitle("%s speedup over %s on %s" % (" vs ".join(modes).capitalize(), baseline, device_name(doc)),
                  fontsize=12, fontweight="bold", x=0.01, ha="left")
     sub = "per-gemm includes the quantization of the inputs; pre-quantized times the GEMM kernel only"

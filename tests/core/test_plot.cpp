@@ -304,6 +304,66 @@ TEST(Plot, SweepChart) {
 // from a fake engine (test_plot_fixtures.cpp), 3 repeats, training + pre-quantized.
 constexpr const char* kMoe = "moe_mixtral_ep2_synthetic.json";
 
+// Error bars on the sweep and modes charts: ±1 stdev from the cells' stdev_ms (root-sum-square),
+// or, for the speedups of a run with >= 3 repeats, the 95% interval from summary.<mode>.intervals.
+TEST(Plot, SweepChartErrorBars) {
+  REQUIRE_MATPLOTLIB();
+  std::string svg = render("sweep_square.json", "sweep_err.svg");
+  EXPECT_EQ(count_ids(svg, "err:latency:[A-Za-z0-9]+"), 5);
+  EXPECT_EQ(count_ids(svg, "err:tflops:[A-Za-z0-9]+"), 5);
+  EXPECT_EQ(count_ids(svg, "err:speedup:[A-Za-z0-9]+"), 4);
+  EXPECT_EQ(count_ids(svg, "err:speedup:BF16"), 0);
+  EXPECT_NE(svg.find("error bar: ±1 stdev per cell (speedup: both cells, root-sum-square)"), std::string::npos);
+  // no spread in the file: no error bars and no legend entry for them
+  json doc = load("sweep_square.json");
+  for (auto& g : doc["gemms"])
+    for (auto& [mode, cells] : g["results"].items())
+      for (auto& [prec, c] : cells.items()) c.erase("stdev_ms");
+  const fs::path path = work_dir() / "sweep_no_sd.json";
+  std::ofstream(path) << doc.dump();
+  svg = render(path.string(), "sweep_no_sd.svg");
+  EXPECT_EQ(count_ids(svg, "err:[^\"]*"), 0);
+  EXPECT_EQ(svg.find("error bar"), std::string::npos);
+  EXPECT_EQ(count_ids(svg, "line:latency:[A-Za-z0-9]+"), 5);
+}
+
+TEST(Plot, ModesChartErrorBars) {
+  REQUIRE_MATPLOTLIB();
+  // no repeats: ±1 stdev of the full-model time, root-sum-square over the cells
+  std::string svg = render("model_5b_both_modes.json", "modes_err.svg", {"--kind", "modes"});
+  EXPECT_EQ(count_ids(svg, "err:(per-gemm|pre-quantized):[A-Za-z0-9]+"), 5);  // one per bar
+  EXPECT_EQ(count_ids(svg, "err:pre-quantized:FP8Block"), 0);                // N/A there
+  EXPECT_NE(svg.find("error bar: ±1 stdev of the speedup"), std::string::npos);
+  EXPECT_NE(svg.find("(cells' stdevs over the full-model time,"), std::string::npos);
+  EXPECT_NE(svg.find("and pass measured)"), std::string::npos);
+  EXPECT_EQ(svg.find("95% interval"), std::string::npos);
+  // 3 repeats: the 95% interval of the median speedup, from the file
+  svg = render(kMoe, "modes_moe_err.svg", {"--kind", "modes"});
+  EXPECT_EQ(count_ids(svg, "err:(training|pre-quantized):(FP8Current|FP8Block)"), 4);
+  EXPECT_NE(svg.find("error bar: 95% interval of the"), std::string::npos);
+  EXPECT_NE(svg.find("median speedup over 3 repeats"), std::string::npos);
+  EXPECT_EQ(svg.find("±1 stdev"), std::string::npos);
+  // the file has intervals of speedups vs BF16 only: another baseline falls back to ±1 stdev
+  svg = render(kMoe, "modes_moe_err_fp8.svg", {"--kind", "modes", "--baseline", "FP8Current"});
+  EXPECT_EQ(count_ids(svg, "err:(training|pre-quantized):(BF16|FP8Block)"), 4);
+  EXPECT_NE(svg.find("over the full-model time"), std::string::npos);
+  EXPECT_EQ(svg.find("95% interval"), std::string::npos);
+  // shapes run: the sum of all GEMM times
+  json doc = load("shapes_4.json");
+  doc["modes"] = {"per-gemm", "pre-quantized"};
+  for (auto& g : doc["gemms"]) {
+    json pq = g["results"].begin().value();
+    for (auto& [prec, c] : pq.items())
+      if (c["status"] == "ok") c["mean_ms"] = c["mean_ms"].get<double>() * 0.8;
+    g["results"]["pre-quantized"] = pq;
+  }
+  const fs::path path = work_dir() / "shapes_modes.json";
+  std::ofstream(path) << doc.dump();
+  svg = render(path.string(), "shapes_modes_err.svg", {"--kind", "modes"});
+  EXPECT_GT(count_ids(svg, "err:(per-gemm|pre-quantized):[A-Za-z0-9]+"), 0);
+  EXPECT_NE(svg.find("over the summed time"), std::string::npos);
+}
+
 // ---- experts (MoE) ------------------------------------------------------------------------------
 
 // The fill colour of the first path inside the element with this id ("" when none).
