@@ -1082,6 +1082,7 @@ def chart_modes(doc, baseline, out):
 # Experts chart: rows per expert (routing) over the grouped expert GEMM time of one MoE layer
 # ----------------------------------------------------------------------------------------------
 
+MAX_EXPERTS_DRAWN = 4096  # one bar each (the largest MoE models have a few hundred experts)
 EXPERT_PASSES = [("fprop", "Fprop", "#1f77b4"), ("dgrad", "Dgrad", "#2ca02c"), ("wgrad", "Wgrad", "#ff7f0e")]
 
 
@@ -1099,6 +1100,8 @@ def moe_data(doc, name):
         grp = g.get("group")
         if not isinstance(grp, list) or not grp or len(grp) > MAX_DIM or not all(_is_int(v) and v >= 0 for v in grp):
             raise InputError("%s: \"group\" must be a non-empty list of per-expert sizes >= 0" % where)
+        if len(grp) > MAX_EXPERTS_DRAWN:
+            raise InputError("%s: %d experts, more than the experts chart draws (%d)" % (where, len(grp), MAX_EXPERTS_DRAWN))
         if sum(grp) != g[g["group_dim"]]:
             raise InputError("%s: \"group\" sums to %d, not %s = %d" % (where, sum(grp), g["group_dim"], g[g["group_dim"]]))
         grouped.append(g)
@@ -1116,6 +1119,8 @@ def moe_data(doc, name):
     if not isinstance(counts, list) or not counts or len(counts) > MAX_DIM or \
             not all(_is_int(v) and 0 <= v <= MAX_JSON_INT for v in counts):
         raise InputError(rw + ".counts must be a non-empty list of rows per expert (integers >= 0)")
+    if len(counts) > MAX_EXPERTS_DRAWN:
+        raise InputError("%s: %d experts, more than the experts chart draws (%d)" % (rw, len(counts), MAX_EXPERTS_DRAWN))
     experts, ep = rt.get("experts", len(counts)), rt.get("expert_parallel", 1)
     if not _is_int(experts) or not _is_int(ep) or ep < 1 or experts != len(counts) or experts % ep:
         raise InputError(rw + ": experts, expert_parallel and counts do not agree")
@@ -1163,9 +1168,10 @@ def chart_experts(doc, mode, baseline, out, name):
     n_e = len(counts)
     mean = float(sum(counts)) / n_e
     base_col, hot_col = "#8fa8c8", "#d62728"
-    for e, c in enumerate(counts):
-        r = ax_r.bar(e, c, 0.8, color=hot_col if e in hot else base_col, linewidth=0)
-        r.patches[0].set_gid("bar:rows:%d" % e)
+    bars = ax_r.bar(range(n_e), counts, 0.8, color=[hot_col if e in hot else base_col for e in range(n_e)],
+                    linewidth=0)
+    for e, (patch, c) in enumerate(zip(bars.patches, counts)):
+        patch.set_gid("bar:rows:%d" % e)
         if n_e <= 24:
             ax_r.text(e, c, "{:,}".format(c), ha="center", va="bottom", fontsize=7, color="#333333")
     ax_r.axhline(mean, color="#111111", linestyle="--", linewidth=1.0, gid="line:mean")

@@ -491,8 +491,14 @@ TEST(Plot, ExpertsBadInputExitsTwo) {
   const std::string counts = write_edit("moe_counts.json", [](json& j) { j["plan"]["routing"]["counts"].erase(0); });
   const std::string ep = write_edit("moe_ep.json", [](json& j) { j["plan"]["routing"]["expert_parallel"] = 3; });
   const std::string routing = write_edit("moe_routing.json", [](json& j) { j["plan"]["routing"] = "lognormal"; });
+  const std::string many = write_edit("moe_many.json", [](json& j) {
+    j["plan"]["routing"]["counts"] = std::vector<int>(5000, 1);
+    j["plan"]["routing"]["experts"] = 5000;
+    j["plan"]["routing"]["expert_parallel"] = 1;
+  });
   const std::string out = (d / "bad_experts.svg").string();
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{many, "-o", out, "--kind", "experts"}, "5000 experts, more than the experts chart draws (4096)"},
       {{kData + "/model_5b_autocast.json", "-o", out, "--kind", "experts"},
        "model_5b_autocast.json has no MoE data to chart: no grouped expert GEMMs"},
       {{kData + "/shapes_4.json", "-o", out, "--kind", "experts"}, "shapes_4.json has no MoE data to chart"},
