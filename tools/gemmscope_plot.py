@@ -1177,7 +1177,7 @@ def chart_experts(doc, mode, baseline, out, name):
     ax_r.axhline(mean, color="#111111", linestyle="--", linewidth=1.0, gid="line:mean")
     handles = [Patch(facecolor=base_col, label="rows routed to the expert"),
                Line2D([0], [0], color="#111111", linestyle="--", label="mean %s rows per expert" % "{:,.0f}".format(mean))]
-    top = max(counts) if counts else 1
+    top = max(max(counts), 1)  # every expert empty: still an axis
     if rt is not None and rt.get("capacity"):
         ax_r.axhline(rt["capacity"], color="#9467bd", linestyle=":", linewidth=1.2, gid="line:capacity")
         handles.append(Line2D([0], [0], color="#9467bd", linestyle=":",
