@@ -2,7 +2,8 @@
 """Charts from a gemmscope result JSON (schema "gemmscope.result/2" or /1, see docs/json-schema.md).
 
 usage: gemmscope_plot.py RESULT.json -o OUT.{png,svg,pdf} [--baseline BF16]
-                         [--mode training|per-gemm|pre-quantized] [--kind auto|model|shapes|sweep|modes]
+                         [--mode training|per-gemm|pre-quantized]
+                         [--kind auto|model|shapes|sweep|modes|roofline|experts]
 
 Chart kinds (docs/charts.md has the details):
   model   per-layer GEMM time, one stacked bar per precision (kind "model")
@@ -11,6 +12,8 @@ Chart kinds (docs/charts.md has the details):
   modes   speedup over the baseline, each mode side by side (needs pre-quantized and a quantizing mode)
   roofline  log-log achieved TFLOP/s vs arithmetic intensity, one point per GEMM and precision, under
           the device's datasheet roofs (needs the result's "roofline" object; "predicted" results say so)
+  experts one MoE layer: rows (tokens) per expert from the routing (busiest expert-parallel rank
+          highlighted) over the grouped expert GEMM time per precision, passes stacked (needs MoE data)
 
 Mode names: training (each tensor quantized once per step, as Transformer Engine trains), per-gemm
 (each GEMM quantizes its own operands: the seed tool's autocast), pre-quantized. Files written
@@ -26,6 +29,10 @@ Every drawn bar, line and marker carries a matplotlib gid (an id= attribute in S
   sweep:  line:latency:<prec>, line:tflops:<prec>, line:speedup:<prec>
   modes:  bar:<mode>:<prec>, na:<mode>:<prec>
   roofline: point:<prec>:<gemm id>, roof:<format>
+  experts: bar:rows:<expert>, line:mean, line:capacity, busiest:<rank>, bar:<prec>:grouped:<pass>,
+          speedup:<prec>, na:<prec>
+  error bars: err:<prec> (model, experts), err:<prec>:<shape index> (shapes),
+          err:<latency|tflops|speedup>:<prec> (sweep), err:<mode>:<prec> (modes)
 
 Only the Python standard library and matplotlib are used. Keep this file free of syntax newer
 than Python 3.6 so that an old interpreter still reaches the clear "matplotlib is not
@@ -53,7 +60,7 @@ KNOWN_MODES = ("per-gemm", "training", "pre-quantized")
 # Names older results (and --mode) use for the same modes.
 MODE_ALIASES = {"autocast": "per-gemm", "per-gemm-autocast": "per-gemm", "autocast-shared": "training",
                 "shared": "training", "prequantized": "pre-quantized", "pre-quantize": "pre-quantized"}
-KINDS = ("auto", "model", "shapes", "sweep", "modes", "roofline")
+KINDS = ("auto", "model", "shapes", "sweep", "modes", "roofline", "experts")
 OUT_TYPES = (".png", ".svg", ".pdf")
 
 # The input-file policy of gemmscope (docs/hostile-input.md), the same limits as the C++ reader.
@@ -335,6 +342,70 @@ def spread_of_sum(gemms, mode, prec, scale=1.0):
     return math.sqrt(sum((cell_stdev(g, mode, prec) * scale) ** 2 for g in gemms))
 
 
+def gemm_weights(doc):
+    """How many times each scope's GEMMs count in a model run's full-model time: "layer" in every
+    layer, "dense_layer" / "moe_layer" in the dense / MoE layers (plan.dense_layers,
+    plan.moe_layers; a file without them is all dense), "model" once (LM head)."""
+    layers = layers_of(doc)
+    plan = doc.get("plan") if isinstance(doc.get("plan"), dict) else {}
+    moe = plan.get("moe_layers", 0)
+    dense = plan.get("dense_layers", layers - moe if _is_int(moe) else layers)
+    for key, v in (("moe_layers", moe), ("dense_layers", dense)):
+        if not _is_int(v) or not 0 <= v <= layers:
+            raise InputError("plan.%s must be an integer from 0 to %d (the layers), got %s" % (key, layers, clip(v, 40)))
+    return {"layer": layers, "dense_layer": dense, "moe_layer": moe, "model": 1}
+
+
+def run_total_sd(doc, mode, prec):
+    """±1 standard deviation of run_total: the cells' per-iteration stdevs, each times the number of
+    times its GEMM counts (layers), summed as variances (root-sum-square)."""
+    if doc["kind"] != "model":
+        return spread_of_sum(doc["gemms"], mode, prec)
+    w = gemm_weights(doc)
+    return math.sqrt(sum((w.get(g.get("scope", "layer"), 0) * cell_stdev(g, mode, prec)) ** 2 for g in doc["gemms"]))
+
+
+def summary_interval(doc, mode, key, name):
+    """The 95% interval written by --repeats (N >= 3) as summary.<mode>.intervals: key
+    "per_layer_total" or "full_model" with a precision name, or "speedups" with a speedup name
+    ("FP8Current vs BF16"). (median, lo, hi, n), or None when the file has none."""
+    ivs = ((doc.get("summary") or {}).get(mode) or {})
+    if not isinstance(ivs, dict):
+        raise InputError("summary.%s must be an object" % mode)
+    ivs = ivs.get("intervals")
+    if ivs is None:
+        return None
+    where = "summary.%s.intervals" % mode
+    if not isinstance(ivs, dict):
+        raise InputError(where + " must be an object")
+    if key == "speedups":
+        entries = ivs.get("speedups") or []
+        if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+            raise InputError(where + ".speedups must be a list of objects")
+        iv = next((e.get("interval") for e in entries if e.get("name") == name), None)
+    else:
+        obj = ivs.get(key) or {}
+        if not isinstance(obj, dict):
+            raise InputError("%s.%s must be an object" % (where, key))
+        iv = obj.get(name)
+    if iv is None:
+        return None
+    where = "%s.%s.%s" % (where, key, name)
+    if not isinstance(iv, dict) or not all(_is_num(iv.get(k)) and 0 <= iv[k] <= MAX_MS * MAX_DIM
+                                           for k in ("median", "lo", "hi")):
+        raise InputError(where + " must be an object with numbers median, lo and hi")
+    if iv["lo"] > iv["hi"] or not _is_int(iv.get("n")) or iv["n"] < 1:
+        raise InputError(where + " must have lo <= hi and a count n >= 1")
+    return (float(iv["median"]), float(iv["lo"]), float(iv["hi"]), iv["n"])
+
+
+def ratio_sd(ratio, a, sd_a, b, sd_b):
+    """±1 stdev of ratio = a / b from the stdevs of a and b: relative errors combined as root-sum-square."""
+    if not a or not b:
+        return 0.0
+    return ratio * math.sqrt((sd_a / a) ** 2 + (sd_b / b) ** 2)
+
+
 def cell_tflops(g, mode, prec):
     c = cell(g, mode, prec)
     if c.get("status") != "ok":
@@ -353,6 +424,12 @@ def sum_or_none(values):
 
 def shape_str(g):
     return "%dx%dx%d" % (g["m"], g["k"], g["n"])
+
+
+def repeats_of(doc):
+    """timing.repeats (--repeats N: every cell measured N times), 1 when absent."""
+    n = (doc.get("timing") or {}).get("repeats", 1)
+    return n if _is_int(n) and n >= 1 else 1
 
 
 def layers_of(doc):
@@ -674,6 +751,9 @@ def chart_model(doc, mode, baseline, out):
     ax.set_title("%s\nMode: %s  |  %s" % (config_line(doc), MODE_TEXT.get(mode, mode), base_word),
                  fontsize=9, loc="left", color="#333333")
 
+    if any(g.get("scope") in ("moe_layer", "dense_layer") for g in doc["gemms"]):
+        extra_notes.insert(0, "This model has experts: the GEMMs of its MoE and dense MLP layers (router, experts, "
+                              "shared experts, dense MLP) are not in these bars; --kind experts charts the experts.")
     if has_lm and not lm_ok_everywhere:
         extra_notes.insert(0, "LM head (runs once per step) is left out: it is n/a for some precision.")
     elif not has_lm:
@@ -781,6 +861,7 @@ def chart_sweep(doc, mode, baseline, out):
 
     fig, axes = plt.subplots(1, 3, figsize=(17, 5.4))
     ax_lat, ax_tf, ax_sp = axes
+    any_err = [False]
     for p in precs:
         color = precision_color(p, precs)
         lat = [cell_ms(g, mode, p) for _, g in pts]
@@ -797,6 +878,28 @@ def chart_sweep(doc, mode, baseline, out):
                 sp.append(nan if a is None or b is None else a / b)
             (l3,) = ax_sp.plot(xs, sp, "o-", color=color, label=label, ms=4)
             l3.set_gid("line:speedup:%s" % p)
+        # Error bars: ±1 stdev of each cell (per iteration; pooled over repeats when the run has them),
+        # scaled to TFLOP/s, and for the speedup the two cells' relative stdevs as root-sum-square.
+        sds = [cell_stdev(g, mode, p) for _, g in pts]
+        bars = [("latency", ax_lat, lat, sds)]
+        bars.append(("tflops", ax_tf, tf, [None if t is None else t * sd / l for t, sd, l in zip(tf, sds, lat)]))
+        if p != baseline:
+            sp_sd = []
+            for (_, g), v in zip(pts, sp):
+                a, b = cell_ms(g, mode, baseline), cell_ms(g, mode, p)
+                sp_sd.append(None if a is None or b is None else
+                             ratio_sd(v, a, cell_stdev(g, mode, baseline), b, cell_stdev(g, mode, p)))
+            bars.append(("speedup", ax_sp, sp, sp_sd))
+        for panel, ax, ys, es in bars:
+            keep = [(x, y, e) for x, y, e in zip(xs, ys, es) if y is not None and e and e > 0 and y == y]
+            if not keep:
+                continue
+            # on the log latency axis a bar cannot reach zero: its lower arm stops at a tenth of the value
+            lower = [min(e, 0.9 * y) if panel == "latency" else e for _, y, e in keep]
+            eb = ax.errorbar([k[0] for k in keep], [k[1] for k in keep], yerr=[lower, [k[2] for k in keep]],
+                             fmt="none", ecolor=color, elinewidth=0.9, capsize=2.5, alpha=0.9)
+            eb.lines[2][0].set_gid("err:%s:%s" % (panel, p))
+            any_err[0] = True
     ax_sp.axhline(1.0, color=precision_color(baseline, precs), linestyle="--", linewidth=1.0,
                   label="%s (= 1)" % baseline)
 
@@ -823,7 +926,12 @@ def chart_sweep(doc, mode, baseline, out):
     ax_sp.set_ylim(bottom=0)
 
     handles, labels = ax_lat.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.91), ncol=len(precs),
+    if any_err[0]:
+        from matplotlib.lines import Line2D
+        handles.append(Line2D([0], [0], color="#111111", marker="|", linestyle="none", markersize=9))
+        labels.append("error bar: ±1 stdev per cell%s (speedup: both cells, root-sum-square)" % (
+            " (pooled over %d repeats)" % repeats_of(doc) if repeats_of(doc) > 1 else ""))
+    fig.legend(handles, labels, loc="lower center", bbox_to_anchor=(0.5, 0.91), ncol=len(handles),
                frameon=False, fontsize=9)
     fig.suptitle("GEMM size sweep on %s  |  mode: %s" % (device_name(doc), MODE_TEXT.get(mode, mode)),
                  fontsize=12, fontweight="bold", y=1.0)
@@ -868,12 +976,24 @@ def chart_modes(doc, baseline, out):
     if not precs:
         raise InputError("the modes chart needs a precision besides the baseline %s" % baseline)
     sp = {}
+    err = {}  # (mode, prec): ("interval", lo, hi, n) from the repeats, or ("sd", sd)
     for m in modes:
         base = run_total(doc, m, baseline)
+        base_sd = run_total_sd(doc, m, baseline)
         for p in precs:
             t = run_total(doc, m, p)
             sp[(m, p)] = None if base is None or t is None or t <= 0 else base / t
-    allv = [v for v in sp.values() if v is not None]
+            if sp[(m, p)] is None:
+                continue
+            iv = summary_interval(doc, m, "speedups", "%s vs %s" % (p, baseline)) if doc["kind"] == "model" else None
+            if iv is not None:
+                err[(m, p)] = ("interval", iv[1], iv[2], iv[3])
+            else:
+                sd = ratio_sd(sp[(m, p)], base, base_sd, t, run_total_sd(doc, m, p))
+                if sd > 0:
+                    err[(m, p)] = ("sd", sd)
+    allv = [v for v in sp.values() if v is not None] + [e[2] for e in err.values() if e[0] == "interval"]
+    allv += [sp[k] + e[1] for k, e in err.items() if e[0] == "sd"]
     ymax = max(allv + [1.0])
 
     fig, ax = plt.subplots(figsize=(max(7.5, 1.6 * len(precs) + 4.0), 5.6))
@@ -892,7 +1012,18 @@ def chart_modes(doc, baseline, out):
                 continue
             r = ax.bar(x, v, width * 0.94, label=m if i == 0 else None, linewidth=0.8, **styles[m])
             r.patches[0].set_gid("bar:%s:%s" % (m, p))
-            ax.text(x, v + ymax * 0.012, fmt_x(v), ha="center", va="bottom", fontsize=9, fontweight="bold")
+            top = v
+            e = err.get((m, p))
+            if e is not None:
+                if e[0] == "interval":  # the interval of the median speedup over the repeats, lo..hi
+                    eb = ax.errorbar(x, (e[1] + e[2]) / 2.0, yerr=(e[2] - e[1]) / 2.0, fmt="none", ecolor="#111111",
+                                     elinewidth=1.0, capsize=4)
+                    top = max(v, e[2])
+                else:
+                    eb = ax.errorbar(x, v, yerr=[[min(e[1], v)], [e[1]]], fmt="none", ecolor="#111111", elinewidth=1.0, capsize=4)
+                    top = v + e[1]
+                eb.lines[2][0].set_gid("err:%s:%s" % (m, p))
+            ax.text(x, top + ymax * 0.012, fmt_x(v), ha="center", va="bottom", fontsize=9, fontweight="bold")
     for m in modes:  # legend entries for a mode whose first bar is N/A
         if sp[(m, precs[0])] is None:
             ax.bar(0, 0, 0, label=m, **styles[m])
@@ -910,7 +1041,20 @@ def chart_modes(doc, baseline, out):
     ax.set_axisbelow(True)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9, title="Mode")
+    handles, labels = ax.get_legend_handles_labels()
+    kinds = set(e[0] for e in err.values())
+    if kinds:
+        from matplotlib.lines import Line2D
+        what = "full-model time" if doc["kind"] == "model" else "summed time"
+        if "interval" in kinds:
+            n = max(e[3] for e in err.values() if e[0] == "interval")
+            handles.append(Line2D([0], [0], color="#111111", marker="_", markersize=8))
+            labels.append("error bar: 95%% interval of the\nmedian speedup over %d repeats" % n)
+        if "sd" in kinds:
+            handles.append(Line2D([0], [0], color="#111111", marker="_", markersize=8))
+            labels.append("error bar: ±1 stdev of the speedup\n(cells' stdevs over the %s,\nroot-sum-square; every GEMM\n"
+                          "and pass measured)" % what)
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9, title="Mode")
     fig.suptitle("%s speedup over %s on %s" % (" vs ".join(modes).capitalize(), baseline, device_name(doc)),
                  fontsize=12, fontweight="bold", x=0.01, ha="left")
     sub = "per-gemm includes the quantization of the inputs; pre-quantized times the GEMM kernel only"
@@ -930,6 +1074,230 @@ def chart_modes(doc, baseline, out):
     fig.tight_layout()
     fig.subplots_adjust(top=0.84 if doc["kind"] == "model" else 0.87)
     add_footer(fig, footer_lines(doc, modes[0], doc["precisions"], extra), provenance(doc), -0.01)
+    save(fig, out)
+    plt.close(fig)
+
+
+# ----------------------------------------------------------------------------------------------
+# Experts chart: rows per expert (routing) over the grouped expert GEMM time of one MoE layer
+# ----------------------------------------------------------------------------------------------
+
+MAX_EXPERTS_DRAWN = 4096  # one bar each (the largest MoE models have a few hundred experts)
+EXPERT_PASSES = [("fprop", "Fprop", "#1f77b4"), ("dgrad", "Dgrad", "#2ca02c"), ("wgrad", "Wgrad", "#ff7f0e")]
+
+
+def moe_data(doc, name):
+    """The MoE parts of a result, checked: the grouped expert GEMMs (each with `group_dim` and
+    `group`, the rows per expert of the busiest EP rank's experts) and plan.routing (rows per
+    expert over the whole EP group; None in a file without it). InputError when there are none."""
+    grouped = []
+    for i, g in enumerate(doc["gemms"]):
+        if g.get("group_dim") is None and g.get("group") is None:
+            continue
+        where = "%s: gemms[%d]" % (name, i)
+        if g.get("group_dim") not in ("m", "k"):
+            raise InputError("%s: \"group_dim\" must be \"m\" or \"k\", got %s" % (where, clip(json.dumps(g.get("group_dim")), 40)))
+        grp = g.get("group")
+        if not isinstance(grp, list) or not grp or len(grp) > MAX_DIM or not all(_is_int(v) and v >= 0 for v in grp):
+            raise InputError("%s: \"group\" must be a non-empty list of per-expert sizes >= 0" % where)
+        if len(grp) > MAX_EXPERTS_DRAWN:
+            raise InputError("%s: %d experts, more than the experts chart draws (%d)" % (where, len(grp), MAX_EXPERTS_DRAWN))
+        if sum(grp) != g[g["group_dim"]]:
+            raise InputError("%s: \"group\" sums to %d, not %s = %d" % (where, sum(grp), g["group_dim"], g[g["group_dim"]]))
+        grouped.append(g)
+    if not grouped:
+        raise InputError("%s has no MoE data to chart: no grouped expert GEMMs (the experts chart needs a model with "
+                         "experts, e.g. --model mixtral-8x7b)" % name)
+    plan = doc.get("plan")
+    rt = plan.get("routing") if isinstance(plan, dict) else None
+    if rt is None:
+        return grouped, None
+    rw = "%s: plan.routing" % name
+    if not isinstance(rt, dict):
+        raise InputError(rw + " must be an object")
+    counts = rt.get("counts")
+    if not isinstance(counts, list) or not counts or len(counts) > MAX_DIM or \
+            not all(_is_int(v) and 0 <= v <= MAX_JSON_INT for v in counts):
+        raise InputError(rw + ".counts must be a non-empty list of rows per expert (integers >= 0)")
+    if len(counts) > MAX_EXPERTS_DRAWN:
+        raise InputError("%s: %d experts, more than the experts chart draws (%d)" % (rw, len(counts), MAX_EXPERTS_DRAWN))
+    experts, ep = rt.get("experts", len(counts)), rt.get("expert_parallel", 1)
+    if not _is_int(experts) or not _is_int(ep) or ep < 1 or experts != len(counts) or experts % ep:
+        raise InputError(rw + ": experts, expert_parallel and counts do not agree")
+    for key in ("top_k", "tokens", "capacity", "dropped"):
+        if rt.get(key) is not None and (not _is_int(rt[key]) or rt[key] < 0):
+            raise InputError("%s.%s must be an integer >= 0" % (rw, key))
+    local = experts // ep
+    rank_rows = [sum(counts[r * local:(r + 1) * local]) for r in range(ep)]
+    busiest = rank_rows.index(max(rank_rows))  # as gemmscope's reader: the first rank with the most rows
+    routing = dict(rt)
+    routing.update(counts=counts, experts=experts, expert_parallel=ep, local=local, rank_rows=rank_rows,
+                   busiest_rank=busiest)
+    return grouped, routing
+
+
+def chart_experts(doc, mode, baseline, out, name):
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    grouped, rt = moe_data(doc, name)
+    precs = doc["precisions"]
+    method = str((doc.get("timing") or {}).get("method", ""))
+    if method == "predicted" or isinstance(doc.get("prediction"), dict):
+        how = "PREDICTED"
+    elif method.startswith("synthetic"):
+        how = "SYNTHETIC times (not measured)"
+    else:
+        how = "measured"
+
+    fig, (ax_r, ax_t) = plt.subplots(2, 1, figsize=(max(9.0, 1.5 * len(precs) + 5.0), 9.6),
+                                     gridspec_kw={"height_ratios": [1.0, 1.15]})
+
+    # -- top: rows (tokens) per expert --
+    if rt is not None:
+        counts, ep, local, busiest = rt["counts"], rt["expert_parallel"], rt["local"], rt["busiest_rank"]
+        first = busiest * local
+        hot = range(first, first + local) if ep > 1 else range(0)
+        title = "Rows (tokens) per expert, all %d experts of the %s" % (
+            len(counts), "EP group (%d ranks x %d experts)" % (ep, local) if ep > 1 else "layer")
+    else:  # no routing in the file: the grouped GEMM's own groups (the busiest rank's experts)
+        up = next((g for g in grouped if g["group_dim"] == "m"), grouped[0])
+        counts, ep, local, busiest, first, hot = up["group"], 1, len(up["group"]), 0, 0, range(0)
+        title = "Rows (tokens) per expert of the grouped GEMMs (%s %s)" % (up["pass"], up.get("label") or up["op"])
+    n_e = len(counts)
+    mean = float(sum(counts)) / n_e
+    base_col, hot_col = "#8fa8c8", "#d62728"
+    bars = ax_r.bar(range(n_e), counts, 0.8, color=[hot_col if e in hot else base_col for e in range(n_e)],
+                    linewidth=0)
+    for e, (patch, c) in enumerate(zip(bars.patches, counts)):
+        patch.set_gid("bar:rows:%d" % e)
+        if n_e <= 24:
+            ax_r.text(e, c, "{:,}".format(c), ha="center", va="bottom", fontsize=7, color="#333333")
+    ax_r.axhline(mean, color="#111111", linestyle="--", linewidth=1.0, gid="line:mean")
+    handles = [Patch(facecolor=base_col, label="rows routed to the expert"),
+               Line2D([0], [0], color="#111111", linestyle="--", label="mean %s rows per expert" % "{:,.0f}".format(mean))]
+    top = max(max(counts), 1)  # every expert empty: still an axis
+    if rt is not None and rt.get("capacity"):
+        ax_r.axhline(rt["capacity"], color="#9467bd", linestyle=":", linewidth=1.2, gid="line:capacity")
+        handles.append(Line2D([0], [0], color="#9467bd", linestyle=":",
+                              label="capacity %s rows (%s dropped)" % ("{:,}".format(rt["capacity"]),
+                                                                        "{:,}".format(rt.get("dropped") or 0))))
+        top = max(top, rt["capacity"])
+    if ep > 1:
+        for rank in range(1, ep):
+            if ep <= 64:
+                ax_r.axvline(rank * local - 0.5, color="#bbbbbb", linewidth=0.6)
+        handles.insert(1, Patch(facecolor=hot_col, label="busiest EP rank (%d) — sets the step time" % busiest))
+        t = ax_r.text(first + (local - 1) / 2.0, top * 1.04, "busiest EP rank — sets the step time", ha="center",
+                      va="bottom", fontsize=8.5, color=hot_col, fontweight="bold")
+        t.set_gid("busiest:%d" % busiest)
+    ax_r.set_xlim(-0.7, n_e - 0.3)
+    ax_r.set_ylim(0, top * 1.16)
+    ax_r.set_xlabel("expert")
+    ax_r.set_ylabel("rows (tokens) per expert")
+    if n_e <= 32:
+        ax_r.set_xticks(range(n_e))
+    ax_r.set_title(title, fontsize=10, loc="left")
+    ax_r.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8.5)
+
+    # -- bottom: grouped expert GEMM time per precision, stacked by pass --
+    data = {}
+    for p in precs:
+        parts = {}
+        for ps, _, _ in EXPERT_PASSES:
+            mine = [g for g in grouped if g["pass"] == ps]
+            if mine:
+                parts[ps] = sum_or_none(cell_ms(g, mode, p) for g in mine)
+        total = sum_or_none(parts.values())
+        data[p] = (parts, total, spread_of_sum(grouped, mode, p))
+    totals = [d[1] + d[2] for d in data.values() if d[1] is not None]
+    ymax = max(totals) if totals else 1.0
+    base_total = data[baseline][1]
+    extra = []
+    width = 0.6
+    for i, p in enumerate(precs):
+        parts, total, sd = data[p]
+        if total is None:
+            t = ax_t.text(i, ymax * 0.03, "N/A", ha="center", va="bottom", fontsize=13, fontweight="bold",
+                          color="#b00020")
+            t.set_gid("na:%s" % p)
+            extra.append("%s is N/A for the expert GEMMs in %s mode: %s" % (p, mode, na_summary(na_reasons(doc, mode, p, grouped))))
+            continue
+        bottom = 0.0
+        for ps, _, color in EXPERT_PASSES:
+            v = parts.get(ps)
+            if not v:
+                continue
+            r = ax_t.bar(i, v, width, bottom=bottom, color=color, edgecolor="white", linewidth=0.6)
+            r.patches[0].set_gid("bar:%s:grouped:%s" % (p, ps))
+            if v >= ymax * 0.06:
+                ax_t.text(i, bottom + v / 2, fmt_ms(v), ha="center", va="center", fontsize=7.5, color="white")
+            bottom += v
+        if sd > 0:
+            eb = ax_t.errorbar(i, bottom, yerr=[[min(sd, bottom)], [sd]], fmt="none", ecolor="#111111",
+                               elinewidth=1.0, capsize=4)
+            eb.lines[2][0].set_gid("err:%s" % p)
+        if p == baseline:
+            lab = "%s ms\nbaseline" % fmt_ms(bottom)
+        elif base_total:
+            lab = "%s ms\n%s" % (fmt_ms(bottom), fmt_x(base_total / bottom))
+        else:
+            lab = "%s ms\n(no baseline)" % fmt_ms(bottom)
+        t = ax_t.text(i, bottom + sd + ymax * 0.015, lab, ha="center", va="bottom", fontsize=9,
+                      fontweight="normal" if p == baseline else "bold")
+        t.set_gid("speedup:%s" % p)
+    ax_t.set_xticks(range(len(precs)))
+    ax_t.set_xticklabels([tick_label(doc, mode, p) for p in precs], fontsize=9)
+    ax_t.set_xlim(-0.6, len(precs) - 0.4)
+    ax_t.set_ylim(0, ymax * 1.22)
+    ax_t.set_ylabel("grouped expert GEMM time\nper MoE layer (ms)")
+    ax_t.yaxis.grid(True, color="#dddddd", linewidth=0.6)
+    ax_t.set_axisbelow(True)
+    ops = []
+    for g in grouped:  # plan order: Expert Up, Expert Down
+        if (g.get("label") or g["op"]) not in ops:
+            ops.append(g.get("label") or g["op"])
+    ax_t.set_title("Grouped GEMMs (%s) of %s, passes stacked; mode: %s; speedup vs %s above each bar" % (
+        " + ".join(ops), "the busiest EP rank's %d experts" % len(grouped[0]["group"]) if ep > 1
+        else "%d experts" % len(grouped[0]["group"]),
+        mode, baseline), fontsize=9.5, loc="left")
+    word = how.split(" ")[0].lower()  # measured / predicted / synthetic: what every pass's time is
+    handles = [Patch(facecolor=c, label="%s (%s)" % (lab, word)) for ps, lab, c in EXPERT_PASSES
+               if any(g["pass"] == ps for g in grouped)]
+    handles.append(Line2D([0], [0], color="#111111", marker="_", markersize=8,
+                          label="error bar: ±1 stdev\n(cells root-sum-square)"))
+    ax_t.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8.5)
+    for ax in (ax_r, ax_t):
+        for side in ("top", "right"):
+            ax.spines[side].set_visible(False)
+
+    moe = (doc.get("config") or {}).get("moe") or {}
+    sub = [config_line(doc)]
+    bits = []
+    if _is_int(moe.get("num_experts")):
+        bits.append("%d experts, top-%s" % (moe["num_experts"], moe.get("top_k", "?")))
+    if _is_int(moe.get("expert_intermediate_size")):
+        bits.append("expert FFN %s" % "{:,}".format(moe["expert_intermediate_size"]))
+    bits.append("expert parallel %d" % ep)
+    if rt is not None:
+        r_txt = "routing %s (seed %s)" % (rt.get("routing", "?"), rt.get("seed", "?"))
+        if _is_int(rt.get("tokens")) and _is_int(rt.get("top_k")):
+            r_txt += ": %s tokens%s x top-%d" % ("{:,}".format(rt["tokens"]), " x %d ranks" % ep if ep > 1 else "",
+                                                  rt["top_k"])
+        bits.append(r_txt)
+        bits.append("max/mean %.2f" % (max(counts) / mean if mean else 0.0))
+    sub.append(", ".join(bits))
+    fig.suptitle("MoE experts of one MoE layer, %s on %s" % (how, device_name(doc)), fontsize=13,
+                 fontweight="bold", x=0.01, ha="left")
+    fig.text(0.01, 0.955, "\n".join(x for x in sub if x), fontsize=9, color="#333333", ha="left", va="top")
+    extra.insert(0, "One routing draw stands for every MoE layer; the grouped GEMMs hold the real rows (padding to "
+                    "the recipe's alignment is computed, not counted as FLOPs).")
+    for n in doc.get("notes") or []:
+        if n.startswith("SYNTHETIC"):
+            extra.insert(0, n)
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    add_footer(fig, footer_lines(doc, mode, precs, extra), provenance(doc), -0.005)
     save(fig, out)
     plt.close(fig)
 
@@ -998,11 +1366,17 @@ def chart_roofline(doc, mode, out):
 # Driver
 # ----------------------------------------------------------------------------------------------
 
+def has_moe(doc):
+    """Whether the result has grouped (MoE expert) GEMMs."""
+    return any(g.get("group_dim") is not None or g.get("group") is not None for g in doc["gemms"])
+
+
 def pick_kind(doc, requested):
     if requested != "auto":
         return requested
     if doc["kind"] == "model":
-        return "model"
+        # The model chart stacks the dense per-layer ops only; a model with experts gets the experts chart.
+        return "experts" if has_moe(doc) else "model"
     gemms = doc["gemms"]
     if len(gemms) >= 5 and all(is_square(g) for g in gemms):
         return "sweep"
@@ -1051,6 +1425,8 @@ def main(argv=None):
             raise InputError("the modes chart needs pre-quantized and a quantizing mode (training or per-gemm) "
                              "(%s has: %s)" % (
                 os.path.basename(args.result), ", ".join(doc["modes"])))
+        if kind == "experts":
+            moe_data(doc, os.path.basename(args.result))  # no grouped GEMMs: bad input, before matplotlib
         if kind == "model" and doc["kind"] != "model":
             raise InputError("the model chart needs a model-config result (%s is kind \"%s\")" % (
                 os.path.basename(args.result), doc["kind"]))
@@ -1080,6 +1456,8 @@ def main(argv=None):
                 chart_sweep(doc, mode, baseline, args.output)
             elif kind == "roofline":
                 chart_roofline(doc, mode, args.output)
+            elif kind == "experts":
+                chart_experts(doc, mode, baseline, args.output, os.path.basename(args.result))
             else:
                 chart_modes(doc, baseline, args.output)
     except InputError as e:

@@ -142,7 +142,8 @@ int run_plot(int argc, char** argv) {
   CLI::App app{"Draw a chart from a gemmscope result JSON.\n"
                "Kinds: model (stacked per-layer bars per precision), shapes (grouped TFLOP/s bars),\n"
                "sweep (latency / TFLOP/s / speedup vs size), modes (training / per-gemm vs pre-quantized speedup),\n"
-               "roofline (achieved TFLOP/s vs arithmetic intensity under the GPU's datasheet roofs).\n"
+               "roofline (achieved TFLOP/s vs arithmetic intensity under the GPU's datasheet roofs),\n"
+               "experts (MoE: rows per expert, busiest EP rank, grouped expert GEMM time per precision).\n"
                "Exit status: 0 written, 2 bad input, 3 no Python with matplotlib, 74 stdout not writable.",
                "gemmscope plot"};
   std::string result, out, baseline, mode, kind = "auto";
@@ -153,7 +154,7 @@ int run_plot(int argc, char** argv) {
                  "mode to chart: training, per-gemm or pre-quantized (default training when present, else per-gemm; "
                  "any case; old names autocast-shared, autocast too)");
   app.add_option("--kind", kind, "chart kind (default auto: from the JSON)")
-      ->check(CLI::IsMember({"auto", "model", "shapes", "sweep", "modes", "roofline"}, CLI::ignore_case))
+      ->transform(CLI::IsMember({"auto", "model", "shapes", "sweep", "modes", "roofline", "experts"}, CLI::ignore_case))
       ->capture_default_str();
   try {
     app.parse(argc, argv);

@@ -20,6 +20,7 @@
 #include <optional>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -299,6 +300,226 @@ TEST(Plot, SweepChart) {
   EXPECT_EQ(count_ids(svg3, "bar:[A-Za-z0-9]+:[0-9]+"), 7 * 5 - 1);
 }
 
+// tests/data/moe_mixtral_ep2_synthetic.json: Mixtral-8x7B, 8 experts top-2, expert parallel 2, times
+// from a fake engine (test_plot_fixtures.cpp), 3 repeats, training + pre-quantized.
+constexpr const char* kMoe = "moe_mixtral_ep2_synthetic.json";
+
+// Error bars on the sweep and modes charts: ±1 stdev from the cells' stdev_ms (root-sum-square),
+// or, for the speedups of a run with >= 3 repeats, the 95% interval from summary.<mode>.intervals.
+TEST(Plot, SweepChartErrorBars) {
+  REQUIRE_MATPLOTLIB();
+  std::string svg = render("sweep_square.json", "sweep_err.svg");
+  EXPECT_EQ(count_ids(svg, "err:latency:[A-Za-z0-9]+"), 5);
+  EXPECT_EQ(count_ids(svg, "err:tflops:[A-Za-z0-9]+"), 5);
+  EXPECT_EQ(count_ids(svg, "err:speedup:[A-Za-z0-9]+"), 4);
+  EXPECT_EQ(count_ids(svg, "err:speedup:BF16"), 0);
+  EXPECT_NE(svg.find("error bar: ±1 stdev per cell (speedup: both cells, root-sum-square)"), std::string::npos);
+  // no spread in the file: no error bars and no legend entry for them
+  json doc = load("sweep_square.json");
+  for (auto& g : doc["gemms"])
+    for (auto& [mode, cells] : g["results"].items())
+      for (auto& [prec, c] : cells.items()) c.erase("stdev_ms");
+  const fs::path path = work_dir() / "sweep_no_sd.json";
+  std::ofstream(path) << doc.dump();
+  svg = render(path.string(), "sweep_no_sd.svg");
+  EXPECT_EQ(count_ids(svg, "err:[^\"]*"), 0);
+  EXPECT_EQ(svg.find("error bar"), std::string::npos);
+  EXPECT_EQ(count_ids(svg, "line:latency:[A-Za-z0-9]+"), 5);
+}
+
+TEST(Plot, ModesChartErrorBars) {
+  REQUIRE_MATPLOTLIB();
+  // no repeats: ±1 stdev of the full-model time, root-sum-square over the cells
+  std::string svg = render("model_5b_both_modes.json", "modes_err.svg", {"--kind", "modes"});
+  EXPECT_EQ(count_ids(svg, "err:(per-gemm|pre-quantized):[A-Za-z0-9]+"), 5);  // one per bar
+  EXPECT_EQ(count_ids(svg, "err:pre-quantized:FP8Block"), 0);                // N/A there
+  EXPECT_NE(svg.find("error bar: ±1 stdev of the speedup"), std::string::npos);
+  EXPECT_NE(svg.find("(cells' stdevs over the full-model time,"), std::string::npos);
+  EXPECT_NE(svg.find("and pass measured)"), std::string::npos);
+  EXPECT_EQ(svg.find("95% interval"), std::string::npos);
+  // 3 repeats: the 95% interval of the median speedup, from the file
+  svg = render(kMoe, "modes_moe_err.svg", {"--kind", "modes"});
+  EXPECT_EQ(count_ids(svg, "err:(training|pre-quantized):(FP8Current|FP8Block)"), 4);
+  EXPECT_NE(svg.find("error bar: 95% interval of the"), std::string::npos);
+  EXPECT_NE(svg.find("median speedup over 3 repeats"), std::string::npos);
+  EXPECT_EQ(svg.find("±1 stdev"), std::string::npos);
+  // the file has intervals of speedups vs BF16 only: another baseline falls back to ±1 stdev
+  svg = render(kMoe, "modes_moe_err_fp8.svg", {"--kind", "modes", "--baseline", "FP8Current"});
+  EXPECT_EQ(count_ids(svg, "err:(training|pre-quantized):(BF16|FP8Block)"), 4);
+  EXPECT_NE(svg.find("over the full-model time"), std::string::npos);
+  EXPECT_EQ(svg.find("95% interval"), std::string::npos);
+  // shapes run: the sum of all GEMM times
+  json doc = load("shapes_4.json");
+  doc["modes"] = {"per-gemm", "pre-quantized"};
+  for (auto& g : doc["gemms"]) {
+    json pq = g["results"].begin().value();
+    for (auto& [prec, c] : pq.items())
+      if (c["status"] == "ok") c["mean_ms"] = c["mean_ms"].get<double>() * 0.8;
+    g["results"]["pre-quantized"] = pq;
+  }
+  const fs::path path = work_dir() / "shapes_modes.json";
+  std::ofstream(path) << doc.dump();
+  svg = render(path.string(), "shapes_modes_err.svg", {"--kind", "modes"});
+  EXPECT_GT(count_ids(svg, "err:(per-gemm|pre-quantized):[A-Za-z0-9]+"), 0);
+  EXPECT_NE(svg.find("over the summed time"), std::string::npos);
+}
+
+// ---- experts (MoE) ------------------------------------------------------------------------------
+
+// The fill colour of the first path inside the element with this id ("" when none).
+std::string fill_of(const std::string& svg, const std::string& id) {
+  const std::regex re("id=\"" + id + "\">\\s*<path[^>]*style=\"fill: (#[0-9a-f]{6})");
+  std::smatch m;
+  return std::regex_search(svg, m, re) ? m[1].str() : std::string();
+}
+
+// Sum of the grouped (expert) GEMMs' mean times of one precision.
+double grouped_ms(const json& doc, const std::string& prec, const std::string& mode = "training") {
+  double t = 0;
+  for (const auto& g : doc["gemms"])
+    if (g.contains("group")) t += g["results"][mode][prec]["mean_ms"].get<double>();
+  return t;
+}
+
+TEST(Plot, ExpertsChart) {
+  REQUIRE_MATPLOTLIB();
+  const std::string svg = render(kMoe, "experts.svg", {"--kind", "experts"});
+  ASSERT_FALSE(svg.empty());
+  EXPECT_EQ(count_ids(svg, "bar:rows:[0-9]+"), 8);  // every expert of the EP group
+  EXPECT_EQ(count_ids(svg, "line:mean"), 1);
+  EXPECT_EQ(count_ids(svg, "line:capacity"), 0);   // no capacity factor
+  // the busiest rank (1: experts 4..7) highlighted and labelled
+  EXPECT_EQ(count_ids(svg, "busiest:1"), 1);
+  EXPECT_TRUE(has_text(svg, "busiest EP rank — sets the step time"));
+  const std::string hot = fill_of(svg, "bar:rows:7"), cold = fill_of(svg, "bar:rows:0");
+  ASSERT_FALSE(hot.empty());
+  EXPECT_NE(hot, cold);
+  for (int e = 4; e < 8; ++e) EXPECT_EQ(fill_of(svg, "bar:rows:" + std::to_string(e)), hot) << e;
+  for (int e = 0; e < 4; ++e) EXPECT_EQ(fill_of(svg, "bar:rows:" + std::to_string(e)), cold) << e;
+  // bottom: 3 precisions x 3 passes, an error bar and a total/speedup label each
+  EXPECT_EQ(count_ids(svg, "bar:[A-Za-z0-9]+:grouped:(fprop|dgrad|wgrad)"), 9);
+  EXPECT_EQ(count_ids(svg, "err:[A-Za-z0-9]+"), 3);
+  EXPECT_EQ(count_ids(svg, "speedup:[A-Za-z0-9]+"), 3);
+  EXPECT_EQ(count_ids(svg, "na:[^\"]*"), 0);
+  const json doc = load(kMoe);
+  EXPECT_TRUE(has_text(svg, two_decimals(grouped_ms(doc, "BF16") / grouped_ms(doc, "FP8Current")) + "x"));
+  // honest title: the device from the JSON, and the fixture's times are not called measured
+  EXPECT_NE(svg.find("Fake GPU (synthetic times, not a measurement)"), std::string::npos);
+  EXPECT_NE(svg.find("SYNTHETIC times (not measured)"), std::string::npos);
+  EXPECT_EQ(svg.find("(measured)"), std::string::npos);
+  // the same file called measured: "measured" everywhere
+  json measured = doc;
+  measured["timing"]["method"] = "cuda-events";
+  const fs::path path = work_dir() / "moe_measured.json";
+  std::ofstream(path) << measured.dump();
+  const std::string svg2 = render(path.string(), "experts_measured.svg", {"--kind", "experts", "--mode", "pre-quantized"});
+  EXPECT_NE(svg2.find("MoE experts of one MoE layer, measured on Fake GPU"), std::string::npos);
+  EXPECT_TRUE(has_text(svg2, "Fprop (measured)"));
+  EXPECT_NE(svg2.find("mode: pre-quantized"), std::string::npos);
+  EXPECT_TRUE(has_text(svg2, two_decimals(grouped_ms(doc, "BF16", "pre-quantized") /
+                                          grouped_ms(doc, "FP8Current", "pre-quantized")) + "x"));
+}
+
+TEST(Plot, ExpertsChartIsAutoForMoeAndModelChartSaysWhatItLeavesOut) {
+  REQUIRE_MATPLOTLIB();
+  const std::string svg = render(kMoe, "experts_auto.svg");
+  EXPECT_EQ(count_ids(svg, "bar:rows:[0-9]+"), 8);
+  EXPECT_EQ(count_ids(svg, "bar:[A-Za-z0-9]+:grouped:(fprop|dgrad|wgrad)"), 9);
+  // forced model chart of an MoE run: its bars hold the dense per-layer ops only, and it says so
+  const std::string model = render(kMoe, "experts_as_model.svg", {"--kind", "model"});
+  EXPECT_NE(model.find("This model has experts"), std::string::npos);
+  // dense fixtures keep their kind
+  EXPECT_EQ(count_ids(render("model_5b_autocast.json", "auto_dense.svg"), "bar:[^\"]*:QKV:fpropdgrad"), 3);
+}
+
+TEST(Plot, ExpertsChartWithoutExpertParallelOrRouting) {
+  REQUIRE_MATPLOTLIB();
+  json doc = load(kMoe);
+  doc["plan"]["routing"]["expert_parallel"] = 1;
+  fs::path path = work_dir() / "moe_ep1.json";
+  std::ofstream(path) << doc.dump();
+  std::string svg = render(path.string(), "experts_ep1.svg", {"--kind", "experts"});
+  EXPECT_EQ(count_ids(svg, "bar:rows:[0-9]+"), 8);
+  EXPECT_EQ(count_ids(svg, "busiest:[0-9]+"), 0);
+  EXPECT_EQ(svg.find("busiest EP rank"), std::string::npos);
+  EXPECT_EQ(fill_of(svg, "bar:rows:7"), fill_of(svg, "bar:rows:0"));
+  // no plan.routing: the rows per expert of the grouped GEMMs themselves (the 4 local experts)
+  doc = load(kMoe);
+  doc["plan"].erase("routing");
+  path = work_dir() / "moe_no_routing.json";
+  std::ofstream(path) << doc.dump();
+  svg = render(path.string(), "experts_no_routing.svg", {"--kind", "experts"});
+  EXPECT_EQ(count_ids(svg, "bar:rows:[0-9]+"), 4);
+  EXPECT_EQ(count_ids(svg, "bar:[A-Za-z0-9]+:grouped:(fprop|dgrad|wgrad)"), 9);
+  // an n/a grouped cell: that precision is N/A with its reason
+  doc = load(kMoe);
+  for (auto& g : doc["gemms"])
+    if (g.contains("group") && g["pass"] == "wgrad") {
+      g["results"]["training"]["FP8Block"] = {{"status", "n/a"}, {"reason", "cuBLASLt: NOT_SUPPORTED"}};
+      break;
+    }
+  path = work_dir() / "moe_na.json";
+  std::ofstream(path) << doc.dump();
+  svg = render(path.string(), "experts_na.svg", {"--kind", "experts"});
+  EXPECT_EQ(count_ids(svg, "na:FP8Block"), 1);
+  EXPECT_EQ(count_ids(svg, "bar:FP8Block:grouped:[a-z]+"), 0);
+  EXPECT_NE(svg.find("cuBLASLt: NOT_SUPPORTED"), std::string::npos);
+}
+
+// --kind experts needs MoE data; broken MoE data is bad input too. Exit 2, one line, no chart.
+TEST(Plot, ExpertsBadInputExitsTwo) {
+  const auto py = chart_python() ? chart_python() : any_python();
+  if (!py) GTEST_SKIP() << "no python3 interpreter";
+  const fs::path d = work_dir();
+  const auto write_edit = [&](const std::string& file, const std::function<void(json&)>& edit) {
+    json doc = load(kMoe);
+    edit(doc);
+    std::ofstream(d / file) << doc.dump();
+    return (d / file).string();
+  };
+  const auto first_grouped = [](json& doc) -> json& {
+    for (auto& g : doc["gemms"])
+      if (g.contains("group")) return g;
+    throw std::runtime_error("fixture without grouped GEMMs");
+  };
+  const std::string bad_sum = write_edit("moe_bad_sum.json", [&](json& j) {
+    json& g = first_grouped(j);
+    g["group"][0] = g["group"][0].get<int64_t>() + 1;
+  });
+  const std::string bad_dim = write_edit("moe_bad_dim.json", [&](json& j) { first_grouped(j)["group_dim"] = "x"; });
+  const std::string neg = write_edit("moe_neg.json", [&](json& j) { first_grouped(j)["group"][0] = -1; });
+  const std::string counts = write_edit("moe_counts.json", [](json& j) { j["plan"]["routing"]["counts"].erase(0); });
+  const std::string ep = write_edit("moe_ep.json", [](json& j) { j["plan"]["routing"]["expert_parallel"] = 3; });
+  const std::string routing = write_edit("moe_routing.json", [](json& j) { j["plan"]["routing"] = "lognormal"; });
+  const std::string many = write_edit("moe_many.json", [](json& j) {
+    j["plan"]["routing"]["counts"] = std::vector<int>(5000, 1);
+    j["plan"]["routing"]["experts"] = 5000;
+    j["plan"]["routing"]["expert_parallel"] = 1;
+  });
+  const std::string out = (d / "bad_experts.svg").string();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{many, "-o", out, "--kind", "experts"}, "5000 experts, more than the experts chart draws (4096)"},
+      {{kData + "/model_5b_autocast.json", "-o", out, "--kind", "experts"},
+       "model_5b_autocast.json has no MoE data to chart: no grouped expert GEMMs"},
+      {{kData + "/shapes_4.json", "-o", out, "--kind", "experts"}, "shapes_4.json has no MoE data to chart"},
+      {{bad_sum, "-o", out, "--kind", "experts"}, "moe_bad_sum.json: gemms[3]: \"group\" sums to"},
+      {{bad_dim, "-o", out}, "\"group_dim\" must be \"m\" or \"k\""},  // auto picks experts for MoE, checked the same
+      {{neg, "-o", out, "--kind", "experts"}, "\"group\" must be a non-empty list of per-expert sizes >= 0"},
+      {{counts, "-o", out, "--kind", "experts"}, "plan.routing: experts, expert_parallel and counts do not agree"},
+      {{ep, "-o", out, "--kind", "experts"}, "plan.routing: experts, expert_parallel and counts do not agree"},
+      {{routing, "-o", out, "--kind", "experts"}, "moe_routing.json: plan.routing must be an object"},
+  };
+  for (const auto& [a, message] : cases) {
+    std::vector<std::string> args = {*py, kScript};
+    args.insert(args.end(), a.begin(), a.end());
+    const Proc p = run(args);
+    EXPECT_EQ(p.rc, 2) << message << "\n" << p.out;
+    EXPECT_NE(p.out.find(message), std::string::npos) << p.out;
+    EXPECT_EQ(std::count(p.out.begin(), p.out.end(), '\n'), 1) << p.out;
+  }
+  EXPECT_FALSE(fs::exists(out));
+}
+
 TEST(Plot, PngAndPdfOutputs) {
   REQUIRE_MATPLOTLIB();
   for (const char* name : {"model.png", "model.pdf"}) {
@@ -453,6 +674,8 @@ TEST(PlotBinary, RendersEachKind) {
       {"model_5b_both_modes.json", "bin_modes.svg", {"--kind", "modes"}, "bar:(per-gemm|pre-quantized):[A-Za-z0-9]+", 5},
       {"shapes_4.json", "bin_shapes.svg", {}, "bar:[A-Za-z0-9]+:[0-9]+", 15},
       {"sweep_square.json", "bin_sweep.svg", {"--baseline", "BF16"}, "line:(latency|tflops|speedup):[A-Za-z0-9]+", 14},
+      {kMoe, "bin_experts.svg", {"--kind", "experts"}, "bar:[A-Za-z0-9]+:grouped:(fprop|dgrad|wgrad)", 9},
+      {kMoe, "bin_experts_case.svg", {"--kind", "Experts"}, "bar:rows:[0-9]+", 8},
   };
   for (const auto& c : cases) {
     const fs::path out = work_dir() / c.out;
