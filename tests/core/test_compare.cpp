@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -94,9 +95,10 @@ TEST(Compare, KnownRatiosPerGemm) {
     }
   }
   EXPECT_EQ(both_na, 1);
-  // 12 GEMMs + per-layer + full-model totals, for FP8Current (slower) and FP8Delayed (faster)
-  EXPECT_EQ(r.regressions, 14);
-  EXPECT_EQ(r.improvements, 14);
+  // 12 GEMMs + per-layer + full-model totals + the speedup vs BF16, for FP8Current (slower) and
+  // FP8Delayed (faster)
+  EXPECT_EQ(r.regressions, 15);
+  EXPECT_EQ(r.improvements, 15);
   EXPECT_TRUE(r.has_regressions());
 }
 
@@ -219,12 +221,12 @@ TEST(Compare, ThresholdDecidesTheFlags) {
   EXPECT_FALSE(r.has_regressions());
   o.threshold = 0.06;  // 1.10 flagged, 1.053 not
   r = gs::compare_results(a, b, o);
-  EXPECT_EQ(r.regressions, 14);
+  EXPECT_EQ(r.regressions, 15);
   EXPECT_EQ(r.improvements, 0);
   o.threshold = 0.0;  // identical BF16 times are never flagged
   r = gs::compare_results(a, b, o);
-  EXPECT_EQ(r.regressions, 14);
-  EXPECT_EQ(r.improvements, 14);
+  EXPECT_EQ(r.regressions, 15);
+  EXPECT_EQ(r.improvements, 15);
 }
 
 TEST(Compare, SelfComparisonIsClean) {
@@ -258,12 +260,13 @@ TEST(Compare, LostCellIsARegression) {
   EXPECT_EQ(c.verdict, Verdict::Regression);
   EXPECT_TRUE(c.a_ms);
   EXPECT_FALSE(c.b_ms);
-  // the GEMM, and B's BF16 per-layer and full-model totals, which the lost cell makes n/a
-  EXPECT_EQ(r.regressions, 3);
+  // the GEMM, B's BF16 per-layer and full-model totals, which the lost cell makes n/a, and the
+  // speedups vs BF16 it makes n/a (FP8Current, FP8Delayed; FP8Block's is n/a in both)
+  EXPECT_EQ(r.regressions, 5);
   EXPECT_NE(gs::format_compare_text(r).find("ok->n/a R"), std::string::npos);
   const auto back = gs::compare_results(b, a);
   EXPECT_EQ(back.regressions, 0);
-  EXPECT_EQ(back.improvements, 3);
+  EXPECT_EQ(back.improvements, 5);
 }
 
 TEST(Compare, PrecisionsInOneFileOnlyAreListed) {
@@ -429,9 +432,9 @@ TEST(Compare, DifferencesInWhatWasMeasuredAreNoted) {
                                "timing.warmup: 10 vs 2",
                                "timing.iters: 100 vs 50",
                            }));
-  // still compared: FP8Current x1.10 on the 12 GEMMs and the per-layer total; B's full model
-  // has half the layers, so it is no longer a regression
-  EXPECT_EQ(r.regressions, 13);
+  // still compared: FP8Current x1.10 on the 12 GEMMs, the per-layer total and its speedup; B's
+  // full model has half the layers, so it is no longer a regression
+  EXPECT_EQ(r.regressions, 14);
   const std::string text = gs::format_compare_text(r);
   const size_t note = text.find("  note: A and B differ in config.num_hidden_layers: 24 vs 12\n");
   ASSERT_NE(note, std::string::npos) << text;
@@ -481,14 +484,187 @@ TEST(Compare, TextAndMarkdownOutput) {
   const std::string text = gs::format_compare_text(r);
   EXPECT_NE(text.find("1.100 R"), std::string::npos);
   EXPECT_NE(text.find("0.950 I"), std::string::npos);
-  EXPECT_NE(text.find("Regressions (14)"), std::string::npos);
+  EXPECT_NE(text.find("Regressions (15)"), std::string::npos);
   EXPECT_NE(text.find("per-gemm FP8Current per-layer total: 20.883 -> 22.971 ms (+10.0%)"), std::string::npos);
-  EXPECT_NE(text.find("Result: 14 regressions, 14 improvements"), std::string::npos);
+  EXPECT_NE(text.find("per-gemm speedup FP8Current vs BF16: 1.543x -> 1.403x (-9.1%)"), std::string::npos) << text;
+  EXPECT_NE(text.find("Result: 15 regressions, 15 improvements"), std::string::npos);
   const std::string md = gs::format_compare_markdown(r);
   EXPECT_NE(md.find("| Pass | Op | Shape (MxKxN) | BF16 | FP8Current | FP8Delayed | FP8Block |"), std::string::npos);
   EXPECT_NE(md.find("| fprop | QKV Proj | 15872x4096x12288 | 1.000 | **1.100 slower** | _0.950 faster_ | 1.000 |"),
             std::string::npos);
-  EXPECT_NE(md.find("### Regressions (14)"), std::string::npos);
+  EXPECT_NE(md.find("### Regressions (15)"), std::string::npos);
+  EXPECT_NE(md.find("| FP8Current vs BF16 | 1.543x | 1.403x | **0.909 less** |"), std::string::npos) << md;
 }
 
 }  // namespace
+
+// ---- totals and speedups: a real difference or noise ----
+
+namespace noise {
+
+// `doc` with every `prec` cell's mean (and median) times `factor` and stdev `sd_frac` of the mean.
+json scaled(json doc, const std::string& prec, double factor, double sd_frac) {
+  for (auto& g : doc["gemms"])
+    for (auto& [mode, cells] : g["results"].items()) {
+      json& c = cells[prec];
+      if (c["status"] != "ok") continue;
+      const double m = c["mean_ms"].get<double>() * factor;
+      c["mean_ms"] = c["median_ms"] = m;
+      c["min_ms"] = m * 0.9;
+      c["max_ms"] = m * 1.1;
+      c["stdev_ms"] = m * sd_frac;
+    }
+  return doc;
+}
+
+const gs::CompareTotalRow& total(const gs::CompareResult& r, const std::string& what) {
+  for (const auto& t : r.modes.at(0).totals)
+    if (t.what == what) return t;
+  throw std::runtime_error("no total " + what);
+}
+
+const gs::CompareCell& prec_cell(const gs::CompareTotalRow& t, const std::string& prec) {
+  for (const auto& c : t.cells)
+    if (c.precision == prec) return c;
+  throw std::runtime_error("no cell " + prec);
+}
+
+const gs::CompareSpeedupRow& speedup(const gs::CompareResult& r, const std::string& name) {
+  for (const auto& s : r.modes.at(0).speedups)
+    if (s.name == name) return s;
+  throw std::runtime_error("no speedup " + name);
+}
+
+// A written result (gs::to_json of the document read back) with --repeats 3: every ok cell's
+// repeat means are its mean times `spread` = {lo, mid, hi}, its mean their average, as
+// pool_repeats writes them; the summary's intervals come from the writer.
+json with_repeats(const json& doc, const std::string& prec, double factor, std::array<double, 3> spread) {
+  json d = doc;
+  d["timing"]["repeats"] = 3;
+  for (auto& g : d["gemms"])
+    for (auto& [mode, cells] : g["results"].items())
+      for (auto& [p, c] : cells.items()) {
+        if (c["status"] != "ok") continue;
+        const double m = c["mean_ms"].get<double>() * (p == prec ? factor : 1.0);
+        std::array<double, 3> s = p == prec ? spread : std::array<double, 3>{1.0, 1.0, 1.0};
+        c["repeat_ms"] = {m * s[0], m * s[1], m * s[2]};
+        c["mean_ms"] = m * (s[0] + s[1] + s[2]) / 3;
+        c["median_ms"] = m * s[1];
+        c["stdev_ms"] = m * 0.001;
+      }
+  return gs::to_json(gs::from_json(d, "repeats.json"));
+}
+
+}  // namespace noise
+
+// Without repeats, a total's spread is the root-sum-square of its cells' stdevs (the full model
+// weights each layer GEMM by the layers); a total beyond the threshold but within spread A +
+// spread B is "within noise": not flagged, not counted, "~" in both outputs.
+TEST(CompareNoise, TotalsUseTheCellsSpreadCombined) {
+  const json a = noise::scaled(load("compare_a.json"), "BF16", 1.0, 0.04);
+  // BF16 6% slower: each GEMM within its cells' spread (0.06 <= 0.04 + 0.0424), but the per-layer
+  // total is not, since independent stdevs add as a root-sum-square
+  json b = noise::scaled(load("compare_a.json"), "BF16", 1.06, 0.04);
+  auto r = gs::compare_results(a, b);
+  for (const auto& g : r.modes.at(0).gemms) {
+    EXPECT_EQ(cell_of(g, "BF16").verdict, Verdict::Same);
+    EXPECT_TRUE(cell_of(g, "BF16").within_noise);
+  }
+  double ss = 0, sum = 0;
+  for (const auto& g : a["gemms"]) {
+    const double sd = g["results"]["autocast"]["BF16"]["stdev_ms"].get<double>();
+    ss += sd * sd;
+    sum += g["results"]["autocast"]["BF16"]["mean_ms"].get<double>();
+  }
+  const auto& layer = noise::prec_cell(noise::total(r, "per-layer total"), "BF16");
+  EXPECT_EQ(layer.noise, gs::NoiseBasis::Spread);
+  EXPECT_NEAR(layer.a_spread, std::sqrt(ss), 1e-12);
+  EXPECT_NEAR(layer.b_spread, 1.06 * std::sqrt(ss), 1e-9);
+  EXPECT_NEAR(*layer.a_ms, sum, 1e-9);
+  EXPECT_FALSE(layer.within_noise);
+  EXPECT_EQ(layer.verdict, Verdict::Regression);
+  const auto& full = noise::prec_cell(noise::total(r, "full model"), "BF16");
+  EXPECT_NEAR(full.a_spread, 24 * std::sqrt(ss), 1e-9);  // 24 layers, no LM head
+  EXPECT_EQ(full.verdict, Verdict::Regression);
+  // The speedups vs BF16 all grow by 6%: each spread is the relative root-sum-square of the two
+  // full models' spreads.
+  const auto& sp = noise::speedup(r, "FP8Current vs BF16");
+  ASSERT_TRUE(sp.cell.ratio);
+  EXPECT_NEAR(*sp.cell.ratio, 1.06, 1e-9);
+  EXPECT_EQ(sp.cell.verdict, Verdict::Improvement);
+  EXPECT_GT(sp.cell.a_spread, 0);
+  EXPECT_EQ(r.regressions, 2);  // the two BF16 totals
+  EXPECT_EQ(r.improvements, 2);  // the speedups of FP8Current and FP8Delayed (FP8Block's is n/a)
+
+  // One GEMM with a wide spread (stdev of its cells = the whole total) takes both totals and
+  // the speedups into noise: not flagged, not counted, and compare's exit status (1 only with a
+  // regression) is 0.
+  json a2 = a, b2 = b;
+  for (json* d : {&a2, &b2}) (*d)["gemms"][2]["results"]["autocast"]["BF16"]["stdev_ms"] = sum;
+  r = gs::compare_results(a2, b2);
+  for (const char* what : {"per-layer total", "full model"}) {
+    const auto& c = noise::prec_cell(noise::total(r, what), "BF16");
+    EXPECT_TRUE(c.within_noise) << what;
+    EXPECT_EQ(c.verdict, Verdict::Same) << what;
+  }
+  EXPECT_TRUE(noise::speedup(r, "FP8Current vs BF16").cell.within_noise);
+  EXPECT_EQ(r.regressions, 0);
+  EXPECT_EQ(r.improvements, 0);
+  EXPECT_FALSE(r.has_regressions());
+  const std::string text = gs::format_compare_text(r);
+  EXPECT_NE(text.find("Result: 0 regressions, 0 improvements"), std::string::npos) << text;
+  EXPECT_NE(text.find("1.060 ~"), std::string::npos) << text;
+  EXPECT_NE(text.find("spread A / B"), std::string::npos) << text;
+  EXPECT_NE(text.find("no 95% intervals"), std::string::npos) << text;
+  const std::string md = gs::format_compare_markdown(r);
+  EXPECT_NE(md.find("**Result: 0 regressions, 0 improvements.**"), std::string::npos) << md;
+  EXPECT_NE(md.find("| per-layer total | BF16 |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("### Regressions"), std::string::npos) << md;
+}
+
+// With >= 3 repeats in both files, totals and speedups are judged by their 95% intervals (the
+// ones the writer stores in summary.<mode>.intervals): overlapping intervals are noise.
+TEST(CompareNoise, TotalsAndSpeedupsUseRepeatIntervals) {
+  const json base = load("compare_a.json");
+  const json a = noise::with_repeats(base, "BF16", 1.0, {0.99, 1.0, 1.01});
+  // B's BF16 is 9.5% slower on average, but its repeats range from 0.954 to 1.272 of A's: the
+  // intervals overlap
+  const json wide = noise::with_repeats(base, "BF16", 1.06, {0.9, 1.0, 1.2});
+  auto r = gs::compare_results(a, wide);
+  EXPECT_EQ(r.modes.at(0).totals_noise, gs::NoiseBasis::Intervals);
+  const auto& layer = noise::prec_cell(noise::total(r, "per-layer total"), "BF16");
+  ASSERT_TRUE(layer.ratio);
+  EXPECT_GT(*layer.ratio, 1.09);
+  EXPECT_EQ(layer.noise, gs::NoiseBasis::Intervals);
+  ASSERT_TRUE(layer.a_interval && layer.b_interval);
+  EXPECT_TRUE(layer.within_noise);
+  EXPECT_EQ(layer.verdict, Verdict::Same);
+  // the intervals are the writer's
+  const json& iv = wide["summary"]["per-gemm"]["intervals"];
+  EXPECT_DOUBLE_EQ(layer.b_interval->lo, iv["per_layer_total"]["BF16"]["lo"].get<double>());
+  EXPECT_DOUBLE_EQ(layer.b_interval->hi, iv["per_layer_total"]["BF16"]["hi"].get<double>());
+  const auto& sp = noise::speedup(r, "FP8Current vs BF16");
+  EXPECT_EQ(sp.cell.noise, gs::NoiseBasis::Intervals);
+  EXPECT_TRUE(sp.cell.within_noise);
+  EXPECT_DOUBLE_EQ(sp.cell.b_interval->lo, iv["speedups"][0]["interval"]["lo"].get<double>());
+  // the GEMMs keep the per-GEMM rule (stdev A + stdev B, small here): flagged
+  EXPECT_EQ(cell_of(r.modes[0].gemms.at(0), "BF16").verdict, Verdict::Regression);
+  EXPECT_EQ(r.regressions, 12);
+  const std::string text = gs::format_compare_text(r);
+  EXPECT_NE(text.find("95% interval A / B"), std::string::npos) << text;
+  EXPECT_NE(text.find("the 95% intervals over the repeats of A and B overlap"), std::string::npos) << text;
+
+  // Narrow repeats that do not reach A's: a real difference, flagged.
+  const json narrow = noise::with_repeats(base, "BF16", 1.06, {0.995, 1.0, 1.005});
+  r = gs::compare_results(a, narrow);
+  const auto& l2 = noise::prec_cell(noise::total(r, "per-layer total"), "BF16");
+  EXPECT_FALSE(l2.within_noise);
+  EXPECT_EQ(l2.verdict, Verdict::Regression);
+  EXPECT_EQ(noise::speedup(r, "FP8Current vs BF16").cell.verdict, Verdict::Improvement);
+  EXPECT_EQ(r.regressions, 12 + 2);
+
+  // One file without repeats: the spread rule for both.
+  r = gs::compare_results(base, narrow);
+  EXPECT_EQ(r.modes.at(0).totals_noise, gs::NoiseBasis::Spread);
+  EXPECT_EQ(noise::prec_cell(noise::total(r, "per-layer total"), "BF16").noise, gs::NoiseBasis::Spread);
+}

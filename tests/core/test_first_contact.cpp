@@ -317,7 +317,7 @@ TEST(FirstContact, CompareWarnsAboutDifferentGpusAndSpread) {
   ca["stdev_ms"] = cb["stdev_ms"] = ca["mean_ms"].get<double>() * 0.06;  // 0.12 together > 0.10
   r = gs::compare_results(a, b);
   EXPECT_EQ(r.modes[0].gemms[0].cells[0].verdict, gs::Verdict::Same);
-  EXPECT_TRUE(r.modes[0].gemms[0].cells[0].within_spread);
+  EXPECT_TRUE(r.modes[0].gemms[0].cells[0].within_noise);
   EXPECT_NE(gs::format_compare_text(r).find("1.100 ~"), std::string::npos) << gs::format_compare_text(r);
   // --threshold: one meaning each
   const Out t = run("compare " + a_path + " " + a_path + " --threshold 5");
