@@ -419,6 +419,28 @@ std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
     note_difference(out, "config.vocab_size", x.vocab_size, y.vocab_size);
     note_difference(out, "config.gated_mlp", x.gated_mlp, y.gated_mlp);
     note_difference(out, "config.tensor_parallel", x.tensor_parallel, y.tensor_parallel);
+    // Experts, routing and expert parallelism (docs/moe.md): what the grouped GEMMs' rows depend on.
+    const MoeConfig &u = x.moe, &v = y.moe;
+    note_difference(out, "config.moe.num_experts", u.num_experts, v.num_experts);
+    if (u.enabled() && v.enabled()) {
+      note_difference(out, "config.moe.top_k", u.top_k, v.top_k);
+      note_difference(out, "config.moe.expert_intermediate_size", expert_ffn(x), expert_ffn(y));
+      note_difference(out, "config.moe.shared_experts", u.shared_experts, v.shared_experts);
+      note_difference(out, "config.moe.shared_expert_intermediate_size", shared_ffn_total(x), shared_ffn_total(y));
+      note_difference(out, "config.moe.moe_layers", moe_layer_count(x), moe_layer_count(y));
+      note_difference(out, "config.moe.routing", u.routing, v.routing);
+      note_difference(out, "config.moe.expert_parallel", u.expert_parallel, v.expert_parallel);
+      note_difference(out, "config.moe.capacity_factor", u.capacity_factor, v.capacity_factor);
+    }
+  }
+  if (a.plan.routing && b.plan.routing) {
+    const Routing &u = *a.plan.routing, &v = *b.plan.routing;
+    note_difference(out, "plan.routing.seed", u.seed, v.seed);
+    note_difference(out, "plan.routing.dropped", u.dropped, v.dropped);
+    note_difference(out, "plan.routing.busiest_rank", u.busiest_rank, v.busiest_rank);
+    if (u.counts != v.counts && u.experts == v.experts)
+      out.push_back(fmt::format("plan.routing.counts: max/mean rows per expert {:.2f} vs {:.2f}, empty experts {} vs {}",
+                                u.max_over_mean(), v.max_over_mean(), u.empty_experts(), v.empty_experts()));
   }
   const RecipeOptions &p = a.recipe_options, &q = b.recipe_options;
   note_difference(out, "recipe_options.fp8_format", std::string(to_string(p.fp8_format)),

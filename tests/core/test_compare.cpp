@@ -668,3 +668,172 @@ TEST(CompareNoise, TotalsAndSpeedupsUseRepeatIntervals) {
   EXPECT_EQ(r.modes.at(0).totals_noise, gs::NoiseBasis::Spread);
   EXPECT_EQ(noise::prec_cell(noise::total(r, "per-layer total"), "BF16").noise, gs::NoiseBasis::Spread);
 }
+
+// ---- MoE results: grouped GEMMs, routing and expert-parallel notes, MoE-layer totals ----
+// moe_mixtral_a.json: docs/results/h100_moe_mixtral-8x7b.json (a measured Mixtral-8x7B run, 32 MoE
+// layers, random routing over 8 experts) without its kernel records and roofline.
+
+namespace moe {
+
+// Moves `rows` rows from expert `from` to expert `to` in every grouped GEMM and in the routing.
+json reroute(json doc, int from, int to, int rows) {
+  for (auto& g : doc["gemms"]) {
+    if (!g.contains("group")) continue;
+    g["group"][from] = g["group"][from].get<int64_t>() - rows;
+    g["group"][to] = g["group"][to].get<int64_t>() + rows;
+  }
+  auto& counts = doc["plan"]["routing"]["counts"];
+  counts[from] = counts[from].get<int64_t>() - rows;
+  counts[to] = counts[to].get<int64_t>() + rows;
+  return doc;
+}
+
+json scale_ops(json doc, const std::string& prec, std::initializer_list<const char*> ops, double f) {
+  for (auto& g : doc["gemms"])
+    for (const char* op : ops)
+      if (g["op"] == op) {
+        json& c = g["results"]["training"][prec];
+        c["mean_ms"] = c["mean_ms"].get<double>() * f;
+      }
+  return doc;
+}
+
+}  // namespace moe
+
+TEST(CompareMoe, GroupedGemmsAndMoeTotals) {
+  const json a = load("moe_mixtral_a.json");
+  auto r = gs::compare_results(a, a);
+  const auto& rows = r.modes.at(0).gemms;
+  ASSERT_EQ(rows.size(), 18u);
+  EXPECT_TRUE(r.unmatched_a.empty());
+  EXPECT_TRUE(r.group_differences.empty());
+  size_t grouped = 0;
+  for (const auto& g : rows) {
+    grouped += g.experts == 8;
+    EXPECT_TRUE(g.group_difference.empty());
+  }
+  EXPECT_EQ(grouped, 6u);  // expert up and down in three passes
+  // Mixtral has no dense layers: a MoE layer's total, its routed experts, the full model
+  const auto& totals = r.modes[0].totals;
+  ASSERT_EQ(totals.size(), 3u);
+  EXPECT_EQ(totals[0].what, "MoE-layer total");
+  EXPECT_EQ(totals[1].what, "MoE layer: routed experts");
+  EXPECT_EQ(totals[2].what, "full model");
+  const json& sum = a["summary"]["training"];
+  EXPECT_NEAR(*noise::prec_cell(totals[0], "BF16").a_ms, sum["per_moe_layer"]["total"]["BF16"].get<double>(), 1e-9);
+  EXPECT_NEAR(*noise::prec_cell(totals[1], "FP8Current").a_ms,
+              sum["per_moe_layer"]["routed_experts"]["FP8Current"].get<double>(), 1e-9);
+  EXPECT_NEAR(*noise::prec_cell(totals[2], "BF16").a_ms, sum["full_model"]["BF16"].get<double>(), 1e-6);
+  EXPECT_EQ(r.modes[0].speedups.size(), 2u);
+  EXPECT_EQ(r.regressions + r.improvements, 0);
+  EXPECT_TRUE(r.differences.empty());
+  const std::string text = gs::format_compare_text(r);
+  EXPECT_NE(text.find("fprop  Expert Up"), std::string::npos) << text;
+  EXPECT_NE(text.find("8192x4096x28672 (8 experts)"), std::string::npos) << text;
+  EXPECT_NE(text.find("MoE-layer total"), std::string::npos) << text;
+
+  // Routed experts 10% slower in BF16: the routed-experts row by exactly 1.10, the MoE layer and
+  // the full model by their share; the spread of the routed experts is the root-sum-square of
+  // the six grouped cells' stdevs.
+  const json b = moe::scale_ops(a, "BF16", {"expert_up", "expert_down"}, 1.10);
+  r = gs::compare_results(a, b);
+  const auto& routed = noise::prec_cell(noise::total(r, "MoE layer: routed experts"), "BF16");
+  EXPECT_NEAR(*routed.ratio, 1.10, 1e-12);
+  EXPECT_EQ(routed.verdict, Verdict::Regression);
+  double ss = 0;
+  for (const auto& g : a["gemms"])
+    if (g["op"] == "expert_up" || g["op"] == "expert_down") {
+      const double sd = g["results"]["training"]["BF16"]["stdev_ms"].get<double>();
+      ss += sd * sd;
+    }
+  EXPECT_NEAR(routed.a_spread, std::sqrt(ss), 1e-12);
+  const auto& layer = noise::prec_cell(noise::total(r, "MoE-layer total"), "BF16");
+  const double share = sum["per_moe_layer"]["routed_experts"]["BF16"].get<double>() /
+                       sum["per_moe_layer"]["total"]["BF16"].get<double>();
+  EXPECT_NEAR(*layer.ratio, 1.0 + 0.10 * share, 1e-9);
+  EXPECT_EQ(layer.verdict, Verdict::Regression);
+  // full model: 32 MoE layers of the MoE-layer total and the LM head once
+  double lm_ss = 0;
+  for (const auto& g : a["gemms"])
+    if (g["scope"] == "model") lm_ss += std::pow(g["results"]["training"]["BF16"]["stdev_ms"].get<double>(), 2);
+  const double moe_spread = noise::prec_cell(noise::total(r, "MoE-layer total"), "BF16").a_spread;
+  EXPECT_NEAR(noise::prec_cell(noise::total(r, "full model"), "BF16").a_spread,
+              std::sqrt(32 * 32 * moe_spread * moe_spread + lm_ss), 1e-9);
+}
+
+// Another routing: the grouped GEMMs keep their shapes but not their rows per expert. They are
+// still paired (pass, op, grouped dimension, experts, the other sizes), marked, and listed; the
+// routing difference is a note.
+TEST(CompareMoe, AnotherRoutingIsPairedAndNoted) {
+  const json a = load("moe_mixtral_a.json");
+  json b = moe::reroute(a, 0, 1, 10);
+  b["config"]["moe"]["routing"] = "lognormal:0.5";
+  b["plan"]["routing"]["routing"] = "lognormal:0.5";
+  b["plan"]["routing"]["seed"] = 7;
+  auto r = gs::compare_results(a, b);
+  EXPECT_EQ(r.modes.at(0).gemms.size(), 18u);
+  EXPECT_TRUE(r.unmatched_a.empty());
+  EXPECT_TRUE(r.unmatched_b.empty());
+  ASSERT_EQ(r.group_differences.size(), 6u);
+  EXPECT_EQ(r.group_differences[0],
+            "fprop expert_up 8192x4096x28672 (8 experts): rows per expert 983..1071 (sum 8192) vs 983..1071 (sum "
+            "8192), 2 of 8 experts differ");
+  for (const auto& d : {"config.moe.routing: random vs lognormal:0.5", "plan.routing.seed: 1234 vs 7"})
+    EXPECT_NE(std::find(r.differences.begin(), r.differences.end(), d), r.differences.end()) << d;
+  bool counts_note = false;
+  for (const auto& d : r.differences) counts_note |= d.rfind("plan.routing.counts: max/mean rows per expert 1.05 vs", 0) == 0;
+  EXPECT_TRUE(counts_note);
+  const std::string text = gs::format_compare_text(r);
+  EXPECT_NE(text.find("note: A and B differ in config.moe.routing: random vs lognormal:0.5"), std::string::npos) << text;
+  EXPECT_NE(text.find("(8 experts*)"), std::string::npos) << text;
+  EXPECT_NE(text.find("Grouped GEMMs paired although their rows per expert differ"), std::string::npos) << text;
+  const std::string md = gs::format_compare_markdown(r);
+  EXPECT_NE(md.find("- **note:** A and B differ in plan.routing.seed: 1234 vs 7"), std::string::npos) << md;
+  EXPECT_NE(md.find("### Grouped GEMMs paired although their rows per expert differ"), std::string::npos) << md;
+
+  // More rows on this rank (another expert-parallel split): the grouped size differs, the GEMM is
+  // still paired with its sums named.
+  json c = a;
+  c["config"]["moe"]["expert_parallel"] = 2;
+  for (auto& g : c["gemms"])
+    if (g["op"] == "expert_up" && g["pass"] == "fprop") {
+      g["m"] = 8200;
+      g["group"][0] = g["group"][0].get<int64_t>() + 8;
+    }
+  r = gs::compare_results(a, c);
+  EXPECT_TRUE(r.unmatched_a.empty());
+  ASSERT_EQ(r.group_differences.size(), 1u);
+  EXPECT_NE(r.group_differences[0].find("(sum 8192) vs 983..1071 (sum 8200)"), std::string::npos) << r.group_differences[0];
+  EXPECT_NE(std::find(r.differences.begin(), r.differences.end(), "config.moe.expert_parallel: 1 vs 2"),
+            r.differences.end());
+}
+
+// A model with dense and MoE layers compares both layer totals; the full model weights every
+// layer GEMM by all layers and the dense/MoE-only ones by their own count.
+TEST(CompareMoe, DenseAndMoeLayerTotals) {
+  json a = load("moe_mixtral_a.json");
+  a["config"]["moe"]["first_dense_layers"] = 2;  // layers 0 and 1 dense (here: attention only)
+  auto r = gs::compare_results(a, a);
+  const auto& totals = r.modes.at(0).totals;
+  ASSERT_EQ(totals.size(), 4u);
+  EXPECT_EQ(totals[0].what, "dense-layer total");
+  EXPECT_EQ(totals[1].what, "MoE-layer total");
+  const auto& dense = noise::prec_cell(totals[0], "BF16");
+  const auto& moel = noise::prec_cell(totals[1], "BF16");
+  const auto& full = noise::prec_cell(totals[3], "BF16");
+  double once = 0, ss_layer = 0, ss_moe = 0, ss_once = 0;
+  for (const auto& g : a["gemms"]) {
+    const double sd = g["results"]["training"]["BF16"]["stdev_ms"].get<double>();
+    if (g["scope"] == "model") {
+      once += g["results"]["training"]["BF16"]["mean_ms"].get<double>();
+      ss_once += sd * sd;
+    } else if (g["scope"] == "layer") {
+      ss_layer += sd * sd;
+    } else {
+      ss_moe += sd * sd;
+    }
+  }
+  EXPECT_NEAR(*full.a_ms, 2 * *dense.a_ms + 30 * *moel.a_ms + once, 1e-9);
+  EXPECT_NEAR(full.a_spread, std::sqrt(32 * 32 * ss_layer + 30 * 30 * ss_moe + ss_once), 1e-9);
+  EXPECT_NEAR(dense.a_spread, std::sqrt(ss_layer), 1e-12);
+}
