@@ -1,6 +1,7 @@
 #include "core/compare.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -41,8 +42,46 @@ size_t index_of(const std::vector<std::string>& v, const std::string& x) {
   return static_cast<size_t>(std::find(v.begin(), v.end(), x) - v.begin());
 }
 
-// "fprop qkv 15872x4096x12288": what GEMMs are matched by.
+// "fprop qkv 15872x4096x12288": what dense GEMMs are matched by.
 std::string gemm_key(const Gemm& g) { return fmt::format("{} {} {}", to_string(g.pass), to_string(g.op), g.shape()); }
+
+// gemm_key, and a grouped GEMM's expert count: "fprop expert_up 8192x4096x28672 (8 experts)".
+std::string gemm_name_of(const Gemm& g) {
+  return g.grouped() ? fmt::format("{} ({} experts)", gemm_key(g), g.group.size()) : gemm_key(g);
+}
+
+// Exact match: the shape and, for grouped GEMMs, every expert's size.
+std::string exact_key(const Gemm& g) {
+  return g.grouped() ? fmt::format("{} {}:{}", gemm_key(g), to_string(g.group_dim), fmt::join(g.group, ",")) : gemm_key(g);
+}
+
+// A grouped GEMM under any routing: pass, op, the grouped dimension, the expert count and the two
+// sizes routing does not change.
+std::string grouped_key(const Gemm& g) {
+  const bool along_m = g.group_dim == GroupDim::M;
+  return fmt::format("{} {} {}:{} {}x{}", to_string(g.pass), to_string(g.op), to_string(g.group_dim), g.group.size(),
+                     along_m ? g.k : g.m, g.n);
+}
+
+std::string group_rows(const std::vector<int64_t>& grp) {
+  if (grp.empty()) return "none";
+  const auto [lo, hi] = std::minmax_element(grp.begin(), grp.end());
+  int64_t sum = 0;
+  for (int64_t v : grp) sum += v;
+  return fmt::format("{}..{} (sum {})", *lo, *hi, sum);
+}
+
+// "rows per expert 983..1071 (sum 8192) vs 900..1100 (sum 8192)", or, with the same range and
+// sum, how many experts' rows differ.
+std::string group_difference(const Gemm& a, const Gemm& b) {
+  std::string what = fmt::format("rows per expert {} vs {}", group_rows(a.group), group_rows(b.group));
+  if (group_rows(a.group) == group_rows(b.group) && a.group.size() == b.group.size()) {
+    size_t n = 0;
+    for (size_t e = 0; e < a.group.size(); ++e) n += a.group[e] != b.group[e];
+    what += fmt::format(", {} of {} experts differ", n, a.group.size());
+  }
+  return what;
+}
 
 // mean_ms of a cell, nullopt for n/a.
 std::optional<double> cell_ms(const RunResult& r, size_t mode, size_t gemm, size_t prec) {
@@ -64,26 +103,41 @@ void check_time(std::optional<double> ms, const std::string& what, const char* s
     throw UsageError(fmt::format("the {} time of {} ({} ms) is not a positive finite number", side, what, *ms));
 }
 
-// `spread`: stdev A + stdev B of the cells (0 for totals): a change within it is not flagged.
+// What a difference is judged against: each file's spread (same unit as the values) and, when
+// both files have them, the 95% intervals over repeats.
+struct NoiseInput {
+  double a_spread = 0, b_spread = 0;
+  std::optional<Interval> a_interval, b_interval;
+};
+
+// One compared value. `higher_is_better`: speedups (B's lower speedup is the regression).
 CompareCell make_cell(const std::string& prec, std::optional<double> a, std::optional<double> b, double t,
-                      const std::string& what, double spread = 0.0) {
+                      const std::string& what, const NoiseInput& noise = {}, bool higher_is_better = false) {
   check_time(a, what + " " + prec, "A");
   check_time(b, what + " " + prec, "B");
   CompareCell c;
   c.precision = prec;
   c.a_ms = a;
   c.b_ms = b;
+  c.a_spread = noise.a_spread;
+  c.b_spread = noise.b_spread;
+  c.a_interval = noise.a_interval;
+  c.b_interval = noise.b_interval;
   if (a && b) {
     c.ratio = *b / *a;
     if (!std::isfinite(*c.ratio) || !(*c.ratio > 0))
       throw UsageError(fmt::format("the ratio B/A of {} {} ({} / {} ms) is not a finite number", what, prec, *b, *a));
-    const bool beyond = *c.ratio > 1.0 + t || *a / *b > 1.0 + t;
-    c.within_spread = beyond && std::abs(*b - *a) <= spread;
-    if (c.within_spread)
+    const bool up = *c.ratio > 1.0 + t, down = *a / *b > 1.0 + t;  // B larger / A larger, beyond t
+    const bool worse = higher_is_better ? down : up, better = higher_is_better ? up : down;
+    c.noise = c.a_interval && c.b_interval ? NoiseBasis::Intervals : NoiseBasis::Spread;
+    if (worse || better)
+      c.within_noise = c.noise == NoiseBasis::Intervals ? c.a_interval->overlaps(*c.b_interval)
+                                                        : std::abs(*b - *a) <= c.a_spread + c.b_spread;
+    if (c.within_noise)
       c.verdict = Verdict::Same;
-    else if (*c.ratio > 1.0 + t)
+    else if (worse)
       c.verdict = Verdict::Regression;
-    else if (*a / *b > 1.0 + t)
+    else if (better)
       c.verdict = Verdict::Improvement;
     else
       c.verdict = Verdict::Same;
@@ -95,6 +149,64 @@ CompareCell make_cell(const std::string& prec, std::optional<double> a, std::opt
     c.verdict = Verdict::BothNA;
   }
   return c;
+}
+
+// A total of a model run: its value in summarize_mode's sums, and how much each GEMM counts in it
+// (0: not at all; the full model counts a layer GEMM once per layer).
+struct TotalKind {
+  std::string what;
+  std::optional<double> (*get)(const PrecisionSums&);
+  double (*weight)(const Plan&, const Gemm&);
+};
+
+bool is_layer(const Gemm& g, Scope only) { return g.scope == Scope::Layer || g.scope == only; }
+
+const TotalKind kDenseLayer{"per-layer total", [](const PrecisionSums& p) { return p.total; },
+                            [](const Plan&, const Gemm& g) { return is_layer(g, Scope::DenseLayer) ? 1.0 : 0.0; }};
+const TotalKind kMoeLayer{"MoE-layer total", [](const PrecisionSums& p) { return p.moe_total; },
+                          [](const Plan&, const Gemm& g) { return is_layer(g, Scope::MoeLayer) ? 1.0 : 0.0; }};
+const TotalKind kRoutedExperts{"MoE layer: routed experts", [](const PrecisionSums& p) { return p.routed_experts; },
+                               [](const Plan&, const Gemm& g) {
+                                 return g.scope != Scope::Model && (g.op == Op::ExpertUp || g.op == Op::ExpertDown) ? 1.0
+                                                                                                                    : 0.0;
+                               }};
+const TotalKind kFullModel{"full model", [](const PrecisionSums& p) { return p.full_model; },
+                           [](const Plan& plan, const Gemm& g) {
+                             switch (g.scope) {
+                               case Scope::Layer: return static_cast<double>(plan.layers());
+                               case Scope::DenseLayer: return static_cast<double>(plan.dense_layers());
+                               case Scope::MoeLayer: return static_cast<double>(plan.moe_layers());
+                               case Scope::Model: return 1.0;
+                               case Scope::Shape: return 0.0;
+                             }
+                             return 0.0;
+                           }};
+
+// The spread of a total: the root-sum-square of the cells' stdevs, each weighted as the total
+// weights its cell (n/a cells contribute nothing; the total is n/a then anyway).
+double total_spread(const RunResult& r, size_t mode, size_t prec, const TotalKind& k) {
+  double ss = 0;
+  for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+    const double w = k.weight(r.plan, r.plan.gemms[g]);
+    if (w == 0) continue;
+    const Cell& c = r.cell(mode, g, prec);
+    if (c.ok) ss += (w * c.stats.stdev_ms) * (w * c.stats.stdev_ms);
+  }
+  return std::sqrt(ss);
+}
+
+// The 95% interval of a value over the repeats (repeat_summaries: [repeat][mode]); nullopt without
+// repeats or when a repeat lacks the value.
+template <class Get>
+std::optional<Interval> repeat_interval(const std::vector<std::vector<ModeSummary>>& reps, size_t mode, Get get) {
+  if (reps.empty()) return std::nullopt;
+  std::vector<double> xs;
+  for (const auto& rep : reps) {
+    const std::optional<double> x = get(rep.at(mode));
+    if (!x) return std::nullopt;
+    xs.push_back(*x);
+  }
+  return interval95(xs);
 }
 
 std::vector<std::string> intersect(const std::vector<std::string>& a, const std::vector<std::string>& b) {
@@ -135,12 +247,12 @@ std::string cell_text(const CompareCell& c, bool markdown) {
   if (markdown) {
     if (c.verdict == Verdict::Regression) return "**" + s + " slower**";
     if (c.verdict == Verdict::Improvement) return "_" + s + " faster_";
-    if (c.within_spread) return s + " ~";
+    if (c.within_noise) return s + " ~";
     return s;
   }
   if (c.verdict == Verdict::Regression) return s + " R";
   if (c.verdict == Verdict::Improvement) return s + " I";
-  if (c.within_spread) return s + " ~";
+  if (c.within_noise) return s + " ~";
   return s;
 }
 
@@ -150,9 +262,32 @@ std::string describe_change(const CompareCell& c) {
   return fmt::format("n/a -> {} ms", fmt_ms(*c.b_ms));
 }
 
-std::string gemm_name(const CompareGemmRow& g) {
-  return fmt::format("{} {} {}x{}x{}", g.pass, g.label, g.m, g.k, g.n);
+std::string fmt_speedup(const std::optional<double>& v) { return v ? fmt::format("{:.3f}x", *v) : "n/a"; }
+
+std::string describe_speedup_change(const CompareCell& c) {
+  return fmt::format("{} -> {}{}", fmt_speedup(c.a_ms), fmt_speedup(c.b_ms),
+                     c.ratio ? fmt::format(" ({})", pct(*c.ratio)) : std::string());
 }
+
+// What a total's or speedup's noise was judged by: "+-0.123 / +-0.130" (spreads of A / B) or
+// "[20.10, 20.50] / [22.80, 23.10]" (95% intervals); `digits` after the point.
+std::string noise_text(const CompareCell& c, int digits) {
+  if (!c.a_ms || !c.b_ms) return "-";
+  if (c.noise == NoiseBasis::Intervals)
+    return fmt::format("[{:.{}f}, {:.{}f}] / [{:.{}f}, {:.{}f}]", c.a_interval->lo, digits, c.a_interval->hi, digits,
+                       c.b_interval->lo, digits, c.b_interval->hi, digits);
+  return fmt::format("+-{:.{}f} / +-{:.{}f}", c.a_spread, digits, c.b_spread, digits);
+}
+
+// The shape column: "8192x4096x28672", grouped GEMMs with their expert count, and a '*' when B's
+// per-expert rows differ.
+std::string shape_text(const CompareGemmRow& g) {
+  std::string s = fmt::format("{}x{}x{}", g.m, g.k, g.n);
+  if (g.experts) s += fmt::format(" ({} experts{})", g.experts, g.group_difference.empty() ? "" : "*");
+  return s;
+}
+
+std::string gemm_name(const CompareGemmRow& g) { return fmt::format("{} {} {}", g.pass, g.label, shape_text(g)); }
 
 struct Flagged {
   std::string where;  // "autocast FP8Current fprop QKV Proj 15872x4096x12288"
@@ -164,6 +299,9 @@ void collect(const CompareResult& r, Verdict v, std::vector<Flagged>& out) {
     for (const CompareTotalRow& t : m.totals)
       for (const CompareCell& c : t.cells)
         if (c.verdict == v) out.push_back({fmt::format("{} {} {}", m.mode, c.precision, t.what), describe_change(c)});
+    for (const CompareSpeedupRow& sp : m.speedups)
+      if (sp.cell.verdict == v)
+        out.push_back({fmt::format("{} speedup {}", m.mode, sp.name), describe_speedup_change(sp.cell)});
     for (const CompareGemmRow& g : m.gemms)
       for (const CompareCell& c : g.cells)
         if (c.verdict == v) out.push_back({fmt::format("{} {} {}", m.mode, c.precision, gemm_name(g)), describe_change(c)});
@@ -221,10 +359,37 @@ std::string file_line(const std::string& path, const std::string& dev, const std
   return s;
 }
 
+// A speedup's B/A cell: flags the other way round (a lower speedup in B is the regression).
+std::string speedup_text(const CompareCell& c, bool markdown) {
+  std::string s = c.ratio ? fmt::format("{:.3f}", *c.ratio) : c.verdict == Verdict::BothNA ? "n/a" : c.a_ms ? "ok->n/a" : "n/a->ok";
+  if (markdown) {
+    if (c.verdict == Verdict::Regression) return "**" + s + " less**";
+    if (c.verdict == Verdict::Improvement) return "_" + s + " more_";
+    return c.within_noise ? s + " ~" : s;
+  }
+  if (c.verdict == Verdict::Regression) return s + " R";
+  if (c.verdict == Verdict::Improvement) return s + " I";
+  return c.within_noise ? s + " ~" : s;
+}
+
+std::string noise_head(const CompareMode& m) {
+  return m.totals_noise == NoiseBasis::Intervals ? "95% interval A / B" : "spread A / B";
+}
+
 std::string threshold_line(double t) {
-  return fmt::format("threshold {:.1f}%: B/A > {:.3f} is a regression, B/A < {:.3f} an improvement; a GEMM whose "
-                     "change is within its cells' own spread (stdev A + stdev B) is not flagged (~)",
+  return fmt::format("threshold {:.1f}%: B/A > {:.3f} is a regression, B/A < {:.3f} an improvement (speedups: the "
+                     "other way round); a change within noise is not flagged (~)",
                      t * 100.0, 1.0 + t, 1.0 / (1.0 + t));
+}
+
+// How "within noise" was decided for the totals and speedups of a mode.
+std::string noise_rule_line(NoiseBasis b) {
+  if (b == NoiseBasis::Intervals)
+    return "within noise (~): GEMMs |B - A| <= stdev A + stdev B; totals and speedups: the 95% intervals over the "
+           "repeats of A and B overlap";
+  return "within noise (~): GEMMs |B - A| <= stdev A + stdev B; totals and speedups |B - A| <= spread A + spread B "
+         "(root-sum-square of the cells' stdevs as the total weights them; no 95% intervals: --repeats 3 or more "
+         "in both runs gives them)";
 }
 
 template <class T>
@@ -254,6 +419,28 @@ std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
     note_difference(out, "config.vocab_size", x.vocab_size, y.vocab_size);
     note_difference(out, "config.gated_mlp", x.gated_mlp, y.gated_mlp);
     note_difference(out, "config.tensor_parallel", x.tensor_parallel, y.tensor_parallel);
+    // Experts, routing and expert parallelism (docs/moe.md): what the grouped GEMMs' rows depend on.
+    const MoeConfig &u = x.moe, &v = y.moe;
+    note_difference(out, "config.moe.num_experts", u.num_experts, v.num_experts);
+    if (u.enabled() && v.enabled()) {
+      note_difference(out, "config.moe.top_k", u.top_k, v.top_k);
+      note_difference(out, "config.moe.expert_intermediate_size", expert_ffn(x), expert_ffn(y));
+      note_difference(out, "config.moe.shared_experts", u.shared_experts, v.shared_experts);
+      note_difference(out, "config.moe.shared_expert_intermediate_size", shared_ffn_total(x), shared_ffn_total(y));
+      note_difference(out, "config.moe.moe_layers", moe_layer_count(x), moe_layer_count(y));
+      note_difference(out, "config.moe.routing", u.routing, v.routing);
+      note_difference(out, "config.moe.expert_parallel", u.expert_parallel, v.expert_parallel);
+      note_difference(out, "config.moe.capacity_factor", u.capacity_factor, v.capacity_factor);
+    }
+  }
+  if (a.plan.routing && b.plan.routing) {
+    const Routing &u = *a.plan.routing, &v = *b.plan.routing;
+    note_difference(out, "plan.routing.seed", u.seed, v.seed);
+    note_difference(out, "plan.routing.dropped", u.dropped, v.dropped);
+    note_difference(out, "plan.routing.busiest_rank", u.busiest_rank, v.busiest_rank);
+    if (u.counts != v.counts && u.experts == v.experts)
+      out.push_back(fmt::format("plan.routing.counts: max/mean rows per expert {:.2f} vs {:.2f}, empty experts {} vs {}",
+                                u.max_over_mean(), v.max_over_mean(), u.empty_experts(), v.empty_experts()));
   }
   const RecipeOptions &p = a.recipe_options, &q = b.recipe_options;
   note_difference(out, "recipe_options.fp8_format", std::string(to_string(p.fp8_format)),
@@ -346,69 +533,141 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
     throw UsageError(
         fmt::format("the files have no precision in common (A: {}; B: {})", join(precs_a), join(precs_b)));
 
-  // Match GEMMs by (pass, op, m, k, n); repeated keys pair up in file order.
+  // Match GEMMs by (pass, op, m, k, n) and, for grouped GEMMs, the per-expert sizes; repeated
+  // keys pair up in file order. Grouped GEMMs left over pair up by (pass, op, grouped dimension,
+  // expert count, the other two sizes): the same expert GEMM under another routing, marked.
   const std::vector<Gemm>& ga = a.plan.gemms;
   const std::vector<Gemm>& gb = b.plan.gemms;
-  std::map<std::string, std::vector<size_t>> b_by_key;
-  for (size_t j = 0; j < gb.size(); ++j) b_by_key[gemm_key(gb[j])].push_back(j);
   std::vector<std::pair<size_t, size_t>> pairs;
-  std::vector<bool> b_used(gb.size(), false);
-  for (size_t i = 0; i < ga.size(); ++i) {
-    auto& cand = b_by_key[gemm_key(ga[i])];
-    if (cand.empty()) {
-      r.unmatched_a.push_back(gemm_key(ga[i]));
-      continue;
+  std::vector<bool> a_used(ga.size(), false), b_used(gb.size(), false);
+  const auto match = [&](std::string (*key)(const Gemm&), bool grouped_only) {
+    std::map<std::string, std::vector<size_t>> b_by_key;
+    for (size_t j = 0; j < gb.size(); ++j)
+      if (!b_used[j] && (!grouped_only || gb[j].grouped())) b_by_key[key(gb[j])].push_back(j);
+    for (size_t i = 0; i < ga.size(); ++i) {
+      if (a_used[i] || (grouped_only && !ga[i].grouped())) continue;
+      auto& cand = b_by_key[key(ga[i])];
+      if (cand.empty()) continue;
+      pairs.emplace_back(i, cand.front());
+      a_used[i] = b_used[cand.front()] = true;
+      cand.erase(cand.begin());
     }
-    pairs.emplace_back(i, cand.front());
-    b_used[cand.front()] = true;
-    cand.erase(cand.begin());
-  }
+  };
+  match(exact_key, false);
+  match(grouped_key, true);
+  std::sort(pairs.begin(), pairs.end());  // A's order
+  for (size_t i = 0; i < ga.size(); ++i)
+    if (!a_used[i]) r.unmatched_a.push_back(gemm_name_of(ga[i]));
   for (size_t j = 0; j < gb.size(); ++j)
-    if (!b_used[j]) r.unmatched_b.push_back(gemm_key(gb[j]));
+    if (!b_used[j]) r.unmatched_b.push_back(gemm_name_of(gb[j]));
   if (pairs.empty())
     throw UsageError(fmt::format("the files have no GEMM in common (matched by pass, op, m, k, n){}",
                                  r.differences.empty() ? "" : "; A and B differ in " + join(r.differences, "; ")));
+  for (const auto& [i, j] : pairs)
+    if (ga[i].group != gb[j].group)
+      r.group_differences.push_back(fmt::format("{}: {}", gemm_name_of(ga[i]), group_difference(ga[i], gb[j])));
+
+  // Totals: a dense model's per-layer total; with experts in both files a dense layer's (when
+  // either has dense layers), a MoE layer's and its routed experts. A model with experts against
+  // one without compares the full model only (its layers are not the same kind).
+  std::vector<TotalKind> kinds;
+  if (a.plan.model_mode) {
+    const bool moe_a = a.plan.has_moe(), moe_b = b.plan.has_moe();
+    if (!moe_a && !moe_b) kinds.push_back(kDenseLayer);
+    if (moe_a && moe_b) {
+      if (a.plan.dense_layers() > 0 || b.plan.dense_layers() > 0) {
+        kinds.push_back(kDenseLayer);
+        kinds.back().what = "dense-layer total";
+      }
+      kinds.push_back(kMoeLayer);
+      kinds.push_back(kRoutedExperts);
+    }
+    kinds.push_back(kFullModel);
+  }
+  // Repeat intervals ([repeat][mode]); both files need them to judge by intervals.
+  const auto reps_a = a.plan.model_mode ? repeat_summaries(a) : std::vector<std::vector<ModeSummary>>{};
+  const auto reps_b = a.plan.model_mode ? repeat_summaries(b) : std::vector<std::vector<ModeSummary>>{};
+  const bool intervals = !reps_a.empty() && !reps_b.empty();
 
   const double t = opt.threshold;
   for (const std::string& mode : modes) {
     const size_t ma = index_of(modes_a, mode), mb = index_of(modes_b, mode);
     CompareMode cm;
     cm.mode = mode;
+    cm.totals_noise = intervals ? NoiseBasis::Intervals : NoiseBasis::Spread;
     for (const auto& [i, j] : pairs) {
       const Gemm& x = ga[i];
-      CompareGemmRow row{to_string(x.pass), to_string(x.op), x.label(), x.m, x.k, x.n, {}};
-      for (const std::string& p : r.precisions)
-        row.cells.push_back(make_cell(p, cell_ms(a, ma, i, index_of(precs_a, p)), cell_ms(b, mb, j, index_of(precs_b, p)),
-                                      t, mode + " " + gemm_key(x),
-                                      cell_stdev(a, ma, i, index_of(precs_a, p)) +
-                                          cell_stdev(b, mb, j, index_of(precs_b, p))));
+      CompareGemmRow row{to_string(x.pass), to_string(x.op), x.label(), x.m, x.k, x.n, x.group.size(), {}, {}};
+      if (x.group != gb[j].group) row.group_difference = group_difference(x, gb[j]);
+      for (const std::string& p : r.precisions) {
+        const size_t pa = index_of(precs_a, p), pb = index_of(precs_b, p);
+        NoiseInput noise;
+        noise.a_spread = cell_stdev(a, ma, i, pa);
+        noise.b_spread = cell_stdev(b, mb, j, pb);
+        row.cells.push_back(make_cell(p, cell_ms(a, ma, i, pa), cell_ms(b, mb, j, pb), t, mode + " " + gemm_key(x), noise));
+      }
       cm.gemms.push_back(std::move(row));
     }
     if (a.plan.model_mode) {  // the sums the text report prints, each file over its own GEMMs
       const ModeSummary sa = summarize_mode(a, ma), sb = summarize_mode(b, mb);
-      CompareTotalRow layer{"per-layer total", {}}, full{"full model", {}};
-      for (const std::string& p : r.precisions) {
-        const PrecisionSums& pa = sa.sums[index_of(precs_a, p)];
-        const PrecisionSums& pb = sb.sums[index_of(precs_b, p)];
-        layer.cells.push_back(make_cell(p, pa.total, pb.total, t, mode + " per-layer total"));
-        full.cells.push_back(make_cell(p, pa.full_model, pb.full_model, t, mode + " full model"));
+      for (const TotalKind& k : kinds) {
+        CompareTotalRow row{k.what, {}};
+        for (const std::string& p : r.precisions) {
+          const size_t pa = index_of(precs_a, p), pb = index_of(precs_b, p);
+          NoiseInput noise;
+          noise.a_spread = total_spread(a, ma, pa, k);
+          noise.b_spread = total_spread(b, mb, pb, k);
+          if (intervals) {
+            noise.a_interval = repeat_interval(reps_a, ma, [&](const ModeSummary& s) { return k.get(s.sums[pa]); });
+            noise.b_interval = repeat_interval(reps_b, mb, [&](const ModeSummary& s) { return k.get(s.sums[pb]); });
+          }
+          row.cells.push_back(make_cell(p, k.get(sa.sums[pa]), k.get(sb.sums[pb]), t, mode + " " + k.what, noise));
+        }
+        cm.totals.push_back(std::move(row));
       }
-      cm.totals.push_back(std::move(layer));
-      cm.totals.push_back(std::move(full));
+      // Speedups of the precisions both files compare (A's order); spread of x/y: relative
+      // root-sum-square of the two full models' spreads.
+      for (size_t s = 0; s < sa.speedups.size(); ++s) {
+        const Speedup& spa = sa.speedups[s];
+        const std::string num = to_string(spa.num), den = to_string(spa.den);
+        if (index_of(r.precisions, num) == r.precisions.size() || index_of(r.precisions, den) == r.precisions.size())
+          continue;
+        size_t sbi = 0;
+        while (sbi < sb.speedups.size() && sb.speedups[sbi].name() != spa.name()) ++sbi;
+        if (sbi == sb.speedups.size()) continue;
+        const Speedup& spb = sb.speedups[sbi];
+        const auto spread = [&](const RunResult& x, size_t m, const ModeSummary& sx, const Speedup& sp,
+                                const std::vector<std::string>& precs) {
+          const size_t pn = index_of(precs, num), pd = index_of(precs, den);
+          const auto& fn = sx.sums[pn].full_model;
+          const auto& fd = sx.sums[pd].full_model;
+          if (!sp.value || !fn || !fd) return 0.0;
+          const double rn = total_spread(x, m, pn, kFullModel) / *fn, rd = total_spread(x, m, pd, kFullModel) / *fd;
+          return *sp.value * std::sqrt(rn * rn + rd * rd);
+        };
+        NoiseInput noise;
+        noise.a_spread = spread(a, ma, sa, spa, precs_a);
+        noise.b_spread = spread(b, mb, sb, spb, precs_b);
+        if (intervals) {
+          noise.a_interval = repeat_interval(reps_a, ma, [&](const ModeSummary& x) { return x.speedups.at(s).value; });
+          noise.b_interval = repeat_interval(reps_b, mb, [&](const ModeSummary& x) { return x.speedups.at(sbi).value; });
+        }
+        CompareSpeedupRow row{spa.name(), make_cell(spa.name(), spa.value, spb.value, t, mode + " speedup", noise, true)};
+        cm.speedups.push_back(std::move(row));
+      }
     }
     r.modes.push_back(std::move(cm));
   }
+  const auto count = [&](const CompareCell& c) {
+    r.regressions += c.verdict == Verdict::Regression;
+    r.improvements += c.verdict == Verdict::Improvement;
+  };
   for (const CompareMode& m : r.modes) {
     for (const auto& g : m.gemms)
-      for (const auto& c : g.cells) {
-        r.regressions += c.verdict == Verdict::Regression;
-        r.improvements += c.verdict == Verdict::Improvement;
-      }
+      for (const auto& c : g.cells) count(c);
     for (const auto& tr : m.totals)
-      for (const auto& c : tr.cells) {
-        r.regressions += c.verdict == Verdict::Regression;
-        r.improvements += c.verdict == Verdict::Improvement;
-      }
+      for (const auto& c : tr.cells) count(c);
+    for (const auto& sp : m.speedups) count(sp.cell);
   }
   return r;
 }
@@ -476,20 +735,34 @@ std::string format_compare_text(const CompareResult& r) {
     for (const auto& p : r.precisions) head.push_back(p);
     rows.push_back(head);
     for (const auto& g : m.gemms) {
-      std::vector<std::string> row = {g.pass, g.label, fmt::format("{}x{}x{}", g.m, g.k, g.n)};
+      std::vector<std::string> row = {g.pass, g.label, shape_text(g)};
       for (const auto& c : g.cells) row.push_back(cell_text(c, false));
       rows.push_back(row);
     }
     out += render_table(rows, 3);
     if (!m.totals.empty()) {
       out += fmt::format("\nMode {}: totals\n", m.mode);
-      std::vector<std::vector<std::string>> t = {{"Total", "Precision", "A ms", "B ms", "B/A"}};
+      std::vector<std::vector<std::string>> t = {{"Total", "Precision", "A ms", "B ms", "B/A", noise_head(m)}};
       for (const auto& tr : m.totals)
         for (const auto& c : tr.cells)
           t.push_back({tr.what, c.precision, c.a_ms ? fmt_ms(*c.a_ms) : "n/a", c.b_ms ? fmt_ms(*c.b_ms) : "n/a",
-                       cell_text(c, false)});
+                       cell_text(c, false), noise_text(c, 3)});
       out += render_table(t, 2);
     }
+    if (!m.speedups.empty()) {
+      out += fmt::format("\nMode {}: speedups (full model; B/A below 1 means B gains less)\n", m.mode);
+      std::vector<std::vector<std::string>> t = {{"Speedup", "A", "B", "B/A", noise_head(m)}};
+      for (const auto& sp : m.speedups)
+        t.push_back({sp.name, fmt_speedup(sp.cell.a_ms), fmt_speedup(sp.cell.b_ms), speedup_text(sp.cell, false),
+                     noise_text(sp.cell, 3)});
+      out += render_table(t, 1);
+    }
+    if (!m.totals.empty() || !m.speedups.empty()) out += "  " + noise_rule_line(m.totals_noise) + "\n";
+  }
+  if (!r.group_differences.empty()) {
+    out += "\nGrouped GEMMs paired although their rows per expert differ (*; the routing differs, so their ratios "
+           "compare different work):\n";
+    for (const auto& s : r.group_differences) out += "  " + s + "\n";
   }
 
   if (!r.unmatched_a.empty() || !r.unmatched_b.empty()) {
@@ -503,8 +776,10 @@ std::string format_compare_text(const CompareResult& r) {
     if (f.empty()) continue;
     out += fmt::format("\n{} ({}): {}\n", v == Verdict::Regression ? "Regressions" : "Improvements", f.size(),
                        v == Verdict::Regression
-                           ? fmt::format("B slower than A by more than {:.1f}%, or n/a in B only", r.threshold * 100)
-                           : fmt::format("A slower than B by more than {:.1f}%, or n/a in A only", r.threshold * 100));
+                           ? fmt::format("B slower than A, or its speedup lower, by more than {:.1f}% and beyond noise, or n/a in B only",
+                                         r.threshold * 100)
+                           : fmt::format("B faster than A, or its speedup higher, by more than {:.1f}% and beyond noise, or n/a in A only",
+                                         r.threshold * 100));
     for (const auto& x : f) out += "  " + x.where + ": " + x.change + "\n";
   }
   out += fmt::format("\nResult: {} regression{}, {} improvement{}\n", r.regressions, r.regressions == 1 ? "" : "s",
@@ -533,23 +808,37 @@ std::string format_compare_markdown(const CompareResult& r) {
   for (const CompareMode& m : r.modes) {
     if (!m.totals.empty()) {
       out += fmt::format("\n### {}: totals\n\n", m.mode);
-      out += md_row({"Total", "Precision", "A ms", "B ms", "B/A"});
-      out += md_align(2, 5);
+      out += md_row({"Total", "Precision", "A ms", "B ms", "B/A", noise_head(m)});
+      out += md_align(2, 6);
       for (const auto& tr : m.totals)
         for (const auto& c : tr.cells)
           out += md_row({tr.what, c.precision, c.a_ms ? fmt_ms(*c.a_ms) : "n/a", c.b_ms ? fmt_ms(*c.b_ms) : "n/a",
-                         cell_text(c, true)});
+                         cell_text(c, true), noise_text(c, 3)});
     }
+    if (!m.speedups.empty()) {
+      out += fmt::format("\n### {}: speedups (full model; B/A below 1: B gains less)\n\n", m.mode);
+      out += md_row({"Speedup", "A", "B", "B/A", noise_head(m)});
+      out += md_align(1, 5);
+      for (const auto& sp : m.speedups)
+        out += md_row({sp.name, fmt_speedup(sp.cell.a_ms), fmt_speedup(sp.cell.b_ms), speedup_text(sp.cell, true),
+                       noise_text(sp.cell, 3)});
+    }
+    if (!m.totals.empty() || !m.speedups.empty()) out += "\n" + noise_rule_line(m.totals_noise) + ".\n";
     out += fmt::format("\n### {}: B/A per GEMM\n\n", m.mode);
     std::vector<std::string> head = {"Pass", "Op", "Shape (MxKxN)"};
     for (const auto& p : r.precisions) head.push_back(p);
     out += md_row(head);
     out += md_align(3, head.size());
     for (const auto& g : m.gemms) {
-      std::vector<std::string> row = {g.pass, g.label, fmt::format("{}x{}x{}", g.m, g.k, g.n)};
+      std::vector<std::string> row = {g.pass, g.label, shape_text(g)};
       for (const auto& c : g.cells) row.push_back(cell_text(c, true));
       out += md_row(row);
     }
+  }
+  if (!r.group_differences.empty()) {
+    out += "\n### Grouped GEMMs paired although their rows per expert differ\n\n";
+    out += "The routing differs (*), so their ratios compare different work.\n\n";
+    for (const auto& s : r.group_differences) out += "- " + s + "\n";
   }
   if (!r.unmatched_a.empty() || !r.unmatched_b.empty()) {
     out += "\n### Unmatched GEMMs (not compared)\n\n";

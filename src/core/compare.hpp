@@ -1,14 +1,25 @@
 // Comparison of two gemmscope result files (docs/json-schema.md): A is the reference, B the
 // candidate. Both are read with from_json into a RunResult. GEMMs are matched by (pass, op, m, k,
-// n); for every mode and precision present in both files the ratio B/A of the mean times is
-// computed, per GEMM and, for model runs, for the per-layer and full-model totals, which are each
-// file's summarize_mode sums (what its text report prints).
+// n) and, for grouped (MoE expert) GEMMs, their per-expert sizes; grouped GEMMs whose per-expert
+// rows differ (another routing) are still paired by (pass, op, grouped dimension, expert count,
+// the other two sizes) and marked. For every mode and precision present in both files the ratio
+// B/A of the mean times is computed, per GEMM and, for model runs, for the totals each file's
+// summarize_mode sums (what its text report prints): the per-layer total (models with experts: a
+// dense layer's and a MoE layer's, and the MoE layer's routed experts) and the full model; and
+// the speedups (each precision vs BF16, NVFP4 vs MXFP8) of A against B's.
 //
 // Flags, with threshold t (default 0.05):
-//   regression   B is slower than A by more than t:  B/A > 1 + t
+//   regression   B is slower than A by more than t:  B/A > 1 + t   (speedups: B's lower, A/B > 1 + t)
 //   improvement  A is slower than B by more than t:  A/B > 1 + t   (the mirror image)
-// A per-GEMM difference no larger than the two cells' own spread (stdev A + stdev B) is not flagged
-// (CompareCell::within_spread). A cell that is ok in A and n/a in B counts as a regression (B lost the GEMM); n/a in A and ok
+// A difference beyond t that the measurements cannot tell from noise is not flagged ("within
+// noise", CompareCell::within_noise):
+//   - a GEMM: |B - A| <= stdev A + stdev B of the two cells;
+//   - a total or a speedup, when both files hold >= 3 repeats (--repeats, 95% intervals of the
+//     median from repeats.hpp): the two intervals overlap;
+//   - otherwise: |B - A| <= spread A + spread B, a file's spread being the root-sum-square of its
+//     cells' stdevs, each weighted as the total weights the cell (layers for the full model); a
+//     speedup x/y's relative spread is the root-sum-square of x's and y's.
+// A cell that is ok in A and n/a in B counts as a regression (B lost the GEMM); n/a in A and ok
 // in B as an improvement.
 #pragma once
 
@@ -18,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "core/repeats.hpp"
 #include "core/results.hpp"
 
 namespace gs {
@@ -29,33 +41,58 @@ struct CompareOptions {
   std::string mode;         // empty: every mode present in both files
 };
 
+// How a difference beyond the threshold was judged against noise.
+enum class NoiseBasis {
+  None,       // not judged: within the threshold, or a value is n/a
+  Spread,     // cells' stdevs (GEMMs: stdev A + stdev B; totals and speedups: weighted root-sum-square)
+  Intervals,  // both files' 95% intervals over >= 3 repeats
+};
+
 struct CompareCell {
   std::string precision;
-  std::optional<double> a_ms, b_ms;  // nullopt: n/a in that file
+  std::optional<double> a_ms, b_ms;  // nullopt: n/a in that file (speedup rows: the speedups, not ms)
   std::optional<double> ratio;       // b_ms / a_ms when both are ok
   Verdict verdict = Verdict::Same;
-  // Beyond the threshold, but |B - A| is within the cells' own spread (stdev A + stdev B): not
-  // flagged, since the two measurements do not tell apart a change that small.
-  bool within_spread = false;
+  // Beyond the threshold, but the measurements do not tell the two values apart (see the top of
+  // this file): not flagged.
+  bool within_noise = false;
+  NoiseBasis noise = NoiseBasis::None;
+  // What the noise was judged by: the spreads (ms, or the speedup's), or the intervals.
+  double a_spread = 0, b_spread = 0;
+  std::optional<Interval> a_interval, b_interval;
 };
 
 // One matched GEMM in one mode.
 struct CompareGemmRow {
   std::string pass, op, label;
   long long m = 0, k = 0, n = 0;
+  size_t experts = 0;  // grouped GEMMs: the number of experts (groups); 0 for a dense GEMM
+  // Grouped GEMMs paired although their per-expert rows differ: what differs
+  // ("rows per expert 983..1071 (sum 8192) vs 900..1100 (sum 8192)"); empty when they are equal.
+  std::string group_difference;
   std::vector<CompareCell> cells;  // one per common precision, in A's order
 };
 
-// Per-layer or full-model totals of one mode (model runs with a summary in both files).
+// Totals of one mode (model runs): "per-layer total" (a dense model), or "dense-layer total",
+// "MoE-layer total" and "MoE layer: routed experts" (models with experts), and "full model".
 struct CompareTotalRow {
-  std::string what;  // "per-layer total" or "full model"
+  std::string what;
   std::vector<CompareCell> cells;
+};
+
+// One speedup ("FP8Current vs BF16": how much faster the first is) of A against B's; the cell's
+// a_ms / b_ms hold the speedups, ratio B/A; a lower speedup in B is a regression.
+struct CompareSpeedupRow {
+  std::string name;
+  CompareCell cell;
 };
 
 struct CompareMode {
   std::string mode;
   std::vector<CompareGemmRow> gemms;
   std::vector<CompareTotalRow> totals;
+  std::vector<CompareSpeedupRow> speedups;
+  NoiseBasis totals_noise = NoiseBasis::Spread;  // Intervals when both files have repeat intervals
 };
 
 struct CompareResult {
@@ -72,7 +109,9 @@ struct CompareResult {
   std::vector<std::string> differences;
   std::vector<CompareMode> modes;
   bool different_gpus = false;  // both files name a device, and not the same one: a printed warning
-  int regressions = 0;   // flagged cells, GEMMs and totals together
+  // Grouped GEMMs paired with different per-expert rows: "fprop expert_up 8192x4096x28672: ...".
+  std::vector<std::string> group_differences;
+  int regressions = 0;   // flagged GEMMs, totals and speedups together
   int improvements = 0;
 
   bool has_regressions() const { return regressions > 0; }

@@ -35,4 +35,11 @@ class Engine {
   virtual AccuracyCell accuracy(const Gemm& g, Precision p, Dist d) = 0;
 };
 
+// Why no engine could be made when the CUDA runtime cannot count devices (make_engine): without
+// the driver library (libcuda.so.1 does not load) the runtime reports "CUDA driver version is
+// insufficient for CUDA runtime version", which sends people to upgrade a driver they do not have:
+// then "no NVIDIA driver found (libcuda.so.1 cannot be loaded)"; with the driver library, the
+// runtime's own message. Pure, so the message is tested on CPU (tests/core/test_first_contact.cpp).
+std::string cuda_unavailable_reason(bool driver_library_loads, const std::string& runtime_error);
+
 }  // namespace gs

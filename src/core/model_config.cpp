@@ -266,6 +266,16 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
     }
     break;
   }
+  // Without the field, the class's default maximum (LlamaConfig 2048, GPT2Config 1024) caps it as
+  // well, noted like the other class defaults.
+  if (fam && !present("max_position_embeddings") && !present("n_positions") && fam->max_positions > 0 &&
+      fam->max_positions < c.sequence_length) {
+    c.notes.push_back(fmt::format("{} has no '{}': {}'s default {} used", origin,
+                                  type == "gpt2" ? "n_positions" : "max_position_embeddings", fam->cls,
+                                  fam->max_positions));
+    c.sequence_length = fam->max_positions;
+    c.sequence_from = fmt::format("{} default max_position_embeddings", fam->cls);
+  }
   return c;
 }
 

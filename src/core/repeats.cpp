@@ -81,21 +81,27 @@ Cell pool_repeats(const std::vector<Cell>& reps) {
   return out;
 }
 
-std::vector<RepeatSummary> summarize_repeats(const RunResult& r) {
-  std::vector<RepeatSummary> out;
+std::vector<std::vector<ModeSummary>> repeat_summaries(const RunResult& r) {
+  std::vector<std::vector<ModeSummary>> per_rep;  // [repeat][mode]
   const size_t reps = static_cast<size_t>(std::max(0, r.timing.repeats));
-  if (reps < 3) return out;
+  if (reps < 3) return per_rep;
   for (const auto& mode : r.cells)
     for (const auto& gemm : mode)
       for (const Cell& c : gemm)
-        if (c.ok && c.repeat_ms.size() != reps) return out;
-  std::vector<std::vector<ModeSummary>> per_rep;  // [repeat][mode]
+        if (c.ok && c.repeat_ms.size() != reps) return per_rep;
   for (size_t k = 0; k < reps; ++k) {
     const RunResult v = repeat_view(r, k);
     std::vector<ModeSummary> ms;
     for (size_t m = 0; m < r.modes.size(); ++m) ms.push_back(summarize_mode(v, m));
     per_rep.push_back(std::move(ms));
   }
+  return per_rep;
+}
+
+std::vector<RepeatSummary> summarize_repeats(const RunResult& r) {
+  std::vector<RepeatSummary> out;
+  const std::vector<std::vector<ModeSummary>> per_rep = repeat_summaries(r);  // [repeat][mode]
+  if (per_rep.empty()) return out;
   auto collect = [&](auto get) -> std::optional<Interval> {
     std::vector<double> xs;
     for (const auto& rep : per_rep) {

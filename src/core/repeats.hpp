@@ -42,4 +42,9 @@ struct RepeatSummary {
 };
 std::vector<RepeatSummary> summarize_repeats(const RunResult& r);  // per mode
 
+// Each repeat's summaries, [repeat][mode]: what summarize_repeats draws its intervals from, for
+// callers that need the interval of another sum (compare: a MoE layer's total). Empty under the
+// same conditions as summarize_repeats.
+std::vector<std::vector<ModeSummary>> repeat_summaries(const RunResult& r);
+
 }  // namespace gs

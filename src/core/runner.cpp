@@ -11,6 +11,11 @@
 
 namespace gs {
 
+std::string cuda_unavailable_reason(bool driver_library_loads, const std::string& runtime_error) {
+  if (!driver_library_loads) return "no NVIDIA driver found (libcuda.so.1 cannot be loaded)";
+  return fmt::format("no usable CUDA driver/device ({})", runtime_error);
+}
+
 std::string utc_now_iso8601() {
   std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};

@@ -351,10 +351,9 @@ std::unique_ptr<Engine> make_engine(const EngineOptions& options, std::string& w
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     // Without the driver library the runtime says "driver version is insufficient", which sends
-    // people to upgrade a driver they do not have: ask the loader first.
+    // people to upgrade a driver they do not have: ask the loader first (core/engine.hpp).
     void* libcuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-    if (!libcuda) why = "no NVIDIA driver found (libcuda.so.1 cannot be loaded)";
-    else why = fmt::format("no usable CUDA driver/device ({})", cudaGetErrorString(e));
+    why = cuda_unavailable_reason(libcuda != nullptr, cudaGetErrorString(e));
     if (libcuda) dlclose(libcuda);
     cudaGetLastError();
     return nullptr;

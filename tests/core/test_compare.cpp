@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -94,9 +95,10 @@ TEST(Compare, KnownRatiosPerGemm) {
     }
   }
   EXPECT_EQ(both_na, 1);
-  // 12 GEMMs + per-layer + full-model totals, for FP8Current (slower) and FP8Delayed (faster)
-  EXPECT_EQ(r.regressions, 14);
-  EXPECT_EQ(r.improvements, 14);
+  // 12 GEMMs + per-layer + full-model totals + the speedup vs BF16, for FP8Current (slower) and
+  // FP8Delayed (faster)
+  EXPECT_EQ(r.regressions, 15);
+  EXPECT_EQ(r.improvements, 15);
   EXPECT_TRUE(r.has_regressions());
 }
 
@@ -219,12 +221,12 @@ TEST(Compare, ThresholdDecidesTheFlags) {
   EXPECT_FALSE(r.has_regressions());
   o.threshold = 0.06;  // 1.10 flagged, 1.053 not
   r = gs::compare_results(a, b, o);
-  EXPECT_EQ(r.regressions, 14);
+  EXPECT_EQ(r.regressions, 15);
   EXPECT_EQ(r.improvements, 0);
   o.threshold = 0.0;  // identical BF16 times are never flagged
   r = gs::compare_results(a, b, o);
-  EXPECT_EQ(r.regressions, 14);
-  EXPECT_EQ(r.improvements, 14);
+  EXPECT_EQ(r.regressions, 15);
+  EXPECT_EQ(r.improvements, 15);
 }
 
 TEST(Compare, SelfComparisonIsClean) {
@@ -258,12 +260,13 @@ TEST(Compare, LostCellIsARegression) {
   EXPECT_EQ(c.verdict, Verdict::Regression);
   EXPECT_TRUE(c.a_ms);
   EXPECT_FALSE(c.b_ms);
-  // the GEMM, and B's BF16 per-layer and full-model totals, which the lost cell makes n/a
-  EXPECT_EQ(r.regressions, 3);
+  // the GEMM, B's BF16 per-layer and full-model totals, which the lost cell makes n/a, and the
+  // speedups vs BF16 it makes n/a (FP8Current, FP8Delayed; FP8Block's is n/a in both)
+  EXPECT_EQ(r.regressions, 5);
   EXPECT_NE(gs::format_compare_text(r).find("ok->n/a R"), std::string::npos);
   const auto back = gs::compare_results(b, a);
   EXPECT_EQ(back.regressions, 0);
-  EXPECT_EQ(back.improvements, 3);
+  EXPECT_EQ(back.improvements, 5);
 }
 
 TEST(Compare, PrecisionsInOneFileOnlyAreListed) {
@@ -429,9 +432,9 @@ TEST(Compare, DifferencesInWhatWasMeasuredAreNoted) {
                                "timing.warmup: 10 vs 2",
                                "timing.iters: 100 vs 50",
                            }));
-  // still compared: FP8Current x1.10 on the 12 GEMMs and the per-layer total; B's full model
-  // has half the layers, so it is no longer a regression
-  EXPECT_EQ(r.regressions, 13);
+  // still compared: FP8Current x1.10 on the 12 GEMMs, the per-layer total and its speedup; B's
+  // full model has half the layers, so it is no longer a regression
+  EXPECT_EQ(r.regressions, 14);
   const std::string text = gs::format_compare_text(r);
   const size_t note = text.find("  note: A and B differ in config.num_hidden_layers: 24 vs 12\n");
   ASSERT_NE(note, std::string::npos) << text;
@@ -481,14 +484,356 @@ TEST(Compare, TextAndMarkdownOutput) {
   const std::string text = gs::format_compare_text(r);
   EXPECT_NE(text.find("1.100 R"), std::string::npos);
   EXPECT_NE(text.find("0.950 I"), std::string::npos);
-  EXPECT_NE(text.find("Regressions (14)"), std::string::npos);
+  EXPECT_NE(text.find("Regressions (15)"), std::string::npos);
   EXPECT_NE(text.find("per-gemm FP8Current per-layer total: 20.883 -> 22.971 ms (+10.0%)"), std::string::npos);
-  EXPECT_NE(text.find("Result: 14 regressions, 14 improvements"), std::string::npos);
+  EXPECT_NE(text.find("per-gemm speedup FP8Current vs BF16: 1.543x -> 1.403x (-9.1%)"), std::string::npos) << text;
+  EXPECT_NE(text.find("Result: 15 regressions, 15 improvements"), std::string::npos);
   const std::string md = gs::format_compare_markdown(r);
   EXPECT_NE(md.find("| Pass | Op | Shape (MxKxN) | BF16 | FP8Current | FP8Delayed | FP8Block |"), std::string::npos);
   EXPECT_NE(md.find("| fprop | QKV Proj | 15872x4096x12288 | 1.000 | **1.100 slower** | _0.950 faster_ | 1.000 |"),
             std::string::npos);
-  EXPECT_NE(md.find("### Regressions (14)"), std::string::npos);
+  EXPECT_NE(md.find("### Regressions (15)"), std::string::npos);
+  EXPECT_NE(md.find("| FP8Current vs BF16 | 1.543x | 1.403x | **0.909 less** |"), std::string::npos) << md;
 }
 
 }  // namespace
+
+// ---- totals and speedups: a real difference or noise ----
+
+namespace noise {
+
+// `doc` with every `prec` cell's mean (and median) times `factor` and stdev `sd_frac` of the mean.
+json scaled(json doc, const std::string& prec, double factor, double sd_frac) {
+  for (auto& g : doc["gemms"])
+    for (auto& [mode, cells] : g["results"].items()) {
+      json& c = cells[prec];
+      if (c["status"] != "ok") continue;
+      const double m = c["mean_ms"].get<double>() * factor;
+      c["mean_ms"] = c["median_ms"] = m;
+      c["min_ms"] = m * 0.9;
+      c["max_ms"] = m * 1.1;
+      c["stdev_ms"] = m * sd_frac;
+    }
+  return doc;
+}
+
+const gs::CompareTotalRow& total(const gs::CompareResult& r, const std::string& what) {
+  for (const auto& t : r.modes.at(0).totals)
+    if (t.what == what) return t;
+  throw std::runtime_error("no total " + what);
+}
+
+const gs::CompareCell& prec_cell(const gs::CompareTotalRow& t, const std::string& prec) {
+  for (const auto& c : t.cells)
+    if (c.precision == prec) return c;
+  throw std::runtime_error("no cell " + prec);
+}
+
+const gs::CompareSpeedupRow& speedup(const gs::CompareResult& r, const std::string& name) {
+  for (const auto& s : r.modes.at(0).speedups)
+    if (s.name == name) return s;
+  throw std::runtime_error("no speedup " + name);
+}
+
+// A written result (gs::to_json of the document read back) with --repeats 3: every ok cell's
+// repeat means are its mean times `spread` = {lo, mid, hi}, its mean their average, as
+// pool_repeats writes them; the summary's intervals come from the writer.
+json with_repeats(const json& doc, const std::string& prec, double factor, std::array<double, 3> spread) {
+  json d = doc;
+  d["timing"]["repeats"] = 3;
+  for (auto& g : d["gemms"])
+    for (auto& [mode, cells] : g["results"].items())
+      for (auto& [p, c] : cells.items()) {
+        if (c["status"] != "ok") continue;
+        const double m = c["mean_ms"].get<double>() * (p == prec ? factor : 1.0);
+        std::array<double, 3> s = p == prec ? spread : std::array<double, 3>{1.0, 1.0, 1.0};
+        c["repeat_ms"] = {m * s[0], m * s[1], m * s[2]};
+        c["mean_ms"] = m * (s[0] + s[1] + s[2]) / 3;
+        c["median_ms"] = m * s[1];
+        c["stdev_ms"] = m * 0.001;
+      }
+  return gs::to_json(gs::from_json(d, "repeats.json"));
+}
+
+}  // namespace noise
+
+// Without repeats, a total's spread is the root-sum-square of its cells' stdevs (the full model
+// weights each layer GEMM by the layers); a total beyond the threshold but within spread A +
+// spread B is "within noise": not flagged, not counted, "~" in both outputs.
+TEST(CompareNoise, TotalsUseTheCellsSpreadCombined) {
+  const json a = noise::scaled(load("compare_a.json"), "BF16", 1.0, 0.04);
+  // BF16 6% slower: each GEMM within its cells' spread (0.06 <= 0.04 + 0.0424), but the per-layer
+  // total is not, since independent stdevs add as a root-sum-square
+  json b = noise::scaled(load("compare_a.json"), "BF16", 1.06, 0.04);
+  auto r = gs::compare_results(a, b);
+  for (const auto& g : r.modes.at(0).gemms) {
+    EXPECT_EQ(cell_of(g, "BF16").verdict, Verdict::Same);
+    EXPECT_TRUE(cell_of(g, "BF16").within_noise);
+  }
+  double ss = 0, sum = 0;
+  for (const auto& g : a["gemms"]) {
+    const double sd = g["results"]["autocast"]["BF16"]["stdev_ms"].get<double>();
+    ss += sd * sd;
+    sum += g["results"]["autocast"]["BF16"]["mean_ms"].get<double>();
+  }
+  const auto& layer = noise::prec_cell(noise::total(r, "per-layer total"), "BF16");
+  EXPECT_EQ(layer.noise, gs::NoiseBasis::Spread);
+  EXPECT_NEAR(layer.a_spread, std::sqrt(ss), 1e-12);
+  EXPECT_NEAR(layer.b_spread, 1.06 * std::sqrt(ss), 1e-9);
+  EXPECT_NEAR(*layer.a_ms, sum, 1e-9);
+  EXPECT_FALSE(layer.within_noise);
+  EXPECT_EQ(layer.verdict, Verdict::Regression);
+  const auto& full = noise::prec_cell(noise::total(r, "full model"), "BF16");
+  EXPECT_NEAR(full.a_spread, 24 * std::sqrt(ss), 1e-9);  // 24 layers, no LM head
+  EXPECT_EQ(full.verdict, Verdict::Regression);
+  // The speedups vs BF16 all grow by 6%: each spread is the relative root-sum-square of the two
+  // full models' spreads.
+  const auto& sp = noise::speedup(r, "FP8Current vs BF16");
+  ASSERT_TRUE(sp.cell.ratio);
+  EXPECT_NEAR(*sp.cell.ratio, 1.06, 1e-9);
+  EXPECT_EQ(sp.cell.verdict, Verdict::Improvement);
+  EXPECT_GT(sp.cell.a_spread, 0);
+  EXPECT_EQ(r.regressions, 2);  // the two BF16 totals
+  EXPECT_EQ(r.improvements, 2);  // the speedups of FP8Current and FP8Delayed (FP8Block's is n/a)
+
+  // One GEMM with a wide spread (stdev of its cells = the whole total) takes both totals and
+  // the speedups into noise: not flagged, not counted, and compare's exit status (1 only with a
+  // regression) is 0.
+  json a2 = a, b2 = b;
+  for (json* d : {&a2, &b2}) (*d)["gemms"][2]["results"]["autocast"]["BF16"]["stdev_ms"] = sum;
+  r = gs::compare_results(a2, b2);
+  for (const char* what : {"per-layer total", "full model"}) {
+    const auto& c = noise::prec_cell(noise::total(r, what), "BF16");
+    EXPECT_TRUE(c.within_noise) << what;
+    EXPECT_EQ(c.verdict, Verdict::Same) << what;
+  }
+  EXPECT_TRUE(noise::speedup(r, "FP8Current vs BF16").cell.within_noise);
+  EXPECT_EQ(r.regressions, 0);
+  EXPECT_EQ(r.improvements, 0);
+  EXPECT_FALSE(r.has_regressions());
+  const std::string text = gs::format_compare_text(r);
+  EXPECT_NE(text.find("Result: 0 regressions, 0 improvements"), std::string::npos) << text;
+  EXPECT_NE(text.find("1.060 ~"), std::string::npos) << text;
+  EXPECT_NE(text.find("spread A / B"), std::string::npos) << text;
+  EXPECT_NE(text.find("no 95% intervals"), std::string::npos) << text;
+  const std::string md = gs::format_compare_markdown(r);
+  EXPECT_NE(md.find("**Result: 0 regressions, 0 improvements.**"), std::string::npos) << md;
+  EXPECT_NE(md.find("| per-layer total | BF16 |"), std::string::npos) << md;
+  EXPECT_EQ(md.find("### Regressions"), std::string::npos) << md;
+}
+
+// With >= 3 repeats in both files, totals and speedups are judged by their 95% intervals (the
+// ones the writer stores in summary.<mode>.intervals): overlapping intervals are noise.
+TEST(CompareNoise, TotalsAndSpeedupsUseRepeatIntervals) {
+  const json base = load("compare_a.json");
+  const json a = noise::with_repeats(base, "BF16", 1.0, {0.99, 1.0, 1.01});
+  // B's BF16 is 9.5% slower on average, but its repeats range from 0.954 to 1.272 of A's: the
+  // intervals overlap
+  const json wide = noise::with_repeats(base, "BF16", 1.06, {0.9, 1.0, 1.2});
+  auto r = gs::compare_results(a, wide);
+  EXPECT_EQ(r.modes.at(0).totals_noise, gs::NoiseBasis::Intervals);
+  const auto& layer = noise::prec_cell(noise::total(r, "per-layer total"), "BF16");
+  ASSERT_TRUE(layer.ratio);
+  EXPECT_GT(*layer.ratio, 1.09);
+  EXPECT_EQ(layer.noise, gs::NoiseBasis::Intervals);
+  ASSERT_TRUE(layer.a_interval && layer.b_interval);
+  EXPECT_TRUE(layer.within_noise);
+  EXPECT_EQ(layer.verdict, Verdict::Same);
+  // the intervals are the writer's
+  const json& iv = wide["summary"]["per-gemm"]["intervals"];
+  EXPECT_DOUBLE_EQ(layer.b_interval->lo, iv["per_layer_total"]["BF16"]["lo"].get<double>());
+  EXPECT_DOUBLE_EQ(layer.b_interval->hi, iv["per_layer_total"]["BF16"]["hi"].get<double>());
+  const auto& sp = noise::speedup(r, "FP8Current vs BF16");
+  EXPECT_EQ(sp.cell.noise, gs::NoiseBasis::Intervals);
+  EXPECT_TRUE(sp.cell.within_noise);
+  EXPECT_DOUBLE_EQ(sp.cell.b_interval->lo, iv["speedups"][0]["interval"]["lo"].get<double>());
+  // the GEMMs keep the per-GEMM rule (stdev A + stdev B, small here): flagged
+  EXPECT_EQ(cell_of(r.modes[0].gemms.at(0), "BF16").verdict, Verdict::Regression);
+  EXPECT_EQ(r.regressions, 12);
+  const std::string text = gs::format_compare_text(r);
+  EXPECT_NE(text.find("95% interval A / B"), std::string::npos) << text;
+  EXPECT_NE(text.find("the 95% intervals over the repeats of A and B overlap"), std::string::npos) << text;
+
+  // Narrow repeats that do not reach A's: a real difference, flagged.
+  const json narrow = noise::with_repeats(base, "BF16", 1.06, {0.995, 1.0, 1.005});
+  r = gs::compare_results(a, narrow);
+  const auto& l2 = noise::prec_cell(noise::total(r, "per-layer total"), "BF16");
+  EXPECT_FALSE(l2.within_noise);
+  EXPECT_EQ(l2.verdict, Verdict::Regression);
+  EXPECT_EQ(noise::speedup(r, "FP8Current vs BF16").cell.verdict, Verdict::Improvement);
+  EXPECT_EQ(r.regressions, 12 + 2);
+
+  // One file without repeats: the spread rule for both.
+  r = gs::compare_results(base, narrow);
+  EXPECT_EQ(r.modes.at(0).totals_noise, gs::NoiseBasis::Spread);
+  EXPECT_EQ(noise::prec_cell(noise::total(r, "per-layer total"), "BF16").noise, gs::NoiseBasis::Spread);
+}
+
+// ---- MoE results: grouped GEMMs, routing and expert-parallel notes, MoE-layer totals ----
+// moe_mixtral_a.json: docs/results/h100_moe_mixtral-8x7b.json (a measured Mixtral-8x7B run, 32 MoE
+// layers, random routing over 8 experts) without its kernel records and roofline.
+
+namespace moe {
+
+// Moves `rows` rows from expert `from` to expert `to` in every grouped GEMM and in the routing.
+json reroute(json doc, int from, int to, int rows) {
+  for (auto& g : doc["gemms"]) {
+    if (!g.contains("group")) continue;
+    g["group"][from] = g["group"][from].get<int64_t>() - rows;
+    g["group"][to] = g["group"][to].get<int64_t>() + rows;
+  }
+  auto& counts = doc["plan"]["routing"]["counts"];
+  counts[from] = counts[from].get<int64_t>() - rows;
+  counts[to] = counts[to].get<int64_t>() + rows;
+  return doc;
+}
+
+json scale_ops(json doc, const std::string& prec, std::initializer_list<const char*> ops, double f) {
+  for (auto& g : doc["gemms"])
+    for (const char* op : ops)
+      if (g["op"] == op) {
+        json& c = g["results"]["training"][prec];
+        c["mean_ms"] = c["mean_ms"].get<double>() * f;
+      }
+  return doc;
+}
+
+}  // namespace moe
+
+TEST(CompareMoe, GroupedGemmsAndMoeTotals) {
+  const json a = load("moe_mixtral_a.json");
+  auto r = gs::compare_results(a, a);
+  const auto& rows = r.modes.at(0).gemms;
+  ASSERT_EQ(rows.size(), 18u);
+  EXPECT_TRUE(r.unmatched_a.empty());
+  EXPECT_TRUE(r.group_differences.empty());
+  size_t grouped = 0;
+  for (const auto& g : rows) {
+    grouped += g.experts == 8;
+    EXPECT_TRUE(g.group_difference.empty());
+  }
+  EXPECT_EQ(grouped, 6u);  // expert up and down in three passes
+  // Mixtral has no dense layers: a MoE layer's total, its routed experts, the full model
+  const auto& totals = r.modes[0].totals;
+  ASSERT_EQ(totals.size(), 3u);
+  EXPECT_EQ(totals[0].what, "MoE-layer total");
+  EXPECT_EQ(totals[1].what, "MoE layer: routed experts");
+  EXPECT_EQ(totals[2].what, "full model");
+  const json& sum = a["summary"]["training"];
+  EXPECT_NEAR(*noise::prec_cell(totals[0], "BF16").a_ms, sum["per_moe_layer"]["total"]["BF16"].get<double>(), 1e-9);
+  EXPECT_NEAR(*noise::prec_cell(totals[1], "FP8Current").a_ms,
+              sum["per_moe_layer"]["routed_experts"]["FP8Current"].get<double>(), 1e-9);
+  EXPECT_NEAR(*noise::prec_cell(totals[2], "BF16").a_ms, sum["full_model"]["BF16"].get<double>(), 1e-6);
+  EXPECT_EQ(r.modes[0].speedups.size(), 2u);
+  EXPECT_EQ(r.regressions + r.improvements, 0);
+  EXPECT_TRUE(r.differences.empty());
+  const std::string text = gs::format_compare_text(r);
+  EXPECT_NE(text.find("fprop  Expert Up"), std::string::npos) << text;
+  EXPECT_NE(text.find("8192x4096x28672 (8 experts)"), std::string::npos) << text;
+  EXPECT_NE(text.find("MoE-layer total"), std::string::npos) << text;
+
+  // Routed experts 10% slower in BF16: the routed-experts row by exactly 1.10, the MoE layer and
+  // the full model by their share; the spread of the routed experts is the root-sum-square of
+  // the six grouped cells' stdevs.
+  const json b = moe::scale_ops(a, "BF16", {"expert_up", "expert_down"}, 1.10);
+  r = gs::compare_results(a, b);
+  const auto& routed = noise::prec_cell(noise::total(r, "MoE layer: routed experts"), "BF16");
+  EXPECT_NEAR(*routed.ratio, 1.10, 1e-12);
+  EXPECT_EQ(routed.verdict, Verdict::Regression);
+  double ss = 0;
+  for (const auto& g : a["gemms"])
+    if (g["op"] == "expert_up" || g["op"] == "expert_down") {
+      const double sd = g["results"]["training"]["BF16"]["stdev_ms"].get<double>();
+      ss += sd * sd;
+    }
+  EXPECT_NEAR(routed.a_spread, std::sqrt(ss), 1e-12);
+  const auto& layer = noise::prec_cell(noise::total(r, "MoE-layer total"), "BF16");
+  const double share = sum["per_moe_layer"]["routed_experts"]["BF16"].get<double>() /
+                       sum["per_moe_layer"]["total"]["BF16"].get<double>();
+  EXPECT_NEAR(*layer.ratio, 1.0 + 0.10 * share, 1e-9);
+  EXPECT_EQ(layer.verdict, Verdict::Regression);
+  // full model: 32 MoE layers of the MoE-layer total and the LM head once
+  double lm_ss = 0;
+  for (const auto& g : a["gemms"])
+    if (g["scope"] == "model") lm_ss += std::pow(g["results"]["training"]["BF16"]["stdev_ms"].get<double>(), 2);
+  const double moe_spread = noise::prec_cell(noise::total(r, "MoE-layer total"), "BF16").a_spread;
+  EXPECT_NEAR(noise::prec_cell(noise::total(r, "full model"), "BF16").a_spread,
+              std::sqrt(32 * 32 * moe_spread * moe_spread + lm_ss), 1e-9);
+}
+
+// Another routing: the grouped GEMMs keep their shapes but not their rows per expert. They are
+// still paired (pass, op, grouped dimension, experts, the other sizes), marked, and listed; the
+// routing difference is a note.
+TEST(CompareMoe, AnotherRoutingIsPairedAndNoted) {
+  const json a = load("moe_mixtral_a.json");
+  json b = moe::reroute(a, 0, 1, 10);
+  b["config"]["moe"]["routing"] = "lognormal:0.5";
+  b["plan"]["routing"]["routing"] = "lognormal:0.5";
+  b["plan"]["routing"]["seed"] = 7;
+  auto r = gs::compare_results(a, b);
+  EXPECT_EQ(r.modes.at(0).gemms.size(), 18u);
+  EXPECT_TRUE(r.unmatched_a.empty());
+  EXPECT_TRUE(r.unmatched_b.empty());
+  ASSERT_EQ(r.group_differences.size(), 6u);
+  EXPECT_EQ(r.group_differences[0],
+            "fprop expert_up 8192x4096x28672 (8 experts): rows per expert 983..1071 (sum 8192) vs 983..1071 (sum "
+            "8192), 2 of 8 experts differ");
+  for (const auto& d : {"config.moe.routing: random vs lognormal:0.5", "plan.routing.seed: 1234 vs 7"})
+    EXPECT_NE(std::find(r.differences.begin(), r.differences.end(), d), r.differences.end()) << d;
+  bool counts_note = false;
+  for (const auto& d : r.differences) counts_note |= d.rfind("plan.routing.counts: max/mean rows per expert 1.05 vs", 0) == 0;
+  EXPECT_TRUE(counts_note);
+  const std::string text = gs::format_compare_text(r);
+  EXPECT_NE(text.find("note: A and B differ in config.moe.routing: random vs lognormal:0.5"), std::string::npos) << text;
+  EXPECT_NE(text.find("(8 experts*)"), std::string::npos) << text;
+  EXPECT_NE(text.find("Grouped GEMMs paired although their rows per expert differ"), std::string::npos) << text;
+  const std::string md = gs::format_compare_markdown(r);
+  EXPECT_NE(md.find("- **note:** A and B differ in plan.routing.seed: 1234 vs 7"), std::string::npos) << md;
+  EXPECT_NE(md.find("### Grouped GEMMs paired although their rows per expert differ"), std::string::npos) << md;
+
+  // More rows on this rank (another expert-parallel split): the grouped size differs, the GEMM is
+  // still paired with its sums named.
+  json c = a;
+  c["config"]["moe"]["expert_parallel"] = 2;
+  for (auto& g : c["gemms"])
+    if (g["op"] == "expert_up" && g["pass"] == "fprop") {
+      g["m"] = 8200;
+      g["group"][0] = g["group"][0].get<int64_t>() + 8;
+    }
+  r = gs::compare_results(a, c);
+  EXPECT_TRUE(r.unmatched_a.empty());
+  ASSERT_EQ(r.group_differences.size(), 1u);
+  EXPECT_NE(r.group_differences[0].find("(sum 8192) vs 983..1071 (sum 8200)"), std::string::npos) << r.group_differences[0];
+  EXPECT_NE(std::find(r.differences.begin(), r.differences.end(), "config.moe.expert_parallel: 1 vs 2"),
+            r.differences.end());
+}
+
+// A model with dense and MoE layers compares both layer totals; the full model weights every
+// layer GEMM by all layers and the dense/MoE-only ones by their own count.
+TEST(CompareMoe, DenseAndMoeLayerTotals) {
+  json a = load("moe_mixtral_a.json");
+  a["config"]["moe"]["first_dense_layers"] = 2;  // layers 0 and 1 dense (here: attention only)
+  auto r = gs::compare_results(a, a);
+  const auto& totals = r.modes.at(0).totals;
+  ASSERT_EQ(totals.size(), 4u);
+  EXPECT_EQ(totals[0].what, "dense-layer total");
+  EXPECT_EQ(totals[1].what, "MoE-layer total");
+  const auto& dense = noise::prec_cell(totals[0], "BF16");
+  const auto& moel = noise::prec_cell(totals[1], "BF16");
+  const auto& full = noise::prec_cell(totals[3], "BF16");
+  double once = 0, ss_layer = 0, ss_moe = 0, ss_once = 0;
+  for (const auto& g : a["gemms"]) {
+    const double sd = g["results"]["training"]["BF16"]["stdev_ms"].get<double>();
+    if (g["scope"] == "model") {
+      once += g["results"]["training"]["BF16"]["mean_ms"].get<double>();
+      ss_once += sd * sd;
+    } else if (g["scope"] == "layer") {
+      ss_layer += sd * sd;
+    } else {
+      ss_moe += sd * sd;
+    }
+  }
+  EXPECT_NEAR(*full.a_ms, 2 * *dense.a_ms + 30 * *moel.a_ms + once, 1e-9);
+  EXPECT_NEAR(full.a_spread, std::sqrt(32 * 32 * ss_layer + 30 * 30 * ss_moe + ss_once), 1e-9);
+  EXPECT_NEAR(dense.a_spread, std::sqrt(ss_layer), 1e-12);
+}

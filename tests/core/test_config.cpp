@@ -3,7 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
+
+#include <fmt/format.h>
 
 #include "core/error.hpp"
 #include "core/model_config.hpp"
@@ -46,7 +49,13 @@ TEST(HfConfig, LlamaStyle) {
   EXPECT_EQ(c.vocab_size, 128256);
   EXPECT_TRUE(c.gated_mlp);
   EXPECT_EQ(c.micro_batch_size, kDefaultConfigMicroBatch);
+  // no max_position_embeddings: LlamaConfig's default 2048 caps the default sequence, noted
+  EXPECT_EQ(c.sequence_length, 2048);
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_EQ(c.notes[0], "cfg.json has no 'max_position_embeddings': LlamaConfig's default 2048 used");
+  c = parse_hf_config(std::string(js).insert(1, "\"max_position_embeddings\":131072,"), "cfg.json");
   EXPECT_EQ(c.sequence_length, kDefaultConfigSequence);
+  EXPECT_TRUE(c.notes.empty());
 }
 
 TEST(HfConfig, GeluIsNotGatedAndHeadDimRead) {
@@ -322,4 +331,58 @@ TEST(Presets, NamesAreCaseInsensitive) {
   EXPECT_EQ(find_preset("Llama-3-8B").name, "llama-3-8b");
   EXPECT_EQ(find_preset("CODONFM-5B").config.micro_batch_from, "preset codonfm-5b");
   EXPECT_THROW(find_preset("llama-3-9b"), UsageError);
+}
+
+// Every family's class defaults, as the transformers configuration classes publish them
+// (src/transformers/models/<family>/configuration_<family>.py: LlamaConfig, MistralConfig,
+// Qwen2Config, Qwen3Config, GemmaConfig, Gemma2Config, Gemma3TextConfig, Phi3Config, GPT2Config),
+// written out here independently of kFamilies: a config.json that names only its model_type
+// gets all of them, each with a visible note.
+TEST(HfConfig, EveryFamilyTakesTheClassDefaults) {
+  struct Want {
+    const char* type;
+    const char* cls;
+    int64_t hidden, intermediate, heads, kv_heads, head_dim, layers, vocab, max_pos;
+  };
+  // kv_heads / head_dim: what the class derives when its default is None (heads; hidden / heads).
+  const Want want[] = {
+      {"llama", "LlamaConfig", 4096, 11008, 32, 32, 128, 32, 32000, 2048},
+      {"mistral", "MistralConfig", 4096, 14336, 32, 8, 128, 32, 32000, 131072},
+      {"qwen2", "Qwen2Config", 4096, 22016, 32, 32, 128, 32, 151936, 32768},
+      {"qwen3", "Qwen3Config", 4096, 22016, 32, 32, 128, 32, 151936, 32768},
+      {"gemma", "GemmaConfig", 3072, 24576, 16, 16, 256, 28, 256000, 8192},
+      {"gemma2", "Gemma2Config", 2304, 9216, 8, 4, 256, 26, 256000, 8192},
+      {"gemma3_text", "Gemma3TextConfig", 2304, 9216, 8, 4, 256, 26, 262208, 131072},
+      {"phi3", "Phi3Config", 3072, 8192, 32, 32, 96, 32, 32064, 4096},
+      {"gpt2", "GPT2Config", 768, 3072, 12, 12, 64, 12, 50257, 1024},
+  };
+  for (const Want& w : want) {
+    SCOPED_TRACE(w.type);
+    const ModelConfig c = parse_hf_config(std::string(R"({"model_type":")") + w.type + "\"}", "m/config.json");
+    EXPECT_EQ(c.hidden_size, w.hidden);
+    EXPECT_EQ(c.intermediate_size, w.intermediate);
+    EXPECT_EQ(c.num_attention_heads, w.heads);
+    EXPECT_EQ(c.kv_heads(), w.kv_heads);
+    EXPECT_EQ(c.head_dimension(), w.head_dim);
+    EXPECT_EQ(c.num_hidden_layers, w.layers);
+    EXPECT_EQ(c.vocab_size, w.vocab);
+    // the default sequence (4096) capped by the class's maximum positions where that is smaller
+    EXPECT_EQ(c.sequence_length, std::min<int64_t>(4096, w.max_pos));
+    // every filled-in field is a note naming the class and the value
+    EXPECT_FALSE(c.notes.empty());
+    for (const std::string& n : c.notes) EXPECT_NE(n.find(std::string(w.cls) + "'s default"), std::string::npos) << n;
+    const std::string hidden_note = fmt::format("m/config.json has no 'hidden_size': {}'s default {} used", w.cls, w.hidden);
+    EXPECT_NE(std::find(c.notes.begin(), c.notes.end(), hidden_note), c.notes.end()) << hidden_note;
+  }
+  // A file that gives its maximum positions keeps them; one without gets the class's, noted.
+  ModelConfig c = parse_hf_config(R"({"model_type":"llama","hidden_size":64,"intermediate_size":128,
+    "num_attention_heads":4,"num_hidden_layers":2,"vocab_size":100,"max_position_embeddings":8192})", "x.json");
+  EXPECT_EQ(c.sequence_length, 4096);
+  EXPECT_TRUE(c.notes.empty());
+  c = parse_hf_config(R"({"model_type":"llama","hidden_size":64,"intermediate_size":128,
+    "num_attention_heads":4,"num_hidden_layers":2,"vocab_size":100})", "x.json");
+  EXPECT_EQ(c.sequence_length, 2048);
+  EXPECT_EQ(c.sequence_from, "LlamaConfig default max_position_embeddings");
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_EQ(c.notes[0], "x.json has no 'max_position_embeddings': LlamaConfig's default 2048 used");
 }

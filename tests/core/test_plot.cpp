@@ -730,7 +730,7 @@ TEST(CompareBinary, ExitCodes) {
   EXPECT_EQ(p.rc, 0) << p.out;
   p = run({kBinary, "compare", a, b});
   EXPECT_EQ(p.rc, 1) << p.out;
-  EXPECT_NE(p.out.find("Regressions (14)"), std::string::npos);
+  EXPECT_NE(p.out.find("Regressions (15)"), std::string::npos);
   p = run({kBinary, "compare", a, b, "--threshold", "12%"});
   EXPECT_EQ(p.rc, 0) << p.out;
   p = run({kBinary, "compare", a, b, "--markdown", "--threshold", "0.05"});
