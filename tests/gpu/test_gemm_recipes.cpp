@@ -72,6 +72,7 @@ TEST_P(RecipeGemmTest, MatchesReferenceOfItsOwnOperands) {
     fill_normal_bf16(src.l.get<__nv_bfloat16>(), static_cast<size_t>(g.m * g.k), 11, 1.0f, 0);
     fill_normal_bf16(src.r.get<__nv_bfloat16>(), static_cast<size_t>(g.k * g.n), 12, g.b.role == Role::Weight ? 0.02f : 1.0f, 0);
     GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));  // poison: NaN in BF16
+    GS_CUDA(cudaDeviceSynchronize());  // legacy-stream memset: finished before any other stream's work
     const Recipe recipe = make_recipe(c.precision, g, opts);
     RecipeGemm rg(handle, g, recipe, src, ws.get(), opts);
     if (c.mode == Mode::Autocast) {
@@ -142,11 +143,13 @@ TEST_P(SharedQuantizationTest, SameOutputAndSiblingsMatchTheirConsumers) {
       const QuantWork wl = owl.work, wr = owr.work;
       // Own casts, three steps (delayed scaling: the scale comes from this data's history).
       GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));
+      GS_CUDA(cudaDeviceSynchronize());
       RecipeGemm own(handle, g, recipe, src, ws.get(), opts);
       for (int i = 0; i < 3; ++i) own.autocast_step(0);
       GS_CUDA(cudaDeviceSynchronize());
       const auto c_own = to_host_u16(src.c);
       GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));
+      GS_CUDA(cudaDeviceSynchronize());
       RecipeGemm shared(handle, g, recipe, src, ws.get(), opts, true, owl, owr);
       if (shared.needs_prequantize()) shared.prequantize(0);
       for (int i = 0; i < 3; ++i) shared.step(0);

@@ -84,6 +84,9 @@ TEST_P(GroupedRecipeTest, EveryExpertMatchesTheReferenceOfItsOwnOperands) {
   RecipeOptions opts;
   auto src = GroupedSources::allocate(g, padded, 7, lt.stream);
   if (g.group_dim == GroupDim::M) GS_CUDA(cudaMemset(src->out.get(), 0xFF, src->out.bytes()));  // NaN until written
+  // cudaMemset runs on the legacy stream, which the grouped GEMM's non-blocking streams do not
+  // wait for: without this the poison can land after the GEMM's writes (it did under memcheck).
+  GS_CUDA(cudaDeviceSynchronize());
   GroupedGemm gg(lt.handle, *src, c.precision, c.mode, opts, c.streams, lt.stream, lt.workspace.get(), &cache);
   gg.prepare();
   for (int i = 0; i < 3; ++i) gg.run_once();  // delayed scaling: scales from this data's history
@@ -163,6 +166,7 @@ TEST(Grouped, SerialAndMultiStreamAreBitIdentical) {
         if (g.group_dim == GroupDim::M) GS_CUDA(cudaMemset(src->out.get(), 0xFF, src->out.bytes()));
         for (auto& b : src->per_expert)
           if (g.group_dim == GroupDim::K) GS_CUDA(cudaMemset(b.get(), 0xFF, b.bytes()));
+        GS_CUDA(cudaDeviceSynchronize());  // the legacy-stream poison before the non-blocking streams' work
         GroupedGemm gg(lt.handle, *src, p, Mode::Autocast, opts, streams, lt.stream, lt.workspace.get(), nullptr);
         gg.prepare();
         gg.run_once();
