@@ -38,7 +38,7 @@ class CudaEngine final : public Engine {
     try {
       GS_CUBLAS(cublasLtCreate(&handle_));
       GS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-      workspace_ = DeviceBuffer(kWorkspaceBytes);
+      workspace_ = make_lt_workspace();
       events_.reserve(static_cast<size_t>(o.timing.iters) + 16);
     } catch (...) {
       release();  // a constructor that throws gets no destructor call

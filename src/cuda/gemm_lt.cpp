@@ -120,6 +120,13 @@ LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* ws, size_t
   if (cache) cache->put(key, algo_);
 }
 
+DeviceBuffer make_lt_workspace() {
+  DeviceBuffer ws(kWorkspaceBytes);
+  GS_CUDA(cudaMemset(ws.get(), 0, ws.bytes()));
+  GS_CUDA(cudaDeviceSynchronize());  // legacy-stream memset: done before any non-blocking stream uses it
+  return ws;
+}
+
 namespace {
 
 template <class T>

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "core/kernels.hpp"
+#include "cuda/device_buffer.hpp"
 
 namespace gs::cuda {
 
@@ -120,5 +121,9 @@ class LtMatmul {
 AlgoRecord describe_algo(const cublasLtMatmulAlgo_t& a);
 
 constexpr size_t kWorkspaceBytes = 32u << 20;  // 32 MiB, as recommended for sm_90 / sm_100
+// A cuBLASLt workspace of kWorkspaceBytes, zero-filled once (finished before it returns): some
+// cuBLASLt kernels read counters in the workspace (compute-sanitizer initcheck flagged a read of
+// never-written workspace memory), and zeros are what a fresh, defined start looks like.
+DeviceBuffer make_lt_workspace();
 
 }  // namespace gs::cuda

@@ -115,7 +115,7 @@ GroupedGemm::GroupedGemm(cublasLtHandle_t handle, GroupedSources& src, Precision
       cudaStream_t st = nullptr;
       GS_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
       side_.push_back(st);
-      workspaces_.emplace_back(kWorkspaceBytes);
+      workspaces_.push_back(make_lt_workspace());
       cudaEvent_t ev = nullptr;
       GS_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
       join_ev_.push_back(ev);

@@ -40,7 +40,7 @@ Plan small_model_plan() {
 // A cuBLASLt handle and workspace for one test.
 struct LtContext {
   cublasLtHandle_t handle = nullptr;
-  DeviceBuffer workspace{kWorkspaceBytes};
+  DeviceBuffer workspace = make_lt_workspace();
   LtContext() { GS_CUBLAS(cublasLtCreate(&handle)); }
   ~LtContext() { cublasLtDestroy(handle); }
   LtContext(const LtContext&) = delete;

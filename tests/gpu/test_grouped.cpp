@@ -46,7 +46,7 @@ Gemm grouped_gemm(Pass pass, const std::vector<int64_t>& group = kGroup, int64_t
 
 struct LtContext {
   cublasLtHandle_t handle = nullptr;
-  DeviceBuffer workspace{kWorkspaceBytes};
+  DeviceBuffer workspace = make_lt_workspace();
   cudaStream_t stream = nullptr;
   LtContext() {
     GS_CUBLAS(cublasLtCreate(&handle));
