@@ -71,8 +71,9 @@ struct AutotuneRecord {
   double heuristic_us = 0;  // the heuristic's first choice, timed in the same tuning run
   double chosen_us = 0;     // the kept candidate
   AlgoRecord heuristic;     // the first choice's configuration
-  // A faster candidate than the heuristic's was found and also won the A/B confirmation (false:
-  // none was found, or it lost there, and the heuristic's choice was kept).
+  // A faster candidate than the heuristic's was found, won the A/B confirmation and then beat the
+  // heuristic's choice in the cell's own timed loop (false: none was found, or it lost in one of
+  // those, and the heuristic's choice was kept and timed).
   bool confirmed = false;
   double gain() const { return chosen_us > 0 ? heuristic_us / chosen_us : 0; }
 };

@@ -337,13 +337,19 @@ AutotuneRecord LtMatmul::autotune(cudaStream_t s, int k, const std::function<voi
     rec.heuristic = describe_algo(cand[0].algo);
     rec.heuristic_us = ok[0] ? med[0] : 0;
     rec.chosen_us = med[pick];
-    algo_ = cand[pick].algo;
-    rank_ = static_cast<int>(pick);
+    algo_ = tuned_algo_ = cand[pick].algo;
+    heuristic_algo_ = cand[0].algo;
+    rank_ = tuned_rank_ = static_cast<int>(pick);
   } catch (...) {
     algo_ = keep;
     throw;
   }
   return rec;
+}
+
+void LtMatmul::select(bool tuned) {
+  algo_ = tuned ? tuned_algo_ : heuristic_algo_;
+  rank_ = tuned ? tuned_rank_ : 0;
 }
 
 void LtMatmul::run(cudaStream_t s) {

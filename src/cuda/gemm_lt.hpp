@@ -100,11 +100,16 @@ class LtMatmul {
   AlgoRecord algo_record() const;
   // --algo autotune:K: times cuBLASLt's top-K candidates (GEMM only, on the operands as they are
   // now, an event pair around each call as in the timed loop, `between` enqueued before each call
-  // as the timed loop does (--l2 cold's flush), five interleaved rounds of ~1 ms samples, the
+  // as the timed loop does (--l2 cold's flush), five interleaved rounds of ~2 ms samples, the
   // median of each) and keeps the fastest; the heuristic's first choice stays unless another
-  // candidate is at least 2% faster and then wins a fresh alternating A/B confirmation by 1%
-  // (no switch on noise). Candidates that fail to run are skipped. Synchronizes the stream.
+  // candidate is at least 2% faster and then wins an alternating A/B confirmation of ~25 ms
+  // samples by 2% (no switch on noise). Candidates that fail to run are skipped. Synchronizes
+  // the stream. The engine then re-measures the pick against the heuristic in its timed loop
+  // (select()).
   AutotuneRecord autotune(cudaStream_t s, int k, const std::function<void()>& between = {});
+  // After autotune: run the tuned pick (true) or the heuristic's first choice (false).
+  void select(bool tuned);
+  bool tuned_differs() const { return tuned_rank_ != 0; }
 
  private:
   cublasLtHandle_t handle_;
@@ -112,6 +117,8 @@ class LtMatmul {
   LtDescriptors d_;
   cublasLtMatmulAlgo_t algo_{};
   int rank_ = 0;  // position of algo_ in the heuristic's list
+  cublasLtMatmulAlgo_t heuristic_algo_{}, tuned_algo_{};  // set by autotune
+  int tuned_rank_ = 0;
   void* ws_;
   size_t ws_bytes_;
   float alpha_ = 1.f, beta_ = 0.f;
