@@ -108,6 +108,10 @@ class CudaEngine final : public Engine {
         // FP32 output of a GEMM of the original BF16 operands (exact products, FP32 accumulation).
         // Built in a local buffer: reference_ is set only once the GEMM ran, never left uncomputed.
         DeviceBuffer ref_out(mn * sizeof(float));
+        // NaN until the GEMM writes it: an element it did not write can never pass as an error of
+        // zero (and compute-sanitizer's initcheck, which does not see this GEMM kernel's stores,
+        // stops flagging the reads).
+        GS_CUDA(cudaMemsetAsync(ref_out.get(), 0xFF, ref_out.bytes(), stream_));
         LtProblem lp;
         lp.m = g.m; lp.n = g.n; lp.k = g.k;
         lp.l = {sources_->l.get(), CUDA_R_16BF, g.a.k_major, nullptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
@@ -135,6 +139,7 @@ class CudaEngine final : public Engine {
       DeviceBuffer lq(static_cast<size_t>(g.m) * static_cast<size_t>(g.k) * 2);
       DeviceBuffer rq(static_cast<size_t>(g.n) * static_cast<size_t>(g.k) * 2);
       DeviceBuffer out(mn * sizeof(float));
+      GS_CUDA(cudaMemsetAsync(out.get(), 0xFF, out.bytes(), stream_));  // NaN until written, as the reference
       rg.l()->dequantize_to(lq.get<__nv_bfloat16>(), stream_);
       rg.r()->dequantize_to(rq.get<__nv_bfloat16>(), stream_);
       LtProblem lp;

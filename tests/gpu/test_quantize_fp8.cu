@@ -711,6 +711,7 @@ TEST(QuantizeStreams, RunsOnTheGivenStream) {
   GS_CUDA(cudaMemcpyAsync(d_x.as<void>(), x.data(), x.size() * 2, cudaMemcpyHostToDevice, s));
   GS_CUDA(cudaMemsetAsync(d_q.as<void>(), 0xAB, d_q.bytes(), s));
   GS_CUDA(cudaMemsetAsync(d_s.as<void>(), 0xAB, d_s.bytes(), s));
+  GS_CUDA(cudaMemsetAsync(d_big.as<void>(), 0, d_big.bytes(), s));  // defined bytes (initcheck)
   GS_CUDA(cudaMemcpyAsync(d_big2.as<void>(), d_big.as<void>(), d_big.bytes(),
                           cudaMemcpyDeviceToDevice, s));
   gs::cuda::quantize_block_1x128(d_x.as<__nv_bfloat16>(), sh.rows, sh.cols, true,
