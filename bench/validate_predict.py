@@ -109,8 +109,12 @@ def b300(gemmscope, run_path, md):
         print("|" + "---|" * 7)
     for mode, table in SEED_B300.items():
         for prec, seed in table.items():
-            # The seed's FP8Delayed quantizes inside the timed loop in both of its modes.
-            our_mode = "autocast" if prec == "FP8Delayed" else mode
+            # The seed's "autocast" is our per-gemm mode (each GEMM quantizes its own operands),
+            # and its FP8Delayed quantizes inside the timed loop in both of its modes. Result files
+            # from before the rename call per-gemm "autocast".
+            our_mode = "per-gemm" if (prec == "FP8Delayed" or mode == "autocast") else mode
+            if our_mode not in got and our_mode == "per-gemm":
+                our_mode = "autocast"
             if our_mode not in got or got[our_mode].get(prec) is None:
                 print(row([mode, prec, "n/a", "", "%.3f" % seed, "", ""], md))
                 continue
