@@ -39,15 +39,15 @@ void quantize_mxfp8(const __nv_bfloat16* x, int rows, int cols, bool transpose, 
 // ---- NVFP4 -------------------------------------------------------------------------------------
 using Nvfp4Options = mx::Nvfp4Options;  // two_d, rht (+ sign mask), stochastic (+ seed, offset)
 
+// True when the NVFP4 cast running on the current device uses the hardware FP32 -> E2M1
+// conversion (arch-specific Blackwell code, sm_100a / sm_103a), false for the software encoder.
+bool nvfp4_hardware_conversion();
+
 // K % 16 == 0. `amax` (device, one float) is the per-tensor amax computed beforehand: max |x|
 // (gs::cuda::amax_bf16), or with opt.rht the amax of the transformed tensor (amax_rht_bf16 with
 // the same rows/cols/transpose/mask). q: [outer, K/2] bytes, element 2j in the low nibble.
 // scales: nvfp4_scale_bytes(outer, K) swizzled UE4M3. global_scale_inv (device float, may be
 // null) receives 1 / (2688 / amax): the factor to fold into the GEMM alpha.
-// True when the NVFP4 cast running on the current device uses the hardware FP32 -> E2M1
-// conversion (arch-specific Blackwell code, sm_100a / sm_103a), false for the software encoder.
-bool nvfp4_hardware_conversion();
-
 void quantize_nvfp4(const __nv_bfloat16* x, int rows, int cols, bool transpose, const float* amax,
                     const Nvfp4Options& opt, uint8_t* q, uint8_t* scales, float* global_scale_inv,
                     cudaStream_t stream);
