@@ -233,8 +233,9 @@ std::string fmt_ms(double v) { return fmt::format("{:.3f}", v); }
 
 std::string pct(double ratio) { return fmt::format("{:+.1f}%", (ratio - 1.0) * 100.0); }
 
-// Text of a cell in the per-GEMM tables (ratio B/A and a flag).
-std::string cell_text(const CompareCell& c, bool markdown) {
+// Text of a B/A cell: the ratio and its flag. Markdown spells the flag out (`worse` / `better`:
+// "slower" / "faster" for times, "less" / "more" for speedups).
+std::string flagged_text(const CompareCell& c, bool markdown, const char* worse, const char* better) {
   std::string s;
   if (c.ratio)
     s = fmt::format("{:.3f}", *c.ratio);
@@ -244,17 +245,13 @@ std::string cell_text(const CompareCell& c, bool markdown) {
     s = "ok->n/a";
   else
     s = "n/a->ok";
-  if (markdown) {
-    if (c.verdict == Verdict::Regression) return "**" + s + " slower**";
-    if (c.verdict == Verdict::Improvement) return "_" + s + " faster_";
-    if (c.within_noise) return s + " ~";
-    return s;
-  }
-  if (c.verdict == Verdict::Regression) return s + " R";
-  if (c.verdict == Verdict::Improvement) return s + " I";
-  if (c.within_noise) return s + " ~";
-  return s;
+  if (c.verdict == Verdict::Regression) return markdown ? fmt::format("**{} {}**", s, worse) : s + " R";
+  if (c.verdict == Verdict::Improvement) return markdown ? fmt::format("_{} {}_", s, better) : s + " I";
+  return c.within_noise ? s + " ~" : s;
 }
+
+// A time's cell (per GEMM, totals).
+std::string cell_text(const CompareCell& c, bool markdown) { return flagged_text(c, markdown, "slower", "faster"); }
 
 std::string describe_change(const CompareCell& c) {
   if (c.a_ms && c.b_ms) return fmt::format("{} -> {} ms ({})", fmt_ms(*c.a_ms), fmt_ms(*c.b_ms), pct(*c.ratio));
@@ -359,18 +356,8 @@ std::string file_line(const std::string& path, const std::string& dev, const std
   return s;
 }
 
-// A speedup's B/A cell: flags the other way round (a lower speedup in B is the regression).
-std::string speedup_text(const CompareCell& c, bool markdown) {
-  std::string s = c.ratio ? fmt::format("{:.3f}", *c.ratio) : c.verdict == Verdict::BothNA ? "n/a" : c.a_ms ? "ok->n/a" : "n/a->ok";
-  if (markdown) {
-    if (c.verdict == Verdict::Regression) return "**" + s + " less**";
-    if (c.verdict == Verdict::Improvement) return "_" + s + " more_";
-    return c.within_noise ? s + " ~" : s;
-  }
-  if (c.verdict == Verdict::Regression) return s + " R";
-  if (c.verdict == Verdict::Improvement) return s + " I";
-  return c.within_noise ? s + " ~" : s;
-}
+// A speedup's B/A cell (its verdict already the other way round: a lower speedup in B regresses).
+std::string speedup_text(const CompareCell& c, bool markdown) { return flagged_text(c, markdown, "less", "more"); }
 
 std::string noise_head(const CompareMode& m) {
   return m.totals_noise == NoiseBasis::Intervals ? "95% interval A / B" : "spread A / B";
