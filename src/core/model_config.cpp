@@ -256,25 +256,28 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
   c.micro_batch_from = "config.json default";
   c.sequence_length = kDefaultConfigSequence;
   c.sequence_from = "config.json default";
-  // A model trained on shorter sequences than the default is planned at its own maximum.
+  // A model trained on shorter sequences than the default is planned at its own maximum: the
+  // file's, or without the field its class's default (LlamaConfig 2048, GPT2Config 1024), noted
+  // like the other class defaults.
+  int64_t max_pos = 0;
+  std::string max_from;
   for (const char* key : {"max_position_embeddings", "n_positions"}) {
     if (!present(key) || !j[key].is_number_integer()) continue;
-    const int64_t max_pos = j[key].get<int64_t>();
-    if (max_pos > 0 && max_pos < c.sequence_length) {
-      c.sequence_length = max_pos;
-      c.sequence_from = fmt::format("config.json {}", key);
-    }
+    max_pos = j[key].get<int64_t>();
+    max_from = fmt::format("config.json {}", key);
     break;
   }
-  // Without the field, the class's default maximum (LlamaConfig 2048, GPT2Config 1024) caps it as
-  // well, noted like the other class defaults.
-  if (fam && !present("max_position_embeddings") && !present("n_positions") && fam->max_positions > 0 &&
-      fam->max_positions < c.sequence_length) {
-    c.notes.push_back(fmt::format("{} has no '{}': {}'s default {} used", origin,
-                                  type == "gpt2" ? "n_positions" : "max_position_embeddings", fam->cls,
-                                  fam->max_positions));
-    c.sequence_length = fam->max_positions;
-    c.sequence_from = fmt::format("{} default max_position_embeddings", fam->cls);
+  const bool class_default = fam && !present("max_position_embeddings") && !present("n_positions");
+  if (class_default) {
+    max_pos = fam->max_positions;
+    max_from = fmt::format("{} default max_position_embeddings", fam->cls);
+  }
+  if (max_pos > 0 && max_pos < c.sequence_length) {
+    if (class_default)
+      c.notes.push_back(fmt::format("{} has no '{}': {}'s default {} used", origin,
+                                    type == "gpt2" ? "n_positions" : "max_position_embeddings", fam->cls, max_pos));
+    c.sequence_length = max_pos;
+    c.sequence_from = max_from;
   }
   return c;
 }
