@@ -7,9 +7,9 @@
 #     without 2D weights / RHT / stochastic rounding),
 #   - a small --shapes run in both modes,
 #   - the GPU tests, less those that assert on timings (performance, autotune, SM limit, the
-#     100000-iteration gate and the chunk-split timing, the many-experts timing): kernels run 10-100x slower under the tools,
-#     so a timing assertion there tests the tool, not gemmscope; their code paths run in the
-#     other steps.
+#     100000-iteration gate, the chunk-split timing, the many-experts timing, clock telemetry):
+#     kernels run 10-100x slower under the tools, so a timing assertion there tests the tool, not
+#     gemmscope; their code paths run in the other steps.
 # Shapes are small and iterations few (--num-iters 2 --num-warmup 1 --gpu-warmup 0): the point is
 # every kernel and cuBLASLt path once under the tools, not timings.
 #
