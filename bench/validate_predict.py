@@ -110,11 +110,9 @@ def b300(gemmscope, run_path, md):
     for mode, table in SEED_B300.items():
         for prec, seed in table.items():
             # The seed's "autocast" is our per-gemm mode (each GEMM quantizes its own operands),
-            # and its FP8Delayed quantizes inside the timed loop in both of its modes. Result files
-            # from before the rename call per-gemm "autocast".
+            # and its FP8Delayed quantizes inside the timed loop in both of its modes. (gemmscope
+            # predict writes the current mode names, also for result files from before the rename.)
             our_mode = "per-gemm" if (prec == "FP8Delayed" or mode == "autocast") else mode
-            if our_mode not in got and our_mode == "per-gemm":
-                our_mode = "autocast"
             if our_mode not in got or got[our_mode].get(prec) is None:
                 print(row([mode, prec, "n/a", "", "%.3f" % seed, "", ""], md))
                 continue
