@@ -10,10 +10,16 @@ per-pass recipe) PyTorch runs:
               K-contiguous as Hopper's TN-only FP8 needs (gemmscope pre-quantizes the same copies)
   FP8Block    torch._scaled_mm with 1x128 (activations/gradients) x 128x128 (weights) block scales,
               where this PyTorch supports it; otherwise the row says why
-Each is timed like gemmscope: 10 warm-up calls, then 100 back-to-back calls between two CUDA events
-(mean per call). --rounds R (default 2) alternates the sides R times (gemmscope's layer, then
-PyTorch's shapes, again) and averages, so clock drift under the power cap falls on both. The kernel each side runs is listed (PyTorch: torch.profiler; gemmscope: the JSON's
-kernel record when present). gemmscope runs first, in the same process tree, on the same GPU.
+Both sides run the same protocol, so that neither is timed in a state the other is not: a GPU
+warm-up of --gpu-warmup seconds of 8192^3 BF16 GEMMs (gemmscope's --gpu-warmup), then for each
+GEMM in gemmscope's order (GEMM-major, precisions inner) --warmup calls and --iters timed calls
+(gemmscope's --num-warmup/--num-iters; PyTorch: back-to-back between two CUDA events, mean per
+call). Nothing else runs between cells on either side: the kernel names PyTorch runs are taken
+with torch.profiler in a separate pass after all timing, since the profiler's idle gaps let the
+power-capped GPU boost into the next cell. --rounds R (default 3) alternates the sides R times
+(gemmscope's layer, then PyTorch's) and reports each cell's median, with the spread of its
+per-round ratios: GPU state drifts over minutes, and alternating spreads it over both sides.
+gemmscope's kernel names come from its JSON (CUPTI), when present.
 
   python3 bench/peer_gemm.py --gemmscope build/gemmscope [--config 5b] [--precisions BF16,FP8Current,FP8Block]
       [--gemmscope-args "--algo autotune"] [--json out.json]
@@ -34,11 +40,12 @@ CONFIGS = {
 }
 
 
-def run_gemmscope(binary, cfg, precisions, extra):
+def run_gemmscope(binary, cfg, precisions, extra, warmup, iters, gpu_warmup):
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "r.json")
         cmd = [binary] + CONFIGS[cfg] + ["--precisions", ",".join(precisions), "--mode", "pre-quantized",
-                                         "-q", "--json", out] + extra
+                                         "--num-warmup", str(warmup), "--num-iters", str(iters),
+                                         "--gpu-warmup", str(gpu_warmup), "-q", "--json", out] + extra
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
             return json.load(f)
@@ -52,7 +59,9 @@ def main():
     ap.add_argument("--iters", type=int, default=100)
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--gemmscope-args", default="")
-    ap.add_argument("--rounds", type=int, default=2, help="alternations of the two sides, averaged (default 2)")
+    ap.add_argument("--gpu-warmup", type=float, default=5.0, help="seconds of 8192^3 BF16 GEMMs before each side's "
+                    "cells (default 5, gemmscope's default)")
+    ap.add_argument("--rounds", type=int, default=3, help="alternations of the two sides; medians (default 3)")
     ap.add_argument("--json")
     a = ap.parse_args()
     precs = [p.strip() for p in a.precisions.split(",") if p.strip()]
@@ -104,12 +113,37 @@ def main():
         q = (tiles * (fmax / amax)[:, None, :, None]).clamp(-fmax, fmax).to(dtype).reshape(R, K)
         return q, (amax / fmax)
 
-    def one_round():
+    def gpu_warmup():
+        # The same warm-up gemmscope runs before its cells: --gpu-warmup seconds of 8192^3 BF16.
+        if a.gpu_warmup <= 0:
+            return
+        x = torch.randn(8192, 8192, device="cuda", dtype=BF)
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        while True:
+            for _ in range(20):
+                torch.mm(x, x)
+            e.record()
+            e.synchronize()
+            if s.elapsed_time(e) >= a.gpu_warmup * 1000:
+                break
+        del x
+
+    gs_runs = {}  # config -> gemmscope's JSON of the latest round (the kernel pass reuses its layouts)
+
+    def one_round(identify=False):
+        """A round: gemmscope's layer, then PyTorch's cells timed under the same protocol. With
+        identify, no timing: the kernel PyTorch runs for each cell, through torch.profiler."""
         rows = []
         for cfg in cfgs:
-            r = run_gemmscope(a.gemmscope, cfg, precs, a.gemmscope_args.split())
+            if not identify:
+                gs_runs[cfg] = run_gemmscope(a.gemmscope, cfg, precs, a.gemmscope_args.split(), a.warmup, a.iters,
+                                             a.gpu_warmup)
+            r = gs_runs[cfg]
             (mode_key,) = r["summary"].keys()
             block_fmt = r.get("recipe_options", {}).get("block_fp8_format", "hybrid")
+            if not identify:
+                gpu_warmup()
             for g in r["gemms"]:
                 if g["scope"] != "layer":
                     continue
@@ -156,8 +190,10 @@ def main():
                                 rs = rs.t() if rr == "weight" else rs.t().contiguous()
                                 fn = lambda: torch._scaled_mm(lq, rq.t(), scale_a=ls, scale_b=rs, out_dtype=BF)
                             fn()
-                        torch_ms = timed(fn)
-                        torch_kernel = kernel_of(fn)
+                        if identify:
+                            torch_kernel = kernel_of(fn)
+                        else:
+                            torch_ms = timed(fn)
                     except Exception as e:  # a recipe this PyTorch does not run
                         why = f"{type(e).__name__}: {str(e).splitlines()[0][:120]}"
                     ratio = torch_ms / gs_ms if (torch_ms and gs_ms) else None
@@ -171,23 +207,39 @@ def main():
     # Rounds alternate the two sides (gemmscope's run of the layer, then PyTorch's shapes, then again):
     # GPU state (power cap, clocks) drifts over minutes, and alternating spreads it over both sides.
     rounds = [one_round() for _ in range(a.rounds)]
+    names = one_round(identify=True)
+    median = lambda v: sorted(v)[len(v) // 2] if len(v) % 2 else sum(sorted(v)[len(v) // 2 - 1:len(v) // 2 + 1]) / 2
     rows = []
     for i, x in enumerate(rounds[0]):
         same = [r[i] for r in rounds]
         y = dict(x)
+        y["torch_kernel"] = names[i]["torch_kernel"]
         for key in ("torch_ms", "gemmscope_ms"):
             vals = [z[key] for z in same]
-            y[key] = sum(vals) / len(vals) if all(v is not None for v in vals) else None
+            y[key] = median(vals) if all(v is not None for v in vals) else None
         y["speed_vs_torch"] = y["torch_ms"] / y["gemmscope_ms"] if (y["torch_ms"] and y["gemmscope_ms"]) else None
+        per_round = [z["speed_vs_torch"] for z in same]
+        y["speed_round_min"] = min(per_round) if all(per_round) else None
+        y["speed_round_max"] = max(per_round) if all(per_round) else None
         y["rounds"] = len(same)
         rows.append(y)
+    def same_kernel(x):
+        if not x["torch_kernel"] or not x["gemmscope_kernel"]:
+            return "n/a"
+        return "yes" if set(x["torch_kernel"].split(";")) <= set(x["gemmscope_kernel"].split(";")) else "no"
+
     print(f"device: {dev}; torch {torch.__version__}; gemmscope {a.gemmscope} {a.gemmscope_args}")
-    print("| config | precision | pass | op | shape | PyTorch ms | gemmscope ms | gemmscope speed vs PyTorch | PyTorch kernel |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(f"medians of {a.rounds} alternating rounds; each side: {a.gpu_warmup:g} s GPU warm-up, then per cell "
+          f"{a.warmup} warm-up + {a.iters} timed calls")
+    print("| config | precision | pass | op | shape | PyTorch ms | gemmscope ms | gemmscope speed vs PyTorch | "
+          "per-round range | same kernel | PyTorch kernel |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for x in rows:
         f = lambda v, s="{:.3f}": s.format(v) if v is not None else "n/a"
         print(f"| {x['config']} | {x['precision']} | {x['pass_']} | {x['op']} | {x['shape']} | {f(x['torch_ms'])} | "
-              f"{f(x['gemmscope_ms'])} | {f(x['speed_vs_torch'], '{:.3f}x')} | {x['torch_kernel'] or x['torch_na']} |")
+              f"{f(x['gemmscope_ms'])} | {f(x['speed_vs_torch'], '{:.3f}x')} | "
+              f"{f(x['speed_round_min'], '{:.3f}')}-{f(x['speed_round_max'], '{:.3f}')} | {same_kernel(x)} | "
+              f"{x['torch_kernel'] or x['torch_na']} |")
     print()
     for cfg in cfgs:
         for p in precs:
