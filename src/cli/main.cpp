@@ -20,6 +20,7 @@
 #include "core/plan.hpp"
 #include "core/report.hpp"
 #include "core/runner.hpp"
+#include "core/step_context.hpp"
 #include "core/text_util.hpp"
 #if __has_include("cli/commands.hpp")
 #include "cli/commands.hpp"
@@ -54,6 +55,7 @@ struct Options {
   bool nvfp4_no_2d = false, nvfp4_no_rht = false, nvfp4_no_sr = false;
   int64_t warmup = 10, iters = 100, amax_history = 1024, device = 0, repeats = 1;
   double gpu_warmup = 5.0;
+  double step_other_ms = 0;  // --step-other-ms
   uint64_t seed = 1234;
   // Kernel-level options (core/kernels.hpp, docs/kernels.md).
   bool kernels = false, profile = false;
@@ -301,6 +303,8 @@ RunRequest build_request(const Options& o) {
   // per step) and most of its activations in HBM, not in the L2 a back-to-back loop leaves warm.
   // Model plans keep the layer's own loop warm, as validated against a training step.
   req.options.timing.l2 = !o.l2.empty() ? o.l2 : req.plan.model_mode ? "warm" : "cold";
+  req.options.timing.step_gap_ms_per_gflop = step_gap_ms_per_gflop(req.plan, o.step_other_ms);
+  req.options.timing.step_other_ms = o.step_other_ms;
   req.options.seed = o.seed;
   req.options.device = static_cast<int>(o.device);
   RecipeOptions& r = req.options.recipe;
@@ -423,6 +427,15 @@ int run_main(int argc, char** argv) {
          "--gpu-warmup", [&o](const std::string& v) { o.gpu_warmup = parse_decimal_number(v, "--gpu-warmup"); },
          "Seconds of BF16 GEMMs to settle clocks first, 0..600 (default 5)")
       ->type_name("SECONDS")
+      ->group("Measurement");
+  app.add_option_function<std::string>(
+         "--step-other-ms",
+         [&o](const std::string& v) { o.step_other_ms = parse_decimal_number(v, "--step-other-ms"); },
+         "Non-GEMM kernel time of one layer's training step (norms, activations, residuals, quantization; not "
+         "attention), e.g. from a profile of your step: that much memory-bound work runs between timed iterations, "
+         "outside the samples and spread over the GEMMs by FLOPs, so the GEMMs run at the step's power and clocks. "
+         "Model plans only; default 0: GEMMs back to back, at sustained GEMM power")
+      ->type_name("MS")
       ->group("Measurement");
   app.add_option("--timing", o.timing, "Timing method: cuda-events")->group("Measurement");
   add_int(app, "--device", o.device, "CUDA device index (default 0)")->group("Measurement");

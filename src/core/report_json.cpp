@@ -21,6 +21,7 @@
 
 #include "core/clocks.hpp"
 #include "core/repeats.hpp"
+#include "core/step_context.hpp"
 
 namespace gs {
 
@@ -327,6 +328,10 @@ json to_json(const RunResult& r) {
                  {"gpu_warmup_s", r.timing.gpu_warmup_s}};
   if (r.timing.repeats > 1) j["timing"]["repeats"] = r.timing.repeats;
   j["timing"]["l2"] = r.timing.l2;
+  if (r.timing.step_context()) {
+    j["timing"]["step_other_ms"] = r.timing.step_other_ms;
+    j["timing"]["step_gap_ms_per_gflop"] = r.timing.step_gap_ms_per_gflop;
+  }
   if (r.seed) j["timing"]["seed"] = *r.seed;
   const RecipeOptions& o = r.recipe_options;
   j["recipe_options"] = {
@@ -527,6 +532,9 @@ RunResult read_result(const json& j, const std::string& name) {
     r.timing.repeats = get_or<int>(*t, "repeats", where, 1);
     r.timing.l2 = get_or<std::string>(*t, "l2", where, "warm");  // files before --l2 measured warm
     if (r.timing.l2 != "warm" && r.timing.l2 != "cold") throw UsageError(where + ".l2 must be \"warm\" or \"cold\"");
+    // Files before --step-other-ms timed GEMMs back to back.
+    r.timing.step_other_ms = number_in(*t, "step_other_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");
+    r.timing.step_gap_ms_per_gflop = number_in(*t, "step_gap_ms_per_gflop", where, 0.0, 0.0, 1e9, " ms/GFLOP");
     if (r.timing.repeats < 1 || r.timing.repeats > static_cast<int>(kMaxRepeats))
       throw UsageError(fmt::format("{}.repeats must be an integer from 1 to {}", where, kMaxRepeats));
     if (const json* seed = find(*t, "seed")) r.seed = as<uint64_t>(*seed, where + ".seed");

@@ -117,6 +117,10 @@ std::string header_block(const RunResult& r, size_t mode) {
   out += fmt::format("Warmup iterations: {}, Timed iterations: {}\n", r.timing.warmup, r.timing.iters);
   if (r.timing.l2_cold())
     out += "L2: cold (flushed between iterations, outside the timed samples)\n";
+  if (r.timing.step_context())
+    out += fmt::format("Step context: {:g} ms of memory-bound work per layer between timed iterations, outside the "
+                       "samples (--step-other-ms; GEMMs at a training step's power and clocks)\n",
+                       r.timing.step_other_ms);
   out += fmt::format("Mode: {}\n", mode_description(r.modes[mode]));
   if (r.plan.model_mode) {
     const ModelConfig& c = *r.plan.config;

@@ -89,6 +89,11 @@ struct TimingConfig {
   // between iterations, outside the timed samples).
   std::string l2 = "warm";
   bool l2_cold() const { return l2 == "cold"; }
+  // --step-other-ms: the non-GEMM kernel time of one layer's training step, run as memory-bound
+  // work between timed iterations (core/step_context.hpp); 0 = GEMMs back to back.
+  double step_other_ms = 0;
+  double step_gap_ms_per_gflop = 0;  // derived from the plan (step_gap_ms_per_gflop())
+  bool step_context() const { return step_other_ms > 0; }
 };
 
 struct RunResult {

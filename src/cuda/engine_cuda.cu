@@ -9,6 +9,7 @@
 #include "core/grouped.hpp"
 #include "core/modes.hpp"
 #include "core/results.hpp"
+#include "core/step_context.hpp"
 #include "cuda/clock_probe.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
@@ -21,6 +22,7 @@
 #include "cuda/kernel_trace.hpp"
 #include "cuda/quantize_mx.cuh"
 #include "cuda/recipe_gemm.hpp"
+#include "cuda/step_work.hpp"
 #include "cuda/timed_loop.hpp"
 
 namespace gs::cuda {
@@ -167,6 +169,7 @@ class CudaEngine final : public Engine {
   }
 
   Cell measure(const Gemm& g, Precision p, Mode mode) override {
+    gap_ms_ = step_gap_ms(opts_.timing, g);  // --step-other-ms: work after each timed iteration of g
     if (g.grouped()) return measure_grouped(g, p, mode);
     const Recipe recipe = make_recipe(p, g, opts_.recipe);
     if (std::string why = shape_constraint(recipe, g); !why.empty()) return Cell::na(why);
@@ -224,10 +227,22 @@ class CudaEngine final : public Engine {
     return [this] { GS_CUDA(cudaMemsetAsync(l2_flush_.get(), 0, l2_flush_.bytes(), stream_)); };
   }
 
+  // --step-other-ms: `gap_ms_` of memory-bound work (step_work.hpp) after each iteration.
+  std::function<void()> step_gap() {
+    if (!(gap_ms_ > 0)) return {};
+    if (!step_work_) step_work_ = std::make_unique<StepWork>(device_info().l2_bytes, stream_);
+    return [this, ms = gap_ms_] { step_work_->enqueue(ms, stream_); };
+  }
+
   Cell timed_cell(LoopBody body) {
-    if (auto flush = l2_flush()) {
-      body.between = std::move(flush);
-      body.between_cost = 1;
+    auto flush = l2_flush();
+    auto gap = step_gap();
+    if (flush || gap) {
+      body.between = [flush, gap] {
+        if (gap) gap();
+        if (flush) flush();
+      };
+      body.between_cost = (flush ? 1 : 0) + (gap ? 1 : 0);
     }
     ProfileBracket profiled(opts_.gemm.profile);  // --profile: the timed loop (and its warm-up) only
     const LoopResult lr = run_timed_loop(*gate_, events_, stream_, body, opts_.timing.warmup, opts_.timing.iters,
@@ -359,6 +374,8 @@ class CudaEngine final : public Engine {
   cudaStream_t stream_ = nullptr;
   DeviceBuffer workspace_;
   DeviceBuffer l2_flush_;  // --l2 cold: written between iterations
+  std::unique_ptr<StepWork> step_work_;  // --step-other-ms: run between iterations
+  double gap_ms_ = 0;                    // of the GEMM being measured
   EventPool events_;
   std::optional<GemmSources> sources_;
   std::unique_ptr<GroupedSources> grouped_src_;  // the operands of the last grouped GEMM

@@ -490,3 +490,23 @@ TEST(Cli, L2DefaultsPerPlanKindAndIsRecorded) {
   EXPECT_EQ(l2_of("--model llama-3-8b"), "warm");
   EXPECT_EQ(l2_of("--model llama-3-8b --l2 cold"), "cold");
 }
+
+// --step-other-ms: model plans only, a plain non-negative number of ms, recorded in the JSON with
+// the rate it gives every GEMM, and named in the text report's header.
+TEST(Cli, StepOtherMsIsCheckedAndRecorded) {
+  expect_usage_error("--shapes 1024 --step-other-ms 1", "--step-other-ms needs a model plan");
+  expect_usage_error("--step-other-ms -1", "--step-other-ms");
+  expect_usage_error("--step-other-ms 1e9", "--step-other-ms must be between 0 and 10000 ms per layer");
+  expect_usage_error("--step-other-ms ''", "--step-other-ms is empty");
+  const fs::path j = tmpdir() / "step.json";
+  fs::remove(j);
+  Out r = run("--dry-run -q --step-other-ms 2.5 --json " + j.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto doc = nlohmann::json::parse(slurp(j));
+  EXPECT_EQ(doc["timing"]["step_other_ms"], 2.5);
+  EXPECT_GT(doc["timing"]["step_gap_ms_per_gflop"].get<double>(), 0);
+  fs::remove(j);
+  r = run("--dry-run -q --json " + j.string());
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_FALSE(nlohmann::json::parse(slurp(j))["timing"].contains("step_other_ms"));
+}

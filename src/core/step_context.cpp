@@ -1,0 +1,27 @@
+#include "core/step_context.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/error.hpp"
+
+namespace gs {
+
+double step_gap_ms_per_gflop(const Plan& plan, double other_ms_per_layer) {
+  if (!(std::isfinite(other_ms_per_layer) && other_ms_per_layer >= 0 && other_ms_per_layer <= kMaxStepOtherMs))
+    throw UsageError(fmt::format("--step-other-ms must be between 0 and {:g} ms per layer", kMaxStepOtherMs));
+  if (other_ms_per_layer == 0) return 0;
+  if (!plan.model_mode)
+    throw UsageError("--step-other-ms needs a model plan: it is the non-GEMM time of a layer's training step, and "
+                     "--shapes/--sweep GEMMs stand alone");
+  const PlanFlops f = plan_flops(plan);
+  const int64_t layers = plan.layers();
+  const double layer_flops = layers > 0 ? (f.full_model(layers) - f.model_once) / static_cast<double>(layers) : 0;
+  if (!(layer_flops > 0)) throw UsageError("--step-other-ms: the plan has no layer GEMMs to spread the work over");
+  return other_ms_per_layer / (layer_flops * 1e-9);
+}
+
+double step_gap_ms(const TimingConfig& t, const Gemm& g) { return t.step_gap_ms_per_gflop * g.flops() * 1e-9; }
+
+}  // namespace gs
