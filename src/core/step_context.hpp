@@ -3,8 +3,8 @@
 // A training step does not run its GEMMs back to back: norms, activations, residual adds and
 // quantization kernels run between them. On a power-capped GPU that memory-bound work lowers the
 // average power, and the GPU holds a higher SM clock through the GEMMs too: on an H100, a BF16
-// 15872x4096x16384 GEMM followed by memory-bound copies lasting 10/25/50% of its time ran 1.4/3.0/
-// 6.3% faster than back to back (bench/step_context_probe.py). gemmscope's default times GEMMs
+// 15872x4096x16384 GEMM followed by memory-bound copies lasting 10/25/50% of its time ran 1.5/3.8/
+// 7.5% faster than back to back (bench/step_context_probe.py). gemmscope's default times GEMMs
 // back to back, the sustained-GEMM-power bound; given the step's non-GEMM kernel time per layer
 // (from a profile of the user's own step), it runs that much memory-bound work between timed
 // iterations, outside the samples, spread over the GEMMs in proportion to their FLOPs, so the
