@@ -449,6 +449,11 @@ TEST(Compare, DifferencesInWhatWasMeasuredAreNoted) {
   json d = a;
   d["timing"]["seed"] = 99;
   EXPECT_EQ(gs::compare_results(c, d).differences, (std::vector<std::string>{"timing.seed: 1234 vs 99"}));
+  // a run in a training step's power context (--step-other-ms) against one back to back
+  json s = a;
+  s["timing"]["step_other_ms"] = 3;
+  s["timing"]["step_gap_ms_per_gflop"] = 0.002;
+  EXPECT_EQ(gs::compare_results(a, s).differences, (std::vector<std::string>{"timing.step_other_ms: 0 vs 3"}));
   // a different batch leaves no GEMM in common: the error says why
   json e = a;
   e["config"]["micro_batch_size"] = 2;
