@@ -323,6 +323,15 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
     a.push_back("MXFP8/NVFP4 quantization (two passes each, NVFP4's Hadamard transform and stochastic rounding) is "
                 "modelled by its bytes only; where the run did not time it the band is wide on the slow side");
   if (same_gpu) a.push_back("source and target are the same GPU model: the band is the run's own timing spread");
+  if (run.timing.step_context()) {
+    // The source's clocks were a training step's (--step-other-ms): the efficiency carried over is
+    // that of a step, and the prediction says so in its notes and JSON.
+    pr.result.timing.step_other_ms = run.timing.step_other_ms;
+    pr.result.timing.step_gap_ms_per_gflop = run.timing.step_gap_ms_per_gflop;
+    a.push_back(fmt::format("the source run timed its GEMMs in a training step's power context (--step-other-ms {:g} "
+                            "ms per layer on {}): the efficiency carried to the target is a step's, not back to back",
+                            run.timing.step_other_ms, source.key));
+  }
   pr.result.created = run.created;
   pr.result.seed = run.seed;
   finish(pr);

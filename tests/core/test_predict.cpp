@@ -275,6 +275,28 @@ TEST(Predict, DeterministicAndLabelledPredicted) {
   EXPECT_EQ(text.find("Timing method"), std::string::npos);
 }
 
+// A source timed in a training step's power context (--step-other-ms) passes the context on to the
+// prediction's JSON and says so in its assumptions; a back-to-back source says nothing of it.
+TEST(Predict, CarriesTheSourcesStepContext) {
+  RunResult r = fixture("model_5b_both_modes.json");
+  const GpuSpec& s = *db().match_device(r.device->name);
+  const GpuSpec& b300 = db().find("B300");
+  const auto mentions = [](const json& a) {
+    bool found = false;
+    for (const json& n : a["prediction"]["assumptions"])
+      found = found || n.get<std::string>().find("training step's power context") != std::string::npos;
+    return found;
+  };
+  json plain = prediction_json(predict_from_run(r, "f.json", s, b300));
+  EXPECT_FALSE(mentions(plain));
+  EXPECT_FALSE(plain["timing"].contains("step_other_ms"));
+  r.timing.step_other_ms = 3.0;
+  r.timing.step_gap_ms_per_gflop = 0.002;
+  const json stepped = prediction_json(predict_from_run(r, "f.json", s, b300));
+  EXPECT_TRUE(mentions(stepped));
+  EXPECT_EQ(stepped["timing"]["step_other_ms"], 3.0);
+}
+
 TEST(Predict, ComparesAgainstAMeasuredRun) {
   const RunResult r = fixture("model_5b_both_modes.json");
   const GpuSpec& s = *db().match_device(r.device->name);
