@@ -35,7 +35,7 @@ BIN=${BIN:-build-dev}
 OUT=${1:-gpu-sanitize-results}
 SAN=${SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
 TOOLS=${TOOLS:-memcheck racecheck initcheck}
-FILTER=${GTEST_FILTER:--*Perf*:KernelTrace.Autotune*:KernelTrace.NumSms*:TimedLoop.Hundred*:TimedLoop.IterationsSplitAcrossChunks*:GroupedEngine.ManyExperts*:ClockTelemetry.*}
+FILTER=${GTEST_FILTER:--*Perf*:KernelTrace.Autotune*:KernelTrace.NumSms*:TimedLoop.Hundred*:TimedLoop.IterationsSplitAcrossChunks*:GroupedEngine.ManyExperts*:ClockTelemetry.*:StepContext.*}
 STEP_S=${STEP_S:-450}
 SHARDS=${SHARDS:-8}
 RACE_EXCLUDE=${RACE_EXCLUDE:-}
@@ -57,7 +57,7 @@ declare -A step_cmd
 model_steps=(model_all_recipes model_accuracy model_recipe_options shapes)
 step_cmd[model_all_recipes]="$BIN/gemmscope ${run_flags[*]} ${model[*]} --mode all"
 step_cmd[model_accuracy]="$BIN/gemmscope ${run_flags[*]} ${model[*]} --accuracy-only"
-step_cmd[model_recipe_options]="$BIN/gemmscope ${run_flags[*]} ${model[*]} --mode all --fp8-format e4m3 --fp8-accum split --no-producer-amax --nvfp4-no-2d --nvfp4-no-rht --nvfp4-no-sr --amax-history 4"
+step_cmd[model_recipe_options]="$BIN/gemmscope ${run_flags[*]} ${model[*]} --mode all --fp8-format e4m3 --fp8-accum split --no-producer-amax --nvfp4-no-2d --nvfp4-no-rht --nvfp4-no-sr --amax-history 4 --step-other-ms 0.05"
 step_cmd[shapes]="$BIN/gemmscope ${run_flags[*]} --shapes 256x256x256,128x512x384 --mode both"
 step_cmd[gpu_tests]="$BIN/gemmscope_gpu_tests --gtest_filter=$FILTER"
 
