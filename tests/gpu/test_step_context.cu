@@ -82,5 +82,5 @@ TEST(StepContext, WorkStaysOutsideTheSamplesAndTheKernelRecords) {
   const gs::Cell c = stepped->measure(g, gs::Precision::BF16, gs::Mode::PreQuantized);
   ASSERT_TRUE(c.ok) << c.reason;
   EXPECT_LT(c.stats.mean_ms, 1.3 * base.stats.mean_ms) << "back to back " << base.stats.mean_ms << " ms";
-  for (const auto& k : c.kernels.kernels) EXPECT_EQ(k.name.find("stream_copy"), std::string::npos) << k.name;
+  for (const auto& k : c.kernels.kernels) EXPECT_EQ(k.name.find("step_work"), std::string::npos) << k.name;
 }
