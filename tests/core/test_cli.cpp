@@ -11,36 +11,21 @@
 #include <string>
 #include <vector>
 
+#include "test_util.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Out { int rc; std::string out, err; };
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using gs::test::Out;
+using gs::test::slurp;
 
 fs::path tmpdir() {
-  static fs::path d = [] {
-    fs::path p = fs::temp_directory_path() / ("gs_cli_test_" + std::to_string(::getpid()));
-    fs::create_directories(p);
-    return p;
-  }();
+  static const fs::path d = gs::test::scratch_dir("cli_test");
   return d;
 }
 
-// Runs the binary with `args` (a shell-quoted string; tests control it) and no GPU: the tests
-// only use --dry-run or inputs rejected before any device is touched.
-Out run(const std::string& args) {
-  const fs::path o = tmpdir() / "stdout", e = tmpdir() / "stderr";
-  std::string cmd = std::string("CUDA_VISIBLE_DEVICES= ") + GS_BINARY + " " + args + " >" + o.string() + " 2>" + e.string();
-  int st = std::system(cmd.c_str());
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(o), slurp(e)};
-}
+Out run(const std::string& args) { return gs::test::run_gemmscope(args, tmpdir()); }
 
 void expect_usage_error(const std::string& args, const std::string& needle) {
   SCOPED_TRACE(args);

@@ -9,26 +9,18 @@
 #include <sstream>
 #include <string>
 
+#include "test_util.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Out { int rc; std::string out, err; };
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using gs::test::Out;
+using gs::test::slurp;
 
 Out run(const std::string& args) {
-  const fs::path d = fs::temp_directory_path() / ("gs_cli_grouped_" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  const fs::path o = d / "stdout", e = d / "stderr";
-  const std::string cmd = std::string("CUDA_VISIBLE_DEVICES= ") + GS_BINARY + " " + args + " >" + o.string() + " 2>" + e.string();
-  const int st = std::system(cmd.c_str());
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(o), slurp(e)};
+  static const fs::path d = gs::test::scratch_dir("cli_grouped");
+  return gs::test::run_gemmscope(args, d);
 }
 
 }  // namespace

@@ -20,40 +20,22 @@
 #include "core/recipe.hpp"
 #include "core/report.hpp"
 #include "core/runner.hpp"
+#include "test_util.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-struct Out {
-  int rc;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using gs::test::Out;
+using gs::test::slurp;
 
 fs::path dir() {
-  static fs::path d = [] {
-    fs::path p = fs::temp_directory_path() / ("gs_first_contact_" + std::to_string(::getpid()));
-    fs::create_directories(p);
-    return p;
-  }();
+  static const fs::path d = gs::test::scratch_dir("first_contact");
   return d;
 }
 
-Out run(const std::string& args) {
-  const fs::path o = dir() / "stdout", e = dir() / "stderr";
-  const std::string cmd = std::string("CUDA_VISIBLE_DEVICES= ") + GS_BINARY + " " + args + " >" + o.string() + " 2>" +
-                          e.string();
-  const int st = std::system(cmd.c_str());
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(o), slurp(e)};
-}
+Out run(const std::string& args) { return gs::test::run_gemmscope(args, dir()); }
 
 json dry_json(const std::string& args) {
   const fs::path j = dir() / "dry.json";

@@ -24,6 +24,7 @@
 #include "core/model_config.hpp"
 #include "core/output_paths.hpp"
 #include "core/report.hpp"
+#include "test_util.hpp"
 
 namespace {
 
@@ -34,11 +35,7 @@ const std::string kData = GS_TEST_DATA_DIR;
 const std::string kScript = std::string(GS_SOURCE_DIR) + "/tools/gemmscope_plot.py";
 
 fs::path scratch() {
-  static const fs::path d = [] {
-    fs::path p = fs::temp_directory_path() / ("gs_hostile_test_" + std::to_string(::getpid()));
-    fs::create_directories(p);
-    return p;
-  }();
+  static const fs::path d = gs::test::scratch_dir("hostile_test");
   return d;
 }
 
@@ -51,12 +48,8 @@ class Cleanup : public ::testing::Environment {
 };
 [[maybe_unused]] ::testing::Environment* const kCleanup = ::testing::AddGlobalTestEnvironment(new Cleanup);
 
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using gs::test::Out;
+using gs::test::slurp;
 
 fs::path write(const std::string& name, const std::string& bytes) {
   const fs::path p = scratch() / name;
@@ -73,18 +66,8 @@ std::string error_of(const std::function<void()>& f) {
   return "(accepted)";
 }
 
-struct Out {
-  int rc;
-  std::string out, err;
-};
-
 // `cmd` (a shell command line the test controls) under a 20 s timeout; rc 124 means it hung.
-Out sh(const std::string& cmd) {
-  const fs::path o = scratch() / "stdout", e = scratch() / "stderr";
-  const std::string full = "CUDA_VISIBLE_DEVICES= timeout 20 " + cmd + " >" + o.string() + " 2>" + e.string();
-  const int st = std::system(full.c_str());
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(o), slurp(e)};
-}
+Out sh(const std::string& cmd) { return gs::test::run_shell("timeout 20 " + cmd, scratch()); }
 
 std::string q(const std::string& s) { return "'" + s + "'"; }
 

@@ -11,6 +11,7 @@
 #include "core/kernels.hpp"
 #include "core/report.hpp"
 #include "core/runner.hpp"
+#include "test_util.hpp"
 
 using namespace gs;
 
@@ -203,15 +204,9 @@ TEST(KernelRecords, RangeName) {
 namespace {
 
 // Fake engine that reports kernels: FP8 cells of MLP-up run a BF16 GEMM kernel (a fallback).
-class KernelEngine : public Engine {
+class KernelEngine : public test::FakeEngineBase {
  public:
-  DeviceInfo device_info() const override {
-    DeviceInfo d;
-    d.name = "Fake";
-    d.cc_major = 9;
-    return d;
-  }
-  void gpu_warmup(double) override {}
+  KernelEngine() : FakeEngineBase("Fake") {}
   Cell measure(const Gemm& g, Precision p, Mode) override {
     Stats s;
     s.mean_ms = s.median_ms = s.min_ms = s.max_ms = 1;
@@ -226,7 +221,6 @@ class KernelEngine : public Engine {
     c.kernels.algo = a;
     return c;
   }
-  AccuracyCell accuracy(const Gemm&, Precision, Dist) override { return AccuracyCell::na("-"); }
 };
 
 }  // namespace

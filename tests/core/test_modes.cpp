@@ -12,6 +12,7 @@
 #include "core/recipe.hpp"
 #include "core/report.hpp"
 #include "core/runner.hpp"
+#include "test_util.hpp"
 
 using namespace gs;
 
@@ -151,15 +152,8 @@ TEST(Modes, ProducerAmaxOnlyForFusedProducersUnderSharedCurrentScaling) {
 namespace {
 
 // Fake times: the GEMM at a precision rate plus a quantization cost per byte of the mode's work.
-class ModeEngine : public Engine {
+class ModeEngine : public test::FakeEngineBase {
  public:
-  DeviceInfo device_info() const override {
-    DeviceInfo d;
-    d.name = "Fake GPU";
-    d.cc_major = 9;
-    return d;
-  }
-  void gpu_warmup(double) override {}
   Cell measure(const Gemm& g, Precision p, Mode m) override {
     const Recipe r = make_recipe(p, g, RecipeOptions{});
     const ByteCount bc = byte_count(r, g, quant_work(m, g, Side::Left), quant_work(m, g, Side::Right));
@@ -169,7 +163,6 @@ class ModeEngine : public Engine {
     s.iters = 1;
     return Cell::measured(s);
   }
-  AccuracyCell accuracy(const Gemm&, Precision, Dist) override { return AccuracyCell::na("no"); }
 };
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include "core/report.hpp"
 #include "core/routing.hpp"
 #include "core/runner.hpp"
+#include "test_util.hpp"
 
 using namespace gs;
 namespace fs = std::filesystem;
@@ -400,15 +401,8 @@ TEST(Grouped, PaddingWastePerRecipe) {
 
 namespace {
 
-class FakeEngine : public Engine {
+class FakeEngine : public test::FakeEngineBase {
  public:
-  DeviceInfo device_info() const override {
-    DeviceInfo d;
-    d.name = "Fake GPU";
-    d.cc_major = 9;
-    return d;
-  }
-  void gpu_warmup(double) override {}
   Cell measure(const Gemm& g, Precision p, Mode) override {
     const Precision actual = make_recipe(p, g, {}).precision;
     if (g.op == Op::Router) router_precisions.insert(actual);
@@ -420,7 +414,6 @@ class FakeEngine : public Engine {
     if (g.grouped()) c.dense_equiv_ms = ms * 0.8;
     return c;
   }
-  AccuracyCell accuracy(const Gemm&, Precision, Dist) override { return AccuracyCell::na("no"); }
   std::set<Precision> router_precisions;
 };
 
@@ -516,25 +509,12 @@ TEST(MoeRun, OldSchemaStillReadable) {
 
 namespace {
 
-struct Out {
-  int rc;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+using gs::test::Out;
+using gs::test::slurp;
 
 Out run_cli(const std::string& args) {
-  const fs::path dir = fs::temp_directory_path() / ("gs_moe_cli_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path o = dir / "stdout", e = dir / "stderr";
-  const std::string cmd = std::string("CUDA_VISIBLE_DEVICES= ") + GS_BINARY + " " + args + " >" + o.string() + " 2>" + e.string();
-  const int st = std::system(cmd.c_str());
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(o), slurp(e)};
+  static const fs::path d = gs::test::scratch_dir("moe_cli");
+  return gs::test::run_gemmscope(args, d);
 }
 
 void expect_refused(const std::string& args, const std::string& needle) {

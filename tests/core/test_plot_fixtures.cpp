@@ -22,6 +22,7 @@
 #include "core/recipe.hpp"
 #include "core/report.hpp"
 #include "core/runner.hpp"
+#include "test_util.hpp"
 
 using namespace gs;
 
@@ -32,17 +33,9 @@ const std::string kFixture = std::string(GS_TEST_DATA_DIR) + "/moe_mixtral_ep2_s
 // Time = FLOPs / a nominal rate per recipe (BF16 600, FP8 per-tensor 1100, FP8 block 950 TFLOP/s),
 // + 12% for the quantization of a quantizing mode, + 4 us per expert for a grouped GEMM; each call
 // varies by up to +-1% (a fixed pattern), per-iteration stdev 2% of the time.
-class SyntheticEngine : public Engine {
+class SyntheticEngine : public test::FakeEngineBase {
  public:
-  DeviceInfo device_info() const override {
-    DeviceInfo d;
-    d.name = "Fake GPU (synthetic times, not a measurement)";
-    d.cc_major = 9;
-    d.cc_minor = 0;
-    d.sm_count = 132;
-    return d;
-  }
-  void gpu_warmup(double) override {}
+  SyntheticEngine() : FakeEngineBase("Fake GPU (synthetic times, not a measurement)", 132) {}
   Cell measure(const Gemm& g, Precision p, Mode m) override {
     ++calls_;
     const Precision actual = make_recipe(p, g, {}).precision;

@@ -9,6 +9,7 @@
 #include "core/repeats.hpp"
 #include "core/report.hpp"
 #include "core/runner.hpp"
+#include "test_util.hpp"
 
 using namespace gs;
 
@@ -16,15 +17,8 @@ namespace {
 
 // Time = 1 ms (BF16) or 0.5 ms (FP8Current) per GEMM, times (1 + 0.01 * call) so every repeat
 // differs; records the order of calls.
-class CountingEngine : public Engine {
+class CountingEngine : public test::FakeEngineBase {
  public:
-  DeviceInfo device_info() const override {
-    DeviceInfo d;
-    d.name = "Fake GPU";
-    d.cc_major = 9;
-    return d;
-  }
-  void gpu_warmup(double) override {}
   Cell measure(const Gemm& g, Precision p, Mode) override {
     order.emplace_back(g.pass, g.op, p);
     const double ms = (p == Precision::BF16 ? 1.0 : 0.5) * (1.0 + 0.01 * static_cast<double>(order.size()));
@@ -34,7 +28,6 @@ class CountingEngine : public Engine {
     s.iters = 10;
     return Cell::measured(s);
   }
-  AccuracyCell accuracy(const Gemm&, Precision, Dist) override { return AccuracyCell::na("n/a"); }
   std::vector<std::tuple<Pass, Op, Precision>> order;
 };
 
