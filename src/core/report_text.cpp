@@ -617,6 +617,9 @@ std::string render_plan_text(const RunResult& r) {
     });
     out += fmt::format("A measurement would time: {} in {} mode{}{}\n", precs, modes, r.modes.size() > 1 ? "s" : "",
                        blackwell ? " (MXFP8/NVFP4 only on compute capability >= 10.0)" : "");
+    if (r.timing.step_context())
+      out += fmt::format("Step context: {:g} ms of memory-bound work per layer would run between timed iterations "
+                         "(--step-other-ms)\n", r.timing.step_other_ms);
     if (r.plan.model_mode && r.plan.config->vocab_size > 0)
       out += r.recipe_options.lm_head_bf16
                  ? "LM Head: BF16 in every column (--lm-head-precision bf16; 'same' runs it in the column's precision)\n"

@@ -494,4 +494,7 @@ TEST(Cli, StepOtherMsIsCheckedAndRecorded) {
   r = run("--dry-run -q --json " + j.string());
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_FALSE(nlohmann::json::parse(slurp(j))["timing"].contains("step_other_ms"));
+  r = run("--dry-run --step-other-ms 2.5");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("Step context: 2.5 ms of memory-bound work per layer"), std::string::npos) << r.out;
 }
