@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # One command on a GPU node: GPU tests, quantization bandwidth, the 5B config in all three modes
-# and 8192^3 in both, the accuracy tables, a chart, and the sanity-bar check.
+# and 8192^3 in both, the accuracy tables, a chart, the standing validation against a PyTorch
+# training step (where PyTorch is installed; PEER=1 adds the kernel-by-kernel peer benchmark), and
+# the sanity-bar check.
 #   bench/run_all.sh [OUTDIR]        (binaries from $BIN, default build/)
 #   PREV=old/5b.json bench/run_all.sh  also compares this run's 5B result with an earlier one
 set -uo pipefail
@@ -32,6 +34,18 @@ if [[ -n "${PREV:-}" ]]; then
   echo "== compare with $PREV"
   "$BIN/gemmscope" compare "$PREV" "$OUT/5b.json" --threshold 3% > "$OUT/compare.txt"; echo "compare exit $?"
   tail -25 "$OUT/compare.txt"
+fi
+if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
+  echo "== standing validation: one layer's PyTorch training step vs gemmscope (bench/validate_step.py)"
+  python3 "$here/validate_step.py" --gemmscope "$BIN/gemmscope" --json "$OUT/validate.json" > "$OUT/validate.txt" 2>&1
+  echo "validate_step exit $?"; tail -8 "$OUT/validate.txt"
+  if [[ ${PEER:-0} == 1 ]]; then
+    echo "== the layer's GEMMs through PyTorch, side by side (bench/peer_gemm.py)"
+    python3 "$here/peer_gemm.py" --gemmscope "$BIN/gemmscope" --config 5b,qwen2.5-7b --json "$OUT/peer.json" \
+      > "$OUT/peer.txt" 2>&1; echo "peer_gemm exit $?"; grep "PyTorch's speed" "$OUT/peer.txt"
+  fi
+else
+  echo "== standing validation skipped: no PyTorch with CUDA here (bench/validate_step.py needs it)"
 fi
 echo "== sanity bars"
 python3 "$here/check_targets.py" "$OUT"
