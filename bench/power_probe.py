@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """How much power do a training step's non-GEMM kernels draw, against --step-other-ms's stand-in?
 
---step-other-ms replaces a step's non-GEMM kernels with plain HBM copies of the same duration.
+--step-other-ms replaces a step's non-GEMM kernels with a stand-in kernel of the same duration.
 What decides the GEMMs' clocks is the power those kernels draw, so this runs each kind in a loop
 for 4 s and prints its time, bandwidth, mean power (NVML, sampled every 10 ms over the last 1.5 s)
-and mean SM clock: an idle GPU, the stand-in's copy, the FP8 step's fused amax/cast/transpose
-(torch.compile, as bench/validate_step.py runs it), a LayerNorm and a GELU of the BF16 step, and a
-BF16 GEMM for scale.
+and mean SM clock: an idle GPU, a plain copy (the first stand-in, before 0e5677b), the FP8 step's
+fused amax/cast/transpose (torch.compile, as bench/validate_step.py runs it), a LayerNorm and a
+GELU of the BF16 step (the stand-in now runs a GELU), and a BF16 GEMM for scale.
 
   python3 bench/power_probe.py
 """
@@ -90,7 +90,7 @@ def main():
     print("|---|---|---|---|---|")
     with torch.no_grad():
         run("idle (sleep kernel)", lambda: torch.cuda._sleep(1000000), 0)
-        run("copy 128 MB (the --step-other-ms stand-in)", lambda: y.copy_(x), 2 * x.numel() * 2)
+        run("copy 128 MB (the first --step-other-ms stand-in)", lambda: y.copy_(x), 2 * x.numel() * 2)
         # amax read (2 B) + cast read (2 B) + two FP8 writes (1 B each) per element
         run("FP8 amax + cast + transpose, compiled, 15872x16384", lambda: qd(big, E4M3), big.numel() * 6)
         run("LayerNorm 15872x4096", lambda: ln(small), small.numel() * 4)

@@ -6,7 +6,8 @@ memory-bound kernels (norms, activations, quantization) between its GEMMs, and t
 higher clock. This times one GEMM continuously for 3 s per condition (the last 2 s counted, CUDA
 events around each GEMM only) with, after every GEMM:
   none   nothing (gemmscope's default: back to back)
-  mem r  copies through HBM lasting r x the GEMM's time (what --step-other-ms runs)
+  mem r  copies through HBM lasting r x the GEMM's time (memory-bound work; --step-other-ms runs
+         an activation kernel instead, which draws more power: bench/power_probe.py)
   idle r a sleep kernel lasting r x the GEMM's time (an idle GPU: host gaps)
 and prints the GEMM's mean time and the mean SM clock (NVML) per condition.
 
