@@ -473,7 +473,8 @@ int run_main(int argc, char** argv) {
       ->group("Kernels");
   app.add_option("--algo", o.algo,
                  "heuristic (cuBLASLt's first choice, as TE; default) | autotune[:K] (time the top K, default 8, keep "
-                 "the fastest)")
+                 "the fastest) | search[:K] (also screen the configurations near them, keep the fastest whose output "
+                 "matches)")
       ->group("Kernels");
   add_int(app, "--num-sms", o.num_sms, "Limit every GEMM to N SMs (cuBLASLt SM-count target; default all)")
       ->group("Kernels");

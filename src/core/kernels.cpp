@@ -157,23 +157,31 @@ void parse_algo_option(const std::string& v, GemmOptions& o) {
     o.algo = AlgoChoice::Heuristic;
     return;
   }
-  if (v == "autotune") {
-    o.algo = AlgoChoice::Autotune;
-    return;
+  for (const auto& [name, choice] : {std::pair{std::string("autotune"), AlgoChoice::Autotune},
+                                     std::pair{std::string("search"), AlgoChoice::Search}}) {
+    if (v == name) {
+      o.algo = choice;
+      return;
+    }
+    if (v.rfind(name + ":", 0) == 0) {
+      const std::string k = v.substr(name.size() + 1);
+      const int64_t n = parse_decimal_int(k, "--algo " + name + ":K");
+      if (n < 1 || n > 64) throw UsageError(fmt::format("--algo {}:K needs K from 1 to 64, got {}", name, k));
+      o.algo = choice;
+      o.autotune_k = static_cast<int>(n);
+      return;
+    }
   }
-  if (v.rfind("autotune:", 0) == 0) {
-    const std::string k = v.substr(9);
-    const int64_t n = parse_decimal_int(k, "--algo autotune:K");
-    if (n < 1 || n > 64) throw UsageError(fmt::format("--algo autotune:K needs K from 1 to 64, got {}", k));
-    o.algo = AlgoChoice::Autotune;
-    o.autotune_k = static_cast<int>(n);
-    return;
-  }
-  throw UsageError(fmt::format("--algo must be heuristic, autotune or autotune:K, got '{}'", v));
+  throw UsageError(fmt::format("--algo must be heuristic, autotune[:K] or search[:K], got '{}'", v));
 }
 
 std::string algo_option_string(const GemmOptions& o) {
-  return o.algo == AlgoChoice::Heuristic ? std::string("heuristic") : fmt::format("autotune:{}", o.autotune_k);
+  switch (o.algo) {
+    case AlgoChoice::Heuristic: return "heuristic";
+    case AlgoChoice::Autotune: return fmt::format("autotune:{}", o.autotune_k);
+    case AlgoChoice::Search: return fmt::format("search:{}", o.autotune_k);
+  }
+  return "heuristic";
 }
 
 // ---- JSON ---------------------------------------------------------------------------------
@@ -260,6 +268,11 @@ void kernels_to_json(const CellKernels& k, json& cell) {
                         {"gain", t.gain()},
                         {"confirmed", t.confirmed},
                         {"heuristic_algo", algo_to_json(t.heuristic)}};
+    if (t.searched > 0) {
+      cell["autotune"]["searched"] = t.searched;
+      cell["autotune"]["screen_faster"] = t.screen_faster;
+    }
+    if (t.output_rel_diff >= 0) cell["autotune"]["output_rel_diff"] = t.output_rel_diff;
   }
 }
 
@@ -298,6 +311,9 @@ CellKernels kernels_from_json(const json& cell, const std::string& where) {
       r.confirmed = c->get<bool>();
     }
     if (const json* h = field(*t, "heuristic_algo")) r.heuristic = algo_from_json(*h, w + ".heuristic_algo");
+    r.searched = integer(*t, "searched", w, 0);
+    r.screen_faster = integer(*t, "screen_faster", w, 0);
+    if (field(*t, "output_rel_diff")) r.output_rel_diff = num(*t, "output_rel_diff", w, 0);
     k.autotune = r;
   }
   return k;
@@ -341,6 +357,14 @@ void finish_kernel_records(RunResult& r) {
                                   "as when communication kernels hold the rest; quantization kernels and grouped expert "
                                   "GEMMs still use all SMs",
                                   o.num_sms, o.num_sms));
+  if (o.algo == AlgoChoice::Search)
+    r.notes.push_back(fmt::format("--algo search:{}: per GEMM and recipe, cuBLASLt's top {} candidates and the "
+                                  "configurations near them that cuBLASLt accepts (other tiles, stages, cluster shapes, "
+                                  "options of the same algorithms) are screened, the best {} of those timed beside the "
+                                  "heuristic's and the fastest kept if its output matches the heuristic's; the default "
+                                  "(heuristic) runs cuBLASLt's first choice, as Transformer Engine does. --kernels shows "
+                                  "the gain per GEMM",
+                                  o.autotune_k, o.autotune_k, o.autotune_k));
   if (o.algo == AlgoChoice::Autotune)
     r.notes.push_back(fmt::format("--algo autotune:{}: per GEMM and recipe, cuBLASLt's top {} candidates are timed "
                                   "(GEMM only) and the fastest is kept; the default (heuristic) runs cuBLASLt's first "
@@ -394,11 +418,21 @@ std::string render_kernel_table(const RunResult& r) {
         } else if (!k.trace_note.empty()) {
           out += fmt::format("  (no kernel trace: {})\n", k.trace_note);
         }
-        if (k.algo) out += fmt::format("  cuBLASLt {} (heuristic rank {})\n", k.algo->summary(), k.algo->rank);
-        if (k.autotune)
-          out += fmt::format("  autotune: {} of {} candidates ran; heuristic {:.1f} us, chosen {:.1f} us: {:.3f}x\n",
-                             k.autotune->tried, k.autotune->k, k.autotune->heuristic_us, k.autotune->chosen_us,
-                             k.autotune->gain());
+        if (k.algo)
+          out += k.algo->rank >= 0 ? fmt::format("  cuBLASLt {} (heuristic rank {})\n", k.algo->summary(), k.algo->rank)
+                                   : fmt::format("  cuBLASLt {} (found by search)\n", k.algo->summary());
+        if (k.autotune) {
+          const AutotuneRecord& t = *k.autotune;
+          out += fmt::format("  autotune: {} candidates ran (K {}{}); heuristic {:.1f} us, chosen {:.1f} us: {:.3f}x\n",
+                             t.tried, t.k,
+                             t.searched > 0 ? fmt::format("; {} searched configurations screened, {} beat the "
+                                                          "heuristic's by 1% there",
+                                                          t.searched, t.screen_faster)
+                                            : "",
+                             t.heuristic_us, t.chosen_us, t.gain());
+          if (t.output_rel_diff >= 0)
+            out += fmt::format("  output vs the heuristic's: relative difference {:.1e}\n", t.output_rel_diff);
+        }
       }
   return out;
 }

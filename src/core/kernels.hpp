@@ -60,7 +60,7 @@ struct AlgoRecord {
   int reduction = 0;  // cublasLtReductionScheme_t
   int swizzle = 0;
   int custom = 0;
-  int rank = 0;  // position in cuBLASLt's heuristic list (0 = its first choice)
+  int rank = 0;  // position in cuBLASLt's heuristic list (0 = its first choice); -1: found by --algo search
   std::string summary() const;  // "algo 66 tile 128x256 stages 64x4 splitK 1 swizzle 0 cluster 2x1x1"
 };
 
@@ -75,6 +75,12 @@ struct AutotuneRecord {
   // heuristic's choice in the cell's own timed loop (false: none was found, or it lost in one of
   // those, and the heuristic's choice was kept and timed).
   bool confirmed = false;
+  // --algo search: configurations beyond the heuristic's list that were screened (0 with
+  // autotune), and the kept configuration's output against the heuristic's (relative Frobenius
+  // difference; < 0 when not checked: the heuristic's own choice was kept).
+  int searched = 0;
+  int screen_faster = 0;  // of those, how many beat the heuristic's choice by 1% in the screen
+  double output_rel_diff = -1;
   double gain() const { return chosen_us > 0 ? heuristic_us / chosen_us : 0; }
 };
 
@@ -96,7 +102,10 @@ struct CellKernels {
 std::string kernel_flag(Precision p, const std::vector<KernelStat>& kernels);
 
 // Options of the GEMM side of the engine (EngineOptions::gemm).
-enum class AlgoChoice { Heuristic, Autotune };
+// Autotune: the heuristic's top K timed; Search: those plus configurations near them (other
+// tiles, stages, cluster shapes, custom options, swizzles of the same algorithms) that cuBLASLt
+// accepts, screened, the best K of them timed beside the heuristic's.
+enum class AlgoChoice { Heuristic, Autotune, Search };
 struct GemmOptions {
   AlgoChoice algo = AlgoChoice::Heuristic;
   int autotune_k = 8;
@@ -105,7 +114,7 @@ struct GemmOptions {
   int trace_iters = 3;        // iterations traced after the timed loop
   bool profile = false;       // cudaProfilerStart/Stop around each timed loop only
 };
-// "heuristic", "autotune" or "autotune:K" -> options; UsageError names --algo otherwise.
+// "heuristic", "autotune", "autotune:K", "search" or "search:K" -> options; UsageError names --algo otherwise.
 void parse_algo_option(const std::string& v, GemmOptions& o);
 std::string algo_option_string(const GemmOptions& o);  // the inverse
 

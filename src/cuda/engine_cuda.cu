@@ -182,8 +182,9 @@ class CudaEngine final : public Engine {
       if (rg.needs_prequantize()) rg.prequantize(stream_);
       std::optional<AutotuneRecord> tuned;
       // Tuned in the L2 state the timed loop will see (--l2 cold flushes before every call).
-      if (opts_.gemm.algo == AlgoChoice::Autotune)
-        tuned = rg.matmul()->autotune(stream_, opts_.gemm.autotune_k, l2_flush());
+      if (opts_.gemm.algo != AlgoChoice::Heuristic)
+        tuned = rg.matmul()->autotune(stream_, opts_.gemm.autotune_k, l2_flush(),
+                                      /*search=*/opts_.gemm.algo == AlgoChoice::Search);
       LoopBody body;
       body.cost = [&](int) { return rg.step_ops(); };
       body.enqueue = [&](int) { rg.step(stream_); };

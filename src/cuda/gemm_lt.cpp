@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/error_norm.cuh"
 #include "cuda/lt_enum_names.hpp"
 
 namespace gs::cuda {
@@ -165,6 +166,90 @@ std::vector<cublasLtMatmulHeuristicResult_t> candidates(cublasLtHandle_t h, cons
   return heur;
 }
 
+
+template <class T>
+std::vector<T> cap_list(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoCapAttributes_t attr) {
+  size_t bytes = 0;
+  if (cublasLtMatmulAlgoCapGetAttribute(&a, attr, nullptr, 0, &bytes) != CUBLAS_STATUS_SUCCESS || bytes == 0) return {};
+  std::vector<T> v(bytes / sizeof(T));
+  if (cublasLtMatmulAlgoCapGetAttribute(&a, attr, v.data(), v.size() * sizeof(T), &bytes) != CUBLAS_STATUS_SUCCESS)
+    return {};
+  return v;
+}
+
+template <class T>
+bool set_config(cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t attr, T v) {
+  return cublasLtMatmulAlgoConfigSetAttribute(&a, attr, &v, sizeof v) == CUBLAS_STATUS_SUCCESS;
+}
+
+bool same_algo(const cublasLtMatmulAlgo_t& x, const cublasLtMatmulAlgo_t& y) {
+  return std::equal(std::begin(x.data), std::end(x.data), std::begin(y.data));
+}
+
+// --algo search: configurations of the candidates' algorithms that the heuristic did not list,
+// nearest first: for each candidate, every tile, stages and cluster shape (those a Hopper or
+// Blackwell kernel uses) the algorithm lists with the candidate's other settings, and each of
+// its custom options and CTA swizzles; then every tile x stages x cluster combination of each
+// algorithm. Split-K and reduction stay as the candidate has them. Only what
+// cublasLtMatmulAlgoCheck accepts within the workspace, without duplicates, at most `limit`.
+std::vector<cublasLtMatmulAlgo_t> searched_configs(cublasLtHandle_t h, const LtDescriptors& d, size_t ws_bytes,
+                                                   const std::vector<cublasLtMatmulAlgo_t>& base, size_t limit) {
+  static constexpr uint16_t kClusters[] = {CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1,
+                                           CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_2x2x1,
+                                           CUBLASLT_CLUSTER_SHAPE_4x1x1, CUBLASLT_CLUSTER_SHAPE_1x4x1};
+  std::vector<cublasLtMatmulAlgo_t> out;
+  auto known = [&](const cublasLtMatmulAlgo_t& a) {
+    auto same = [&](const cublasLtMatmulAlgo_t& b) { return same_algo(a, b); };
+    return std::any_of(base.begin(), base.end(), same) || std::any_of(out.begin(), out.end(), same);
+  };
+  auto consider = [&](cublasLtMatmulAlgo_t a, auto... settings) {
+    if (out.size() >= limit) return;
+    if (!(set_config(a, settings.first, settings.second) && ...)) return;
+    if (known(a)) return;
+    cublasLtMatmulHeuristicResult_t r{};
+    if (cublasLtMatmulAlgoCheck(h, d.desc(), d.a(), d.b(), d.c(), d.c(), &a, &r) != CUBLAS_STATUS_SUCCESS) return;
+    if (r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > ws_bytes) return;
+    out.push_back(a);
+  };
+  auto tiles_of = [](const cublasLtMatmulAlgo_t& b) { return cap_list<uint32_t>(b, CUBLASLT_ALGO_CAP_TILE_IDS); };
+  auto stages_of = [](const cublasLtMatmulAlgo_t& b) { return cap_list<uint32_t>(b, CUBLASLT_ALGO_CAP_STAGES_IDS); };
+  using TileSet = std::pair<cublasLtMatmulAlgoConfigAttributes_t, uint32_t>;
+  using ClusterSet = std::pair<cublasLtMatmulAlgoConfigAttributes_t, uint16_t>;
+  // One setting changed.
+  for (const cublasLtMatmulAlgo_t& b : base) {
+    for (uint32_t t : tiles_of(b)) consider(b, TileSet{CUBLASLT_ALGO_CONFIG_TILE_ID, t});
+    for (uint32_t st : stages_of(b)) consider(b, TileSet{CUBLASLT_ALGO_CONFIG_STAGES_ID, st});
+    for (uint16_t c : kClusters) consider(b, ClusterSet{CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, c});
+    int32_t custom_max = 0;
+    uint32_t swizzle_ok = 0;
+    size_t written = 0;
+    if (cublasLtMatmulAlgoCapGetAttribute(&b, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX, &custom_max, sizeof custom_max,
+                                          &written) != CUBLAS_STATUS_SUCCESS)
+      custom_max = 0;
+    if (cublasLtMatmulAlgoCapGetAttribute(&b, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT, &swizzle_ok, sizeof swizzle_ok,
+                                          &written) != CUBLAS_STATUS_SUCCESS)
+      swizzle_ok = 0;
+    for (int32_t o = 0; o <= std::min(custom_max, 63); ++o)
+      for (uint32_t sw = 0; sw <= (swizzle_ok ? 1u : 0u); ++sw)
+        consider(b, TileSet{CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, static_cast<uint32_t>(o)},
+                 TileSet{CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, sw});
+  }
+  // Every tile x stages x cluster of each algorithm (from its first candidate's other settings).
+  std::vector<int32_t> seen_ids;
+  for (const cublasLtMatmulAlgo_t& b : base) {
+    const int32_t id = algo_attr<int32_t>(b, CUBLASLT_ALGO_CONFIG_ID);
+    if (std::find(seen_ids.begin(), seen_ids.end(), id) != seen_ids.end()) continue;
+    seen_ids.push_back(id);
+    const std::vector<uint32_t> stages = stages_of(b);
+    for (uint32_t t : tiles_of(b))
+      for (uint32_t st : stages)
+        for (uint16_t c : kClusters)
+          consider(b, TileSet{CUBLASLT_ALGO_CONFIG_TILE_ID, t}, TileSet{CUBLASLT_ALGO_CONFIG_STAGES_ID, st},
+                   ClusterSet{CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, c});
+  }
+  return out;
+}
+
 }  // namespace
 
 AlgoRecord describe_algo(const cublasLtMatmulAlgo_t& a) {
@@ -223,11 +308,19 @@ double median_of(std::vector<double> v) {
 
 }  // namespace
 
-AutotuneRecord LtMatmul::autotune(cudaStream_t s, int k, const std::function<void()>& between) {
+AutotuneRecord LtMatmul::autotune(cudaStream_t s, int k, const std::function<void()>& between, bool search) {
   AutotuneRecord rec;
   rec.k = k;
-  const std::vector<cublasLtMatmulHeuristicResult_t> cand = candidates(handle_, d_, p_, ws_bytes_, k);
+  std::vector<cublasLtMatmulAlgo_t> cand;
+  std::vector<int> rank;  // position in the heuristic's list, -1 for a searched configuration
+  for (const auto& r : candidates(handle_, d_, p_, ws_bytes_, k)) {
+    cand.push_back(r.algo);
+    rank.push_back(static_cast<int>(rank.size()));
+  }
   if (cand.empty()) throw CublasError(CUBLAS_STATUS_NOT_SUPPORTED, "cuBLASLt heuristic found no algorithm");
+  const size_t listed = cand.size();
+  const std::vector<cublasLtMatmulAlgo_t> searched =
+      search ? searched_configs(handle_, d_, ws_bytes_, cand, kMaxSearched) : std::vector<cublasLtMatmulAlgo_t>{};
   const cublasLtMatmulAlgo_t keep = algo_;
   // Timing is sustained, as in the timed loop: a round enqueues every candidate's sample back to
   // back with no host wait in between (idle gaps let the clock boost, and a kernel that wins a
@@ -238,12 +331,17 @@ AutotuneRecord LtMatmul::autotune(cudaStream_t s, int k, const std::function<voi
   // (the L2 flush of --l2 cold) stays outside the time.
   constexpr int kMaxReps = 64;
   constexpr double kSampleUs = 2000.0;  // one sample: ~2 ms of calls
-  std::vector<std::unique_ptr<SampleEvents>> ev(cand.size());
-  for (auto& e : ev) e = std::make_unique<SampleEvents>(kMaxReps);
-  std::vector<bool> ok(cand.size(), true);
+  std::vector<std::unique_ptr<SampleEvents>> ev;
+  std::vector<bool> ok;
+  auto add_events = [&](size_t upto) {
+    while (ev.size() < upto) {
+      ev.push_back(std::make_unique<SampleEvents>(kMaxReps));
+      ok.push_back(true);
+    }
+  };
   // Enqueues a sample of candidate i (a first untimed call, then `reps` timed ones).
   auto enqueue = [&](size_t i, int reps) {
-    algo_ = cand[i].algo;
+    algo_ = cand[i];
     run(s);
     for (int r = 0; r < reps; ++r) {
       if (between) between();
@@ -280,26 +378,67 @@ AutotuneRecord LtMatmul::autotune(cudaStream_t s, int k, const std::function<voi
     for (size_t i : ran) out.emplace_back(i, mean_us(i, reps));
     return out;
   };
-  // Rounds interleave the candidates, so that a clock drift during tuning touches all of them
-  // alike; each candidate's figure is the median of its rounds (the minimum would favour a
-  // candidate with a noisy lucky round).
-  constexpr int kRounds = 5;
-  std::vector<std::vector<double>> rounds(cand.size());
-  std::vector<size_t> all(cand.size());
-  for (size_t i = 0; i < cand.size(); ++i) all[i] = i;
   try {
+    add_events(cand.size());
     // Reps from one call of the first candidate that runs, then a heat-up of ~20 ms on it.
     int reps = 0;
     for (size_t i = 0; i < cand.size() && reps == 0; ++i)
       for (auto& [j, us] : round_of({i}, 1))
         reps = std::clamp(static_cast<int>(kSampleUs / std::max(us, 1e-3)), 3, kMaxReps);
     if (reps == 0) throw CublasError(CUBLAS_STATUS_NOT_SUPPORTED, "no cuBLASLt candidate ran");
-    for (int h = 0; h < 10; ++h)
-      for (size_t i = 0; i < cand.size(); ++i)
-        if (ok[i]) {
-          round_of({i}, reps);
-          break;
-        }
+    auto heat_up = [&] {
+      for (int h = 0; h < 10; ++h)
+        for (size_t i = 0; i < cand.size(); ++i)
+          if (ok[i]) {
+            round_of({i}, reps);
+            break;
+          }
+    };
+    heat_up();
+    if (!searched.empty()) {
+      // The search's screen: one short sample of every searched configuration, in slices that
+      // each begin with the heuristic's first choice (its sample in the same slice is the
+      // yardstick, so a clock drift over the screen does not favour a slice). Configurations
+      // faster than the yardstick by more than 1%, best first, up to K, join the candidates.
+      const int screen_reps = std::max(1, reps / 4);
+      constexpr size_t kSlice = 16;
+      std::vector<std::pair<double, size_t>> faster;
+      cand.insert(cand.end(), searched.begin(), searched.end());
+      rank.insert(rank.end(), searched.size(), -1);
+      add_events(cand.size());
+      for (size_t first = listed; first < cand.size(); first += kSlice) {
+        std::vector<size_t> slice{0};
+        for (size_t i = first; i < std::min(cand.size(), first + kSlice); ++i) slice.push_back(i);
+        double yard = 0;
+        std::vector<std::pair<size_t, double>> got = round_of(slice, screen_reps);
+        for (auto& [i, us] : got)
+          if (i == 0) yard = us;
+        for (auto& [i, us] : got)
+          if (i != 0 && yard > 0 && us < 0.99 * yard) faster.emplace_back(us / yard, i);
+      }
+      rec.searched = static_cast<int>(searched.size());
+      rec.screen_faster = static_cast<int>(faster.size());
+      std::sort(faster.begin(), faster.end());
+      if (faster.size() > static_cast<size_t>(k)) faster.resize(static_cast<size_t>(k));
+      std::vector<cublasLtMatmulAlgo_t> keep_c(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(listed));
+      std::vector<int> keep_r(rank.begin(), rank.begin() + static_cast<std::ptrdiff_t>(listed));
+      for (auto& [ratio, i] : faster) {
+        keep_c.push_back(cand[i]);
+        keep_r.push_back(-1);
+      }
+      cand = std::move(keep_c);
+      rank = std::move(keep_r);
+      ev.resize(std::min(ev.size(), cand.size()));
+      ok.assign(ev.size(), true);
+      heat_up();
+    }
+    // Rounds interleave the candidates, so that a clock drift during tuning touches all of them
+    // alike; each candidate's figure is the median of its rounds (the minimum would favour a
+    // candidate with a noisy lucky round).
+    constexpr int kRounds = 5;
+    std::vector<std::vector<double>> rounds(cand.size());
+    std::vector<size_t> all(cand.size());
+    for (size_t i = 0; i < cand.size(); ++i) all[i] = i;
     for (int round = 0; round < kRounds; ++round)
       for (auto& [i, us] : round_of(all, reps)) rounds[i].push_back(us);
     std::vector<double> med(cand.size(), std::numeric_limits<double>::infinity());
@@ -333,18 +472,44 @@ AutotuneRecord LtMatmul::autotune(cudaStream_t s, int k, const std::function<voi
       med[0] = hm;
       if (pick != 0) med[pick] = cm;
     }
+    // A searched configuration is kept only if its output is the heuristic's (same inputs; a
+    // different tiling sums in another order, so a few BF16 ulps apart at most).
+    if (pick != 0 && rank[pick] < 0) {
+      rec.output_rel_diff = output_difference(s, cand[0], cand[pick]);
+      if (!(rec.output_rel_diff <= kMaxOutputRelDiff)) {
+        pick = 0;
+        rec.confirmed = false;
+      }
+    }
     for (bool b : ok) rec.tried += b ? 1 : 0;
-    rec.heuristic = describe_algo(cand[0].algo);
+    rec.heuristic = describe_algo(cand[0]);
     rec.heuristic_us = ok[0] ? med[0] : 0;
     rec.chosen_us = med[pick];
-    algo_ = tuned_algo_ = cand[pick].algo;
-    heuristic_algo_ = cand[0].algo;
-    rank_ = tuned_rank_ = static_cast<int>(pick);
+    algo_ = tuned_algo_ = cand[pick];
+    heuristic_algo_ = cand[0];
+    rank_ = tuned_rank_ = rank[pick];
+    tuned_differs_ = pick != 0;
   } catch (...) {
     algo_ = keep;
     throw;
   }
   return rec;
+}
+
+double LtMatmul::output_difference(cudaStream_t s, const cublasLtMatmulAlgo_t& reference,
+                                   const cublasLtMatmulAlgo_t& other) {
+  const size_t elems = static_cast<size_t>(p_.m) * static_cast<size_t>(p_.n);
+  const bool bf16 = p_.c_type == CUDA_R_16BF;
+  const size_t bytes = elems * (bf16 ? 2 : 4);
+  DeviceBuffer ref(bytes);
+  const cublasLtMatmulAlgo_t keep = algo_;
+  algo_ = reference;
+  run(s);
+  GS_CUDA(cudaMemcpyAsync(ref.get(), p_.c, bytes, cudaMemcpyDeviceToDevice, s));
+  algo_ = other;
+  run(s);
+  algo_ = keep;
+  return rel_frobenius_difference(p_.c, ref.get(), bf16, elems, s);
 }
 
 void LtMatmul::select(bool tuned) {

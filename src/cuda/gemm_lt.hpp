@@ -106,10 +106,19 @@ class LtMatmul {
   // samples by 2% (no switch on noise). Candidates that fail to run are skipped. Synchronizes
   // the stream. The engine then re-measures the pick against the heuristic in its timed loop
   // (select()).
-  AutotuneRecord autotune(cudaStream_t s, int k, const std::function<void()>& between = {});
+  // With `search` (--algo search:K), configurations of the same algorithms beyond the
+  // heuristic's list (searched_configs in gemm_lt.cpp, at most kMaxSearched) are first screened
+  // with one short sample each against the heuristic's choice; the K fastest that beat it by 1%
+  // join the candidates, and a searched pick is kept only if its output matches the heuristic's
+  // (relative Frobenius difference at most kMaxOutputRelDiff).
+  AutotuneRecord autotune(cudaStream_t s, int k, const std::function<void()>& between = {}, bool search = false);
   // After autotune: run the tuned pick (true) or the heuristic's first choice (false).
   void select(bool tuned);
-  bool tuned_differs() const { return tuned_rank_ != 0; }
+  bool tuned_differs() const { return tuned_differs_; }
+  static constexpr size_t kMaxSearched = 384;
+  // BF16 output of two summation orders: a few ulps (2^-8 relative) on some elements; a wrong
+  // kernel is off by O(1).
+  static constexpr double kMaxOutputRelDiff = 2e-2;
 
  private:
   cublasLtHandle_t handle_;
@@ -119,6 +128,9 @@ class LtMatmul {
   int rank_ = 0;  // position of algo_ in the heuristic's list
   cublasLtMatmulAlgo_t heuristic_algo_{}, tuned_algo_{};  // set by autotune
   int tuned_rank_ = 0;
+  bool tuned_differs_ = false;
+  // Runs `reference`, then `other`, on the current operands: their outputs' relative difference.
+  double output_difference(cudaStream_t s, const cublasLtMatmulAlgo_t& reference, const cublasLtMatmulAlgo_t& other);
   void* ws_;
   size_t ws_bytes_;
   float alpha_ = 1.f, beta_ = 0.f;

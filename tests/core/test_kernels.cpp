@@ -158,6 +158,27 @@ TEST(KernelRecords, AlgorithmAndAutotuneRoundTripThroughJson) {
   EXPECT_EQ(b.autotune->heuristic.id, 31);
   EXPECT_DOUBLE_EQ(b.autotune->gain(), t.gain());
   EXPECT_TRUE(b.autotune->confirmed);
+  EXPECT_EQ(b.autotune->searched, 0);
+  EXPECT_LT(b.autotune->output_rel_diff, 0) << "not checked: no field written";
+  EXPECT_FALSE(cell["autotune"].contains("searched"));
+  // --algo search: a pick found beyond the heuristic's list (rank -1) with its screen counts and
+  // its output check round-trips, and the tables say where it came from.
+  CellKernels sk = k;
+  sk.algo->rank = -1;
+  sk.autotune->searched = 384;
+  sk.autotune->screen_faster = 12;
+  sk.autotune->output_rel_diff = 0.0;
+  nlohmann::json sc = {{"status", "ok"}};
+  kernels_to_json(sk, sc);
+  EXPECT_EQ(sc["autotune"]["searched"], 384);
+  const CellKernels sb = kernels_from_json(nlohmann::json::parse(sc.dump()), "x");
+  ASSERT_TRUE(sb.algo && sb.autotune);
+  EXPECT_EQ(sb.algo->rank, -1);
+  EXPECT_EQ(sb.autotune->searched, 384);
+  EXPECT_EQ(sb.autotune->screen_faster, 12);
+  EXPECT_DOUBLE_EQ(sb.autotune->output_rel_diff, 0.0);
+  sc["autotune"]["output_rel_diff"] = "none";
+  EXPECT_THROW(kernels_from_json(sc, "x"), UsageError);
   // An untraced cell keeps its reason; bad types are named.
   CellKernels u;
   u.trace_note = "no CUPTI";
@@ -186,6 +207,15 @@ TEST(KernelRecords, AlgoOption) {
   EXPECT_THROW(parse_algo_option("autotune:0", o), UsageError);
   EXPECT_THROW(parse_algo_option("autotune:x", o), UsageError);
   EXPECT_THROW(parse_algo_option("fastest", o), UsageError);
+  parse_algo_option("search", o);
+  EXPECT_EQ(o.algo, AlgoChoice::Search);
+  EXPECT_EQ(algo_option_string(o), "search:3") << "K carries over from autotune:3";
+  parse_algo_option("search:12", o);
+  EXPECT_EQ(o.autotune_k, 12);
+  EXPECT_EQ(gemm_options_from_json(gemm_options_to_json(o), "g").algo, AlgoChoice::Search);
+  EXPECT_THROW(parse_algo_option("search:65", o), UsageError);
+  EXPECT_THROW(parse_algo_option("search:", o), UsageError);
+  EXPECT_THROW(parse_algo_option("searchy", o), UsageError);
   o.num_sms = 66;
   o.profile = true;
   parse_algo_option("autotune:5", o);
@@ -242,6 +272,8 @@ TEST(KernelRecords, RunnerFlagsFallbacksInTextAndJson) {
   EXPECT_TRUE(sms_note);
   const std::string table = render_kernel_table(r);
   EXPECT_NE(table.find("KERNEL CHECK: GEMM kernel nvjet_sm90_tst"), std::string::npos);
+  EXPECT_NE(table.find("(heuristic rank 0)"), std::string::npos);
+  EXPECT_EQ(table.find("found by search"), std::string::npos);
   EXPECT_NE(table.find("cuBLASLt algo 7"), std::string::npos);
   // The JSON keeps the flag and the options; a round trip keeps both.
   const nlohmann::json j = to_json(r);
@@ -253,6 +285,44 @@ TEST(KernelRecords, RunnerFlagsFallbacksInTextAndJson) {
   const RunResult b = from_json(j);
   EXPECT_EQ(b.gemm_options.num_sms, 66);
   EXPECT_EQ(to_json(b).dump(), j.dump());
+}
+
+TEST(KernelRecords, SearchRunSaysWhatItSearched) {
+  // A run with --algo search whose cells kept a searched configuration: the note names search,
+  // the kernel table says where the pick came from and how it was checked.
+  class SearchEngine : public KernelEngine {
+   public:
+    Cell measure(const Gemm& g, Precision p, Mode m) override {
+      Cell c = KernelEngine::measure(g, p, m);
+      c.kernels.algo->rank = -1;
+      AutotuneRecord t;
+      t.k = 8;
+      t.tried = 12;
+      t.searched = 300;
+      t.screen_faster = 4;
+      t.heuristic_us = 1000;
+      t.chosen_us = 950;
+      t.confirmed = true;
+      t.output_rel_diff = 1e-3;
+      c.kernels.autotune = t;
+      return c;
+    }
+  } e;
+  RunRequest req;
+  req.plan = build_model_plan(default_config());
+  req.precisions = {Precision::BF16};
+  req.modes = {Mode::PreQuantized};
+  req.options.timing.gpu_warmup_s = 0;
+  parse_algo_option("search", req.options.gemm);
+  RunResult r = run(e, req);
+  bool note = false;
+  for (const auto& n : r.notes) note |= n.find("--algo search:8") != std::string::npos;
+  EXPECT_TRUE(note);
+  const std::string table = render_kernel_table(r);
+  EXPECT_NE(table.find("(found by search)"), std::string::npos);
+  EXPECT_NE(table.find("300 searched configurations screened, 4 beat"), std::string::npos);
+  EXPECT_NE(table.find("relative difference 1.0e-03"), std::string::npos);
+  EXPECT_NE(render_autotune_table(r).find("1.053x"), std::string::npos);
 }
 
 TEST(BlockRecipes, TransformerEngineDefaults) {

@@ -13,6 +13,7 @@
 #include "core/recipe.hpp"
 #include "core/results.hpp"
 #include "cuda/engine_cuda.hpp"
+#include "cuda/gemm_lt.hpp"
 #include "cuda/kernel_trace.hpp"
 #include "cuda/quantize.cuh"
 #include "gpu_test_util.hpp"
@@ -86,10 +87,10 @@ TEST(KernelTrace, SeesTheExpectedKernelsPerRecipeAndMode) {
     }
 }
 
-TEST(KernelTrace, AutotuneNeverKeepsASlowerAlgorithm) {
-  GS_REQUIRE_GPU();
+// Autotune and search: the kept algorithm is never slower than the heuristic's choice.
+static void never_keeps_a_slower_algorithm(gs::AlgoChoice choice) {
   gs::GemmOptions tuned;
-  tuned.algo = gs::AlgoChoice::Autotune;
+  tuned.algo = choice;
   auto h = engine({}, 100);
   auto t = engine(tuned, 100);
   ASSERT_TRUE(h && t);
@@ -104,6 +105,20 @@ TEST(KernelTrace, AutotuneNeverKeepsASlowerAlgorithm) {
       EXPECT_GE(r.tried, 1);
       EXPECT_LE(r.chosen_us, r.heuristic_us * 1.0001) << "the tuning run itself";
       ASSERT_TRUE(ct.kernels.algo.has_value());
+      if (choice == gs::AlgoChoice::Search) {
+        // Every algorithm cuBLASLt runs for these has tiles or options beyond the heuristic's list.
+        EXPECT_GT(r.searched, 0);
+        EXPECT_LE(r.screen_faster, r.searched);
+        // A searched pick was kept only with its output checked against the heuristic's.
+        if (ct.kernels.algo->rank < 0) {
+          EXPECT_TRUE(r.confirmed);
+          EXPECT_GE(r.output_rel_diff, 0.0);
+          EXPECT_LE(r.output_rel_diff, gs::cuda::LtMatmul::kMaxOutputRelDiff);
+        }
+      } else {
+        EXPECT_EQ(r.searched, 0);
+        EXPECT_GE(ct.kernels.algo->rank, 0);
+      }
       if (!r.confirmed) {
         // The heuristic's choice was kept: it must be exactly that algorithm (its time against
         // another engine's loop of the same kernel is run-to-run noise, which is not autotune's).
@@ -129,6 +144,16 @@ TEST(KernelTrace, AutotuneNeverKeepsASlowerAlgorithm) {
       EXPECT_LE(tm, hm * 1.02) << "autotuned " << tm << " ms vs heuristic " << hm << " ms; chosen "
                                << ct.kernels.algo->summary();
     }
+}
+
+TEST(KernelTrace, AutotuneNeverKeepsASlowerAlgorithm) {
+  GS_REQUIRE_GPU();
+  never_keeps_a_slower_algorithm(gs::AlgoChoice::Autotune);
+}
+
+TEST(KernelTrace, SearchNeverKeepsASlowerOrDifferentAlgorithm) {
+  GS_REQUIRE_GPU();
+  never_keeps_a_slower_algorithm(gs::AlgoChoice::Search);
 }
 
 TEST(KernelTrace, NumSmsLowersThroughputOnALargeGemm) {
