@@ -22,7 +22,7 @@ per-round ratios: GPU state drifts over minutes, and alternating spreads it over
 gemmscope's kernel names come from its JSON (CUPTI), when present.
 
   python3 bench/peer_gemm.py --gemmscope build/gemmscope [--config 5b] [--precisions BF16,FP8Current,FP8Block]
-      [--gemmscope-args "--algo autotune"] [--json out.json]
+      [--gemmscope-args "--algo autotune" | "--algo search"] [--json out.json]
 """
 import argparse
 import json
