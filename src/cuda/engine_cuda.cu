@@ -169,7 +169,6 @@ class CudaEngine final : public Engine {
   }
 
   Cell measure(const Gemm& g, Precision p, Mode mode) override {
-    gap_ms_ = step_gap_ms(opts_.timing, g);  // --step-other-ms: work after each timed iteration of g
     if (g.grouped()) return measure_grouped(g, p, mode);
     const Recipe recipe = make_recipe(p, g, opts_.recipe);
     if (std::string why = shape_constraint(recipe, g); !why.empty()) return Cell::na(why);
@@ -188,15 +187,16 @@ class CudaEngine final : public Engine {
       LoopBody body;
       body.cost = [&](int) { return rg.step_ops(); };
       body.enqueue = [&](int) { rg.step(stream_); };
-      Cell cell = timed_cell(body);
+      const double gap_ms = step_gap_ms(opts_.timing, g);  // --step-other-ms: work after each iteration of g
+      Cell cell = timed_cell(body, gap_ms);
       if (tuned && rg.matmul()->tuned_differs()) {
         // The pick re-measured against the heuristic's choice in this timed loop (pick,
         // heuristic, pick): it is kept only if both of its loops beat the heuristic's by 2%. On an
         // H100 a 192x192 cluster-2x1 BF16 pick that won every tuning sample ran 6% slower here.
         rg.matmul()->select(false);
-        Cell heuristic = timed_cell(body);
+        Cell heuristic = timed_cell(body, gap_ms);
         rg.matmul()->select(true);
-        Cell again = timed_cell(body);
+        Cell again = timed_cell(body, gap_ms);
         if (cell.ok && heuristic.ok && again.ok && cell.stats.mean_ms < 0.98 * heuristic.stats.mean_ms &&
             again.stats.mean_ms < 0.98 * heuristic.stats.mean_ms) {
           cell = std::move(again);
@@ -228,16 +228,17 @@ class CudaEngine final : public Engine {
     return [this] { GS_CUDA(cudaMemsetAsync(l2_flush_.get(), 0, l2_flush_.bytes(), stream_)); };
   }
 
-  // --step-other-ms: `gap_ms_` of memory-bound work (step_work.hpp) after each iteration.
-  std::function<void()> step_gap() {
-    if (!(gap_ms_ > 0)) return {};
+  // --step-other-ms: `ms` of memory-bound work (step_work.hpp) after each iteration; empty for 0.
+  std::function<void()> step_gap(double ms) {
+    if (!(ms > 0)) return {};
     if (!step_work_) step_work_ = std::make_unique<StepWork>(device_info().l2_bytes, stream_);
-    return [this, ms = gap_ms_] { step_work_->enqueue(ms, stream_); };
+    return [this, ms] { step_work_->enqueue(ms, stream_); };
   }
 
-  Cell timed_cell(LoopBody body) {
+  // `gap_ms`: the GEMM's share of --step-other-ms (step_gap_ms), run between iterations.
+  Cell timed_cell(LoopBody body, double gap_ms) {
     auto flush = l2_flush();
-    auto gap = step_gap();
+    auto gap = step_gap(gap_ms);
     if (flush || gap) {
       body.between = [flush, gap] {
         if (gap) gap();
@@ -312,7 +313,7 @@ class CudaEngine final : public Engine {
       if (!grouped_src_) grouped_src_ = GroupedSources::allocate(g, padded, opts_.seed, stream_);
       GroupedGemm gg(handle_, *grouped_src_, p, mode, opts_.recipe, streams, stream_, workspace_.get(), &algo_cache_);
       gg.prepare();
-      return timed_cell(gg.body());
+      return timed_cell(gg.body(), step_gap_ms(opts_.timing, g));
     });
     if (!cell.ok || sum == 0) return cell;
     // Grouping efficiency = dense / grouped: one GEMM with the summed (padded) size, same recipe
@@ -376,7 +377,6 @@ class CudaEngine final : public Engine {
   DeviceBuffer workspace_;
   DeviceBuffer l2_flush_;  // --l2 cold: written between iterations
   std::unique_ptr<StepWork> step_work_;  // --step-other-ms: run between iterations
-  double gap_ms_ = 0;                    // of the GEMM being measured
   EventPool events_;
   std::optional<GemmSources> sources_;
   std::unique_ptr<GroupedSources> grouped_src_;  // the operands of the last grouped GEMM

@@ -186,14 +186,18 @@ bool same_algo(const cublasLtMatmulAlgo_t& x, const cublasLtMatmulAlgo_t& y) {
   return std::equal(std::begin(x.data), std::end(x.data), std::begin(y.data));
 }
 
-// --algo search: configurations of the candidates' algorithms that the heuristic did not list,
-// nearest first: for each candidate, every tile, stages and cluster shape (those a Hopper or
-// Blackwell kernel uses) the algorithm lists with the candidate's other settings, and each of
-// its custom options and CTA swizzles; then every tile x stages x cluster combination of each
-// algorithm. Split-K and reduction stay as the candidate has them. Only what
-// cublasLtMatmulAlgoCheck accepts within the workspace, without duplicates, at most `limit`.
-std::vector<cublasLtMatmulAlgo_t> searched_configs(cublasLtHandle_t h, const LtDescriptors& d, size_t ws_bytes,
-                                                   const std::vector<cublasLtMatmulAlgo_t>& base, size_t limit) {
+// --algo search: configurations the heuristic did not list, nearest first:
+//  1. for each candidate, every tile, stages and cluster shape (those a Hopper or Blackwell
+//     kernel uses) its algorithm lists, each changed on its own, and each custom option x CTA
+//     swizzle;
+//  2. the other algorithms cuBLASLt has for the problem's types (cublasLtMatmulAlgoGetIds), up
+//     to kPerOtherAlgo configurations each (tile x stages from their defaults);
+//  3. every tile x stages x cluster combination of each candidate's algorithm.
+// Split-K and reduction stay as the candidate has them. Only what cublasLtMatmulAlgoCheck
+// accepts within the workspace, without duplicates, at most `limit`.
+std::vector<cublasLtMatmulAlgo_t> searched_configs(cublasLtHandle_t h, const LtDescriptors& d, const LtProblem& p,
+                                                   size_t ws_bytes, const std::vector<cublasLtMatmulAlgo_t>& base,
+                                                   size_t limit) {
   static constexpr uint16_t kClusters[] = {CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1,
                                            CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_2x2x1,
                                            CUBLASLT_CLUSTER_SHAPE_4x1x1, CUBLASLT_CLUSTER_SHAPE_1x4x1};
@@ -234,7 +238,33 @@ std::vector<cublasLtMatmulAlgo_t> searched_configs(cublasLtHandle_t h, const LtD
         consider(b, TileSet{CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, static_cast<uint32_t>(o)},
                  TileSet{CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, sw});
   }
-  // Every tile x stages x cluster of each algorithm (from its first candidate's other settings).
+  // The other algorithms for these types.
+  std::vector<int32_t> base_ids;
+  for (const cublasLtMatmulAlgo_t& b : base) base_ids.push_back(algo_attr<int32_t>(b, CUBLASLT_ALGO_CONFIG_ID));
+  constexpr int kMaxIds = 256;
+  constexpr size_t kPerOtherAlgo = 24;
+  std::vector<int> ids(kMaxIds);
+  int n_ids = 0;
+  if (cublasLtMatmulAlgoGetIds(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, p.r.type, p.l.type, p.c_type, p.c_type, kMaxIds,
+                               ids.data(), &n_ids) != CUBLAS_STATUS_SUCCESS)
+    n_ids = 0;
+  for (int i = 0; i < std::min(n_ids, kMaxIds); ++i) {
+    if (std::find(base_ids.begin(), base_ids.end(), ids[static_cast<size_t>(i)]) != base_ids.end()) continue;
+    cublasLtMatmulAlgo_t a{};
+    if (cublasLtMatmulAlgoInit(h, CUBLAS_COMPUTE_32F, CUDA_R_32F, p.r.type, p.l.type, p.c_type, p.c_type,
+                               ids[static_cast<size_t>(i)], &a) != CUBLAS_STATUS_SUCCESS)
+      continue;
+    const size_t before = out.size();
+    const size_t cap = std::min(limit, before + kPerOtherAlgo);
+    std::vector<uint32_t> stages = stages_of(a);
+    if (stages.empty()) stages.push_back(algo_attr<uint32_t>(a, CUBLASLT_ALGO_CONFIG_STAGES_ID));
+    for (uint32_t t : tiles_of(a))
+      for (uint32_t st : stages)
+        if (out.size() < cap)
+          consider(a, TileSet{CUBLASLT_ALGO_CONFIG_TILE_ID, t}, TileSet{CUBLASLT_ALGO_CONFIG_STAGES_ID, st});
+  }
+  // Every tile x stages x cluster of each candidate's algorithm (from its first candidate's other
+  // settings).
   std::vector<int32_t> seen_ids;
   for (const cublasLtMatmulAlgo_t& b : base) {
     const int32_t id = algo_attr<int32_t>(b, CUBLASLT_ALGO_CONFIG_ID);
@@ -320,7 +350,7 @@ AutotuneRecord LtMatmul::autotune(cudaStream_t s, int k, const std::function<voi
   if (cand.empty()) throw CublasError(CUBLAS_STATUS_NOT_SUPPORTED, "cuBLASLt heuristic found no algorithm");
   const size_t listed = cand.size();
   const std::vector<cublasLtMatmulAlgo_t> searched =
-      search ? searched_configs(handle_, d_, ws_bytes_, cand, kMaxSearched) : std::vector<cublasLtMatmulAlgo_t>{};
+      search ? searched_configs(handle_, d_, p_, ws_bytes_, cand, kMaxSearched) : std::vector<cublasLtMatmulAlgo_t>{};
   const cublasLtMatmulAlgo_t keep = algo_;
   // Timing is sustained, as in the timed loop: a round enqueues every candidate's sample back to
   // back with no host wait in between (idle gaps let the clock boost, and a kernel that wins a
