@@ -359,8 +359,8 @@ void finish_kernel_records(RunResult& r) {
                                   o.num_sms, o.num_sms));
   if (o.algo == AlgoChoice::Search)
     r.notes.push_back(fmt::format("--algo search:{}: per GEMM and recipe, cuBLASLt's top {} candidates and the "
-                                  "configurations near them that cuBLASLt accepts (other tiles, stages, cluster shapes, "
-                                  "options of the same algorithms) are screened, the best {} of those timed beside the "
+                                  "other configurations that cuBLASLt accepts (other tiles, stages, cluster shapes and "
+                                  "options, other algorithms) are screened, the best {} of those timed beside the "
                                   "heuristic's and the fastest kept if its output matches the heuristic's; the default "
                                   "(heuristic) runs cuBLASLt's first choice, as Transformer Engine does. --kernels shows "
                                   "the gain per GEMM",

@@ -102,9 +102,9 @@ struct CellKernels {
 std::string kernel_flag(Precision p, const std::vector<KernelStat>& kernels);
 
 // Options of the GEMM side of the engine (EngineOptions::gemm).
-// Autotune: the heuristic's top K timed; Search: those plus configurations near them (other
-// tiles, stages, cluster shapes, custom options, swizzles of the same algorithms) that cuBLASLt
-// accepts, screened, the best K of them timed beside the heuristic's.
+// Autotune: the heuristic's top K timed; Search: those plus other configurations that cuBLASLt
+// accepts (other tiles, stages, cluster shapes, custom options, swizzles of the same algorithms,
+// and cuBLASLt's other algorithms), screened, the best K of them timed beside the heuristic's.
 enum class AlgoChoice { Heuristic, Autotune, Search };
 struct GemmOptions {
   AlgoChoice algo = AlgoChoice::Heuristic;

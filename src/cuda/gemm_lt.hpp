@@ -106,8 +106,9 @@ class LtMatmul {
   // samples by 2% (no switch on noise). Candidates that fail to run are skipped. Synchronizes
   // the stream. The engine then re-measures the pick against the heuristic in its timed loop
   // (select()).
-  // With `search` (--algo search:K), configurations of the same algorithms beyond the
-  // heuristic's list (searched_configs in gemm_lt.cpp, at most kMaxSearched) are first screened
+  // With `search` (--algo search:K), configurations beyond the heuristic's list (its
+  // algorithms' other tiles, stages, cluster shapes and options, and cuBLASLt's other
+  // algorithms: searched_configs in gemm_lt.cpp, at most kMaxSearched) are first screened
   // with one short sample each against the heuristic's choice; the K fastest that beat it by 1%
   // join the candidates, and a searched pick is kept only if its output matches the heuristic's
   // (relative Frobenius difference at most kMaxOutputRelDiff).
