@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 #include "cuda/cuda_check.hpp"
@@ -177,6 +178,14 @@ std::vector<T> cap_list(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoCapAttr
   return v;
 }
 
+// A scalar capability of an algorithm, or `dflt` where cuBLASLt does not report it.
+template <class T>
+T cap_value(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoCapAttributes_t attr, T dflt) {
+  T v{};
+  size_t written = 0;
+  return cublasLtMatmulAlgoCapGetAttribute(&a, attr, &v, sizeof v, &written) == CUBLAS_STATUS_SUCCESS ? v : dflt;
+}
+
 template <class T>
 bool set_config(cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t attr, T v) {
   return cublasLtMatmulAlgoConfigSetAttribute(&a, attr, &v, sizeof v) == CUBLAS_STATUS_SUCCESS;
@@ -224,15 +233,8 @@ std::vector<cublasLtMatmulAlgo_t> searched_configs(cublasLtHandle_t h, const LtD
     for (uint32_t t : tiles_of(b)) consider(b, TileSet{CUBLASLT_ALGO_CONFIG_TILE_ID, t});
     for (uint32_t st : stages_of(b)) consider(b, TileSet{CUBLASLT_ALGO_CONFIG_STAGES_ID, st});
     for (uint16_t c : kClusters) consider(b, ClusterSet{CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, c});
-    int32_t custom_max = 0;
-    uint32_t swizzle_ok = 0;
-    size_t written = 0;
-    if (cublasLtMatmulAlgoCapGetAttribute(&b, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX, &custom_max, sizeof custom_max,
-                                          &written) != CUBLAS_STATUS_SUCCESS)
-      custom_max = 0;
-    if (cublasLtMatmulAlgoCapGetAttribute(&b, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT, &swizzle_ok, sizeof swizzle_ok,
-                                          &written) != CUBLAS_STATUS_SUCCESS)
-      swizzle_ok = 0;
+    const int32_t custom_max = cap_value<int32_t>(b, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX, 0);
+    const uint32_t swizzle_ok = cap_value<uint32_t>(b, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT, 0);
     for (int32_t o = 0; o <= std::min(custom_max, 63); ++o)
       for (uint32_t sw = 0; sw <= (swizzle_ok ? 1u : 0u); ++sw)
         consider(b, TileSet{CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, static_cast<uint32_t>(o)},
@@ -450,16 +452,19 @@ AutotuneRecord LtMatmul::autotune(cudaStream_t s, int k, const std::function<voi
       rec.screen_faster = static_cast<int>(faster.size());
       std::sort(faster.begin(), faster.end());
       if (faster.size() > static_cast<size_t>(k)) faster.resize(static_cast<size_t>(k));
-      std::vector<cublasLtMatmulAlgo_t> keep_c(cand.begin(), cand.begin() + static_cast<std::ptrdiff_t>(listed));
-      std::vector<int> keep_r(rank.begin(), rank.begin() + static_cast<std::ptrdiff_t>(listed));
-      for (auto& [ratio, i] : faster) {
-        keep_c.push_back(cand[i]);
-        keep_r.push_back(-1);
-      }
-      cand = std::move(keep_c);
-      rank = std::move(keep_r);
-      ev.resize(std::min(ev.size(), cand.size()));
-      ok.assign(ev.size(), true);
+      // The heuristic's candidates, then the screen's best: cand, rank and ok keep these rows.
+      std::vector<size_t> kept(listed);
+      for (size_t i = 0; i < listed; ++i) kept[i] = i;
+      for (auto& [ratio, i] : faster) kept.push_back(i);
+      auto keep_rows = [&](auto& v) {
+        std::remove_reference_t<decltype(v)> w;
+        for (size_t i : kept) w.push_back(v[i]);
+        v = std::move(w);
+      };
+      keep_rows(cand);
+      keep_rows(rank);
+      keep_rows(ok);
+      ev.resize(cand.size());  // events are interchangeable: the first ones serve the kept rows
       heat_up();
     }
     // Rounds interleave the candidates, so that a clock drift during tuning touches all of them
@@ -518,7 +523,6 @@ AutotuneRecord LtMatmul::autotune(cudaStream_t s, int k, const std::function<voi
     algo_ = tuned_algo_ = cand[pick];
     heuristic_algo_ = cand[0];
     rank_ = tuned_rank_ = rank[pick];
-    tuned_differs_ = pick != 0;
   } catch (...) {
     algo_ = keep;
     throw;
@@ -541,6 +545,8 @@ double LtMatmul::output_difference(cudaStream_t s, const cublasLtMatmulAlgo_t& r
   algo_ = keep;
   return rel_frobenius_difference(p_.c, ref.get(), bf16, elems, s);
 }
+
+bool LtMatmul::tuned_differs() const { return !same_algo(tuned_algo_, heuristic_algo_); }
 
 void LtMatmul::select(bool tuned) {
   algo_ = tuned ? tuned_algo_ : heuristic_algo_;

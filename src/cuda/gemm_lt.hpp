@@ -115,7 +115,7 @@ class LtMatmul {
   AutotuneRecord autotune(cudaStream_t s, int k, const std::function<void()>& between = {}, bool search = false);
   // After autotune: run the tuned pick (true) or the heuristic's first choice (false).
   void select(bool tuned);
-  bool tuned_differs() const { return tuned_differs_; }
+  bool tuned_differs() const;  // autotune kept another algorithm than the heuristic's choice
   static constexpr size_t kMaxSearched = 384;
   // BF16 output of two summation orders: a few ulps (2^-8 relative) on some elements; a wrong
   // kernel is off by O(1).
@@ -126,10 +126,9 @@ class LtMatmul {
   LtProblem p_;
   LtDescriptors d_;
   cublasLtMatmulAlgo_t algo_{};
-  int rank_ = 0;  // position of algo_ in the heuristic's list
+  int rank_ = 0;  // position of algo_ in the heuristic's list; -1: found by search
   cublasLtMatmulAlgo_t heuristic_algo_{}, tuned_algo_{};  // set by autotune
   int tuned_rank_ = 0;
-  bool tuned_differs_ = false;
   // Runs `reference`, then `other`, on the current operands: their outputs' relative difference.
   double output_difference(cudaStream_t s, const cublasLtMatmulAlgo_t& reference, const cublasLtMatmulAlgo_t& other);
   void* ws_;

@@ -253,15 +253,21 @@ class KernelEngine : public test::FakeEngineBase {
   }
 };
 
+// The default model's plan, pre-quantized, in `precisions`, no GPU warm-up.
+RunRequest model_request(std::vector<Precision> precisions) {
+  RunRequest req;
+  req.plan = build_model_plan(default_config());
+  req.precisions = std::move(precisions);
+  req.modes = {Mode::PreQuantized};
+  req.options.timing.gpu_warmup_s = 0;
+  return req;
+}
+
 }  // namespace
 
 TEST(KernelRecords, RunnerFlagsFallbacksInTextAndJson) {
   KernelEngine e;
-  RunRequest req;
-  req.plan = build_model_plan(default_config());
-  req.precisions = {Precision::BF16, Precision::FP8Current};
-  req.modes = {Mode::PreQuantized};
-  req.options.timing.gpu_warmup_s = 0;
+  RunRequest req = model_request({Precision::BF16, Precision::FP8Current});
   req.options.gemm.num_sms = 66;
   RunResult r = run(e, req);
   int flagged = 0;
@@ -308,11 +314,7 @@ TEST(KernelRecords, SearchRunSaysWhatItSearched) {
       return c;
     }
   } e;
-  RunRequest req;
-  req.plan = build_model_plan(default_config());
-  req.precisions = {Precision::BF16};
-  req.modes = {Mode::PreQuantized};
-  req.options.timing.gpu_warmup_s = 0;
+  RunRequest req = model_request({Precision::BF16});
   parse_algo_option("search", req.options.gemm);
   RunResult r = run(e, req);
   bool note = false;
