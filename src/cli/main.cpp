@@ -51,6 +51,8 @@ struct Options {
   std::string out_chart, out_json, out_csv;
   std::string fp8_format = "hybrid", fp8_accum = "auto", timing = "cuda-events";
   std::string grouped = "streams:4";
+  std::string grouped_quant = "fused";
+  std::string wgrad_output = "fp32-accumulate";
   std::string l2;  // --l2; empty: cold for --shapes/--sweep, warm for model plans
   bool nvfp4_no_2d = false, nvfp4_no_rht = false, nvfp4_no_sr = false;
   int64_t warmup = 10, iters = 100, amax_history = 1024, device = 0, repeats = 1;
@@ -330,6 +332,13 @@ RunRequest build_request(const Options& o) {
   if (o.fp8_block_scales == "pow2") r.fp8_block_pow2_scales = true;
   else if (o.fp8_block_scales == "fp32") r.fp8_block_pow2_scales = false;
   else throw UsageError(fmt::format("--fp8-block-scales must be pow2 or fp32, got '{}'", o.fp8_block_scales));
+  const std::string gq = lower(o.grouped_quant), wo = lower(o.wgrad_output);
+  if (gq != "fused" && gq != "per-expert")
+    throw UsageError(fmt::format("--grouped-quant must be fused or per-expert, got '{}'", o.grouped_quant));
+  r.grouped_quant_fused = gq == "fused";
+  if (wo != "fp32-accumulate" && wo != "bf16")
+    throw UsageError(fmt::format("--wgrad-output must be fp32-accumulate or bf16, got '{}'", o.wgrad_output));
+  r.wgrad_fp32_accumulate = wo == "fp32-accumulate";
   GemmOptions& go = req.options.gemm;
   parse_algo_option(o.algo, go);
   if (o.num_sms < 0 || o.num_sms > 4096) throw UsageError(fmt::format("--num-sms must be from 1 to 4096 (0: all SMs), got {}", o.num_sms));
@@ -465,6 +474,15 @@ int run_main(int argc, char** argv) {
   app.add_flag("--nvfp4-no-sr", o.nvfp4_no_sr, "NVFP4: no stochastic rounding of gradients")->group("Recipes");
   app.add_option("--block-fp8-format", o.block_fp8_format,
                  "FP8Block and MXFP8: e4m3 (every operand, TE's default) | hybrid (E5M2 gradients)")
+      ->group("Recipes");
+  app.add_option("--grouped-quant", o.grouped_quant,
+                 "MoE expert operands: fused (default: every expert's tensors quantized in a few multi-tensor "
+                 "launches, as TE GroupedLinear and DeepSeek-V3 do) | per-expert (an amax and cast launch per expert "
+                 "tensor)")
+      ->group("Recipes");
+  app.add_option("--wgrad-output", o.wgrad_output,
+                 "Wgrad output: fp32-accumulate (default: accumulated into an FP32 main gradient, FP32 C/D, beta 1, "
+                 "as Megatron-LM with TE gradient-accumulation fusion) | bf16 (BF16 output, beta 0)")
       ->group("Recipes");
   app.add_option("--fp8-block-scales", o.fp8_block_scales,
                  "FP8Block scales: pow2 (rounded down to powers of two, TE's default) | fp32")

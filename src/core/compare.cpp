@@ -443,6 +443,10 @@ std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
   note_difference(out, "recipe_options.lm_head_precision", std::string(p.lm_head_bf16 ? "bf16" : "same"),
                   std::string(q.lm_head_bf16 ? "bf16" : "same"));
   note_difference(out, "recipe_options.fp8_block_via_mxfp8", p.fp8_block_via_mxfp8, q.fp8_block_via_mxfp8);
+  note_difference(out, "recipe_options.grouped_quant", std::string(p.grouped_quant_fused ? "fused" : "per-expert"),
+                  std::string(q.grouped_quant_fused ? "fused" : "per-expert"));
+  note_difference(out, "recipe_options.wgrad_output", std::string(p.wgrad_fp32_accumulate ? "fp32-accumulate" : "bf16"),
+                  std::string(q.wgrad_fp32_accumulate ? "fp32-accumulate" : "bf16"));
   note_difference(out, "timing.method", a.timing.method, b.timing.method);
   note_difference(out, "timing.warmup", a.timing.warmup, b.timing.warmup);
   note_difference(out, "timing.iters", a.timing.iters, b.timing.iters);

@@ -39,4 +39,34 @@ int64_t padded_waste(const Gemm& g, Precision p) {
          std::accumulate(g.group.begin(), g.group.end(), int64_t{0});
 }
 
+namespace {
+
+bool fp8_scaling(Scaling s) {
+  return s == Scaling::TensorCurrent || s == Scaling::TensorDelayed || s == Scaling::Block1x128 ||
+         s == Scaling::Block128x128;
+}
+
+int64_t operand_launches(const OperandRecipe& o, const OperandWork& w) {
+  if (o.format == ElemFormat::BF16 || w.work == QuantWork::None) return 0;
+  int64_t n = 0;
+  if (o.scaling == Scaling::TensorCurrent && !w.producer_amax) n += 2;
+  n += w.work == QuantWork::Dual && !dual_is_fused(o) ? 2 : 1;
+  if (o.scaling == Scaling::TensorDelayed) n += 1;
+  return n;
+}
+
+}  // namespace
+
+bool grouped_quant_fusable(const Recipe& r) {
+  return r.precision != Precision::BF16 && fp8_scaling(r.a.scaling) && fp8_scaling(r.b.scaling);
+}
+
+int64_t grouped_quant_launches(const Recipe& r, const Gemm& g, const OperandWork& a, const OperandWork& b, bool fused) {
+  const int64_t per = operand_launches(r.a, a) + operand_launches(r.b, b);
+  if (fused && grouped_quant_fusable(r)) return per;
+  int64_t with_rows = 0;
+  for (int64_t s : g.group) with_rows += s > 0;
+  return per * (g.grouped() ? with_rows : 1);
+}
+
 }  // namespace gs

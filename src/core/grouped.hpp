@@ -22,6 +22,16 @@ std::vector<int64_t> padded_group(const Gemm& g, Precision p);
 // not grouped.
 Gemm expert_gemm(const Gemm& g, int64_t size);
 
+// Quantization kernel launches of one iteration of grouped GEMM `g` under recipe `r`, operand work
+// (a, b) (core/recipe.hpp). Per quantized operand: an amax pass (2 launches: current scaling
+// without a producer's amax), the cast (1; a Dual operand's both copies in one fused pass for the
+// FP8 recipes, 2 passes otherwise) and delayed scaling's history step (1). `fused`
+// (RecipeOptions::grouped_quant_fused, FP8 recipes): once per operand for all experts, as the
+// multi-tensor launches run it; otherwise once per expert with rows.
+int64_t grouped_quant_launches(const Recipe& r, const Gemm& g, const OperandWork& a, const OperandWork& b, bool fused);
+// Whether the fused (multi-tensor) path serves recipe `r`: FP8 current, delayed or block scaling.
+bool grouped_quant_fusable(const Recipe& r);
+
 // Sum of padded_group minus sum of g.group: rows computed for alignment only.
 int64_t padded_waste(const Gemm& g, Precision p);
 

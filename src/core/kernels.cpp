@@ -380,9 +380,12 @@ void finish_kernel_records(RunResult& r) {
           if (untraced.empty()) untraced = c.kernels.trace_note;
           continue;
         }
-        c.kernels.flag = kernel_flag(r.precisions[p], c.kernels.kernels);
+        // Against the precision the GEMM is meant to run in: the router (and the LM head under
+        // --lm-head-precision bf16) run BF16 kernels in every column by design.
+        const Gemm& x = r.plan.gemms[g];
+        const Precision intended = make_recipe(r.precisions[p], x, r.recipe_options).precision;
+        c.kernels.flag = kernel_flag(intended, c.kernels.kernels);
         if (!c.kernels.flag.empty()) {
-          const Gemm& x = r.plan.gemms[g];
           r.notes.push_back(fmt::format("KERNEL CHECK {} {} {} {}: {}", to_string(r.modes[m]), pass_label(x.pass),
                                         x.label(), to_string(r.precisions[p]), c.kernels.flag));
         }

@@ -49,8 +49,12 @@ ModelConfig make(std::string name, int64_t h, int64_t inter, int64_t heads, int6
   return c;
 }
 
-// Experts: E routed, top-k, each expert's FFN size, shared experts, leading dense layers.
-ModelConfig moe(ModelConfig c, int64_t experts, int64_t top_k, int64_t expert_ffn, int64_t shared, int64_t first_dense) {
+// Experts: E routed, top-k, each expert's FFN size, shared experts, leading dense layers, and the
+// expert-parallel layout of the model's training run with its source (published, or a stated typical one).
+ModelConfig moe(ModelConfig c, int64_t experts, int64_t top_k, int64_t expert_ffn, int64_t shared, int64_t first_dense,
+                int64_t ep, const char* ep_source) {
+  c.moe.expert_parallel = ep;
+  c.moe.parallel_source = ep_source;
   c.moe.num_experts = experts;
   c.moe.top_k = top_k;
   c.moe.expert_intermediate_size = expert_ffn;
@@ -80,18 +84,24 @@ const std::vector<Preset>& presets() {
        make("qwen2.5-7b", 3584, 18944, 28, 4, 0, 28, 152064, true, 2, 4096)},
       // Mixture-of-Experts models, numbers from their published config.json (docs/moe.md).
       {"mixtral-8x7b", "Mixtral 8x7B: 8 experts of 14336, top-2, GQA 32/8, vocab 32000, batch 1x4096",
-       moe(make("mixtral-8x7b", 4096, 14336, 32, 8, 0, 32, 32000, true, 1, 4096), 8, 2, 14336, 0, 0)},
+       moe(make("mixtral-8x7b", 4096, 14336, 32, 8, 0, 32, 32000, true, 1, 4096), 8, 2, 14336, 0, 0, 8,
+           "typical: Mistral published no training layout; EP 8 is the Megatron-LM Mixtral recipe's")},
       {"deepseek-v3", "DeepSeek-V3: MLA (q 1536, kv 512), 256 experts of 2048 + 1 shared, top-8, first 3 layers "
                       "dense (18432), vocab 129280, batch 1x4096",
-       mla(moe(make("deepseek-v3", 7168, 18432, 128, 128, 0, 61, 129280, true, 1, 4096), 256, 8, 2048, 1, 3), 1536,
-           512, 128, 64, 128)},
+       mla(moe(make("deepseek-v3", 7168, 18432, 128, 128, 0, 61, 129280, true, 1, 4096), 256, 8, 2048, 1, 3, 64,
+               "published: DeepSeek-V3 technical report, 64-way expert parallelism across 8 nodes, no tensor "
+               "parallelism"),
+           1536, 512, 128, 64, 128)},
       {"qwen3-30b-a3b", "Qwen3-30B-A3B: 128 experts of 768, top-8, GQA 32/4, head_dim 128, vocab 151936, batch 1x4096",
-       moe(make("qwen3-30b-a3b", 2048, 6144, 32, 4, 128, 48, 151936, true, 1, 4096), 128, 8, 768, 0, 0)},
+       moe(make("qwen3-30b-a3b", 2048, 6144, 32, 4, 128, 48, 151936, true, 1, 4096), 128, 8, 768, 0, 0, 8,
+           "typical: Qwen published no training layout; EP 8 (one node)")},
       {"qwen3-235b-a22b", "Qwen3-235B-A22B: 128 experts of 1536, top-8, GQA 64/4, head_dim 128, vocab 151936, "
                           "batch 1x4096",
-       moe(make("qwen3-235b-a22b", 4096, 12288, 64, 4, 128, 94, 151936, true, 1, 4096), 128, 8, 1536, 0, 0)},
+       moe(make("qwen3-235b-a22b", 4096, 12288, 64, 4, 128, 94, 151936, true, 1, 4096), 128, 8, 1536, 0, 0, 8,
+           "typical: Qwen published no training layout; EP 8 (one node)")},
       {"gpt-oss-120b", "gpt-oss-120b: 128 experts of 2880, top-4, GQA 64/8, head_dim 64, vocab 201088, batch 1x4096",
-       moe(make("gpt-oss-120b", 2880, 2880, 64, 8, 64, 36, 201088, true, 1, 4096), 128, 4, 2880, 0, 0)},
+       moe(make("gpt-oss-120b", 2880, 2880, 64, 8, 64, 36, 201088, true, 1, 4096), 128, 4, 2880, 0, 0, 8,
+           "typical: OpenAI published no training layout; EP 8 (one node)")},
   };
   return p;
 }

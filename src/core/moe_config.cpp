@@ -226,6 +226,7 @@ void apply_moe_overrides(ModelConfig& c, const MoeOverrides& o) {
   set(m.first_dense_layers, o.first_dense_layers);
   set(m.layer_freq, o.layer_freq);
   set(m.expert_parallel, o.expert_parallel);
+  if (o.expert_parallel) m.parallel_source = "--expert-parallel";
   if (o.routing) m.routing = *o.routing;
   if (o.capacity_factor) m.capacity_factor = *o.capacity_factor;
   set(c.mla.q_lora_rank, o.q_lora_rank);

@@ -26,6 +26,9 @@ struct MoeConfig {
   int64_t sparse_step = 1;         // Qwen decoder_sparse_step: MoE only where (layer + 1) % step == 0
   std::vector<int64_t> dense_layer_list;  // Qwen mlp_only_layers: these layers dense
   int64_t expert_parallel = 1;            // ranks sharing the experts (E / N local experts each)
+  // Where expert_parallel comes from: a preset's published training layout or a stated typical
+  // one, "--expert-parallel", or empty (a config.json or flags: 1 unless given).
+  std::string parallel_source;
   std::string routing = "random";         // routing.hpp: balanced | random | lognormal:S | hot:F | file:PATH
   double capacity_factor = 0;             // > 0: tokens over ceil(F * assignments / E) per expert dropped
   uint64_t routing_seed = 1234;           // --seed

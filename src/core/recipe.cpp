@@ -151,6 +151,7 @@ Recipe make_recipe(Precision p, const Gemm& g, const RecipeOptions& o) {
     else if (o.fp8_accum == Accumulation::Split) r.fast_accum = false;
     else r.fast_accum = g.pass == Pass::Fprop || g.pass == Pass::Shape;
   }
+  r.fp32_accumulate = o.wgrad_fp32_accumulate && g.pass == Pass::Wgrad && g.op != Op::Router;
   return r;
 }
 
@@ -218,13 +219,14 @@ ByteCount byte_count(const Recipe& r, const Gemm& g, OperandWork wa, OperandWork
   double kn = static_cast<double>(g.k) * static_cast<double>(g.n);
   double mn = static_cast<double>(g.m) * static_cast<double>(g.n);
   // Grouped (expert) GEMMs: Fprop/Dgrad read one weight per expert with rows (empty experts run
-  // nothing); Wgrad writes one weight gradient per expert (empty ones zeroed).
-  if (g.group_dim == GroupDim::M)
-    kn *= static_cast<double>(std::count_if(g.group.begin(), g.group.end(), [](int64_t s) { return s > 0; }));
-  if (g.group_dim == GroupDim::K) mn *= static_cast<double>(g.group.size());
+  // nothing); Wgrad writes one weight gradient per expert (BF16: empty ones zeroed; an FP32
+  // main gradient gets nothing from an empty expert).
+  const auto with_rows = static_cast<double>(std::count_if(g.group.begin(), g.group.end(), [](int64_t s) { return s > 0; }));
+  if (g.group_dim == GroupDim::M) kn *= with_rows;
+  if (g.group_dim == GroupDim::K) mn *= r.fp32_accumulate ? with_rows : static_cast<double>(g.group.size());
   operand(r.a, g.m, mk, wa, bc);
   operand(r.b, g.n, kn, wb, bc);
-  bc.gemm += mn * 2.0;  // BF16 output
+  bc.gemm += mn * (r.fp32_accumulate ? 8.0 : 2.0);  // FP32 main gradient read and written, or BF16 written
   return bc;
 }
 

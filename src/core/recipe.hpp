@@ -69,6 +69,18 @@ struct RecipeOptions {
   // FP8 block scaling: scales rounded down to powers of two (TE's default; fp32 = exact
   // fmax/amax, TE's NVTE_FP8_BLOCK_SCALING_FP32_SCALES=1).
   bool fp8_block_pow2_scales = true;
+  // Grouped (MoE expert) GEMMs: the operands of all experts are quantized in a few multi-tensor
+  // launches (per operand: amax, one cast, one delayed-scaling update), as Transformer Engine's
+  // GroupedLinear and DeepSeek-V3's training quantize them (--grouped-quant fused, the default).
+  // false: one amax and cast launch per expert tensor (--grouped-quant per-expert; what results
+  // written before the option existed measured). MXFP8 and NVFP4 are always per expert.
+  bool grouped_quant_fused = true;
+  // Wgrad accumulates into an FP32 main gradient: FP32 C and D, beta = 1, as Megatron-LM's
+  // gradient-accumulation fusion (Transformer Engine's fuse_wgrad_accumulation) and DeepGEMM's
+  // wgrad kernels run it (--wgrad-output fp32-accumulate, the default). false: a BF16 gradient
+  // written with beta = 0 (--wgrad-output bf16; what results written before the option existed
+  // measured).
+  bool wgrad_fp32_accumulate = true;
 };
 
 struct OperandRecipe {
@@ -85,6 +97,10 @@ struct Recipe {
   Precision precision;
   OperandRecipe a, b;      // left [m,k] and right [k,n] operands of the Gemm
   bool fast_accum = false; // CUBLASLT_MATMUL_DESC_FAST_ACCUM
+  // The output is an FP32 main gradient accumulated in place (FP32 C and D, beta = 1): Wgrad
+  // under RecipeOptions::wgrad_fp32_accumulate, except the router's (a plain torch linear whose
+  // BF16 gradient is added to main_grad separately). false: BF16 output, beta = 0.
+  bool fp32_accumulate = false;
 };
 
 // The recipe of GEMM `g` in column precision `p`. Recipe::precision is the precision the GEMM

@@ -45,6 +45,7 @@ void moe_mla_json(json& j, const ModelConfig& c) {
                 {"sparse_step", m.sparse_step},
                 {"dense_layer_list", m.dense_layer_list},
                 {"expert_parallel", m.expert_parallel},
+                {"expert_parallel_source", m.parallel_source},
                 {"routing", m.routing},
                 {"capacity_factor", m.capacity_factor},
                 {"moe_layers", moe_layer_count(c)}};
@@ -345,7 +346,9 @@ json to_json(const RunResult& r) {
       {"lm_head_precision", o.lm_head_bf16 ? "bf16" : "same"},
       {"fp8_block_via_mxfp8", o.fp8_block_via_mxfp8},
       {"block_fp8_format", to_string(o.block_fp8_format)},
-      {"fp8_block_pow2_scales", o.fp8_block_pow2_scales}};
+      {"fp8_block_pow2_scales", o.fp8_block_pow2_scales},
+      {"grouped_quant", o.grouped_quant_fused ? "fused" : "per-expert"},
+      {"wgrad_output", o.wgrad_fp32_accumulate ? "fp32-accumulate" : "bf16"}};
   j["gemm_options"] = gemm_options_to_json(r.gemm_options);
   j["modes"] = json::array();
   for (Mode m : r.modes) j["modes"].push_back(to_string(m));
@@ -541,6 +544,9 @@ RunResult read_result(const json& j, const std::string& name) {
   }
   // Files written before --lm-head-precision ran the LM head in each column's precision.
   r.recipe_options.lm_head_bf16 = false;
+  // Files written before these options existed quantized experts one by one and wrote BF16 Wgrad.
+  r.recipe_options.grouped_quant_fused = false;
+  r.recipe_options.wgrad_fp32_accumulate = false;
   if (const json* o = find(j, "recipe_options"); o && !o->is_null()) {
     const std::string where = top("recipe_options");
     if (!o->is_object()) throw UsageError(where + " must be an object");
@@ -569,6 +575,15 @@ RunResult read_result(const json& j, const std::string& name) {
       throw UsageError(fmt::format("{}.block_fp8_format must be \"hybrid\" or \"e4m3\"", where));
     ro.block_fp8_format = bfmt == "e4m3" ? Fp8Format::E4M3 : Fp8Format::Hybrid;
     ro.fp8_block_pow2_scales = get_or<bool>(*o, "fp8_block_pow2_scales", where, false);
+    // Files written before these fields existed quantized experts one by one and wrote BF16 Wgrad.
+    const std::string gq = get_or<std::string>(*o, "grouped_quant", where, "per-expert");
+    if (gq != "fused" && gq != "per-expert")
+      throw UsageError(fmt::format("{}.grouped_quant must be \"fused\" or \"per-expert\"", where));
+    ro.grouped_quant_fused = gq == "fused";
+    const std::string wo = get_or<std::string>(*o, "wgrad_output", where, "bf16");
+    if (wo != "fp32-accumulate" && wo != "bf16")
+      throw UsageError(fmt::format("{}.wgrad_output must be \"fp32-accumulate\" or \"bf16\"", where));
+    ro.wgrad_fp32_accumulate = wo == "fp32-accumulate";
   }
   if (const json* go = find(j, "gemm_options"); go && !go->is_null()) r.gemm_options = gemm_options_from_json(*go, top("gemm_options"));
   const std::vector<std::string> mode_names = string_list(j, "modes", name);
@@ -636,6 +651,7 @@ RunResult read_result(const json& j, const std::string& name) {
       if (const json* dl = find(*mj, "dense_layer_list"); dl && dl->is_array())
         for (size_t i = 0; i < dl->size(); ++i) m.dense_layer_list.push_back(as<int64_t>((*dl)[i], fmt::format("{}.dense_layer_list[{}]", mw, i)));
       m.expert_parallel = get_or<int64_t>(*mj, "expert_parallel", mw, 1);
+      m.parallel_source = get_or<std::string>(*mj, "expert_parallel_source", mw, "");
       m.routing = get_or<std::string>(*mj, "routing", mw, "random");
       m.capacity_factor = get_or<double>(*mj, "capacity_factor", mw, 0.0);
     }

@@ -22,8 +22,11 @@ std::string moe_config_text(const ModelConfig& c) {
     out += fmt::format("; MoE layers {} of {}", n_moe, c.num_hidden_layers);
     if (n_moe < c.num_hidden_layers) out += fmt::format(" (the others: dense MLP {})", c.intermediate_size);
     if (m.expert_parallel > 1)
-      out += fmt::format("; expert parallel {} ({} local experts per rank)", m.expert_parallel,
-                         m.num_experts / m.expert_parallel);
+      out += fmt::format("; expert parallel {} ({} local experts per rank{})", m.expert_parallel,
+                         m.num_experts / m.expert_parallel,
+                         m.parallel_source.empty() ? "" : "; " + m.parallel_source);
+    else if (!m.parallel_source.empty())
+      out += fmt::format("; expert parallel 1 ({})", m.parallel_source);
     if (c.tensor_parallel > 1) out += "; expert FFNs split by tensor parallel (Megatron's default)";
     out += "\n";
   }
@@ -80,6 +83,19 @@ std::string moe_routing_text(const RunResult& r) {
     if (!waste.empty())
       out += fmt::format("Padding waste per expert GEMM (rows padded to 16 for FP8, 32 for MXFP8/NVFP4, computed but not "
                          "counted as FLOPs): {}\n", waste);
+    // Quantization launches of the expert up projection's Fprop (training mode), as run.
+    std::string launches;
+    for (Precision p : r.precisions) {
+      const Recipe rec = make_recipe(p, *up, r.recipe_options);
+      if (rec.precision == Precision::BF16) continue;
+      const OperandWork a = operand_work(Mode::AutocastShared, *up, Side::Left, rec, r.recipe_options);
+      const OperandWork b = operand_work(Mode::AutocastShared, *up, Side::Right, rec, r.recipe_options);
+      const bool fused = r.recipe_options.grouped_quant_fused && grouped_quant_fusable(rec);
+      launches += fmt::format("{}{} {} ({})", launches.empty() ? "" : ", ", to_string(p),
+                              grouped_quant_launches(rec, *up, a, b, fused), fused ? "fused" : "per expert");
+    }
+    if (!launches.empty())
+      out += fmt::format("Quantization launches per Fprop Expert Up iteration (training mode): {}\n", launches);
   }
   return out;
 }

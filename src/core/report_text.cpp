@@ -108,6 +108,20 @@ std::string tokens_line(const ModelConfig& c) {
   return out;
 }
 
+// How Wgrad writes its output and how grouped operands are quantized (model plans only).
+std::string execution_lines(const RunResult& r) {
+  if (!r.plan.model_mode) return {};
+  std::string out = r.recipe_options.wgrad_fp32_accumulate
+                        ? "Wgrad output: accumulated into FP32 main gradients (beta 1), as Megatron-LM with TE\n"
+                        : "Wgrad output: BF16, beta 0 (--wgrad-output bf16)\n";
+  const bool grouped = std::any_of(r.plan.gemms.begin(), r.plan.gemms.end(), [](const Gemm& g) { return g.grouped(); });
+  if (grouped)
+    out += r.recipe_options.grouped_quant_fused
+               ? "Expert quantization: fused (a few multi-tensor launches per grouped GEMM, as TE GroupedLinear)\n"
+               : "Expert quantization: per expert (--grouped-quant per-expert: amax/cast launches per expert)\n";
+  return out;
+}
+
 std::string header_block(const RunResult& r, size_t mode) {
   std::string out;
   out += fmt::format("GEMM Benchmark ({}) on {}\n", r.plan.model_mode ? "Model Config Mode" : "Shape Mode",
@@ -122,6 +136,7 @@ std::string header_block(const RunResult& r, size_t mode) {
                        "samples (--step-other-ms; GEMMs at a training step's power and clocks)\n",
                        r.timing.step_other_ms);
   out += fmt::format("Mode: {}\n", mode_description(r.modes[mode]));
+  out += execution_lines(r);
   if (r.plan.model_mode) {
     const ModelConfig& c = *r.plan.config;
     out += kRuleHeavy + "\n";
@@ -620,6 +635,7 @@ std::string render_plan_text(const RunResult& r) {
     if (r.timing.step_context())
       out += fmt::format("Step context: {:g} ms of memory-bound work per layer would run between timed iterations "
                          "(--step-other-ms)\n", r.timing.step_other_ms);
+    out += execution_lines(r);
     if (r.plan.model_mode && r.plan.config->vocab_size > 0)
       out += r.recipe_options.lm_head_bf16
                  ? "LM Head: BF16 in every column (--lm-head-precision bf16; 'same' runs it in the column's precision)\n"
@@ -632,7 +648,7 @@ std::string render_plan_text(const RunResult& r) {
   Table t;
   t.widths = {7, 10, 20, 12, 14, 14, 11, 11, 11};
   out += t.row({"Pass", "Op", "Shape", "GFLOP", "A (m x k)", "B (k x n)", "BF16 MB", "FP8 MB", "NVFP4 MB"});
-  out += "  (MB = bytes the GEMM kernel reads + writes: operands in that format with scales, BF16 output)\n";
+  out += "  (MB = bytes the GEMM kernel reads + writes: operands in that format with scales; output BF16, Wgrad FP32 r+w)\n";
   out += std::string(110, '-') + "\n";
   auto mb = [&](Precision p, const Gemm& g) {
     return plan_number(byte_count(make_recipe(p, g, r.recipe_options), g).gemm / 1e6);

@@ -28,8 +28,12 @@ std::optional<RooflinePoint> roofline_point(const GpuSpec& spec, const Gemm& g, 
     const double achieved = pt.flops / (cell->stats.mean_ms * 1e-3) / 1e12;
     pt.achieved_tflops = achieved;
     pt.pct_peak = 100 * achieved / pt.peak_tflops;
-    if (cell->clock && cell->clock->sm_mhz > 0 && spec.boost_clock_mhz)
-      pt.pct_peak_at_clock = 100 * achieved / (pt.peak_tflops * cell->clock->sm_mhz / spec.boost_clock_mhz->value);
+    // A figure above 100% means the sampled clock is not the one the cell ran at (the clock moved
+    // between samples): left out rather than printed.
+    if (cell->clock && cell->clock->sm_mhz > 0 && spec.boost_clock_mhz) {
+      const double at_clock = 100 * achieved / (pt.peak_tflops * cell->clock->sm_mhz / spec.boost_clock_mhz->value);
+      if (at_clock <= 100.0) pt.pct_peak_at_clock = at_clock;
+    }
   }
   return pt;
 }
@@ -62,7 +66,7 @@ Efficiency efficiency(const RunResult& r, const GpuSpec& spec, size_t m, size_t 
   Efficiency e;
   e.tflops = flops / (ms * 1e-3) / 1e12;
   e.pct_peak = 100 * peak_ms / ms;
-  if (all_clock && clock_ms > 0) e.pct_peak_at_clock = 100 * peak_ms / clock_ms;
+  if (all_clock && clock_ms > 0 && 100 * peak_ms / clock_ms <= 100.0) e.pct_peak_at_clock = 100 * peak_ms / clock_ms;
   return e;
 }
 

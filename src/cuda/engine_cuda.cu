@@ -95,7 +95,8 @@ class CudaEngine final : public Engine {
   AccuracyCell accuracy(const Gemm& g, Precision p, Dist d) override {
     if (g.grouped())  // per-expert numerics are those of the dense recipe (checked by the GPU tests)
       return AccuracyCell::na("grouped GEMM: accuracy is measured on dense GEMMs only");
-    const Recipe recipe = make_recipe(p, g, opts_.recipe);
+    Recipe recipe = make_recipe(p, g, opts_.recipe);
+    recipe.fp32_accumulate = false;  // the error of the GEMM's own output, against the reference's
     if (std::string why = shape_constraint(recipe, g); !why.empty()) return AccuracyCell::na(why);
     // Of the precision the GEMM really runs in: the LM head and the router stay BF16 in every
     // column (make_recipe), so they are never emulated.
@@ -174,7 +175,7 @@ class CudaEngine final : public Engine {
     if (std::string why = shape_constraint(recipe, g); !why.empty()) return Cell::na(why);
     const CellRange range(mode, g, p);  // NVTX: gemmscope/<mode>/<pass>/<op>/<precision>
     return guarded(g, p, mode, recipe, [&] {
-      prepare_sources(g);
+      prepare_sources(g, Dist::Normal, recipe.fp32_accumulate);
       RecipeGemm rg(handle_, g, recipe, *sources_, workspace_.get(), opts_.recipe, /*with_gemm=*/true,
                     operand_work(mode, g, Side::Left, recipe, opts_.recipe),
                     operand_work(mode, g, Side::Right, recipe, opts_.recipe), /*cache=*/nullptr, opts_.gemm.num_sms);
@@ -297,11 +298,12 @@ class CudaEngine final : public Engine {
     Cell cell = guarded(g, p, mode, recipe, [&] {
       const int streams = std::max(opts_.grouped_streams, 0);
       size_t need = GroupedGemm::quantized_bytes(g, padded, p, mode) + static_cast<size_t>(streams) * kWorkspaceBytes;
-      if (!grouped_src_ || !grouped_src_->matches(g, padded)) {
+      const bool fp32 = recipe.fp32_accumulate;
+      if (!grouped_src_ || !grouped_src_->matches(g, padded, fp32)) {
         grouped_src_.reset();
         sources_.reset();  // the dense operands are regenerated for the dense equivalent
         reference_ = DeviceBuffer();
-        need += GroupedSources::bytes_needed(g, padded);
+        need += GroupedSources::bytes_needed(g, padded, fp32);
       }
       size_t free_b = 0, total_b = 0;
       GS_CUDA(cudaMemGetInfo(&free_b, &total_b));
@@ -310,7 +312,7 @@ class CudaEngine final : public Engine {
         return Cell::na(fmt::format("grouped {} over {} experts needs {:.1f} GiB of GPU memory ({:.1f} GiB free)",
                                     g.shape(), g.group.size(), static_cast<double>(need) / (1 << 30),
                                     static_cast<double>(free_b) / (1 << 30)));
-      if (!grouped_src_) grouped_src_ = GroupedSources::allocate(g, padded, opts_.seed, stream_);
+      if (!grouped_src_) grouped_src_ = GroupedSources::allocate(g, padded, opts_.seed, stream_, fp32);
       GroupedGemm gg(handle_, *grouped_src_, p, mode, opts_.recipe, streams, stream_, workspace_.get(), &algo_cache_);
       gg.prepare();
       return timed_cell(gg.body(), step_gap_ms(opts_.timing, g));
@@ -347,12 +349,13 @@ class CudaEngine final : public Engine {
                        to_string(r.b.format), to_string(r.b.scaling), "R");
   }
 
-  void prepare_sources(const Gemm& g, Dist d = Dist::Normal) {
-    if (sources_ && sources_->matches(g) && dist_ == d) return;
+  // fp32: C is an FP32 main gradient (Wgrad accumulating, Recipe::fp32_accumulate).
+  void prepare_sources(const Gemm& g, Dist d = Dist::Normal, bool fp32 = false) {
+    if (sources_ && sources_->matches(g, fp32) && dist_ == d) return;
     sources_.reset();  // free the previous operands before allocating the next
     reference_ = DeviceBuffer();
     dist_ = d;
-    sources_.emplace(GemmSources::allocate(g));
+    sources_.emplace(GemmSources::allocate(g, fp32));
     const size_t le = static_cast<size_t>(g.m) * static_cast<size_t>(g.k);
     const size_t re = static_cast<size_t>(g.k) * static_cast<size_t>(g.n);
     // Inputs ~ N(0,1), weights ~ N(0, 0.02) as a trained layer roughly has; fixed seeds.

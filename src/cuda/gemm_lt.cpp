@@ -79,11 +79,11 @@ std::string LtAlgoCache::key(const LtProblem& p) {
   };
   return fmt::format("{}x{}x{}|{}|{}|{}:{}|{}|{}", p.m, p.k, p.n, op(p.l), op(p.r), static_cast<int>(p.c_type),
                      pointer_alignment(p.c), p.fast_accum ? 1 : 0, p.alpha_device ? 1 : 0) +
-         fmt::format("|sm{}", p.sm_count);
+         fmt::format("|sm{}|b{}", p.sm_count, p.beta);
 }
 
 LtMatmul::LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* ws, size_t ws_bytes, LtAlgoCache* cache)
-    : handle_(handle), p_(p), d_(p), ws_(ws), ws_bytes_(ws_bytes) {
+    : handle_(handle), p_(p), d_(p), ws_(ws), ws_bytes_(ws_bytes), beta_(p.beta) {
   std::string key;
   if (cache) {
     key = LtAlgoCache::key(p);
@@ -536,10 +536,14 @@ double LtMatmul::output_difference(cudaStream_t s, const cublasLtMatmulAlgo_t& r
   const bool bf16 = p_.c_type == CUDA_R_16BF;
   const size_t bytes = elems * (bf16 ? 2 : 4);
   DeviceBuffer ref(bytes);
+  // Accumulating (beta != 0): both algorithms start from the same C.
+  DeviceBuffer c0(p_.beta != 0.f ? bytes : 0);
+  if (c0) GS_CUDA(cudaMemcpyAsync(c0.get(), p_.c, bytes, cudaMemcpyDeviceToDevice, s));
   const cublasLtMatmulAlgo_t keep = algo_;
   algo_ = reference;
   run(s);
   GS_CUDA(cudaMemcpyAsync(ref.get(), p_.c, bytes, cudaMemcpyDeviceToDevice, s));
+  if (c0) GS_CUDA(cudaMemcpyAsync(p_.c, c0.get(), bytes, cudaMemcpyDeviceToDevice, s));
   algo_ = other;
   run(s);
   algo_ = keep;

@@ -36,9 +36,10 @@ struct LtProblem {
   int64_t m = 0, n = 0, k = 0;
   LtOperand l, r;
   void* c = nullptr;        // [m,n] row-major, c_type
-  cudaDataType_t c_type = CUDA_R_16BF;  // BF16, or FP32 for references
+  cudaDataType_t c_type = CUDA_R_16BF;  // BF16, or FP32 (references; Wgrad's FP32 main gradient)
+  float beta = 0.f;         // 1: D = A.B + C (C = D, accumulated in place)
   bool fast_accum = false;  // FP8 per-tensor only
-  // Device {alpha, beta=0} pair (NVFP4 folds its tensor scales into alpha); null: alpha 1, beta 0 on the host.
+  // Device {alpha, beta} pair (NVFP4 folds its tensor scales into alpha); null: alpha 1 and `beta` on the host.
   const float* alpha_device = nullptr;
   int sm_count = 0;  // > 0: CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET (--num-sms)
 };
@@ -133,7 +134,7 @@ class LtMatmul {
   double output_difference(cudaStream_t s, const cublasLtMatmulAlgo_t& reference, const cublasLtMatmulAlgo_t& other);
   void* ws_;
   size_t ws_bytes_;
-  float alpha_ = 1.f, beta_ = 0.f;
+  float alpha_ = 1.f, beta_ = 0.f;  // beta_: LtProblem::beta
 };
 
 // The configuration of an algorithm (id, tile, stages, split-K, swizzle, cluster shape, ...).

@@ -33,13 +33,13 @@ std::string grouped_layout_problem(const Gemm& g) {
   return {};
 }
 
-bool GroupedSources::matches(const Gemm& g, const std::vector<int64_t>& padded) const {
-  return gemm.m == g.m && gemm.k == g.k && gemm.n == g.n && gemm.group_dim == g.group_dim &&
+bool GroupedSources::matches(const Gemm& g, const std::vector<int64_t>& padded, bool fp32) const {
+  return fp32_out == (fp32 && g.group_dim == GroupDim::K) && gemm.m == g.m && gemm.k == g.k && gemm.n == g.n && gemm.group_dim == g.group_dim &&
          gemm.a.k_major == g.a.k_major && gemm.b.k_major == g.b.k_major && gemm.a.role == g.a.role &&
          gemm.b.role == g.b.role && sizes == padded;
 }
 
-size_t GroupedSources::bytes_needed(const Gemm& g, const std::vector<int64_t>& padded) {
+size_t GroupedSources::bytes_needed(const Gemm& g, const std::vector<int64_t>& padded, bool fp32) {
   const int64_t sum = total(padded);
   if (g.group_dim == GroupDim::M) {
     size_t weights = 0;
@@ -47,11 +47,11 @@ size_t GroupedSources::bytes_needed(const Gemm& g, const std::vector<int64_t>& p
       if (s > 0) weights += elems(g.k, g.n) * kBf16;
     return elems(sum, g.k) * kBf16 + elems(sum, g.n) * kBf16 + weights;
   }
-  return elems(sum, g.m) * kBf16 + elems(sum, g.n) * kBf16 + padded.size() * elems(g.m, g.n) * kBf16;
+  return elems(sum, g.m) * kBf16 + elems(sum, g.n) * kBf16 + padded.size() * elems(g.m, g.n) * (fp32 ? 4 : kBf16);
 }
 
 std::unique_ptr<GroupedSources> GroupedSources::allocate(const Gemm& g, const std::vector<int64_t>& padded,
-                                                         uint64_t seed, cudaStream_t s) {
+                                                         uint64_t seed, cudaStream_t s, bool fp32) {
   if (std::string why = grouped_layout_problem(g); !why.empty()) throw std::invalid_argument(why);
   auto src = std::make_unique<GroupedSources>();
   src->gemm = g;
@@ -80,9 +80,11 @@ std::unique_ptr<GroupedSources> GroupedSources::allocate(const Gemm& g, const st
     fill(src->tokens_l, elems(sum, g.m), seed * 2 + 1, g.a.role);
     fill(src->tokens_r, elems(sum, g.n), seed * 2 + 2, g.b.role);
     src->per_expert.resize(padded.size());
+    src->fp32_out = fp32;
     for (size_t e = 0; e < padded.size(); ++e) {
-      src->per_expert[e] = DeviceBuffer(elems(g.m, g.n) * kBf16);
-      GS_CUDA(cudaMemsetAsync(src->per_expert[e].get(), 0xFF, src->per_expert[e].bytes(), s));  // NaN until written
+      src->per_expert[e] = DeviceBuffer(elems(g.m, g.n) * (fp32 ? 4 : kBf16));
+      // BF16 outputs: NaN until written. FP32 main gradients: zeros, accumulated into.
+      GS_CUDA(cudaMemsetAsync(src->per_expert[e].get(), fp32 ? 0 : 0xFF, src->per_expert[e].bytes(), s));
     }
   }
   GS_CUDA(cudaStreamSynchronize(s));
@@ -143,13 +145,15 @@ GroupedGemm::GroupedGemm(cublasLtHandle_t handle, GroupedSources& src, Precision
       } else {
         v.l = DeviceBuffer::view(tl + off * g.m, elems(size, g.m) * kBf16);
         v.r = DeviceBuffer::view(tr + off * g.n, elems(size, g.n) * kBf16);
-        v.c = DeviceBuffer::view(src.per_expert[static_cast<size_t>(e)].get(), elems(g.m, g.n) * kBf16);
+        v.c = DeviceBuffer::view(src.per_expert[static_cast<size_t>(e)].get(), src.per_expert[static_cast<size_t>(e)].bytes());
+        v.c_fp32 = src.fp32_out;
       }
-      pieces_.push_back(e);  // K: an empty expert's piece zeroes its gradient
+      // K: an empty expert's piece zeroes its BF16 gradient; an FP32 main gradient gets nothing added.
       if (size == 0) {
-        if (g.group_dim == GroupDim::M) pieces_.pop_back();  // no work at all
+        if (g.group_dim == GroupDim::K && !src.fp32_out) pieces_.push_back(e);
         continue;
       }
+      pieces_.push_back(e);
       const Recipe r = make_recipe(p, eg, opts);
       if (std::string why = shape_constraint(r, eg); !why.empty())
         throw std::invalid_argument(fmt::format("expert {}: {}", e, why));
@@ -157,6 +161,17 @@ GroupedGemm::GroupedGemm(cublasLtHandle_t handle, GroupedSources& src, Precision
       gemms_[static_cast<size_t>(e)] = std::make_unique<RecipeGemm>(
           handle, eg, r, v, ws, opts, /*with_gemm=*/true, operand_work(mode, eg, Side::Left, r, opts),
           operand_work(mode, eg, Side::Right, r, opts), cache);
+    }
+    // All experts' quantization in a few multi-tensor launches (grouped_quant.hpp), when the
+    // recipe allows it: one piece before the GEMMs, one after them for delayed scaling.
+    const Recipe r = make_recipe(p, expert_gemm(g, std::max<int64_t>(src.offsets.back(), 1)), opts);
+    if (opts.grouped_quant_fused && GroupedQuantizer::supports(r)) {
+      std::vector<RecipeGemm*> experts;
+      for (auto& rg : gemms_) experts.push_back(rg.get());
+      quant_ = std::make_unique<GroupedQuantizer>(experts);
+      if (quant_->has_quantize()) pieces_.insert(pieces_.begin(), kQuantize);
+      if (quant_->has_after()) pieces_.push_back(kAfter);
+      if (streams > 0) GS_CUDA(cudaEventCreateWithFlags(&quant_ev_, cudaEventDisableTiming));
     }
   } catch (...) {
     release();  // a constructor that throws gets no destructor call
@@ -173,7 +188,9 @@ void GroupedGemm::release() {
   for (cudaEvent_t e : join_ev_) cudaEventDestroy(e);
   join_ev_.clear();
   if (fork_ev_) cudaEventDestroy(fork_ev_);
-  fork_ev_ = nullptr;
+  if (quant_ev_) cudaEventDestroy(quant_ev_);
+  fork_ev_ = quant_ev_ = nullptr;
+  quant_.reset();
 }
 
 void GroupedGemm::prepare() {
@@ -197,6 +214,19 @@ void GroupedGemm::join() {
 }
 
 void GroupedGemm::enqueue(int e) {
+  if (e == kQuantize) {  // on the timing stream; the side streams wait for it
+    quant_->quantize(main_);
+    if (streams_ > 0) {
+      GS_CUDA(cudaEventRecord(quant_ev_, main_));
+      for (cudaStream_t s : side_) GS_CUDA(cudaStreamWaitEvent(s, quant_ev_, 0));
+    }
+    return;
+  }
+  if (e == kAfter) {  // after every expert's GEMM
+    join();
+    quant_->after_gemms(main_);
+    return;
+  }
   const cudaStream_t s = stream_of(e);
   RecipeGemm* g = gemms_[static_cast<size_t>(e)].get();
   if (g) {
@@ -213,17 +243,23 @@ LoopBody GroupedGemm::body() {
   b.pieces = static_cast<int>(pieces_.size());
   b.streams = streams_ == 0 ? 1 : streams_ + 1;
   b.stream_of = [this](int i) { return stream_index(pieces_[static_cast<size_t>(i)]); };
-  b.cost = [this](int i) {
-    const RecipeGemm* g = gemms_[static_cast<size_t>(pieces_[static_cast<size_t>(i)])].get();
-    return g ? g->step_ops() : 1;
-  };
+  b.cost = [this](int i) { return cost(pieces_[static_cast<size_t>(i)]); };
   b.enqueue = [this](int i) { enqueue(pieces_[static_cast<size_t>(i)]); };
   if (streams_ > 0) {
     b.fork = [this] { fork(); };
     b.join = [this] { join(); };
-    b.fork_join_cost = streams_ + 1;  // the timing stream: a record and a wait per side stream
+    // The timing stream: a record and a wait per side stream; each side stream: a wait and a
+    // record, plus a wait for the grouped quantization and a record for its after-GEMM step.
+    b.fork_join_cost = streams_ + 1 + (quant_ ? 2 : 0);
   }
   return b;
+}
+
+int GroupedGemm::cost(int e) const {
+  if (e == kQuantize) return quant_->quantize_ops() + 1;
+  if (e == kAfter) return quant_->after_ops() + streams_;
+  const RecipeGemm* g = gemms_[static_cast<size_t>(e)].get();
+  return g ? g->step_ops() : 1;
 }
 
 void GroupedGemm::run_once() {

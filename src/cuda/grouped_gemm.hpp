@@ -12,8 +12,12 @@
 //     An expert with no tokens has its gradient zeroed (a memset, as TE does), inside the group.
 // Per-expert sizes are the recipe's padded sizes (core/grouped.hpp). Every precision works per
 // expert with its own quantized copies and scales (FP8 delayed scaling: its own amax history).
-// Quantization runs per expert (one amax/cast per expert tensor), in the timed region as the
-// mode says (core/modes.hpp, applied to each expert's GEMM).
+// Quantization, in the timed region as the mode says (core/modes.hpp, applied to each expert's
+// GEMM): by default all experts' operands in a few multi-tensor launches before the GEMMs
+// (grouped_quant.hpp, RecipeOptions::grouped_quant_fused), else per expert (one amax/cast per
+// expert tensor, on the expert's stream). Wgrad (GroupDim::K) writes each expert's gradient in
+// FP32 with beta = 1 by default (RecipeOptions::wgrad_fp32_accumulate): an empty expert then adds
+// nothing and runs nothing.
 #pragma once
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -28,6 +32,7 @@
 #include "core/recipe.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/gemm_lt.hpp"
+#include "cuda/grouped_quant.hpp"
 #include "cuda/recipe_gemm.hpp"
 #include "cuda/timed_loop.hpp"
 
@@ -42,13 +47,15 @@ struct GroupedSources {
   DeviceBuffer tokens_l;        // M: left [sum, k]; K: left [sum, m]
   DeviceBuffer tokens_r;        // K only: right [sum, n]
   DeviceBuffer out;             // M only: output [sum, n]
-  std::vector<DeviceBuffer> per_expert;  // M: right operands (weights); K: outputs [m, n]
-  bool matches(const Gemm& g, const std::vector<int64_t>& padded) const;
+  std::vector<DeviceBuffer> per_expert;  // M: right operands (weights); K: outputs [m, n] (BF16 or FP32)
+  bool fp32_out = false;                  // K: the outputs are FP32 main gradients
+  bool matches(const Gemm& g, const std::vector<int64_t>& padded, bool fp32) const;
   // Bytes allocate() needs.
-  static size_t bytes_needed(const Gemm& g, const std::vector<int64_t>& padded);
+  static size_t bytes_needed(const Gemm& g, const std::vector<int64_t>& padded, bool fp32);
+  // fp32: Wgrad's outputs are FP32 gradients (filled with small values, accumulated into).
   // Throws CudaError (oom) or std::invalid_argument for a layout the grouped path cannot slice.
   static std::unique_ptr<GroupedSources> allocate(const Gemm& g, const std::vector<int64_t>& padded, uint64_t seed,
-                                                  cudaStream_t s);
+                                                  cudaStream_t s, bool fp32 = false);
 };
 
 // Why `g` cannot be measured grouped ("" when it can): operand layouts, sizes.
@@ -75,14 +82,22 @@ class GroupedGemm {
   const GemmSources& expert_sources(int e) const { return views_[static_cast<size_t>(e)]; }
   Gemm expert_gemm_of(int e) const;
   int streams() const { return streams_; }
+  // The multi-tensor quantizer (null: per-expert quantization, or nothing to quantize).
+  const GroupedQuantizer* quantizer() const { return quant_.get(); }
   // Upper bound of the bytes quantized copies take beyond the sources (for the memory check).
   static size_t quantized_bytes(const Gemm& g, const std::vector<int64_t>& padded, Precision p, Mode mode);
 
  private:
   void release();
+  // Pieces: expert indices, plus the grouped quantization before the GEMMs and its delayed-scaling
+  // step after them (on the timing stream, ordered against the side streams by events).
+  static constexpr int kQuantize = -1, kAfter = -2;
   void enqueue(int e);
-  int stream_index(int e) const { return streams_ == 0 ? 0 : 1 + e % streams_; }
-  cudaStream_t stream_of(int e) const { return streams_ == 0 ? main_ : side_[static_cast<size_t>(e % streams_)]; }
+  int cost(int e) const;
+  int stream_index(int e) const { return streams_ == 0 || e < 0 ? 0 : 1 + e % streams_; }
+  cudaStream_t stream_of(int e) const {
+    return streams_ == 0 || e < 0 ? main_ : side_[static_cast<size_t>(e % streams_)];
+  }
   void fork();
   void join();
 
@@ -93,11 +108,12 @@ class GroupedGemm {
   cudaStream_t main_;
   std::vector<cudaStream_t> side_;
   std::vector<DeviceBuffer> workspaces_;
-  cudaEvent_t fork_ev_ = nullptr;
+  cudaEvent_t fork_ev_ = nullptr, quant_ev_ = nullptr;
   std::vector<cudaEvent_t> join_ev_;
   std::vector<GemmSources> views_;  // non-owning
   std::vector<std::unique_ptr<RecipeGemm>> gemms_;
-  std::vector<int> pieces_;  // experts with work, in order
+  std::unique_ptr<GroupedQuantizer> quant_;
+  std::vector<int> pieces_;  // [kQuantize], experts with work in order, [kAfter]
 };
 
 }  // namespace gs::cuda

@@ -27,15 +27,16 @@ cublasLtMatmulMatrixScale_t lt_scale_mode(Scaling s) {
   }
 }
 
-GemmSources GemmSources::allocate(const Gemm& g) {
+GemmSources GemmSources::allocate(const Gemm& g, bool c_fp32) {
   GemmSources s;
+  s.c_fp32 = c_fp32;
   s.m = g.m; s.k = g.k; s.n = g.n;
   s.l_k_major = g.a.k_major;
   s.r_k_major = g.b.k_major;
   const size_t e = sizeof(__nv_bfloat16);
   s.l = DeviceBuffer(static_cast<size_t>(g.m) * static_cast<size_t>(g.k) * e);
   s.r = DeviceBuffer(static_cast<size_t>(g.k) * static_cast<size_t>(g.n) * e);
-  s.c = DeviceBuffer(static_cast<size_t>(g.m) * static_cast<size_t>(g.n) * e);
+  s.c = DeviceBuffer(static_cast<size_t>(g.m) * static_cast<size_t>(g.n) * (c_fp32 ? sizeof(float) : e));
   return s;
 }
 
@@ -111,9 +112,9 @@ QuantizedOperand::QuantizedOperand(const OperandRecipe& recipe, const __nv_bfloa
 namespace {
 
 // NVFP4's per-tensor scales have no cuBLASLt attribute: alpha = product of both operands'.
-__global__ void alpha_from_global_scales(const float* a, const float* b, float* alpha_beta) {
+__global__ void alpha_from_global_scales(const float* a, const float* b, float* alpha_beta, float beta) {
   alpha_beta[0] = *a * *b;
-  alpha_beta[1] = 0.f;
+  alpha_beta[1] = beta;
 }
 
 }  // namespace
@@ -200,6 +201,39 @@ void QuantizedOperand::quantize_dual(QuantizedOperand& o, cudaStream_t s, bool a
   }
 }
 
+QuantTensor QuantizedOperand::tensor() const {
+  QuantTensor t;
+  t.x = src_;
+  t.rows = to_int(transpose_ ? k_ : outer_);
+  t.cols = to_int(transpose_ ? outer_ : k_);
+  t.transpose = transpose_;
+  t.q = q_.get<uint8_t>();
+  t.scale_inv = scale_.get<float>();
+  t.amax = amax_ ? amax_.get<float>() : nullptr;
+  t.amax_ws = ws_ ? ws_.get() : nullptr;
+  t.scale = delayed_scale_ ? delayed_scale_.get<float>() : nullptr;
+  t.history = history_ ? history_.get<float>() : nullptr;
+  t.pos = pos_ ? pos_.get<int>() : nullptr;
+  t.hist_len = history_len_;
+  return t;
+}
+
+QuantTensor QuantizedOperand::dual_tensor(const QuantizedOperand& o) const {
+  if (o.src_ != src_ || o.transpose_ == transpose_ || o.outer_ != k_ || o.k_ != outer_)
+    throw std::invalid_argument("dual_tensor: the other operand is not this source in the other layout");
+  const QuantizedOperand& row = transpose_ ? o : *this;  // [rows, cols]: the source layout
+  const QuantizedOperand& tr = transpose_ ? *this : o;   // [cols, rows]
+  QuantTensor t = tensor();  // amax, workspace and delayed state are this operand's, as in quantize_dual
+  t.rows = to_int(row.outer_);
+  t.cols = to_int(row.k_);
+  t.transpose = true;
+  t.q = tr.q_.get<uint8_t>();
+  t.scale_inv = tr.scale_.get<float>();
+  t.q_row = row.q_.get<uint8_t>();
+  t.scale_row = row.scale_.get<float>();
+  return t;
+}
+
 void QuantizedOperand::dequantize_to(__nv_bfloat16* out, cudaStream_t s) const {
   const int outer = to_int(outer_), k = to_int(k_);
   switch (recipe_.scaling) {
@@ -267,6 +301,13 @@ RecipeGemm::RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, 
   p.sm_count = sm_count;
   p.m = g.m; p.n = g.n; p.k = g.k;
   p.c = src.c.get();
+  if (r.fp32_accumulate != src.c_fp32)
+    throw std::invalid_argument(r.fp32_accumulate ? "RecipeGemm: the recipe accumulates into FP32 but the output is BF16"
+                                                  : "RecipeGemm: the output is FP32 but the recipe writes BF16");
+  if (src.c_fp32) {  // accumulate into the FP32 main gradient
+    p.c_type = CUDA_R_32F;
+    p.beta = 1.f;
+  }
   p.fast_accum = r.fast_accum;
   if (r.precision == Precision::BF16) {
     p.l = {src.l.get(), CUDA_R_16BF, src.l_k_major, nullptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
@@ -291,12 +332,14 @@ RecipeGemm::RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, 
       p.alpha_device = alpha_.get<float>();
     }
   }
+  beta_ = p.beta;
   if (with_gemm) mm_ = std::make_unique<LtMatmul>(handle, p, workspace, kWorkspaceBytes, cache);
 }
 
 void RecipeGemm::update_alpha(cudaStream_t s) {
   if (!alpha_) return;
-  alpha_from_global_scales<<<1, 1, 0, s>>>(l_->global_scale_inv(), r_->global_scale_inv(), alpha_.get<float>());
+  alpha_from_global_scales<<<1, 1, 0, s>>>(l_->global_scale_inv(), r_->global_scale_inv(), alpha_.get<float>(),
+                                           beta_);
   GS_CUDA_LAUNCH();
 }
 
@@ -312,6 +355,10 @@ void RecipeGemm::autocast_step(cudaStream_t s) {
 void RecipeGemm::gemm_only(cudaStream_t s) { mm_->run(s); }  // callers built with_gemm
 
 void RecipeGemm::step(cudaStream_t s) {
+  if (external_quant_) {
+    mm_->run(s);
+    return;
+  }
   auto work = [&](QuantizedOperand* q, QuantizedOperand* sib, const OperandWork& w) {
     if (!q || w.work == QuantWork::None) return;
     if (w.work == QuantWork::Dual) q->quantize_dual(*sib, s, w.producer_amax);
@@ -326,6 +373,7 @@ void RecipeGemm::step(cudaStream_t s) {
 }
 
 int RecipeGemm::step_ops() const {
+  if (external_quant_) return 2;  // the matmul (cuBLASLt may add a split-K reduction kernel)
   auto work = [&](const QuantizedOperand* q, const QuantizedOperand* sib, const OperandWork& w) {
     if (!q || w.work == QuantWork::None) return 0;
     int n = q->quantize_ops(w.producer_amax) + q->after_gemm_ops();

@@ -13,6 +13,7 @@
 #include "core/recipe.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/gemm_lt.hpp"
+#include "cuda/quantize_multi.cuh"
 
 namespace gs::cuda {
 
@@ -20,10 +21,13 @@ namespace gs::cuda {
 struct GemmSources {
   int64_t m = 0, k = 0, n = 0;
   bool l_k_major = true, r_k_major = true;
-  DeviceBuffer l, r, c;  // l: [m,k] or [k,m]; r: [n,k] or [k,n]; c: [m,n]; all BF16
-  static GemmSources allocate(const Gemm& g);
-  bool matches(const Gemm& g) const {
-    return m == g.m && k == g.k && n == g.n && l_k_major == g.a.k_major && r_k_major == g.b.k_major;
+  DeviceBuffer l, r, c;  // l: [m,k] or [k,m]; r: [n,k] or [k,n]; c: [m,n]; BF16 (c: see c_fp32)
+  // c is an FP32 main gradient the GEMM accumulates into (FP32 C and D, beta = 1): Wgrad with
+  // RecipeOptions::wgrad_fp32_accumulate (core/recipe.hpp: wgrad_accumulates_fp32).
+  bool c_fp32 = false;
+  static GemmSources allocate(const Gemm& g, bool c_fp32 = false);
+  bool matches(const Gemm& g, bool fp32 = false) const {
+    return m == g.m && k == g.k && n == g.n && l_k_major == g.a.k_major && r_k_major == g.b.k_major && c_fp32 == fp32;
   }
 };
 
@@ -53,6 +57,11 @@ class QuantizedOperand {
   // Host copies for verification: the quantized bytes [outer*K] and the scales as the GEMM reads them.
   std::vector<uint8_t> data_host() const;
   std::vector<float> scales_host() const;
+  // This operand as one tensor of a multi-tensor launch (quantize_multi.cuh): the arguments its
+  // own quantize() passes (FP8 scalings only). With `other` (a Dual sibling), the fused dual
+  // cast of both copies, as quantize_dual() runs it.
+  QuantTensor tensor() const;
+  QuantTensor dual_tensor(const QuantizedOperand& other) const;
   // NVFP4: the device float 1/global_encode_scale that multiplies the GEMM result; else null.
   const float* global_scale_inv() const { return gscale_inv_ ? gscale_inv_.get<float>() : nullptr; }
   // Accuracy emulation: the dequantized operand [outer, K] in BF16 (exact for MXFP8/NVFP4
@@ -104,6 +113,11 @@ class RecipeGemm {
   // Prepares pre-quantized operands (for delayed scaling: enough rounds that the scale comes
   // from this data's amax history).
   void prequantize(cudaStream_t s);
+  // The grouped path quantizes every expert's operands in multi-tensor launches
+  // (grouped_quant.hpp): from then on step() runs the GEMM only (no quantization, no history step).
+  void quantize_externally() { external_quant_ = true; }
+  bool quantized_externally() const { return external_quant_; }
+  const OperandWork& work(Side side) const { return side == Side::Left ? wl_ : wr_; }
   const QuantizedOperand* l() const { return l_.get(); }
   const QuantizedOperand* r() const { return r_.get(); }
   // Dual operands' other-layout copies (null unless that operand's work is Dual).
@@ -119,6 +133,8 @@ class RecipeGemm {
   std::unique_ptr<QuantizedOperand> l_, r_;  // null for BF16
   std::unique_ptr<QuantizedOperand> l_sib_, r_sib_;  // Dual: the other-layout copies
   OperandWork wl_, wr_;
+  bool external_quant_ = false;
+  float beta_ = 0.f;  // 1: accumulating into an FP32 main gradient
   std::unique_ptr<LtMatmul> mm_;
 };
 

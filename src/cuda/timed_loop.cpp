@@ -35,6 +35,18 @@ struct Segment {
 
 }  // namespace
 
+std::optional<ClockSample> clock_mean(const std::vector<ClockSample>& samples) {
+  if (samples.empty()) return std::nullopt;
+  ClockSample m = samples.front();
+  double sum = 0;
+  for (const ClockSample& c : samples) {
+    sum += c.sm_mhz;
+    m.reasons |= c.reasons;
+  }
+  m.sm_mhz = static_cast<int>(sum / static_cast<double>(samples.size()) + 0.5);
+  return m;
+}
+
 LoopResult run_timed_loop(LaunchGate& gate, EventPool& events, cudaStream_t s, const LoopBody& body, int warmup,
                           int iters, const ClockProbe* probe, int chunk_ops) {
   if (iters < 1 || body.pieces < 1 || body.streams < 1 || !body.enqueue || !body.cost)
@@ -83,14 +95,20 @@ LoopResult run_timed_loop(LaunchGate& gate, EventPool& events, cudaStream_t s, c
     std::fill(used.begin(), used.end(), 0);
     chunk_pieces = seg_pieces = 0;
   };
+  // The clock is sampled at a quarter, half and three quarters of the timed iterations (a single
+  // mid-loop sample can catch a transient) and averaged (clock_mean).
+  const std::vector<int> sample_at = iters >= 4 ? std::vector<int>{iters / 4, iters / 2, 3 * iters / 4}
+                                                : std::vector<int>{iters / 2};
+  std::vector<ClockSample> samples;
   auto sample_clock = [&] {
-    if (probe && !out.clock) out.clock = probe->sample();
+    if (!probe) return;
+    if (auto c = probe->sample()) samples.push_back(*c);
   };
   open_chunk();
   std::vector<int> seg_count(static_cast<size_t>(iters), 0);
   for (int it = 0; it < iters; ++it) {
-    // Halfway: the GPU is busy with an earlier, released chunk (one-chunk loops sample below).
-    if (it == iters / 2 && out.chunks >= 2) sample_clock();
+    // The GPU is busy with an earlier, released chunk (one-chunk loops sample below).
+    if (out.chunks >= 2 && std::find(sample_at.begin(), sample_at.end(), it) != sample_at.end()) sample_clock();
     for (int p = 0; p < body.pieces; ++p) {
       const int st = body.stream_of(p);
       const int c = body.cost(p);
@@ -143,14 +161,17 @@ LoopResult run_timed_loop(LaunchGate& gate, EventPool& events, cudaStream_t s, c
     }
   }
   gate.release();
-  if (!out.clock && probe) {
-    // One chunk: the whole loop is queued; sample when half of it has run.
-    size_t mid = 0;
-    for (const Segment& g : segs)
-      if (g.iter == iters / 2) { mid = g.start; break; }
-    GS_CUDA(cudaEventSynchronize(events.at(mid)));
-    sample_clock();
+  if (samples.empty() && probe) {
+    // One chunk: the whole loop is queued; sample as it passes each point.
+    for (int at : sample_at)
+      for (const Segment& g : segs)
+        if (g.iter == at) {
+          GS_CUDA(cudaEventSynchronize(events.at(g.start)));
+          sample_clock();
+          break;
+        }
   }
+  out.clock = clock_mean(samples);
   GS_CUDA(cudaEventSynchronize(events.at(segs.back().end)));
   out.samples_ms.assign(static_cast<size_t>(iters), 0.0);
   for (const Segment& g : segs) {

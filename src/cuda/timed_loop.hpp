@@ -68,8 +68,12 @@ class EventPool {
   std::vector<cudaEvent_t> events_;
 };
 
+// The mean SM clock of several samples of one loop (reasons: any sample's); nullopt for none.
+std::optional<ClockSample> clock_mean(const std::vector<ClockSample>& samples);
+
 // Runs `warmup` iterations unmeasured, then `iters` timed iterations on `s` as described above.
-// `chunk_ops` is the per-stream budget (tests shrink it). The clock is sampled once, halfway.
+// `chunk_ops` is the per-stream budget (tests shrink it). The clock is sampled at a quarter, half
+// and three quarters of the timed iterations, and LoopResult::clock is their mean.
 LoopResult run_timed_loop(LaunchGate& gate, EventPool& events, cudaStream_t s, const LoopBody& body, int warmup,
                           int iters, const ClockProbe* probe, int chunk_ops = kChunkOps);
 

@@ -245,7 +245,9 @@ class KernelEngine : public test::FakeEngineBase {
     c.kernels.traced = true;
     c.kernels.trace_iters = 1;
     const bool fallback = p != Precision::BF16 && g.op == Op::MlpUp && g.pass == Pass::Fprop;
-    c.kernels.kernels = {stat(p == Precision::BF16 || fallback ? kBf16Nvjet : kFp8Fast, 900)};
+    // What the backend runs: the recipe's precision (the LM head is BF16 by design in every column).
+    const bool bf16 = make_recipe(p, g, RecipeOptions{}).precision == Precision::BF16;
+    c.kernels.kernels = {stat(bf16 || fallback ? kBf16Nvjet : kFp8Fast, 900)};
     AlgoRecord a;
     a.id = 7;
     c.kernels.algo = a;
@@ -291,6 +293,31 @@ TEST(KernelRecords, RunnerFlagsFallbacksInTextAndJson) {
   const RunResult b = from_json(j);
   EXPECT_EQ(b.gemm_options.num_sms, 66);
   EXPECT_EQ(to_json(b).dump(), j.dump());
+}
+
+// BF16-by-design cells (the LM head under --lm-head-precision bf16, the router) run BF16 kernels in
+// every column: never a fallback. The real fallback (MLP-up Fprop here) still is, once per column.
+TEST(KernelRecords, BF16ByDesignCellsAreNotFallbacks) {
+  KernelEngine e;
+  RunRequest req = model_request({Precision::BF16, Precision::FP8Current, Precision::FP8Block});
+  ModelConfig c = default_config();
+  c.vocab_size = 32000;
+  req.plan = build_model_plan(c);
+  RunResult r = run(e, req);
+  int flagged = 0, lm_head = 0;
+  for (const auto& n : r.notes)
+    if (n.find("KERNEL CHECK") != std::string::npos) {
+      ++flagged;
+      lm_head += n.find("LM Head") != std::string::npos || n.find("lm") != std::string::npos;
+    }
+  EXPECT_EQ(flagged, 2);  // MLP-up Fprop in FP8Current and FP8Block
+  EXPECT_EQ(lm_head, 0);
+  // With the LM head in the column's precision its BF16 kernel is a fallback again.
+  req.options.recipe.lm_head_bf16 = false;
+  r = run(e, req);
+  flagged = 0;
+  for (const auto& n : r.notes) flagged += n.find("KERNEL CHECK") != std::string::npos;
+  EXPECT_EQ(flagged, 2 + 2 * 3);  // + the LM head's three passes in both FP8 columns
 }
 
 TEST(KernelRecords, SearchRunSaysWhatItSearched) {

@@ -162,7 +162,12 @@ TEST(Roofline, HandComputedClassification) {
   EXPECT_NEAR(pt->roofline_ms, 1.09951e12 / 989.4e12 * 1e3, 1e-4);  // compute roof: 1.111 ms
   EXPECT_NEAR(*pt->achieved_tflops, 733.0, 0.1);
   EXPECT_NEAR(*pt->pct_peak, 74.09, 0.01);
-  EXPECT_NEAR(*pt->pct_peak_at_clock, 74.09 * 1830.0 / 1350.0, 0.02);  // 100.4%: the clock was capped
+  // 100.4% at the sampled clock: the sample is not the clock the cell ran at, so it is left out.
+  EXPECT_FALSE(pt->pct_peak_at_clock);
+  c.clock = ClockSample{1800, 1980, 4};
+  const auto pt2 = roofline_point(h100, big, Precision::BF16, Mode::PreQuantized, RecipeOptions{}, &c);
+  ASSERT_TRUE(pt2 && pt2->pct_peak_at_clock);
+  EXPECT_NEAR(*pt2->pct_peak_at_clock, 74.09 * 1830.0 / 1800.0, 0.02);
   // 16 tokens: the weight dominates the bytes, 16 FLOP/B: memory-bound, the roof is bytes / bandwidth.
   const Gemm skinny = gemm(16, 8192, 8192);
   const auto sk = roofline_point(h100, skinny, Precision::BF16, Mode::PreQuantized, RecipeOptions{}, nullptr);

@@ -61,6 +61,7 @@ TEST_P(RecipeGemmTest, MatchesReferenceOfItsOwnOperands) {
   if (gs::test::compute_capability() < min_compute_capability(c.precision)) GTEST_SKIP() << "needs a newer GPU";
   const Plan plan = small_model_plan();
   RecipeOptions opts;
+  opts.wgrad_fp32_accumulate = false;  // BF16 outputs, read as BF16 below (FP32 Wgrad: test_grouped_quant)
   LtContext lt;
   cublasLtHandle_t handle = lt.handle;
   DeviceBuffer& ws = lt.workspace;
@@ -124,6 +125,7 @@ TEST_P(SharedQuantizationTest, SameOutputAndSiblingsMatchTheirConsumers) {
   if (gs::test::compute_capability() < min_compute_capability(p)) GTEST_SKIP() << "needs a newer GPU";
   const Plan plan = small_model_plan();
   RecipeOptions opts;
+  opts.wgrad_fp32_accumulate = false;  // BF16 outputs, read as BF16 below (FP32 Wgrad: test_grouped_quant)
   LtContext lt;
   cublasLtHandle_t handle = lt.handle;
   DeviceBuffer& ws = lt.workspace;

@@ -82,6 +82,7 @@ TEST_P(GroupedRecipeTest, EveryExpertMatchesTheReferenceOfItsOwnOperands) {
   LtContext lt;
   LtAlgoCache cache;
   RecipeOptions opts;
+  opts.wgrad_fp32_accumulate = false;  // BF16 gradients: read as BF16 below (FP32: test_grouped_quant)
   auto src = GroupedSources::allocate(g, padded, 7, lt.stream);
   if (g.group_dim == GroupDim::M) GS_CUDA(cudaMemset(src->out.get(), 0xFF, src->out.bytes()));  // NaN until written
   // cudaMemset runs on the legacy stream, which the grouped GEMM's non-blocking streams do not
@@ -155,6 +156,7 @@ TEST(Grouped, SerialAndMultiStreamAreBitIdentical) {
   GS_REQUIRE_GPU();
   LtContext lt;
   RecipeOptions opts;
+  opts.wgrad_fp32_accumulate = false;  // BF16 gradients: read as BF16 below (FP32: test_grouped_quant)
   for (Precision p : {Precision::BF16, Precision::FP8Current, Precision::FP8Block})
     for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
       SCOPED_TRACE(std::string(to_string(p)) + " " + pass_label(pass));
@@ -280,6 +282,7 @@ TEST(TimedLoop, IterationsSplitAcrossChunksAreSummed) {
   GS_REQUIRE_GPU();
   LtContext lt;
   RecipeOptions opts;
+  opts.wgrad_fp32_accumulate = false;  // BF16 gradients: read as BF16 below (FP32: test_grouped_quant)
   const Gemm g = grouped_gemm(Pass::Fprop, skewed_group(64, 5), 512, 256);
   const auto padded = padded_group(g, Precision::BF16);
   auto src = GroupedSources::allocate(g, padded, 1, lt.stream);

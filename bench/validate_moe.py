@@ -1,0 +1,319 @@
+#!/usr/bin/env python3
+"""Validation: gemmscope's MoE-layer GEMM time against a PyTorch MoE training step.
+
+One expert-parallel rank's MoE layer is trained in PyTorch: the router (a BF16 linear over the
+rank's own tokens, softmax, top-k), the dispatch of the rows routed to the rank's experts (an index
+gather standing for the all-to-all's result), the experts (gated MLPs: up, SiLU x up, down), each
+run as its own F.linear, dealt round-robin over N CUDA streams as gemmscope's `--grouped streams:N`
+runs them (Transformer Engine's GroupedLinear on Hopper), the shared experts over the rank's tokens,
+and the weighted combine (index_add). Continuous steps for --seconds (steady state), then --steps
+profiled with torch.profiler; the GEMM kernels of one step are summed.
+
+The routing is drawn here (each token picks top_k distinct experts uniformly, over tokens x EP
+ranks), written as a counts file and handed to gemmscope (`--routing file:`), so both run the same
+rows per expert on the busiest rank. gemmscope measures the same layer (`--mode pre-quantized`: the
+GEMM kernels alone, as the PyTorch step's GEMM kernels are) and its MoE GEMMs are summed: router,
+experts, shared experts. PyTorch's autograd writes BF16 weight gradients (beta 0), so gemmscope runs
+with `--wgrad-output bf16` here (its default accumulates into an FP32 main gradient, as Megatron does).
+
+  BF16:      F.linear in BF16                                     vs gemmscope BF16
+  FP8Block:  torch._scaled_mm with 1x128 activation/gradient and 128x128 weight scales, E4M3, as
+             DeepSeek-V3 trains (Wgrad: 1x128 x 1x128), where this PyTorch build has it; otherwise
+             the row says which part PyTorch could not run       vs gemmscope FP8Block
+  Quantization kernels differ (PyTorch eager ops vs gemmscope's), so only GEMM kernels are compared.
+
+One command on a GPU node with PyTorch (not a CI test):
+
+  python3 bench/validate_moe.py --gemmscope build/gemmscope [--config deepseek-v3-ep8,qwen3-30b-a3b] [--json out.json]
+
+Exit status: 0 when every compared cell is within --bar (default 5%), 1 otherwise, 2 bad usage.
+"""
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+from validate_step import ClockSampler, classify
+
+CONFIGS = {
+    # DeepSeek-V3's MoE layer as one rank of 8-way expert parallelism sees it: 32 of 256 experts
+    # (gated FFN 2048), top-8, one shared expert, 4096 tokens per rank.
+    "deepseek-v3-ep8": dict(hidden=7168, ffn=2048, experts=256, top_k=8, shared=1, ep=8, tokens=4096, heads=128),
+    # Qwen3-30B-A3B's MoE layer on one GPU: 128 experts of 768 (gated), top-8, 4096 tokens.
+    "qwen3-30b-a3b": dict(hidden=2048, ffn=768, experts=128, top_k=8, shared=0, ep=1, tokens=4096, heads=32),
+}
+MOE_OPS = ("router", "expert_up", "expert_down", "shared_up", "shared_down")
+
+
+def draw_routing(c, seed):
+    """Counts per expert over the EP group (random: each token picks top_k distinct experts), the
+    busiest rank (the first with the most rows) and its experts' counts."""
+    rng = random.Random(seed)
+    E, k = c["experts"], c["top_k"]
+    counts = [0] * E
+    for _ in range(c["tokens"] * c["ep"]):
+        for e in rng.sample(range(E), k):
+            counts[e] += 1
+    local = E // c["ep"]
+    rank_rows = [sum(counts[r * local:(r + 1) * local]) for r in range(c["ep"])]
+    busiest = rank_rows.index(max(rank_rows))
+    return counts, busiest, counts[busiest * local:(busiest + 1) * local]
+
+
+def fp8_block_ops(torch):
+    """Block-scaled FP8 linear pieces on torch._scaled_mm (1x128 / 128x128 scales, E4M3)."""
+    F = torch.nn.functional
+    E4M3 = torch.float8_e4m3fn
+    fmax = torch.finfo(E4M3).max
+
+    def pad_to(t, rows, cols):
+        return F.pad(t, (0, cols - t.shape[1], 0, rows - t.shape[0])) if (rows, cols) != tuple(t.shape) else t
+
+    def up128(n):
+        return (n + 127) // 128 * 128
+
+    def q1x128(t):  # [M, K] -> q [M, K], scales [M, ceil(K/128)] with stride (1, M); partial blocks as zeros
+        M, K = t.shape
+        b = pad_to(t.float(), M, up128(K)).reshape(M, up128(K) // 128, 128)
+        amax = b.abs().amax(-1).clamp(min=1e-12)
+        s = fmax / amax
+        q = (b * s.unsqueeze(-1)).clamp(-fmax, fmax).to(E4M3).reshape(M, up128(K))[:, :K].contiguous()
+        return q, (1.0 / s).t().contiguous().t()
+
+    def q128x128(w):  # [N, K] -> q [N, K], scales [ceil(N/128), ceil(K/128)] row-major
+        N, K = w.shape
+        b = pad_to(w.float(), up128(N), up128(K)).reshape(up128(N) // 128, 128, up128(K) // 128, 128)
+        amax = b.abs().amax(dim=(1, 3)).clamp(min=1e-12)
+        s = fmax / amax
+        q = (b * s[:, None, :, None]).clamp(-fmax, fmax).to(E4M3).reshape(up128(N), up128(K))[:N, :K].contiguous()
+        return q, (1.0 / s).contiguous()
+
+    def mm(a, sa, bt, sbt):
+        """a [M,K] (1x128 scales sa [M,K/128] col-major); bt [N,K] with scales sbt (1x128 [N,K/128] col-major
+        or 128x128 [N/128,K/128] row-major). Returns a . bt^T in BF16."""
+        return torch._scaled_mm(a, bt.t(), scale_a=sa, scale_b=sbt.t(), out_dtype=torch.bfloat16)
+
+    class Fn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            xq, xs = q1x128(x)
+            wq, ws = q128x128(w)
+            ctx.save_for_backward(x, w)
+            return mm(xq, xs, wq, ws)
+
+        @staticmethod
+        def backward(ctx, dy):
+            x, w = ctx.saved_tensors
+            dyq, dys = q1x128(dy)
+            wtq, wts = q128x128(w.t().contiguous())  # Dgrad: dX = dY . W, W^T's tiles
+            dx = mm(dyq, dys, wtq, wts)
+            dytq, dyts = q1x128(dy.t().contiguous())  # Wgrad: dW = dY^T . X, 1x128 along tokens
+            xtq, xts = q1x128(x.t().contiguous())
+            dw = mm(dytq, dyts, xtq, xts)
+            return dx, dw
+
+    return Fn
+
+
+def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, trace_dir):
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    dev, bf = "cuda", torch.bfloat16
+    h, f, T, E = c["hidden"], c["ffn"], c["tokens"], c["experts"]
+    n_local = len(local_counts)
+    # FP8: each expert's rows padded to 16, as Megatron's Fp8Padding and gemmscope pad them.
+    align = 16 if precision != "BF16" else 1
+    local_counts = [(n + align - 1) // align * align for n in local_counts]
+    R = sum(local_counts)
+    lin = F.linear
+    if precision == "FP8Block":
+        Fn = fp8_block_ops(torch)
+        lin = Fn.apply
+    w_router = (torch.randn(E, h, device=dev, dtype=bf) * 0.02).requires_grad_()
+    w_up = [(torch.randn(2 * f, h, device=dev, dtype=bf) * 0.02).requires_grad_() for _ in range(n_local)]
+    w_down = [(torch.randn(h, f, device=dev, dtype=bf) * 0.02).requires_grad_() for _ in range(n_local)]
+    w_sup = [(torch.randn(2 * f, h, device=dev, dtype=bf) * 0.02).requires_grad_() for _ in range(c["shared"])]
+    w_sdown = [(torch.randn(h, f, device=dev, dtype=bf) * 0.02).requires_grad_() for _ in range(c["shared"])]
+    x_own = torch.randn(T, h, device=dev, dtype=bf, requires_grad=True)
+    x_recv = torch.randn(R, h, device=dev, dtype=bf, requires_grad=True)  # the all-to-all's result
+    perm = torch.randperm(R, device=dev)  # rows arrive unsorted: dispatch gathers them by expert
+    gate = torch.rand(R, 1, device=dev, dtype=bf)
+    dy_own = torch.randn(T, h, device=dev, dtype=bf)
+    dy_recv = torch.randn(R, h, device=dev, dtype=bf)
+    side = [torch.cuda.Stream() for _ in range(streams)]
+    offs = [0]
+    for n in local_counts:
+        offs.append(offs[-1] + n)
+    params = [w_router, x_own, x_recv] + w_up + w_down + w_sup + w_sdown
+
+    def expert(xe, wu, wd):
+        g, u = lin(xe, wu).chunk(2, dim=-1)
+        return lin(F.silu(g) * u, wd)
+
+    def step():
+        for p in params:
+            p.grad = None
+        logits = F.linear(x_own, w_router)  # the router: BF16 in every recipe
+        probs = torch.softmax(logits.float(), dim=-1)
+        topv, _ = probs.topk(c["top_k"], dim=-1)
+        xd = x_recv[perm]  # dispatch by index
+        main = torch.cuda.current_stream()
+        outs = [None] * n_local
+        for s in side:
+            s.wait_stream(main)
+        for e in range(n_local):
+            if local_counts[e] == 0:
+                continue
+            s = side[e % streams]
+            with torch.cuda.stream(s):
+                outs[e] = expert(xd[offs[e]:offs[e + 1]], w_up[e], w_down[e])
+        for s in side:
+            main.wait_stream(s)
+        y = torch.cat([o for o in outs if o is not None]) * gate
+        combined = torch.zeros_like(x_recv).index_add(0, perm, y)  # combine
+        shared = sum(expert(x_own, w_sup[i], w_sdown[i]) for i in range(c["shared"])) if c["shared"] else 0
+        loss = (combined * dy_recv).sum() + ((shared + x_own) * dy_own).sum() + topv.sum()
+        loss.backward()
+
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    t0, n_warm = time.time(), 0
+    while time.time() - t0 < seconds:
+        step()
+        n_warm += 1
+        if n_warm % 10 == 0:
+            torch.cuda.synchronize()
+    from torch.profiler import ProfilerActivity, profile
+    with ClockSampler(torch.cuda.current_device()) as clocks, profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step()
+        torch.cuda.synchronize()
+    path = os.path.join(trace_dir, f"moe_{precision}_{os.getpid()}_{time.time_ns()}.json")
+    prof.export_chrome_trace(path)
+    with open(path) as fh:
+        trace = json.load(fh)
+    os.unlink(path)
+    sums, names = {"gemm": 0.0, "attention": 0.0, "other": 0.0}, {}
+    for ev in trace.get("traceEvents", []):
+        if ev.get("cat") != "kernel" or "dur" not in ev:
+            continue
+        cls = classify(ev.get("name", ""))
+        sums[cls] += ev["dur"]
+        if cls == "gemm":
+            names[ev["name"]] = names.get(ev["name"], 0) + 1
+    out = {k: v / 1000.0 / steps for k, v in sums.items()}
+    out["sm_mhz"] = clocks.mean()
+    out["warm_steps"] = n_warm
+    out["gemm_kernels"] = names
+    return out
+
+
+def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "r.json")
+        cmd = [binary, "--hidden_size", str(c["hidden"]), "--intermediate_size", str(2 * c["ffn"]),
+               "--num_attention_heads", str(c["heads"]), "--num_hidden_layers", "1", "--gated-mlp",
+               "--num-experts", str(c["experts"]), "--top-k", str(c["top_k"]),
+               "--moe-intermediate-size", str(c["ffn"]), "--shared-experts", str(c["shared"]),
+               "--expert-parallel", str(c["ep"]), "--routing", "file:" + counts_path,
+               "--micro_batch_size", "1", "--sequence_length", str(c["tokens"]),
+               "--grouped", f"streams:{streams}", "--precisions", ",".join(precisions),
+               "--mode", "pre-quantized", "--wgrad-output", "bf16", "-q", "--json", out] + extra
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        with open(out) as fh:
+            r = json.load(fh)
+    mode = list(r["gemms"][0]["results"].keys())[0]
+    totals, missing = {}, {}
+    for p in precisions:
+        t, miss = 0.0, []
+        for g in r["gemms"]:
+            if g.get("op") not in MOE_OPS:
+                continue
+            cell = g["results"][mode][p]
+            if cell.get("status") == "ok":
+                t += cell["mean_ms"]
+            else:
+                miss.append(f"{g['pass']} {g['op']}: {cell.get('reason', cell.get('status'))}")
+        totals[p], missing[p] = t, miss
+    return totals, missing
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--gemmscope", default="build/gemmscope")
+    ap.add_argument("--config", default="deepseek-v3-ep8,qwen3-30b-a3b", help="comma list of: " + ", ".join(CONFIGS))
+    ap.add_argument("--seconds", type=float, default=10.0, help="continuous steps before profiling (>= 5)")
+    ap.add_argument("--steps", type=int, default=20, help="profiled steps")
+    ap.add_argument("--streams", type=int, default=4, help="expert streams on both sides (gemmscope --grouped streams:N)")
+    ap.add_argument("--bar", type=float, default=5.0, help="allowed |gemmscope/PyTorch - 1| in percent")
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--json")
+    ap.add_argument("--gemmscope-args", default="")
+    a = ap.parse_args()
+    names = [n.strip() for n in a.config.split(",") if n.strip()]
+    bad = [n for n in names if n not in CONFIGS]
+    if bad or a.seconds < 5 or a.streams < 1 or not os.access(a.gemmscope, os.X_OK):
+        print(f"validate_moe: bad usage (configs {bad or 'ok'}, --seconds >= 5, --streams >= 1, "
+              f"executable --gemmscope)", file=sys.stderr)
+        return 2
+    import torch
+    if not torch.cuda.is_available():
+        print("validate_moe: no CUDA GPU visible to PyTorch", file=sys.stderr)
+        return 2
+    dev = torch.cuda.get_device_name()
+    print(f"device: {dev}; torch {torch.__version__}; {a.seconds:g} s of continuous steps, then {a.steps} profiled; "
+          f"experts over {a.streams} streams on both sides", flush=True)
+    rows, ok_all = [], True
+    with tempfile.TemporaryDirectory() as d:
+        for n in names:
+            c = CONFIGS[n]
+            counts, busiest, local = draw_routing(c, a.seed)
+            path = os.path.join(d, f"{n}_counts.json")
+            with open(path, "w") as fh:
+                json.dump(counts, fh)
+            precs = ["BF16", "FP8Block"]
+            gs, missing = gemmscope_moe(a.gemmscope, c, path, precs, a.streams, a.gemmscope_args.split())
+            for p in precs:
+                try:
+                    t = torch_moe_step(torch, c, local, p, a.streams, a.seconds, a.steps, d)
+                except Exception as e:  # e.g. no block-scaled _scaled_mm in this PyTorch build
+                    msg = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+                    print(f"  {n:<16} {p:<9} PyTorch step could not run: {msg}", flush=True)
+                    rows.append({"config": n, "precision": p, "compared": False, "why": msg})
+                    continue
+                g = gs[p]
+                err = (g / t["gemm"] - 1.0) * 100.0 if t["gemm"] > 0 else float("nan")
+                ok = abs(err) <= a.bar and not missing[p]
+                ok_all &= ok
+                rows.append({"config": n, "precision": p, "compared": True, "torch_gemm_ms": t["gemm"],
+                             "torch_other_ms": t["other"], "torch_sm_mhz": t["sm_mhz"], "gemmscope_ms": g,
+                             "error_pct": err, "pass": ok, "gemmscope_na": missing[p], "local_experts": len(local),
+                             "busiest_rank": busiest, "rows": sum(local), "empty_experts": local.count(0),
+                             "warm_steps": t["warm_steps"], "torch_gemm_kernels": t["gemm_kernels"]})
+                print(f"  {n:<16} {p:<9} {len(local)} experts, {sum(local)} rows: PyTorch GEMM kernels "
+                      f"{t['gemm']:8.3f} ms/step | gemmscope {g:8.3f} ms ({err:+6.2f}%) {'PASS' if ok else 'FAIL'}"
+                      f"{' (gemmscope N/A: ' + '; '.join(missing[p]) + ')' if missing[p] else ''}", flush=True)
+    print()
+    print("| config | precision | experts on the rank | rows | PyTorch step: GEMM kernels (ms) | gemmscope (ms) | error |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        if r["compared"]:
+            print(f"| {r['config']} | {r['precision']} | {r['local_experts']} | {r['rows']} | {r['torch_gemm_ms']:.3f} | "
+                  f"{r['gemmscope_ms']:.3f} | {r['error_pct']:+.1f}% |")
+        else:
+            print(f"| {r['config']} | {r['precision']} | | | not run: {r['why']} | | |")
+    compared = [r for r in rows if r["compared"]]
+    print(f"\n{dev}: {sum(r['pass'] for r in compared)} of {len(compared)} compared cells within ±{a.bar:g}%")
+    if a.json:
+        with open(a.json, "w") as fh:
+            json.dump({"device": dev, "torch": torch.__version__, "bar_pct": a.bar, "rows": rows}, fh, indent=1)
+    return 0 if ok_all and compared else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,293 @@
+// Multi-tensor launches of the FP8 quantization bodies (quantize_multi.cuh). A block finds its
+// tensor by a binary search over the tensors' first blocks, then runs the single-tensor body on
+// its block index within that tensor's slice of the grid.
+#include "cuda/quantize_multi.cuh"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/quantize_kernels.cuh"
+
+namespace gs::cuda {
+namespace {
+
+using namespace qc;
+using namespace qk;
+
+// A tensor as the kernels read it (device table).
+struct MqTask {
+  const __nv_bfloat16* x;
+  int rows, cols;
+  uint8_t* q;
+  float* scale_inv;
+  uint8_t* q_row;
+  float* scale_row;
+  const float* src;  // current: the amax; delayed: the scale
+  float* history;
+  int* pos;
+  int hist_len;
+  float* scale;       // delayed update: the scale it writes
+  uint32_t* partial;  // amax: partial maxima
+  float* amax;
+  int np;             // amax: partial count
+  unsigned begin, blocks;
+};
+
+__device__ __forceinline__ MqTask task_of(const MqTask* tasks, int n, unsigned b) {
+  int lo = 0, hi = n - 1;  // the last task whose first block is <= b
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (tasks[mid].begin <= b) lo = mid;
+    else hi = mid - 1;
+  }
+  return tasks[lo];
+}
+
+__global__ void __launch_bounds__(kAmaxThreads) multi_amax_partial_kernel(const MqTask* tasks, int n) {
+  const MqTask t = task_of(tasks, n, blockIdx.x);
+  amax_partial_body(t.x, size_t(t.rows) * size_t(t.cols), t.partial, blockIdx.x - t.begin, t.blocks);
+}
+
+__global__ void __launch_bounds__(kFinalThreads) multi_amax_final_kernel(const MqTask* tasks) {
+  const MqTask t = tasks[blockIdx.x];
+  amax_final_body(t.partial, t.np, t.amax, 0, 1);
+}
+
+template <Fp8Kind K, bool kDelayed>
+__global__ void __launch_bounds__(kThreads) multi_cast_rowwise_kernel(const MqTask* tasks, int n) {
+  const MqTask t = task_of(tasks, n, blockIdx.x);
+  cast_rowwise_body<K, kDelayed>(reinterpret_cast<const uint4*>(t.x), size_t(t.rows) * size_t(t.cols) / 8, t.src, t.q,
+                                 t.scale_inv, t.history, t.pos, blockIdx.x - t.begin, t.blocks);
+}
+
+template <Fp8Kind K, int kMode, int kH, bool kVec, bool kDual>
+__global__ void __launch_bounds__(kThreads) multi_transpose_kernel(const MqTask* tasks, int n, bool pow2) {
+  const MqTask t = task_of(tasks, n, blockIdx.x);
+  transpose_body<K, kMode, kH, kVec, kDual>(t.x, t.rows, t.cols, t.src, t.q, t.scale_inv, t.history, t.pos, t.q_row,
+                                            t.scale_row, pow2, blockIdx.x - t.begin, t.blocks);
+}
+
+template <Fp8Kind K, int kU>
+__global__ void __launch_bounds__(kThreads) multi_block1x128_rowwise_kernel(const MqTask* tasks, int n, bool pow2) {
+  const MqTask t = task_of(tasks, n, blockIdx.x);
+  block1x128_rowwise_body<K, kU>(t.x, t.rows, t.cols, t.q, t.scale_inv, pow2, blockIdx.x - t.begin, t.blocks);
+}
+
+template <Fp8Kind K>
+__global__ void __launch_bounds__(kThreads) multi_block128_rowwise_kernel(const MqTask* tasks, int n, bool pow2) {
+  const MqTask t = task_of(tasks, n, blockIdx.x);
+  block128_rowwise_body<K>(t.x, t.rows, t.cols, t.q, t.scale_inv, pow2, blockIdx.x - t.begin, t.blocks);
+}
+
+__global__ void __launch_bounds__(kFinalThreads) multi_delayed_update_kernel(const MqTask* tasks, float fmax) {
+  const MqTask t = tasks[blockIdx.x];
+  delayed_update_body(t.history, t.hist_len, t.pos, fmax, t.scale, 0, 1);
+}
+
+constexpr int kB1Units = 4;  // units per half-warp of the 1x128 rowwise body, as quantize.cu launches it
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument("multi-tensor quantization: " + what);
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// The transposed kernels' tile width (source columns) for an op.
+int tile_halves(MultiQuantOp op, bool dual) {
+  if (op == MultiQuantOp::Block128x128) return 2;
+  if (dual && op == MultiQuantOp::Block1x128) return 2;
+  return 1;
+}
+
+// Does the op run the transposed (tiled) kernel for this tensor?
+bool tiled(MultiQuantOp op, bool dual, const QuantTensor& t) {
+  if (op == MultiQuantOp::Amax || op == MultiQuantOp::DelayedUpdate) return false;
+  return dual || t.transpose;
+}
+
+long long blocks_for(MultiQuantOp op, bool dual, const QuantTensor& t) {
+  const long long rows = t.rows, cols = t.cols;
+  switch (op) {
+    case MultiQuantOp::Amax: {
+      const size_t n = size_t(rows) * size_t(cols);
+      return (long long)std::min<size_t>(amax_blocks_needed(n),
+                                         size_t(device_blocks(reinterpret_cast<const void*>(multi_amax_partial_kernel),
+                                                              kAmaxThreads)));
+    }
+    case MultiQuantOp::DelayedUpdate: return 1;
+    default: break;
+  }
+  if (tiled(op, dual, t)) {
+    const int w = 64 * tile_halves(op, dual);
+    return ((rows + 127) / 128) * ((cols + w - 1) / w);
+  }
+  switch (op) {
+    case MultiQuantOp::CastCurrent:
+    case MultiQuantOp::CastDelayed: {
+      const long long nchunks = rows * cols / 8;
+      const long long work = (nchunks / 64 * 32 + kThreads - 1) / kThreads + 1;
+      const long long cap = device_blocks(reinterpret_cast<const void*>(multi_cast_rowwise_kernel<Fp8Kind::E4M3, false>),
+                                          kThreads);
+      return std::max<long long>(1, std::min(work, cap));
+    }
+    case MultiQuantOp::Block1x128: {
+      const long long units = rows * ((cols + 127) / 128);
+      const long long groups = (units + 2 * kB1Units - 1) / (2 * kB1Units);
+      return std::max<long long>(1, (groups + kThreads / 32 - 1) / (kThreads / 32));
+    }
+    case MultiQuantOp::Block128x128: return std::max<long long>(1, ((rows + 127) / 128) * ((cols + 127) / 128));
+    default: return 1;
+  }
+}
+
+template <Fp8Kind K, int kMode, int kH, bool kDual>
+void launch_tiled(unsigned grid, const MqTask* tab, int n, bool vec, bool pow2, cudaStream_t s) {
+  if (vec) multi_transpose_kernel<K, kMode, kH, true, kDual><<<grid, kThreads, 0, s>>>(tab, n, pow2);
+  else multi_transpose_kernel<K, kMode, kH, false, kDual><<<grid, kThreads, 0, s>>>(tab, n, pow2);
+}
+
+// Transposed-kernel modes of quantize_kernels.cuh.
+constexpr int kCur = 0, kDel = 1, kB1 = 2, kB128 = 3;
+
+template <Fp8Kind K>
+void launch_group(MultiQuantOp op, bool dual, bool pow2, bool transpose, bool vec, unsigned grid, const MqTask* tab,
+                  int n, cudaStream_t s) {
+  const bool tile = dual || transpose;
+  switch (op) {
+    case MultiQuantOp::CastCurrent:
+      if (dual) launch_tiled<K, kCur, 1, true>(grid, tab, n, vec, pow2, s);
+      else if (tile) launch_tiled<K, kCur, 1, false>(grid, tab, n, vec, pow2, s);
+      else multi_cast_rowwise_kernel<K, false><<<grid, kThreads, 0, s>>>(tab, n);
+      break;
+    case MultiQuantOp::CastDelayed:
+      if (dual) launch_tiled<K, kDel, 1, true>(grid, tab, n, vec, pow2, s);
+      else if (tile) launch_tiled<K, kDel, 1, false>(grid, tab, n, vec, pow2, s);
+      else multi_cast_rowwise_kernel<K, true><<<grid, kThreads, 0, s>>>(tab, n);
+      break;
+    case MultiQuantOp::Block1x128:
+      if (dual) launch_tiled<K, kB1, 2, true>(grid, tab, n, vec, pow2, s);
+      else if (tile) launch_tiled<K, kB1, 1, false>(grid, tab, n, vec, pow2, s);
+      else multi_block1x128_rowwise_kernel<K, kB1Units><<<grid, kThreads, 0, s>>>(tab, n, pow2);
+      break;
+    case MultiQuantOp::Block128x128:
+      if (dual) launch_tiled<K, kB128, 2, true>(grid, tab, n, vec, pow2, s);
+      else if (tile) launch_tiled<K, kB128, 2, false>(grid, tab, n, vec, pow2, s);
+      else multi_block128_rowwise_kernel<K><<<grid, kThreads, 0, s>>>(tab, n, pow2);
+      break;
+    default: throw std::logic_error("launch_group: not a cast");
+  }
+}
+
+}  // namespace
+
+const char* to_string(MultiQuantOp op) {
+  switch (op) {
+    case MultiQuantOp::Amax: return "amax";
+    case MultiQuantOp::CastCurrent: return "cast (current scaling)";
+    case MultiQuantOp::CastDelayed: return "cast (delayed scaling)";
+    case MultiQuantOp::Block1x128: return "1x128 block cast";
+    case MultiQuantOp::Block128x128: return "128x128 block cast";
+    case MultiQuantOp::DelayedUpdate: return "delayed-scaling update";
+  }
+  return "?";
+}
+
+MultiQuant::MultiQuant(MultiQuantOp op, Fp8Kind kind, bool dual, bool pow2, std::vector<QuantTensor> tensors)
+    : op_(op), kind_(kind), dual_(dual), pow2_(pow2) {
+  const bool casts = op != MultiQuantOp::Amax && op != MultiQuantOp::DelayedUpdate;
+  std::vector<QuantTensor> keep;
+  for (const QuantTensor& t : tensors) {
+    require(t.rows >= 0 && t.cols >= 0, "negative dimension");
+    if (op == MultiQuantOp::DelayedUpdate) {
+      require(t.history && t.pos && t.scale && t.hist_len >= 1, "delayed update needs history, position and scale");
+      keep.push_back(t);
+      continue;
+    }
+    if (size_t(t.rows) * size_t(t.cols) == 0) continue;
+    require(t.x != nullptr && aligned16(t.x), "source must be non-null and 16-byte aligned");
+    require(t.cols % 8 == 0, "cols must be a multiple of 8, got " + std::to_string(t.cols));
+    if (op == MultiQuantOp::Amax) {
+      require(t.amax && t.amax_ws, "amax needs an output and a workspace");
+    } else {
+      require(t.q && aligned16(t.q) && t.scale_inv, "cast needs a 16-byte aligned output and scales");
+      if (dual) require(t.q_row && aligned16(t.q_row) && t.scale_row, "dual cast needs the source-layout copy");
+      if (op == MultiQuantOp::CastCurrent) require(t.amax != nullptr, "current scaling needs the amax");
+      if (op == MultiQuantOp::CastDelayed) require(t.scale && t.history && t.pos, "delayed scaling needs its state");
+    }
+    keep.push_back(t);
+  }
+  count_ = static_cast<int>(keep.size());
+  // One launch per kernel instantiation: (tiled, rows 16-aligned) for casts, one for the rest.
+  for (int key = 0; key < 4; ++key) {
+    const bool transpose = key & 1, vec = !(key & 2);
+    std::vector<MqTask> tab;
+    unsigned next = 0;
+    for (const QuantTensor& t : keep) {
+      if (casts && (tiled(op, dual, t) != transpose || (transpose && (t.rows % 16 == 0) != vec))) continue;
+      if (!casts && key != 0) continue;
+      const long long b = blocks_for(op, dual, t);
+      require((long long)next + b < (1ll << 31), "too many blocks");
+      MqTask m{};
+      m.x = t.x;
+      m.rows = t.rows;
+      m.cols = t.cols;
+      m.q = t.q;
+      m.scale_inv = t.scale_inv;
+      m.q_row = t.q_row;
+      m.scale_row = t.scale_row;
+      m.src = op == MultiQuantOp::CastDelayed ? t.scale : t.amax;
+      m.history = t.history;
+      m.pos = t.pos;
+      m.hist_len = t.hist_len;
+      m.scale = t.scale;
+      m.partial = static_cast<uint32_t*>(t.amax_ws);
+      m.amax = t.amax;
+      m.np = static_cast<int>(b);
+      m.begin = next;
+      m.blocks = static_cast<unsigned>(b);
+      next += static_cast<unsigned>(b);
+      tab.push_back(m);
+    }
+    if (tab.empty()) continue;
+    Group g;
+    g.count = static_cast<int>(tab.size());
+    g.blocks = next;
+    g.transpose = transpose;
+    g.vec = vec;
+    g.table = DeviceBuffer(tab.size() * sizeof(MqTask));
+    GS_CUDA(cudaMemcpy(g.table.get(), tab.data(), g.table.bytes(), cudaMemcpyHostToDevice));
+    groups_.push_back(std::move(g));
+  }
+}
+
+int MultiQuant::launches() const {
+  const int per = op_ == MultiQuantOp::Amax ? 2 : 1;
+  return per * static_cast<int>(groups_.size());
+}
+
+void MultiQuant::launch(cudaStream_t s) const {
+  for (const Group& g : groups_) {
+    const auto* tab = g.table.get<MqTask>();
+    switch (op_) {
+      case MultiQuantOp::Amax:
+        multi_amax_partial_kernel<<<g.blocks, kAmaxThreads, 0, s>>>(tab, g.count);
+        GS_CUDA_LAUNCH();
+        multi_amax_final_kernel<<<g.count, kFinalThreads, 0, s>>>(tab);
+        break;
+      case MultiQuantOp::DelayedUpdate:
+        multi_delayed_update_kernel<<<g.count, kFinalThreads, 0, s>>>(tab, fp8_max(kind_));
+        break;
+      default:
+        if (kind_ == Fp8Kind::E4M3)
+          launch_group<Fp8Kind::E4M3>(op_, dual_, pow2_, g.transpose, g.vec, g.blocks, tab, g.count, s);
+        else
+          launch_group<Fp8Kind::E5M2>(op_, dual_, pow2_, g.transpose, g.vec, g.blocks, tab, g.count, s);
+        break;
+    }
+    GS_CUDA_LAUNCH();
+  }
+}
+
+}  // namespace gs::cuda

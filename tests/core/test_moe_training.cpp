@@ -1,0 +1,154 @@
+// MoE and Wgrad as training runs them (no GPU): FP32 main-gradient accumulation in the recipe and
+// the traffic model, the quantization launches of fused vs per-expert grouped quantization, the
+// presets' published or typical expert-parallel layout, the flags and their JSON round trip, and
+// what the report header says.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/grouped.hpp"
+#include "core/model_config.hpp"
+#include "core/modes.hpp"
+#include "core/plan.hpp"
+#include "core/recipe.hpp"
+#include "core/report.hpp"
+#include "test_util.hpp"
+
+using namespace gs;
+using gs::test::run_gemmscope;
+using gs::test::scratch_dir;
+
+namespace {
+
+Gemm grouped(Pass pass, std::vector<int64_t> group, int64_t hidden = 256, int64_t ffn = 384) {
+  int64_t t = 0;
+  for (int64_t s : group) t += s;
+  Gemm g{};
+  switch (pass) {
+    case Pass::Fprop: g = {Pass::Fprop, Op::ExpertUp, Scope::MoeLayer, t, hidden, ffn, {Role::Activation, true}, {Role::Weight, true}}; break;
+    case Pass::Dgrad: g = {Pass::Dgrad, Op::ExpertUp, Scope::MoeLayer, t, ffn, hidden, {Role::Grad, true}, {Role::Weight, false}}; break;
+    default: g = {Pass::Wgrad, Op::ExpertUp, Scope::MoeLayer, hidden, t, ffn, {Role::Activation, false}, {Role::Grad, false}}; break;
+  }
+  g.group_dim = pass == Pass::Wgrad ? GroupDim::K : GroupDim::M;
+  g.group = std::move(group);
+  return g;
+}
+
+}  // namespace
+
+TEST(WgradOutput, RecipeAccumulatesIntoFp32ExceptTheRouter) {
+  RecipeOptions o;
+  const Gemm w = grouped(Pass::Wgrad, {16, 0, 32});
+  for (Precision p : kAllPrecisions) EXPECT_TRUE(make_recipe(p, w, o).fp32_accumulate) << to_string(p);
+  EXPECT_FALSE(make_recipe(Precision::FP8Current, grouped(Pass::Fprop, {16, 0, 32}), o).fp32_accumulate);
+  Gemm router = w;
+  router.op = Op::Router;
+  router.group_dim = GroupDim::None;
+  router.group.clear();
+  EXPECT_FALSE(make_recipe(Precision::FP8Current, router, o).fp32_accumulate);
+  o.wgrad_fp32_accumulate = false;
+  EXPECT_FALSE(make_recipe(Precision::FP8Current, w, o).fp32_accumulate);
+}
+
+TEST(WgradOutput, TrafficReadsAndWritesTheFp32GradientOfExpertsWithRows) {
+  RecipeOptions o;
+  const Gemm w = grouped(Pass::Wgrad, {16, 0, 32, 0});  // m = 256, n = 384, two experts with rows
+  const double mn = 256.0 * 384.0;
+  o.wgrad_fp32_accumulate = false;
+  const ByteCount bf16 = byte_count(make_recipe(Precision::BF16, w, o), w);
+  o.wgrad_fp32_accumulate = true;
+  const ByteCount fp32 = byte_count(make_recipe(Precision::BF16, w, o), w);
+  // BF16: every expert's gradient written (empty ones zeroed); FP32: read + written, experts with rows only.
+  EXPECT_DOUBLE_EQ(fp32.gemm - bf16.gemm, 2 * mn * 8 - 4 * mn * 2);
+  // A dense Wgrad: 8 bytes per weight element instead of 2.
+  const Gemm d{Pass::Wgrad, Op::MlpUp, Scope::Layer, 256, 4096, 384, {Role::Activation, false}, {Role::Grad, false}};
+  o.wgrad_fp32_accumulate = false;
+  const double b = byte_count(make_recipe(Precision::FP8Current, d, o), d).gemm;
+  o.wgrad_fp32_accumulate = true;
+  EXPECT_DOUBLE_EQ(byte_count(make_recipe(Precision::FP8Current, d, o), d).gemm - b, mn * 6);
+}
+
+TEST(GroupedQuant, FusedLaunchesDoNotGrowWithTheExpertCount) {
+  RecipeOptions o;
+  for (int experts : {8, 256}) {
+    std::vector<int64_t> group(static_cast<size_t>(experts), 32);
+    group[0] = 0;  // an empty expert quantizes nothing
+    const Gemm g = grouped(Pass::Fprop, group);
+    for (Precision p : {Precision::FP8Current, Precision::FP8Delayed, Precision::FP8Block}) {
+      SCOPED_TRACE(std::string(to_string(p)) + " " + std::to_string(experts));
+      const Recipe r = make_recipe(p, g, o);
+      o.producer_amax = false;
+      const OperandWork a = operand_work(Mode::AutocastShared, g, Side::Left, r, o);
+      const OperandWork b = operand_work(Mode::AutocastShared, g, Side::Right, r, o);
+      // Training mode, Fprop: X and W, each a dual cast (+ amax 2 for current, + update 1 for delayed).
+      const int64_t per = p == Precision::FP8Current ? 6 : p == Precision::FP8Delayed ? 4 : 2;
+      EXPECT_EQ(grouped_quant_launches(r, g, a, b, true), per);
+      EXPECT_EQ(grouped_quant_launches(r, g, a, b, false), per * (experts - 1));
+      // Pre-quantized: nothing in the timed region.
+      EXPECT_EQ(grouped_quant_launches(r, g, operand_work(Mode::PreQuantized, g, Side::Left, r, o),
+                                       operand_work(Mode::PreQuantized, g, Side::Right, r, o), true),
+                0);
+    }
+  }
+  EXPECT_FALSE(grouped_quant_fusable(make_recipe(Precision::BF16, grouped(Pass::Fprop, {16}), o)));
+  EXPECT_FALSE(grouped_quant_fusable(make_recipe(Precision::MXFP8, grouped(Pass::Fprop, {32}), o)));
+  EXPECT_FALSE(grouped_quant_fusable(make_recipe(Precision::NVFP4, grouped(Pass::Fprop, {32}), o)));
+}
+
+TEST(MoePresets, CarryTheirTrainingLayoutAndItsSource) {
+  const ModelConfig v3 = find_preset("deepseek-v3").config;
+  EXPECT_EQ(v3.moe.expert_parallel, 64);
+  EXPECT_NE(v3.moe.parallel_source.find("published"), std::string::npos);
+  EXPECT_NE(v3.moe.parallel_source.find("technical report"), std::string::npos);
+  for (const char* name : {"mixtral-8x7b", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b"}) {
+    const ModelConfig c = find_preset(name).config;
+    EXPECT_EQ(c.moe.expert_parallel, 8) << name;
+    EXPECT_NE(c.moe.parallel_source.find("typical"), std::string::npos) << name;
+    EXPECT_EQ(c.moe.num_experts % c.moe.expert_parallel, 0) << name;
+  }
+  // The busiest of 64 ranks holds 4 of the 256 experts.
+  const Plan p = build_model_plan(v3);
+  for (const Gemm& g : p.gemms)
+    if (g.op == Op::ExpertUp) EXPECT_EQ(g.group.size(), 4u);
+  // Dense presets carry none.
+  EXPECT_TRUE(find_preset("llama-3-8b").config.moe.parallel_source.empty());
+}
+
+#ifdef GS_BINARY
+TEST(MoePresets, HeaderNamesTheLayoutAndFlagsOverrideIt) {
+  const auto dir = scratch_dir("moe_training");
+  auto r = run_gemmscope("--dry-run --model deepseek-v3", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("expert parallel 64 (4 local experts per rank; published: DeepSeek-V3 technical report"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Wgrad output: accumulated into FP32 main gradients"), std::string::npos);
+  EXPECT_NE(r.out.find("Expert quantization: fused"), std::string::npos);
+  EXPECT_NE(r.out.find("Quantization launches per Fprop Expert Up iteration"), std::string::npos);
+  r = run_gemmscope("--dry-run --model deepseek-v3 --expert-parallel 1 --grouped-quant PER-EXPERT --wgrad-output BF16",
+                    dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("expert parallel 1 (--expert-parallel)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Wgrad output: BF16, beta 0"), std::string::npos);
+  EXPECT_NE(r.out.find("Expert quantization: per expert"), std::string::npos);
+  for (const char* bad : {"--grouped-quant fused2", "--wgrad-output fp16"}) {
+    r = run_gemmscope(std::string("--dry-run --model deepseek-v3 ") + bad, dir);
+    EXPECT_EQ(r.rc, 2) << bad;
+    EXPECT_NE(r.err.find(std::string(bad).substr(0, std::string(bad).find(' '))), std::string::npos) << r.err;
+  }
+}
+
+TEST(MoePresets, SettingsRoundTripThroughJson) {
+  const auto dir = scratch_dir("moe_training_json");
+  const std::string f = (dir / "r.json").string();
+  auto r = run_gemmscope("--dry-run --model qwen3-30b-a3b --grouped-quant per-expert --json " + f, dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const std::string text = gs::test::slurp(f);
+  EXPECT_NE(text.find("\"grouped_quant\": \"per-expert\""), std::string::npos);
+  EXPECT_NE(text.find("\"wgrad_output\": \"fp32-accumulate\""), std::string::npos);
+  EXPECT_NE(text.find("\"expert_parallel_source\": \"typical"), std::string::npos);
+  r = run_gemmscope("report " + f, dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("Expert quantization: per expert"), std::string::npos) << r.out;
+}
+#endif
