@@ -1,6 +1,7 @@
 // Multi-tensor launches of the FP8 quantization bodies (quantize_multi.cuh). A block finds its
-// tensor by a binary search over the tensors' first blocks, then runs the single-tensor body on
-// its block index within that tensor's slice of the grid.
+// tensor in a per-block table (one load: a binary search over the tensors' first blocks cost a few
+// microseconds of dependent loads per block, a large share of a small expert's tile), then runs
+// the single-tensor body on its block index within that tensor's slice of the grid.
 #include "cuda/quantize_multi.cuh"
 
 #include <algorithm>
@@ -35,18 +36,12 @@ struct MqTask {
   unsigned begin, blocks;
 };
 
-__device__ __forceinline__ MqTask task_of(const MqTask* tasks, int n, unsigned b) {
-  int lo = 0, hi = n - 1;  // the last task whose first block is <= b
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) >> 1;
-    if (tasks[mid].begin <= b) lo = mid;
-    else hi = mid - 1;
-  }
-  return tasks[lo];
+__device__ __forceinline__ MqTask task_of(const MqTask* tasks, const int* block_task, unsigned b) {
+  return tasks[__ldg(block_task + b)];
 }
 
-__global__ void __launch_bounds__(kAmaxThreads) multi_amax_partial_kernel(const MqTask* tasks, int n) {
-  const MqTask t = task_of(tasks, n, blockIdx.x);
+__global__ void __launch_bounds__(kAmaxThreads) multi_amax_partial_kernel(const MqTask* tasks, const int* bt) {
+  const MqTask t = task_of(tasks, bt, blockIdx.x);
   amax_partial_body(t.x, size_t(t.rows) * size_t(t.cols), t.partial, blockIdx.x - t.begin, t.blocks);
 }
 
@@ -56,28 +51,28 @@ __global__ void __launch_bounds__(kFinalThreads) multi_amax_final_kernel(const M
 }
 
 template <Fp8Kind K, bool kDelayed>
-__global__ void __launch_bounds__(kThreads) multi_cast_rowwise_kernel(const MqTask* tasks, int n) {
-  const MqTask t = task_of(tasks, n, blockIdx.x);
+__global__ void __launch_bounds__(kThreads) multi_cast_rowwise_kernel(const MqTask* tasks, const int* bt) {
+  const MqTask t = task_of(tasks, bt, blockIdx.x);
   cast_rowwise_body<K, kDelayed>(reinterpret_cast<const uint4*>(t.x), size_t(t.rows) * size_t(t.cols) / 8, t.src, t.q,
                                  t.scale_inv, t.history, t.pos, blockIdx.x - t.begin, t.blocks);
 }
 
 template <Fp8Kind K, int kMode, int kH, bool kVec, bool kDual>
-__global__ void __launch_bounds__(kThreads) multi_transpose_kernel(const MqTask* tasks, int n, bool pow2) {
-  const MqTask t = task_of(tasks, n, blockIdx.x);
+__global__ void __launch_bounds__(kThreads) multi_transpose_kernel(const MqTask* tasks, const int* bt, bool pow2) {
+  const MqTask t = task_of(tasks, bt, blockIdx.x);
   transpose_body<K, kMode, kH, kVec, kDual>(t.x, t.rows, t.cols, t.src, t.q, t.scale_inv, t.history, t.pos, t.q_row,
                                             t.scale_row, pow2, blockIdx.x - t.begin, t.blocks);
 }
 
 template <Fp8Kind K, int kU>
-__global__ void __launch_bounds__(kThreads) multi_block1x128_rowwise_kernel(const MqTask* tasks, int n, bool pow2) {
-  const MqTask t = task_of(tasks, n, blockIdx.x);
+__global__ void __launch_bounds__(kThreads) multi_block1x128_rowwise_kernel(const MqTask* tasks, const int* bt, bool pow2) {
+  const MqTask t = task_of(tasks, bt, blockIdx.x);
   block1x128_rowwise_body<K, kU>(t.x, t.rows, t.cols, t.q, t.scale_inv, pow2, blockIdx.x - t.begin, t.blocks);
 }
 
 template <Fp8Kind K>
-__global__ void __launch_bounds__(kThreads) multi_block128_rowwise_kernel(const MqTask* tasks, int n, bool pow2) {
-  const MqTask t = task_of(tasks, n, blockIdx.x);
+__global__ void __launch_bounds__(kThreads) multi_block128_rowwise_kernel(const MqTask* tasks, const int* bt, bool pow2) {
+  const MqTask t = task_of(tasks, bt, blockIdx.x);
   block128_rowwise_body<K>(t.x, t.rows, t.cols, t.q, t.scale_inv, pow2, blockIdx.x - t.begin, t.blocks);
 }
 
@@ -111,10 +106,11 @@ long long blocks_for(MultiQuantOp op, bool dual, const QuantTensor& t) {
   const long long rows = t.rows, cols = t.cols;
   switch (op) {
     case MultiQuantOp::Amax: {
+      // At least 8 16-byte loads per thread (the single-tensor pass may give a thread one, which
+      // leaves a small expert's tensor latency-bound), within the workspace the tensor carries.
       const size_t n = size_t(rows) * size_t(cols);
-      return (long long)std::min<size_t>(amax_blocks_needed(n),
-                                         size_t(device_blocks(reinterpret_cast<const void*>(multi_amax_partial_kernel),
-                                                              kAmaxThreads)));
+      const size_t per_block = size_t(8) * 8 * kAmaxThreads;
+      return (long long)std::max<size_t>(1, std::min(amax_blocks_needed(n), (n + per_block - 1) / per_block));
     }
     case MultiQuantOp::DelayedUpdate: return 1;
     default: break;
@@ -143,9 +139,9 @@ long long blocks_for(MultiQuantOp op, bool dual, const QuantTensor& t) {
 }
 
 template <Fp8Kind K, int kMode, int kH, bool kDual>
-void launch_tiled(unsigned grid, const MqTask* tab, int n, bool vec, bool pow2, cudaStream_t s) {
-  if (vec) multi_transpose_kernel<K, kMode, kH, true, kDual><<<grid, kThreads, 0, s>>>(tab, n, pow2);
-  else multi_transpose_kernel<K, kMode, kH, false, kDual><<<grid, kThreads, 0, s>>>(tab, n, pow2);
+void launch_tiled(unsigned grid, const MqTask* tab, const int* bt, bool vec, bool pow2, cudaStream_t s) {
+  if (vec) multi_transpose_kernel<K, kMode, kH, true, kDual><<<grid, kThreads, 0, s>>>(tab, bt, pow2);
+  else multi_transpose_kernel<K, kMode, kH, false, kDual><<<grid, kThreads, 0, s>>>(tab, bt, pow2);
 }
 
 // Transposed-kernel modes of quantize_kernels.cuh.
@@ -153,28 +149,28 @@ constexpr int kCur = 0, kDel = 1, kB1 = 2, kB128 = 3;
 
 template <Fp8Kind K>
 void launch_group(MultiQuantOp op, bool dual, bool pow2, bool transpose, bool vec, unsigned grid, const MqTask* tab,
-                  int n, cudaStream_t s) {
+                  const int* bt, cudaStream_t s) {
   const bool tile = dual || transpose;
   switch (op) {
     case MultiQuantOp::CastCurrent:
-      if (dual) launch_tiled<K, kCur, 1, true>(grid, tab, n, vec, pow2, s);
-      else if (tile) launch_tiled<K, kCur, 1, false>(grid, tab, n, vec, pow2, s);
-      else multi_cast_rowwise_kernel<K, false><<<grid, kThreads, 0, s>>>(tab, n);
+      if (dual) launch_tiled<K, kCur, 1, true>(grid, tab, bt, vec, pow2, s);
+      else if (tile) launch_tiled<K, kCur, 1, false>(grid, tab, bt, vec, pow2, s);
+      else multi_cast_rowwise_kernel<K, false><<<grid, kThreads, 0, s>>>(tab, bt);
       break;
     case MultiQuantOp::CastDelayed:
-      if (dual) launch_tiled<K, kDel, 1, true>(grid, tab, n, vec, pow2, s);
-      else if (tile) launch_tiled<K, kDel, 1, false>(grid, tab, n, vec, pow2, s);
-      else multi_cast_rowwise_kernel<K, true><<<grid, kThreads, 0, s>>>(tab, n);
+      if (dual) launch_tiled<K, kDel, 1, true>(grid, tab, bt, vec, pow2, s);
+      else if (tile) launch_tiled<K, kDel, 1, false>(grid, tab, bt, vec, pow2, s);
+      else multi_cast_rowwise_kernel<K, true><<<grid, kThreads, 0, s>>>(tab, bt);
       break;
     case MultiQuantOp::Block1x128:
-      if (dual) launch_tiled<K, kB1, 2, true>(grid, tab, n, vec, pow2, s);
-      else if (tile) launch_tiled<K, kB1, 1, false>(grid, tab, n, vec, pow2, s);
-      else multi_block1x128_rowwise_kernel<K, kB1Units><<<grid, kThreads, 0, s>>>(tab, n, pow2);
+      if (dual) launch_tiled<K, kB1, 2, true>(grid, tab, bt, vec, pow2, s);
+      else if (tile) launch_tiled<K, kB1, 1, false>(grid, tab, bt, vec, pow2, s);
+      else multi_block1x128_rowwise_kernel<K, kB1Units><<<grid, kThreads, 0, s>>>(tab, bt, pow2);
       break;
     case MultiQuantOp::Block128x128:
-      if (dual) launch_tiled<K, kB128, 2, true>(grid, tab, n, vec, pow2, s);
-      else if (tile) launch_tiled<K, kB128, 2, false>(grid, tab, n, vec, pow2, s);
-      else multi_block128_rowwise_kernel<K><<<grid, kThreads, 0, s>>>(tab, n, pow2);
+      if (dual) launch_tiled<K, kB128, 2, true>(grid, tab, bt, vec, pow2, s);
+      else if (tile) launch_tiled<K, kB128, 2, false>(grid, tab, bt, vec, pow2, s);
+      else multi_block128_rowwise_kernel<K><<<grid, kThreads, 0, s>>>(tab, bt, pow2);
       break;
     default: throw std::logic_error("launch_group: not a cast");
   }
@@ -200,12 +196,12 @@ MultiQuant::MultiQuant(MultiQuantOp op, Fp8Kind kind, bool dual, bool pow2, std:
   std::vector<QuantTensor> keep;
   for (const QuantTensor& t : tensors) {
     require(t.rows >= 0 && t.cols >= 0, "negative dimension");
+    if (size_t(t.rows) * size_t(t.cols) == 0) continue;
     if (op == MultiQuantOp::DelayedUpdate) {
       require(t.history && t.pos && t.scale && t.hist_len >= 1, "delayed update needs history, position and scale");
       keep.push_back(t);
       continue;
     }
-    if (size_t(t.rows) * size_t(t.cols) == 0) continue;
     require(t.x != nullptr && aligned16(t.x), "source must be non-null and 16-byte aligned");
     require(t.cols % 8 == 0, "cols must be a multiple of 8, got " + std::to_string(t.cols));
     if (op == MultiQuantOp::Amax) {
@@ -223,6 +219,7 @@ MultiQuant::MultiQuant(MultiQuantOp op, Fp8Kind kind, bool dual, bool pow2, std:
   for (int key = 0; key < 4; ++key) {
     const bool transpose = key & 1, vec = !(key & 2);
     std::vector<MqTask> tab;
+    std::vector<int> block_task;
     unsigned next = 0;
     for (const QuantTensor& t : keep) {
       if (casts && (tiled(op, dual, t) != transpose || (transpose && (t.rows % 16 == 0) != vec))) continue;
@@ -248,6 +245,7 @@ MultiQuant::MultiQuant(MultiQuantOp op, Fp8Kind kind, bool dual, bool pow2, std:
       m.begin = next;
       m.blocks = static_cast<unsigned>(b);
       next += static_cast<unsigned>(b);
+      block_task.insert(block_task.end(), static_cast<size_t>(b), static_cast<int>(tab.size()));
       tab.push_back(m);
     }
     if (tab.empty()) continue;
@@ -258,6 +256,8 @@ MultiQuant::MultiQuant(MultiQuantOp op, Fp8Kind kind, bool dual, bool pow2, std:
     g.vec = vec;
     g.table = DeviceBuffer(tab.size() * sizeof(MqTask));
     GS_CUDA(cudaMemcpy(g.table.get(), tab.data(), g.table.bytes(), cudaMemcpyHostToDevice));
+    g.block_task = DeviceBuffer(block_task.size() * sizeof(int));
+    GS_CUDA(cudaMemcpy(g.block_task.get(), block_task.data(), g.block_task.bytes(), cudaMemcpyHostToDevice));
     groups_.push_back(std::move(g));
   }
 }
@@ -270,9 +270,10 @@ int MultiQuant::launches() const {
 void MultiQuant::launch(cudaStream_t s) const {
   for (const Group& g : groups_) {
     const auto* tab = g.table.get<MqTask>();
+    const auto* bt = g.block_task.get<int>();
     switch (op_) {
       case MultiQuantOp::Amax:
-        multi_amax_partial_kernel<<<g.blocks, kAmaxThreads, 0, s>>>(tab, g.count);
+        multi_amax_partial_kernel<<<g.blocks, kAmaxThreads, 0, s>>>(tab, bt);
         GS_CUDA_LAUNCH();
         multi_amax_final_kernel<<<g.count, kFinalThreads, 0, s>>>(tab);
         break;
@@ -281,9 +282,9 @@ void MultiQuant::launch(cudaStream_t s) const {
         break;
       default:
         if (kind_ == Fp8Kind::E4M3)
-          launch_group<Fp8Kind::E4M3>(op_, dual_, pow2_, g.transpose, g.vec, g.blocks, tab, g.count, s);
+          launch_group<Fp8Kind::E4M3>(op_, dual_, pow2_, g.transpose, g.vec, g.blocks, tab, bt, s);
         else
-          launch_group<Fp8Kind::E5M2>(op_, dual_, pow2_, g.transpose, g.vec, g.blocks, tab, g.count, s);
+          launch_group<Fp8Kind::E5M2>(op_, dual_, pow2_, g.transpose, g.vec, g.blocks, tab, bt, s);
         break;
     }
     GS_CUDA_LAUNCH();

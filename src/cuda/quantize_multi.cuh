@@ -62,7 +62,8 @@ class MultiQuant {
 
  private:
   struct Group {  // one launch: tensors sharing a kernel instantiation
-    DeviceBuffer table;
+    DeviceBuffer table;       // MqTask per tensor
+    DeviceBuffer block_task;  // int per block of the (first) kernel: its tensor
     int count = 0;
     unsigned blocks = 0;  // grid of the (first) kernel
     bool transpose = false, vec = true;

@@ -314,7 +314,10 @@ TEST_P(FusedGroupedQuantTest, SameBitsAsPerExpertInFewLaunches) {
     ASSERT_EQ(states[0].size(), states[1].size());
     for (size_t i = 0; i < states[0].size(); ++i) EXPECT_EQ(states[0][i], states[1][i]) << "buffer " << i;
     // Launches per iteration do not grow with the expert count: per operand amax 2 + cast 1-2 (+ update 1).
-    if (c.mode != Mode::PreQuantized) {
+    // (Training-mode Wgrad quantizes nothing: its operands are the copies Fprop and Dgrad cast.)
+    if (c.mode == Mode::AutocastShared && c.pass == Pass::Wgrad) {
+      EXPECT_EQ(fused_launches, 0);
+    } else {
       EXPECT_GT(fused_launches, 0);
       EXPECT_LE(fused_launches, 10);
     }
@@ -379,14 +382,17 @@ TEST(WgradFp32, DenseAccumulatesIntoThePriorGradient) {
     const auto out = floats_of(src.c);
     const auto l = p == Precision::BF16 ? bf16_operand(to_host_u16(src.l), g.m, g.k, g.a.k_major) : dequantize(*rg.l());
     const auto rr = p == Precision::BF16 ? bf16_operand(to_host_u16(src.r), g.n, g.k, g.b.k_major) : dequantize(*rg.r());
-    const double err = accumulated_error(out, prior, ref_gemm(l, rr, g.m, g.n, g.k));
-    EXPECT_LT(err, 1e-5) << "FP32 accumulation of the GEMM's own operands";
-    // A second step adds the product again: the gradient accumulates, it is not overwritten.
+    // The prior is ~0.13 of the product here: a GEMM that overwrote it (beta 0) would be off by that.
+    // BF16 inputs accumulate to FP32 rounding; FP8 tensor cores accumulate with fewer bits (1e-4).
+    const double tol = p == Precision::BF16 ? 1e-5 : 1e-3;
+    EXPECT_LT(accumulated_error(out, prior, ref_gemm(l, rr, g.m, g.n, g.k)), tol) << "FP32 accumulation";
+    // A second step adds the (re-quantized) product again: the gradient accumulates.
     rg.autocast_step(lt.stream);
     GS_CUDA(cudaStreamSynchronize(lt.stream));
     const auto twice = floats_of(src.c);
-    std::vector<float> once(out);
-    EXPECT_LT(accumulated_error(twice, once, ref_gemm(l, rr, g.m, g.n, g.k)), 0.05) << "second accumulation";
+    const auto l2 = p == Precision::BF16 ? l : dequantize(*rg.l());
+    const auto r2 = p == Precision::BF16 ? rr : dequantize(*rg.r());
+    EXPECT_LT(accumulated_error(twice, out, ref_gemm(l2, r2, g.m, g.n, g.k)), tol) << "second accumulation";
   }
 }
 
@@ -418,7 +424,8 @@ TEST(WgradFp32, GroupedExpertsAccumulateAndEmptyOnesAddNothing) {
       const GemmSources& v = gg.expert_sources(e);
       const auto l = p == Precision::BF16 ? bf16_operand(to_host_u16(v.l), eg.m, eg.k, eg.a.k_major) : dequantize(*rg.l());
       const auto r = p == Precision::BF16 ? bf16_operand(to_host_u16(v.r), eg.n, eg.k, eg.b.k_major) : dequantize(*rg.r());
-      EXPECT_LT(accumulated_error(out, prior[static_cast<size_t>(e)], ref_gemm(l, r, eg.m, eg.n, eg.k)), 1e-5);
+      EXPECT_LT(accumulated_error(out, prior[static_cast<size_t>(e)], ref_gemm(l, r, eg.m, eg.n, eg.k)),
+                p == Precision::BF16 ? 1e-5 : 1e-3);  // FP8 tensor cores accumulate with fewer bits
     }
   }
 }
