@@ -5,6 +5,7 @@
 #include "cuda/quantize_multi.cuh"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -102,16 +103,26 @@ bool tiled(MultiQuantOp op, bool dual, const QuantTensor& t) {
   return dual || t.transpose;
 }
 
+// The amax pass over all tensors: one wave of resident blocks shared by element count (a grid of
+// many small per-tensor grids leaves each thread one or two loads and a tail of partial waves:
+// 0.5-0.8 of copy bandwidth on 16-128 experts of 2048 columns), within each tensor's workspace.
+std::vector<long long> amax_blocks(const std::vector<QuantTensor>& ts) {
+  double total = 0;
+  for (const QuantTensor& t : ts) total += double(t.rows) * double(t.cols);
+  const double wave = device_blocks(reinterpret_cast<const void*>(multi_amax_partial_kernel), kAmaxThreads);
+  std::vector<long long> out;
+  for (const QuantTensor& t : ts) {
+    const size_t n = size_t(t.rows) * size_t(t.cols);
+    const long long share = std::llround(wave * double(n) / std::max(total, 1.0));
+    out.push_back(std::max<long long>(1, std::min<long long>(share, (long long)amax_blocks_needed(n))));
+  }
+  return out;
+}
+
 long long blocks_for(MultiQuantOp op, bool dual, const QuantTensor& t) {
   const long long rows = t.rows, cols = t.cols;
   switch (op) {
-    case MultiQuantOp::Amax: {
-      // At least 8 16-byte loads per thread (the single-tensor pass may give a thread one, which
-      // leaves a small expert's tensor latency-bound), within the workspace the tensor carries.
-      const size_t n = size_t(rows) * size_t(cols);
-      const size_t per_block = size_t(8) * 8 * kAmaxThreads;
-      return (long long)std::max<size_t>(1, std::min(amax_blocks_needed(n), (n + per_block - 1) / per_block));
-    }
+    case MultiQuantOp::Amax: return 1;  // sized over all tensors: amax_blocks in the constructor
     case MultiQuantOp::DelayedUpdate: return 1;
     default: break;
   }
@@ -215,6 +226,7 @@ MultiQuant::MultiQuant(MultiQuantOp op, Fp8Kind kind, bool dual, bool pow2, std:
     keep.push_back(t);
   }
   count_ = static_cast<int>(keep.size());
+  const std::vector<long long> amax_share = op == MultiQuantOp::Amax ? amax_blocks(keep) : std::vector<long long>{};
   // One launch per kernel instantiation: (tiled, rows 16-aligned) for casts, one for the rest.
   for (int key = 0; key < 4; ++key) {
     const bool transpose = key & 1, vec = !(key & 2);
@@ -224,7 +236,8 @@ MultiQuant::MultiQuant(MultiQuantOp op, Fp8Kind kind, bool dual, bool pow2, std:
     for (const QuantTensor& t : keep) {
       if (casts && (tiled(op, dual, t) != transpose || (transpose && (t.rows % 16 == 0) != vec))) continue;
       if (!casts && key != 0) continue;
-      const long long b = blocks_for(op, dual, t);
+      const long long b = op == MultiQuantOp::Amax ? amax_share[static_cast<size_t>(&t - keep.data())]
+                                                   : blocks_for(op, dual, t);
       require((long long)next + b < (1ll << 31), "too many blocks");
       MqTask m{};
       m.x = t.x;
