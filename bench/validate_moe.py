@@ -6,8 +6,10 @@ rank's own tokens, softmax, top-k), the dispatch of the rows routed to the rank'
 gather standing for the all-to-all's result), the experts (gated MLPs: up, SiLU x up, down), each
 run as its own F.linear, dealt round-robin over N CUDA streams as gemmscope's `--grouped streams:N`
 runs them (Transformer Engine's GroupedLinear on Hopper), the shared experts over the rank's tokens,
-and the weighted combine (index_add). Continuous steps for --seconds (steady state), then --steps
-profiled with torch.profiler. The step's GEMM time is the time the GPU had a GEMM kernel running
+and the weighted combine (index_add). The step is captured in a CUDA graph and replayed (--eager:
+run eagerly; a Python step is host-bound with many small experts, which serializes their
+kernels). Continuous steps for --seconds (steady state), then --steps profiled with
+torch.profiler. The step's GEMM time is the time the GPU had a GEMM kernel running
 (the union of their intervals: expert GEMMs on several streams overlap, so the sum of their
 durations would count the overlap twice); the sum is reported beside it.
 
@@ -121,7 +123,7 @@ def fp8_block_ops(torch):
     return Fn
 
 
-def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, trace_dir):
+def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, trace_dir, graph=True):
     F = torch.nn.functional
     torch.manual_seed(0)
     dev, bf = "cuda", torch.bfloat16
@@ -156,9 +158,7 @@ def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, t
         g, u = lin(xe, wu).chunk(2, dim=-1)
         return lin(F.silu(g) * u, wd)
 
-    def step():
-        for p in params:
-            p.grad = None
+    def body():
         logits = F.linear(x_own, w_router)  # the router: BF16 in every recipe
         probs = torch.softmax(logits.float(), dim=-1)
         topv, _ = probs.topk(c["top_k"], dim=-1)
@@ -181,9 +181,44 @@ def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, t
         loss = (combined * dy_recv).sum() + ((shared + x_own) * dy_own).sum() + topv.sum()
         loss.backward()
 
+    def eager_step():
+        for p in params:
+            p.grad = None
+        body()
+
+    step, how = eager_step, "eager"
     for _ in range(3):
-        step()
+        eager_step()
     torch.cuda.synchronize()
+    if graph:
+        # The whole step (forward, backward, every expert stream) as one CUDA graph: replays carry no
+        # host launch gaps, so small experts' kernels overlap across the streams as gemmscope's
+        # pre-enqueued grouped loop runs them (a Python eager step is host-bound at ~128 experts and
+        # serializes them). Gradients are written in place by every replay.
+        try:
+            for p in params:
+                p.grad = None
+            side_warm = torch.cuda.Stream()
+            side_warm.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side_warm):
+                for _ in range(2):
+                    for p in params:
+                        p.grad = None
+                    body()
+            torch.cuda.current_stream().wait_stream(side_warm)
+            for p in params:
+                p.grad = None
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                body()
+            step, how = g.replay, "CUDA graph"
+            for _ in range(3):
+                step()
+            torch.cuda.synchronize()
+        except Exception as e:  # capture unsupported here: the eager step, said so
+            torch.cuda.synchronize()
+            how = "eager (graph capture failed: " + (str(e).splitlines()[0][:120] if str(e) else type(e).__name__) + ")"
+            step = eager_step
     t0, n_warm = time.time(), 0
     while time.time() - t0 < seconds:
         step()
@@ -222,6 +257,7 @@ def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, t
     out["gemm_sum"] = out["gemm"]
     out["gemm"] = busy / 1000.0 / steps
     out["sm_mhz"] = clocks.mean()
+    out["how"] = how
     out["warm_steps"] = n_warm
     out["gemm_kernels"] = names
     return out
@@ -266,6 +302,8 @@ def main():
     ap.add_argument("--streams", type=int, default=4, help="expert streams on both sides (gemmscope --grouped streams:N)")
     ap.add_argument("--bar", type=float, default=5.0, help="allowed |gemmscope/PyTorch - 1| in percent")
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--eager", action="store_true",
+                    help="run the PyTorch step eagerly (default: captured in a CUDA graph, no host launch gaps)")
     ap.add_argument("--json")
     ap.add_argument("--gemmscope-args", default="")
     a = ap.parse_args()
@@ -294,7 +332,7 @@ def main():
             gs, missing = gemmscope_moe(a.gemmscope, c, path, precs, a.streams, a.gemmscope_args.split())
             for p in precs:
                 try:
-                    t = torch_moe_step(torch, c, local, p, a.streams, a.seconds, a.steps, d)
+                    t = torch_moe_step(torch, c, local, p, a.streams, a.seconds, a.steps, d, graph=not a.eager)
                 except Exception as e:  # e.g. no block-scaled _scaled_mm in this PyTorch build
                     msg = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
                     print(f"  {n:<16} {p:<9} PyTorch step could not run: {msg}", flush=True)
@@ -304,14 +342,14 @@ def main():
                 err = (g / t["gemm"] - 1.0) * 100.0 if t["gemm"] > 0 else float("nan")
                 ok = abs(err) <= a.bar and not missing[p]
                 ok_all &= ok
-                rows.append({"config": n, "precision": p, "compared": True, "torch_gemm_ms": t["gemm"],
+                rows.append({"config": n, "precision": p, "compared": True, "torch_step": t["how"], "torch_gemm_ms": t["gemm"],
                              "torch_gemm_kernel_sum_ms": t["gemm_sum"],
                              "torch_other_ms": t["other"], "torch_sm_mhz": t["sm_mhz"], "gemmscope_ms": g,
                              "error_pct": err, "pass": ok, "gemmscope_na": missing[p], "local_experts": len(local),
                              "busiest_rank": busiest, "rows": sum(local), "empty_experts": local.count(0),
                              "warm_steps": t["warm_steps"], "torch_gemm_kernels": t["gemm_kernels"]})
                 print(f"  {n:<16} {p:<9} {len(local)} experts, {sum(local)} rows: PyTorch GEMM kernels busy "
-                      f"{t['gemm']:8.3f} ms/step (sum of durations {t['gemm_sum']:.3f}) | gemmscope {g:8.3f} ms ({err:+6.2f}%) {'PASS' if ok else 'FAIL'}"
+                      f"{t['gemm']:8.3f} ms/step (sum of durations {t['gemm_sum']:.3f}; {t['how']}) | gemmscope {g:8.3f} ms ({err:+6.2f}%) {'PASS' if ok else 'FAIL'}"
                       f"{' (gemmscope N/A: ' + '; '.join(missing[p]) + ')' if missing[p] else ''}", flush=True)
     print()
     print("| config | precision | experts on the rank | rows | PyTorch step: GEMM kernels busy (ms) | gemmscope (ms) | error |")

@@ -82,6 +82,24 @@ __global__ void __launch_bounds__(kFinalThreads) multi_delayed_update_kernel(con
   delayed_update_body(t.history, t.hist_len, t.pos, fmax, t.scale, 0, 1);
 }
 
+// The final pass with programmatic dependent launch, as the single-tensor amax runs it: its launch
+// overlaps the partial pass (its blocks wait in griddepcontrol.wait), so no launch gap between them.
+void launch_amax_final(const MqTask* tab, int count, cudaStream_t s) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(count));
+  cfg.blockDim = dim3(kFinalThreads);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if (cudaLaunchKernelEx(&cfg, multi_amax_final_kernel, tab) != cudaSuccess) {
+    (void)cudaGetLastError();  // e.g. no programmatic launch on this stream: a plain launch
+    multi_amax_final_kernel<<<count, kFinalThreads, 0, s>>>(tab);
+  }
+}
+
 constexpr int kB1Units = 4;  // units per half-warp of the 1x128 rowwise body, as quantize.cu launches it
 
 void require(bool ok, const std::string& what) {
@@ -288,7 +306,7 @@ void MultiQuant::launch(cudaStream_t s) const {
       case MultiQuantOp::Amax:
         multi_amax_partial_kernel<<<g.blocks, kAmaxThreads, 0, s>>>(tab, bt);
         GS_CUDA_LAUNCH();
-        multi_amax_final_kernel<<<g.count, kFinalThreads, 0, s>>>(tab);
+        launch_amax_final(tab, g.count, s);
         break;
       case MultiQuantOp::DelayedUpdate:
         multi_delayed_update_kernel<<<g.count, kFinalThreads, 0, s>>>(tab, fp8_max(kind_));
