@@ -282,6 +282,11 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
         with open(out) as fh:
             r = json.load(fh)
     mode = list(r["gemms"][0]["results"].keys())[0]
+    # --step-other-ms is spread over a layer's GEMMs by FLOPs; this layer also has attention
+    # projections, which the PyTorch step does not run: scale the step's figure by this ratio.
+    layer = sum(g["flops"] for g in r["gemms"] if g.get("scope") in ("layer", "moe_layer"))
+    moe = sum(g["flops"] for g in r["gemms"] if g.get("op") in MOE_OPS)
+    ratio = layer / moe if moe else 1.0
     totals, missing = {}, {}
     for p in precisions:
         t, miss = 0.0, []
@@ -294,7 +299,7 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
             else:
                 miss.append(f"{g['pass']} {g['op']}: {cell.get('reason', cell.get('status'))}")
         totals[p], missing[p] = t, miss
-    return totals, missing
+    return totals, missing, ratio
 
 
 def main():
@@ -333,15 +338,15 @@ def main():
             with open(path, "w") as fh:
                 json.dump(counts, fh)
             precs = ["BF16", "FP8Block"]
-            gs, missing = gemmscope_moe(a.gemmscope, c, path, precs, a.streams, a.gemmscope_args.split())
+            gs, missing, ratio = gemmscope_moe(a.gemmscope, c, path, precs, a.streams, a.gemmscope_args.split())
             for p in precs:
                 try:
                     t = torch_moe_step(torch, c, local, p, a.streams, a.seconds, a.steps, d, graph=not a.eager)
                     # In the step's context: told how long the step's other (non-GEMM) kernels ran per
                     # layer, nothing about its GEMMs (as validate_step.py does; docs/step-context.md).
                     other = round(t["other"], 3)
-                    gi, _ = gemmscope_moe(a.gemmscope, c, path, [p], a.streams,
-                                          a.gemmscope_args.split() + ["--step-other-ms", str(other)])
+                    gi, _, _ = gemmscope_moe(a.gemmscope, c, path, [p], a.streams,
+                                             a.gemmscope_args.split() + ["--step-other-ms", str(round(other * ratio, 3))])
                 except Exception as e:  # e.g. no block-scaled _scaled_mm in this PyTorch build
                     msg = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
                     print(f"  {n:<16} {p:<9} PyTorch step could not run: {msg}", flush=True)
