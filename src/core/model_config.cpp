@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/suggest.hpp"
 
 namespace gs {
 
@@ -98,6 +99,7 @@ const std::vector<Preset>& presets() {
 
 const Preset& find_preset(const std::string& name) {
   std::string known;
+  std::vector<std::string> names;
   auto lower = [](std::string x) {
     for (char& ch : x) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     return x;
@@ -105,8 +107,10 @@ const Preset& find_preset(const std::string& name) {
   for (const auto& p : presets()) {
     if (lower(p.name) == lower(name)) return p;
     known += (known.empty() ? "" : ", ") + p.name;
+    names.push_back(p.name);
   }
-  throw UsageError(fmt::format("unknown model preset '{}' (known: {}; see --list-models)", name, known));
+  throw UsageError(fmt::format("unknown model preset '{}'{} (known: {}; see --list-models)", name,
+                               did_you_mean(name, names), known));
 }
 
 ModelConfig default_config() { return find_preset("codonfm-5b").config; }
