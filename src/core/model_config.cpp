@@ -11,7 +11,9 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
+#include "core/attention_layout.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/suggest.hpp"
@@ -163,6 +165,9 @@ constexpr FamilyDefaults kFamilies[] = {
     {"gemma3_text", "Gemma3TextConfig", 2304, 9216, 8, 4, 256, 26, 262208, 131072},
     {"phi3", "Phi3Config", 3072, 8192, 32, 0, 0, 32, 32064, 4096},
     {"gpt2", "GPT2Config", 768, 0, 12, 0, 0, 12, 50257, 1024},
+    // Key/value heads of these two come from their layout fields (attention_layout.hpp).
+    {"gpt_bigcode", "GPTBigCodeConfig", 768, 0, 12, 0, 0, 12, 50257, 1024},
+    {"falcon", "FalconConfig", 4544, 0, 71, 0, 0, 32, 65024, 2048},
 };
 
 const FamilyDefaults* family(const std::string& type) {
@@ -220,7 +225,8 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
       c.notes.push_back(fmt::format("{} has no '{}': {}'s default {} used", origin, hf, fam->cls, fam->*dflt));
       return fam->*dflt;
     }
-    if (required) throw UsageError(fmt::format("{}: missing required field '{}'", origin, hf));
+    // A required field the file lacks may still come from a flag: validate() refuses it if none does.
+    if (required) c.missing_fields.push_back(hf);
     return 0;
   };
   c.hidden_size = field("hidden_size", "n_embd", &FamilyDefaults::hidden, true, false);
@@ -228,12 +234,22 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
   c.num_hidden_layers = field("num_hidden_layers", "n_layer", &FamilyDefaults::layers, true, false);
   if (present("intermediate_size")) {
     c.intermediate_size = json_size(j, "intermediate_size", origin);
-  } else if (j.contains("n_inner") || type == "gpt2") {  // GPT-2: n_inner null (or absent) = 4 x n_embd
+  } else if (type == "falcon") {  // FalconConfig: ffn_hidden_size, null or absent = 4 x hidden_size
+    if (present("ffn_hidden_size")) {
+      c.intermediate_size = json_size(j, "ffn_hidden_size", origin);
+    } else {
+      c.intermediate_size = 4 * c.hidden_size;
+      c.notes.push_back(fmt::format("{} has no 'ffn_hidden_size': FalconConfig's default 4 x hidden_size = {} used",
+                                    origin, c.intermediate_size));
+    }
+  } else if (j.contains("n_inner") || type == "gpt2" || type == "gpt_bigcode") {
+    // GPT-2 and GPTBigCode: n_inner null (or absent) = 4 x n_embd
     c.intermediate_size = present("n_inner") ? json_size(j, "n_inner", origin) : 4 * c.hidden_size;
   } else {
     c.intermediate_size = field("intermediate_size", nullptr, &FamilyDefaults::intermediate, true, false);
   }
   c.num_key_value_heads = field("num_key_value_heads", nullptr, &FamilyDefaults::kv_heads, false, true);
+  read_hf_attention_layout(j, type, c, origin);  // other spellings: multi_query, num_kv_heads, ...
   c.head_dim = field("head_dim", nullptr, &FamilyDefaults::head_dim, false, true);
   const bool had_vocab = present("vocab_size");
   c.vocab_size = field("vocab_size", nullptr, &FamilyDefaults::vocab, false, true);
@@ -252,8 +268,9 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
   c.gated_mlp = gated_act || gated_arch;
   // The name tells two models apart in reports, charts and compare: where the file says it came
   // from, its family and sizes ("Llama-3.1-8B [llama, hidden 4096, 32 layers]").
+  auto size_or_flag = [](int64_t v) { return v > 0 ? std::to_string(v) : std::string("?"); };
   c.name = fmt::format("{} [{}hidden {}, {} layers]", model_base_name(top, origin), type.empty() ? "" : type + ", ",
-                       c.hidden_size, c.num_hidden_layers);
+                       size_or_flag(c.hidden_size), size_or_flag(c.num_hidden_layers));
   c.source = origin;
   parse_hf_moe_mla(j, c, origin);  // experts, MLA; refuses fields that change layers we do not model
   c.micro_batch_size = kDefaultConfigMicroBatch;
@@ -295,6 +312,12 @@ ModelConfig load_hf_config(const std::string& path) {
 
 void apply_overrides(ModelConfig& c, const ModelOverrides& o) {
   auto set = [](int64_t& dst, const std::optional<int64_t>& v) { if (v) dst = *v; };
+  // A flag fills a required field the config.json lacks.
+  const std::pair<const char*, const std::optional<int64_t>*> fills[] = {
+      {"hidden_size", &o.hidden_size}, {"intermediate_size", &o.intermediate_size},
+      {"num_attention_heads", &o.num_attention_heads}, {"num_hidden_layers", &o.num_hidden_layers}};
+  for (const auto& [name, v] : fills)
+    if (v->has_value()) std::erase(c.missing_fields, std::string(name));
   set(c.hidden_size, o.hidden_size);
   set(c.intermediate_size, o.intermediate_size);
   set(c.num_attention_heads, o.num_attention_heads);
@@ -330,6 +353,10 @@ void positive(const char* flag, int64_t v, bool allow_zero = false) {
 }  // namespace
 
 void validate(const ModelConfig& c) {
+  if (!c.missing_fields.empty())
+    throw UsageError(fmt::format("{}: missing required field '{}' (pass --{} to give it)",
+                                 c.source.empty() ? std::string("config") : c.source, c.missing_fields.front(),
+                                 c.missing_fields.front()));
   positive("hidden_size", c.hidden_size);
   positive("intermediate_size", c.intermediate_size);
   positive("num_attention_heads", c.num_attention_heads);
