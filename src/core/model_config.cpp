@@ -273,10 +273,11 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
                        size_or_flag(c.hidden_size), size_or_flag(c.num_hidden_layers));
   c.source = origin;
   parse_hf_moe_mla(j, c, origin);  // experts, MLA; refuses fields that change layers we do not model
+  // A config.json has no batch: these are gemmscope's own defaults, and say so.
   c.micro_batch_size = kDefaultConfigMicroBatch;
-  c.micro_batch_from = "config.json default";
+  c.micro_batch_from = "gemmscope default";
   c.sequence_length = kDefaultConfigSequence;
-  c.sequence_from = "config.json default";
+  c.sequence_from = "gemmscope default";
   // A model trained on shorter sequences than the default is planned at its own maximum: the
   // file's, or without the field its class's default (LlamaConfig 2048, GPT2Config 1024), noted
   // like the other class defaults.

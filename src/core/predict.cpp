@@ -449,8 +449,8 @@ std::string render_prediction_text(const Prediction& pr) {
   out += "Every number below is a prediction with its band (low-high), not a measurement.\n";
   if (r.plan.model_mode) {
     const ModelConfig& c = *r.plan.config;
-    out += fmt::format("Model: {} (hidden={}, intermediate={}, heads={}/{}, layers={}, M={})\n", c.name, c.hidden_size,
-                       c.intermediate_size, c.num_attention_heads, c.kv_heads(), c.num_hidden_layers, c.tokens());
+    out += fmt::format("Model: {} (hidden={}, intermediate={}, {}, layers={}, M={})\n", c.name, c.hidden_size,
+                       c.intermediate_size, heads_text(c, true), c.num_hidden_layers, c.tokens());
   }
   std::vector<std::string> reasons;
   auto note = [&](const std::string& why) {
