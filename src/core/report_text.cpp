@@ -562,7 +562,7 @@ std::vector<std::string> predicted_na(const RunResult& r) {
   for (Precision p : r.precisions) {
     std::vector<std::pair<std::string, std::string>> hits;  // rule (without "(got ...)"), GEMM
     for (const Gemm& g : r.plan.gemms) {
-      std::string why = shape_constraint(make_recipe(p, g, r.recipe_options), g);
+      std::string why = cell_shape_problem(g, p, r.recipe_options);  // the engine's rule, per padded expert
       if (why.empty()) continue;
       if (const size_t got = why.find(" (got "); got != std::string::npos) why.erase(got);
       hits.emplace_back(why, g.scope == Scope::Shape ? g.shape()
