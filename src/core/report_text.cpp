@@ -180,7 +180,7 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
     out += sums_row("Wgrad:", [](const PrecisionSums& p) { return p.moe_wgrad; });
     out += sums_row("Per-layer total:", [](const PrecisionSums& p) { return p.moe_total; });
     out += "Per layer, 3 passes:\n";
-    out += sums_row("Attention:", [](const PrecisionSums& p) { return p.attention; });
+    out += sums_row("Attention projections:", [](const PrecisionSums& p) { return p.attention; });
     if (n_dense > 0) out += sums_row("Dense MLP:", [](const PrecisionSums& p) { return p.dense_mlp; });
     out += sums_row("Router (BF16):", [](const PrecisionSums& p) { return p.router; });
     out += sums_row("Routed experts:", [](const PrecisionSums& p) { return p.routed_experts; });
@@ -662,10 +662,18 @@ std::string render_plan_text(const RunResult& r) {
                          "{:.2f}T = {:.2f}T\n",
                          f.moe_fprop / 1e12, f.moe_dgrad / 1e12, f.moe_wgrad / 1e12, f.per_moe_layer() / 1e12);
     if (f.model_once > 0) out += fmt::format("FLOPs once per step (LM head, 3 passes): {:.2f}T\n", f.model_once / 1e12);
-    out += fmt::format("FLOPs full model ({}{}): {:.2f}T per step\n",
+    out += fmt::format("FLOPs full model ({}{}): {:.2f}T per step, the linear layers only (attention's QK^T and PV "
+                       "not included)\n",
                        f.moe_layers ? fmt::format("{} dense + {} MoE layers", r.plan.layers() - f.moe_layers, f.moe_layers)
                                     : fmt::format("{} layers", r.plan.layers()),
                        f.model_once > 0 ? " + LM head" : "", f.full_model(r.plan.layers()) / 1e12);
+    // Attention's own GEMMs: stated, never planned or measured (flash attention fuses them).
+    const double att = attention_score_flops(*r.plan.config);
+    out += fmt::format("Not planned, not measured: attention's QK^T and PV (fused in flash attention), {:.2f}T per layer "
+                       "with the causal mask (half the s x s scores; {:.2f}T without), 3 passes; {:.2f}T per step, {:.0f}% "
+                       "on top of the linear layers\n",
+                       att / 1e12, 2 * att / 1e12, att * static_cast<double>(r.plan.layers()) / 1e12,
+                       100 * att * static_cast<double>(r.plan.layers()) / f.full_model(r.plan.layers()));
     // Quantization traffic model per layer: every GEMM quantizing its own operands vs each tensor
     // once (both copies), the difference between the per-gemm and training modes.
     std::vector<Precision> modelled;  // the selected precisions the traffic model covers

@@ -98,3 +98,27 @@ TEST(PlanHeaders, GroupedNaIsPredictedPerPaddedExpert) {
     EXPECT_EQ(line.find("Expert"), std::string::npos) << line;
   }
 }
+
+TEST(PlanHeaders, AttentionsOwnGemmsAreStatedNotPlanned) {
+  // Qwen3-30B-A3B at 1 x 4096: 32 heads of 128. Forward 2 x 4096^2 x 32 x (128 + 128) = 274.9G,
+  // backward twice that, the causal mask halves it: 412.3G per layer.
+  const ModelConfig q = find_preset("qwen3-30b-a3b").config;
+  EXPECT_DOUBLE_EQ(attention_score_flops(q), 0.5 * 3 * 2.0 * 4096.0 * 4096 * 32 * 256);
+  EXPECT_DOUBLE_EQ(attention_score_flops(q, false), 2 * attention_score_flops(q));
+  // MLA: the real head sizes, qk 128 + 64, v 128 (DeepSeek-V3, 128 heads), and tensor parallel 8
+  // splits the heads.
+  ModelConfig d = find_preset("deepseek-v3").config;
+  d.tensor_parallel = 8;
+  EXPECT_DOUBLE_EQ(attention_score_flops(d), 0.5 * 3 * 2.0 * 4096.0 * 4096 * 16 * (192 + 128));
+  const test::Out o = dry("--model qwen3-30b-a3b");
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_NE(o.out.find("the linear layers only (attention's QK^T and PV not included)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("Not planned, not measured: attention's QK^T and PV (fused in flash attention), 0.41T per layer "
+                       "with the causal mask"),
+            std::string::npos)
+      << o.out;
+  // The measured report calls the projections projections.
+  const RunResult r = from_json(read_json_file(std::string(GS_TEST_DATA_DIR) + "/moe_mixtral_a.json"), "m.json");
+  const std::string text = render_text(r);
+  EXPECT_NE(text.find("Attention projections:"), std::string::npos) << text;
+}
