@@ -319,6 +319,12 @@ void apply_overrides(ModelConfig& c, const ModelOverrides& o) {
       {"num_attention_heads", &o.num_attention_heads}, {"num_hidden_layers", &o.num_hidden_layers}};
   for (const auto& [name, v] : fills)
     if (v->has_value()) std::erase(c.missing_fields, std::string(name));
+  // The name showed a size the file lacks as "?": the flag's value now.
+  auto fill_name = [&c](const std::string& unknown, const std::string& known) {
+    if (const size_t at = c.name.find(unknown); at != std::string::npos) c.name.replace(at, unknown.size(), known);
+  };
+  if (o.hidden_size) fill_name("hidden ?,", fmt::format("hidden {},", *o.hidden_size));
+  if (o.num_hidden_layers) fill_name(", ? layers]", fmt::format(", {} layers]", *o.num_hidden_layers));
   set(c.hidden_size, o.hidden_size);
   set(c.intermediate_size, o.intermediate_size);
   set(c.num_attention_heads, o.num_attention_heads);

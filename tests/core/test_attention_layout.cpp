@@ -208,6 +208,14 @@ TEST(AttentionLayout, FlagsFillMissingRequiredFields) {
   const ModelConfig h = parse_hf_config(R"({"model_type":"mystery","intermediate_size":64,"num_attention_heads":2})", "m.json");
   EXPECT_NE(h.name.find("hidden ?, ? layers"), std::string::npos) << h.name;
   EXPECT_EQ(h.missing_fields.front(), "hidden_size");
+  ModelConfig filled = h;
+  ModelOverrides hl;
+  hl.hidden_size = 256;
+  hl.num_hidden_layers = 3;
+  apply_overrides(filled, hl);
+  EXPECT_TRUE(filled.missing_fields.empty());
+  EXPECT_NE(filled.name.find("[mystery, hidden 256, 3 layers]"), std::string::npos) << filled.name;
+  EXPECT_NO_THROW(build_model_plan(filled));
 }
 
 TEST(AttentionLayout, CommandLine) {
