@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 #include "core/text_util.hpp"
 
 namespace gs::cli {
@@ -30,47 +31,29 @@ inline void print_parse_error(const char* command, const CLI::ParseError& e) {
   fmt::print(stderr, "{}: error: {} (see --help)\n", command, printable(e.what()));
 }
 
-// Edit distance with adjacent transpositions ("szie" -> "size" is one edit).
-inline size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i)
-    for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  return d[a.size()][b.size()];
-}
-
-// The option of `app` a mistyped `--name` most likely meant, or "": the nearest spelling within a
-// few edits (--hidden-szie -> --hidden-size), else an option whose name ends in the typed words
-// (--batch-size -> --micro_batch_size). '_' and '-' count as the same character, case is ignored.
+// The option of `app` a mistyped `--name` most likely meant, or "" (core/suggest.hpp's rule over
+// every spelling of every option): the nearest spelling (--hidden-szie -> --hidden-size), else the
+// option whose words begin with the typed words (--seq-len -> --sequence_length), else one whose
+// name ends in them (--batch-size -> --micro_batch_size). Several options: "--a or --b".
 inline std::string suggest_option(const CLI::App& app, const std::string& typed) {
-  auto norm = [](std::string s) {
-    for (char& ch : s) ch = ch == '_' ? '-' : static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return s;
-  };
   std::string bare = typed.substr(0, typed.find('='));
-  while (!bare.empty() && bare.front() == '-') bare.erase(0, 1);
-  const std::string want = norm(bare);
-  if (want.empty()) return {};
-  std::string raw = bare;
-  for (char& ch : raw) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  std::string best, by_suffix;
-  // Ties between spellings of one option (--hidden_size, --hidden-size) go to the one typed alike.
-  size_t best_d = 2 * (std::max<size_t>(2, want.size() / 4) + 1);
-  for (const CLI::Option* opt : app.get_options()) {
+  std::vector<std::string> names;
+  std::vector<const CLI::Option*> owner;
+  for (const CLI::Option* opt : app.get_options())
     for (const std::string& name : opt->get_lnames()) {
-      const size_t d = 2 * edit_distance(want, norm(name)) + (edit_distance(raw, name) > edit_distance(want, norm(name)));
-      if (d < best_d) best_d = d, best = "--" + name;
-      const std::string n = norm(name);
-      if (by_suffix.empty() && n.size() > want.size() && n.compare(n.size() - want.size(), want.size(), want) == 0 &&
-          n[n.size() - want.size() - 1] == '-')
-        by_suffix = opt->get_name();
+      names.push_back("--" + name);
+      owner.push_back(opt);
     }
+  const std::vector<std::string> hits = suggestions(bare, names);
+  if (hits.size() == 1) return hits.front();  // one spelling: as it is
+  std::vector<const CLI::Option*> opts;
+  for (const std::string& h : hits) {
+    const CLI::Option* o = owner[static_cast<size_t>(std::find(names.begin(), names.end(), h) - names.begin())];
+    if (std::find(opts.begin(), opts.end(), o) == opts.end()) opts.push_back(o);
   }
-  return !best.empty() ? best : by_suffix;
+  std::string out;
+  for (size_t i = 0; i < opts.size(); ++i) out += (i == 0 ? "" : " or ") + opts[i]->get_name();
+  return out;
 }
 
 // Arguments CLI11 left over (app.allow_extras()): a UsageError naming each unknown option in the

@@ -21,6 +21,7 @@
 #include "core/report.hpp"
 #include "core/runner.hpp"
 #include "core/step_context.hpp"
+#include "core/suggest.hpp"
 #include "core/text_util.hpp"
 #if __has_include("cli/commands.hpp")
 #include "cli/commands.hpp"
@@ -278,7 +279,8 @@ RunRequest build_request(const Options& o) {
       req.modes = {mode_from_string(mode)};
     } catch (const UsageError&) {
       throw UsageError(fmt::format("--mode must be training, per-gemm, pre-quantized, both or all (old names: "
-                                   "autocast-shared = training, autocast = per-gemm), got '{}'", o.mode));
+                                   "autocast-shared = training, autocast = per-gemm), got '{}'{}", o.mode,
+                                   did_you_mean(o.mode, {"training", "per-gemm", "pre-quantized", "both", "all"})));
     }
   }
   if (!req.plan.model_mode && req.modes.front() == Mode::AutocastShared)
@@ -630,6 +632,15 @@ int dispatch(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "compare") return gs::cli::run_compare(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "report") return gs::cli::run_report(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "predict") return gs::cli::run_predict(argc - 1, argv + 1);
+    // A first word that is no option and no subcommand: a mistyped subcommand (gemmscope takes no
+    // positional arguments), named with the nearest subcommand.
+    if (argc > 1 && argv[1][0] != '-' && argv[1][0] != '\0') {
+      const std::string word = argv[1];
+      const std::string hint = gs::did_you_mean(word, {"plot", "compare", "report", "predict"});
+      if (!hint.empty())
+        throw gs::UsageError(fmt::format("unknown subcommand '{}'{} (subcommands: plot, compare, report, predict)",
+                                         word, hint));
+    }
 #endif
     return run_main(argc, argv);
   } catch (const gs::UsageError& e) {  // messages may quote file contents: one line, no control characters

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 #include "core/report.hpp"
 
 namespace gs {
@@ -177,7 +178,9 @@ const GpuSpec& GpuDb::find(const std::string& name) const {
   for (const GpuSpec& s : gpus)
     if (normalized_key(s.key) == normalized_key(name)) return s;
   if (const GpuSpec* s = match_device(name)) return *s;
-  throw UsageError(fmt::format("unknown GPU '{}' (known: {})", name, known_keys()));
+  std::vector<std::string> keys;
+  for (const GpuSpec& s : gpus) keys.push_back(s.key);
+  throw UsageError(fmt::format("unknown GPU '{}'{} (known: {})", name, did_you_mean(name, keys), known_keys()));
 }
 
 }  // namespace gs

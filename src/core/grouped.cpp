@@ -33,6 +33,25 @@ Gemm expert_gemm(const Gemm& g, int64_t size) {
   return e;
 }
 
+std::string grouped_layout_problem(const Gemm& g) {
+  if (g.group.empty()) return "grouped GEMM with no experts";
+  for (int64_t s : g.group)
+    if (s < 0) return "grouped GEMM with a negative expert size";
+  if (g.group_dim == GroupDim::M && !g.a.k_major)
+    return "grouped along M needs a token-major left operand [rows, k]";
+  if (g.group_dim == GroupDim::K && (g.a.k_major || g.b.k_major))
+    return "grouped along K needs token-major operands [tokens, m] and [tokens, n]";
+  if (g.group_dim == GroupDim::None) return "not a grouped GEMM";
+  return {};
+}
+
+std::string cell_shape_problem(const Gemm& g, Precision p, const RecipeOptions& o) {
+  if (!g.grouped()) return shape_constraint(make_recipe(p, g, o), g);
+  if (std::string why = grouped_layout_problem(g); !why.empty()) return why;
+  const Gemm one = expert_gemm(g, group_alignment(p));
+  return shape_constraint(make_recipe(p, one, o), one);
+}
+
 int64_t padded_waste(const Gemm& g, Precision p) {
   const std::vector<int64_t> pad = padded_group(g, p);
   return std::accumulate(pad.begin(), pad.end(), int64_t{0}) -

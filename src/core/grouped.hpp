@@ -3,6 +3,7 @@
 // rows are computed (and reported as waste) but carry no FLOPs of the model.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/plan.hpp"
@@ -34,5 +35,14 @@ bool grouped_quant_fusable(const Recipe& r);
 
 // Sum of padded_group minus sum of g.group: rows computed for alignment only.
 int64_t padded_waste(const Gemm& g, Precision p);
+
+// Why `g` cannot be measured grouped ("" when it can): operand layouts, sizes.
+std::string grouped_layout_problem(const Gemm& g);
+
+// Why a measurement of `g` in column precision `p` is N/A by the shape rules, or "": the rule the
+// engine applies and the dry run predicts with. A dense GEMM: shape_constraint of its recipe. A
+// grouped GEMM: its layout, then the recipe's rule on one expert of group_alignment(p) rows (each
+// expert's rows are padded to a multiple of it), never on the summed rows.
+std::string cell_shape_problem(const Gemm& g, Precision p, const RecipeOptions& o);
 
 }  // namespace gs

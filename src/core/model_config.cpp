@@ -11,9 +11,12 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
+#include "core/attention_layout.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/suggest.hpp"
 
 namespace gs {
 
@@ -108,6 +111,7 @@ const std::vector<Preset>& presets() {
 
 const Preset& find_preset(const std::string& name) {
   std::string known;
+  std::vector<std::string> names;
   auto lower = [](std::string x) {
     for (char& ch : x) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     return x;
@@ -115,8 +119,10 @@ const Preset& find_preset(const std::string& name) {
   for (const auto& p : presets()) {
     if (lower(p.name) == lower(name)) return p;
     known += (known.empty() ? "" : ", ") + p.name;
+    names.push_back(p.name);
   }
-  throw UsageError(fmt::format("unknown model preset '{}' (known: {}; see --list-models)", name, known));
+  throw UsageError(fmt::format("unknown model preset '{}'{} (known: {}; see --list-models)", name,
+                               did_you_mean(name, names), known));
 }
 
 ModelConfig default_config() { return find_preset("codonfm-5b").config; }
@@ -169,6 +175,9 @@ constexpr FamilyDefaults kFamilies[] = {
     {"gemma3_text", "Gemma3TextConfig", 2304, 9216, 8, 4, 256, 26, 262208, 131072},
     {"phi3", "Phi3Config", 3072, 8192, 32, 0, 0, 32, 32064, 4096},
     {"gpt2", "GPT2Config", 768, 0, 12, 0, 0, 12, 50257, 1024},
+    // Key/value heads of these two come from their layout fields (attention_layout.hpp).
+    {"gpt_bigcode", "GPTBigCodeConfig", 768, 0, 12, 0, 0, 12, 50257, 1024},
+    {"falcon", "FalconConfig", 4544, 0, 71, 0, 0, 32, 65024, 2048},
 };
 
 const FamilyDefaults* family(const std::string& type) {
@@ -226,7 +235,8 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
       c.notes.push_back(fmt::format("{} has no '{}': {}'s default {} used", origin, hf, fam->cls, fam->*dflt));
       return fam->*dflt;
     }
-    if (required) throw UsageError(fmt::format("{}: missing required field '{}'", origin, hf));
+    // A required field the file lacks may still come from a flag: validate() refuses it if none does.
+    if (required) c.missing_fields.push_back(hf);
     return 0;
   };
   c.hidden_size = field("hidden_size", "n_embd", &FamilyDefaults::hidden, true, false);
@@ -234,12 +244,22 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
   c.num_hidden_layers = field("num_hidden_layers", "n_layer", &FamilyDefaults::layers, true, false);
   if (present("intermediate_size")) {
     c.intermediate_size = json_size(j, "intermediate_size", origin);
-  } else if (j.contains("n_inner") || type == "gpt2") {  // GPT-2: n_inner null (or absent) = 4 x n_embd
+  } else if (type == "falcon") {  // FalconConfig: ffn_hidden_size, null or absent = 4 x hidden_size
+    if (present("ffn_hidden_size")) {
+      c.intermediate_size = json_size(j, "ffn_hidden_size", origin);
+    } else {
+      c.intermediate_size = 4 * c.hidden_size;
+      c.notes.push_back(fmt::format("{} has no 'ffn_hidden_size': FalconConfig's default 4 x hidden_size = {} used",
+                                    origin, c.intermediate_size));
+    }
+  } else if (j.contains("n_inner") || type == "gpt2" || type == "gpt_bigcode") {
+    // GPT-2 and GPTBigCode: n_inner null (or absent) = 4 x n_embd
     c.intermediate_size = present("n_inner") ? json_size(j, "n_inner", origin) : 4 * c.hidden_size;
   } else {
     c.intermediate_size = field("intermediate_size", nullptr, &FamilyDefaults::intermediate, true, false);
   }
   c.num_key_value_heads = field("num_key_value_heads", nullptr, &FamilyDefaults::kv_heads, false, true);
+  read_hf_attention_layout(j, type, c, origin);  // other spellings: multi_query, num_kv_heads, ...
   c.head_dim = field("head_dim", nullptr, &FamilyDefaults::head_dim, false, true);
   const bool had_vocab = present("vocab_size");
   c.vocab_size = field("vocab_size", nullptr, &FamilyDefaults::vocab, false, true);
@@ -258,14 +278,16 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
   c.gated_mlp = gated_act || gated_arch;
   // The name tells two models apart in reports, charts and compare: where the file says it came
   // from, its family and sizes ("Llama-3.1-8B [llama, hidden 4096, 32 layers]").
+  auto size_or_flag = [](int64_t v) { return v > 0 ? std::to_string(v) : std::string("?"); };
   c.name = fmt::format("{} [{}hidden {}, {} layers]", model_base_name(top, origin), type.empty() ? "" : type + ", ",
-                       c.hidden_size, c.num_hidden_layers);
+                       size_or_flag(c.hidden_size), size_or_flag(c.num_hidden_layers));
   c.source = origin;
   parse_hf_moe_mla(j, c, origin);  // experts, MLA; refuses fields that change layers we do not model
+  // A config.json has no batch: these are gemmscope's own defaults, and say so.
   c.micro_batch_size = kDefaultConfigMicroBatch;
-  c.micro_batch_from = "config.json default";
+  c.micro_batch_from = "gemmscope default";
   c.sequence_length = kDefaultConfigSequence;
-  c.sequence_from = "config.json default";
+  c.sequence_from = "gemmscope default";
   // A model trained on shorter sequences than the default is planned at its own maximum: the
   // file's, or without the field its class's default (LlamaConfig 2048, GPT2Config 1024), noted
   // like the other class defaults.
@@ -301,6 +323,18 @@ ModelConfig load_hf_config(const std::string& path) {
 
 void apply_overrides(ModelConfig& c, const ModelOverrides& o) {
   auto set = [](int64_t& dst, const std::optional<int64_t>& v) { if (v) dst = *v; };
+  // A flag fills a required field the config.json lacks.
+  const std::pair<const char*, const std::optional<int64_t>*> fills[] = {
+      {"hidden_size", &o.hidden_size}, {"intermediate_size", &o.intermediate_size},
+      {"num_attention_heads", &o.num_attention_heads}, {"num_hidden_layers", &o.num_hidden_layers}};
+  for (const auto& [name, v] : fills)
+    if (v->has_value()) std::erase(c.missing_fields, std::string(name));
+  // The name showed a size the file lacks as "?": the flag's value now.
+  auto fill_name = [&c](const std::string& unknown, const std::string& known) {
+    if (const size_t at = c.name.find(unknown); at != std::string::npos) c.name.replace(at, unknown.size(), known);
+  };
+  if (o.hidden_size) fill_name("hidden ?,", fmt::format("hidden {},", *o.hidden_size));
+  if (o.num_hidden_layers) fill_name(", ? layers]", fmt::format(", {} layers]", *o.num_hidden_layers));
   set(c.hidden_size, o.hidden_size);
   set(c.intermediate_size, o.intermediate_size);
   set(c.num_attention_heads, o.num_attention_heads);
@@ -336,6 +370,10 @@ void positive(const char* flag, int64_t v, bool allow_zero = false) {
 }  // namespace
 
 void validate(const ModelConfig& c) {
+  if (!c.missing_fields.empty())
+    throw UsageError(fmt::format("{}: missing required field '{}' (pass --{} to give it)",
+                                 c.source.empty() ? std::string("config") : c.source, c.missing_fields.front(),
+                                 c.missing_fields.front()));
   positive("hidden_size", c.hidden_size);
   positive("intermediate_size", c.intermediate_size);
   positive("num_attention_heads", c.num_attention_heads);

@@ -32,6 +32,9 @@ struct ModelConfig {
   std::string source;
   std::vector<std::string> notes;
   std::string micro_batch_from, sequence_from;
+  // Required fields the config.json lacks ("intermediate_size"), left 0: a flag fills them
+  // (apply_overrides), else validate() refuses the config naming the first.
+  std::vector<std::string> missing_fields;
   MoeConfig moe;  // experts (moe_config.hpp); num_experts 0 = dense MLP in every layer
   MlaConfig mla;  // Multi-head Latent Attention projections; kv_lora_rank 0 = QKV projection
 
@@ -73,8 +76,11 @@ constexpr int64_t kDefaultConfigSequence = 4096;
 
 // Reads a Hugging Face config.json as the transformers classes do: GPT-2 names (n_embd, n_head,
 // n_layer, n_inner = null -> 4 x n_embd, n_positions), the language model of multimodal configs
-// (text_config), and for known families (llama, mistral, qwen2/3, gemma/2/3, phi3, gpt2) the class's
-// published default for a missing field, each such fill-in recorded in ModelConfig::notes.
+// (text_config), the attention layout (attention_layout.hpp: gpt_bigcode's multi_query, Falcon's
+// num_kv_heads / new_decoder_architecture / multi_query, Falcon's ffn_hidden_size), and for known
+// families (llama, mistral, qwen2/3, gemma/2/3, phi3, gpt2, gpt_bigcode, falcon) the class's
+// published default for a missing field, each such fill-in recorded in ModelConfig::notes. A
+// required field with no default is listed in ModelConfig::missing_fields (flags may fill it).
 // The default sequence length is 4096, or the model's maximum positions when smaller.
 // Throws UsageError on an unreadable file (saying why) or malformed fields.
 ModelConfig load_hf_config(const std::string& path);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 
 namespace gs {
 
@@ -26,9 +27,9 @@ Mode mode_from_string(const std::string& text) {
   if (s == "per-gemm" || s == "autocast" || s == "per-gemm-autocast") return Mode::Autocast;
   if (s == "training" || s == "autocast-shared" || s == "shared") return Mode::AutocastShared;
   if (s == "pre-quantized" || s == "prequantized" || s == "pre-quantize") return Mode::PreQuantized;
-  throw UsageError(fmt::format("unknown mode '{}' (training, per-gemm, pre-quantized; old names autocast-shared = "
+  throw UsageError(fmt::format("unknown mode '{}'{} (training, per-gemm, pre-quantized; old names autocast-shared = "
                                "training, autocast = per-gemm)",
-                               text));
+                               text, did_you_mean(text, {"training", "per-gemm", "pre-quantized"})));
 }
 
 const char* mode_description(Mode m) {

@@ -84,6 +84,12 @@ std::optional<int64_t> one_of(const json& j, std::initializer_list<const char*> 
   return v;
 }
 
+// A field's value for a message: short, never a whole nested object.
+std::string json_hint(const json& v) {
+  const std::string d = v.dump();
+  return d.size() <= 40 ? d : d.substr(0, 37) + "...";
+}
+
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   return s;
@@ -104,12 +110,38 @@ const char* const kKnownFields[] = {
     "layer_types",
 };
 
-// Substrings of field names that describe experts, latent projections or non-attention mixers:
-// an unknown field containing one changes the linear layers in a way not modelled here.
-const char* const kSuspect[] = {"expert", "moe", "lora", "mamba", "ssm", "linear_attn", "linear_key", "linear_value",
-                                "linear_num", "linear_conv", "ffn_config", "attn_layer_period", "attn_layer_offset",
-                                "interleave", "intermediate_size_", "hybrid", "index_n_heads", "index_head_dim",
-                                "block_sparse", "parallel_attn", "num_local", "router_"};
+// Substrings of field names that change the linear layers in a way not modelled here, each with
+// what such a field means. Parallel residual layouts (Falcon's parallel_attn, GPT-NeoX's
+// use_parallel_residual) are not among them: attention and MLP read the same input, the GEMMs are
+// the same.
+struct Suspect {
+  const char* part;
+  const char* meaning;
+};
+constexpr Suspect kSuspect[] = {
+    {"expert", "a mixture-of-experts layout"},
+    {"moe", "a mixture-of-experts layout"},
+    {"router_", "a mixture-of-experts router"},
+    {"num_local", "a number of local experts"},
+    {"lora", "low-rank (latent) projections"},
+    {"mamba", "Mamba (state-space) layers in place of attention"},
+    {"ssm", "state-space layers in place of attention"},
+    {"linear_attn", "linear-attention layers"},
+    {"linear_key", "linear-attention layers"},
+    {"linear_value", "linear-attention layers"},
+    {"linear_num", "linear-attention layers"},
+    {"linear_conv", "linear-attention layers with a convolution"},
+    {"ffn_config", "a nested FFN description (DBRX's experts)"},
+    {"attn_layer_period", "attention only in some layers (Jamba)"},
+    {"attn_layer_offset", "attention only in some layers (Jamba)"},
+    {"interleave", "layers of two kinds interleaved"},
+    {"intermediate_size_", "FFN sizes that differ between layers"},
+    {"hybrid", "a hybrid of layer kinds"},
+    {"index_n_heads", "a sparse-attention indexer with its own projections (DeepSeek-V3.2)"},
+    {"index_head_dim", "a sparse-attention indexer with its own projections (DeepSeek-V3.2)"},
+    {"block_sparse", "block-sparse layers"},
+    {"add_cross_attention", "a cross-attention block in every layer (encoder-decoder use)"},
+};
 
 void refuse_unmodelled(const json& j, const std::string& origin) {
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -117,13 +149,13 @@ void refuse_unmodelled(const json& j, const std::string& origin) {
     if (std::find_if(std::begin(kKnownFields), std::end(kKnownFields), [&](const char* k) { return key == k; }) !=
         std::end(kKnownFields))
       continue;
-    for (const char* s : kSuspect)
-      if (key.find(s) != std::string::npos && !it.value().is_null() && it.value() != json(false) &&
+    for (const Suspect& s : kSuspect)
+      if (key.find(s.part) != std::string::npos && !it.value().is_null() && it.value() != json(false) &&
           it.value() != json(0))
         throw UsageError(fmt::format(
-            "{}: field '{}' changes the model's linear layers in a way gemmscope does not model (experts, latent "
-            "projections or non-attention layers); refusing rather than planning it wrong (see docs/moe.md)",
-            origin, it.key()));
+            "{}: field '{}' = {} means {}, which changes the model's linear layers in a way gemmscope does not model; "
+            "refusing rather than planning it wrong (see docs/config-json.md)",
+            origin, it.key(), json_hint(it.value()), s.meaning));
   }
   if (present(j, "layer_types")) {
     const json& lt = j["layer_types"];
@@ -180,7 +212,8 @@ void parse_hf_moe_mla(const json& j, ModelConfig& c, const std::string& origin) 
       const json& l = j["mlp_only_layers"];
       if (!l.is_array()) throw UsageError(fmt::format("{}: 'mlp_only_layers' must be a list of layer indices", origin));
       for (size_t i = 0; i < l.size(); ++i) {
-        if (!l[i].is_number_integer() || l[i].get<int64_t>() < 0 || l[i].get<int64_t>() >= c.num_hidden_layers)
+        if (!l[i].is_number_integer() || l[i].get<int64_t>() < 0 ||
+            (c.num_hidden_layers > 0 && l[i].get<int64_t>() >= c.num_hidden_layers))
           throw UsageError(fmt::format("{}: 'mlp_only_layers' item {} must be a layer index from 0 to {}, got {}", origin,
                                        i, c.num_hidden_layers - 1, l[i].dump()));
         m.dense_layer_list.push_back(l[i].get<int64_t>());

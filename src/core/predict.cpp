@@ -248,17 +248,19 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
           ov_src = std::min(0.8 * t, qb_src / (PredictConstants::kMemEff * bandwidth(source)));
           t_kernel = t - ov_src;
         }
-        // Kernel on the target.
-        const double comp_s = x.flops() / peak_flops(source, ps) / wave_efficiency(x, sms(source));
+        // Kernel on the target, at the peak of the precision the GEMM really runs in (the router,
+        // and the LM head under --lm-head-precision bf16, run BF16 in every column).
+        const Precision ks = make_recipe(ps, x, os).precision, kt = make_recipe(p, x, ot).precision;
+        const double comp_s = x.flops() / peak_flops(source, ks) / wave_efficiency(x, sms(source));
         const double mem_s = bytes(ps, x, Mode::PreQuantized, os).gemm / bandwidth(source);
-        const double comp_t = x.flops() / peak_flops(target, p) / wave_efficiency(x, sms(target));
+        const double comp_t = x.flops() / peak_flops(target, kt) / wave_efficiency(x, sms(target));
         const double mem_t = bytes(p, x, Mode::PreQuantized, ot).gemm / bandwidth(target);
         double kernel_t = 0;
         if (comp_s >= mem_s) {
           const double eff = comp_s / t_kernel;
           kernel_t = std::max(comp_t / eff, mem_t / PredictConstants::kMemEff);
-          out.basis = fmt::format("{} {:.1f}% of {} {} peak", to_string(ps), 100 * x.flops() / peak_flops(source, ps) / t_kernel,
-                                  source.key, to_string(peak_format(ps, source.compute_capability())));
+          out.basis = fmt::format("{} {:.1f}% of {} {} peak", to_string(ks), 100 * x.flops() / peak_flops(source, ks) / t_kernel,
+                                  source.key, to_string(peak_format(ks, source.compute_capability())));
         } else {
           const double mem_eff = mem_s / t_kernel;
           const double ce = pq ? compute_efficiency(run, *pq, *src, source) : PredictConstants::kComputePrior;
@@ -273,11 +275,12 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
           // the measured difference is carried as it is, not rounded up to zero.
           if (qb_src > 0) ov_t = ov_src * (qb_t / qb_src) * (bandwidth(source) / bandwidth(target));
           else if (qb_t > 0) ov_t = qb_t / (PredictConstants::kMemEff * bandwidth(target));
-          else if (!borrowed_precision(p, ps)) ov_t = ov_src;  // nothing quantized: the mode's own difference (noise)
+          else if (!borrowed_precision(kt, ks)) ov_t = ov_src;  // nothing quantized: the mode's own difference (noise)
           ov_t = std::max(ov_t, -0.5 * kernel_t);
         }
-        const bool borrowed = borrowed_precision(p, ps);
-        const Band kb = quad({gpu_band, borrow_band(p, ps), {cv, cv}});
+        // A GEMM that runs BF16 in both columns keeps its own (BF16) efficiency: nothing borrowed.
+        const bool borrowed = borrowed_precision(kt, ks);
+        const Band kb = quad({gpu_band, borrow_band(kt, ks), {cv, cv}});
         const Band ob = !overhead_measured ? kOverheadFromBytes
                         : (borrowed && peak_format(p, 100) != peak_format(ps, 100)) ? kOverheadOtherFormat
                         : same_gpu ? Band{cv, cv} : kOverheadScaled;
@@ -353,7 +356,8 @@ Prediction predict_datasheet_only(const Plan& plan, const std::vector<Mode>& mod
           out.reason = why;
           continue;
         }
-        const double comp = x.flops() / peak_flops(target, p) / wave_efficiency(x, sms(target));
+        const Precision kt = make_recipe(p, x, ot).precision;  // BF16 for the router (and the LM head by default)
+        const double comp = x.flops() / peak_flops(target, kt) / wave_efficiency(x, sms(target));
         const ByteCount bc = bytes(p, x, modes[mi], ot);
         const double kernel = std::max(comp / PredictConstants::kComputePrior, bc.gemm / bandwidth(target) / PredictConstants::kMemEff);
         const double ov = bc.quantize / (PredictConstants::kMemEff * bandwidth(target));
@@ -363,7 +367,7 @@ Prediction predict_datasheet_only(const Plan& plan, const std::vector<Mode>& mod
         out.ms = out.kernel_ms + out.overhead_ms;
         // The prior is a BF16/FP8 observation: block-scaled formats carry the same extra
         // uncertainty as when a run's FP8 efficiency is borrowed for them.
-        const Band kb = quad({kDatasheetKernel, borrow_band(p, p == Precision::BF16 ? p : Precision::FP8Current)});
+        const Band kb = quad({kDatasheetKernel, borrow_band(kt, kt == Precision::BF16 ? kt : Precision::FP8Current)});
         out.low_ms = out.kernel_ms * (1 - kb.lo) + out.overhead_ms * (1 - kDatasheetOverhead.lo);
         out.high_ms = out.kernel_ms * (1 + kb.hi) + out.overhead_ms * (1 + kDatasheetOverhead.hi);
         out.basis = "datasheet only";
@@ -382,42 +386,55 @@ Prediction predict_datasheet_only(const Plan& plan, const std::vector<Mode>& mod
 
 namespace {
 
-struct Sum {
-  bool ok = true;
-  double ms = 0, lo = 0, hi = 0;
-  void add(const PredictedCell& c) {
-    if (!c.ok) ok = false;
-    ms += c.ms;
-    lo += c.low_ms;
-    hi += c.high_ms;
-  }
+// The sums of one mode and precision, predicted time and both ends of its band, over the same
+// scopes as the measured report (sum_precision: dense layers, MoE layers, the LM head once). A
+// shapes plan sums all of its GEMMs into `total` and `full_model`. Sums add the cells' bands
+// (fully correlated).
+struct PredSums {
+  PrecisionSums ms, lo, hi;
 };
-
-// Per-layer sums (model plans: layer-scope GEMMs; shapes: all) of one mode and precision, and
-// per pass.
-struct LayerSums {
-  Sum pass[3], total, once;
-};
-LayerSums layer_sums(const Prediction& pr, size_t m, size_t p) {
-  LayerSums s;
+PredSums pred_sums(const Prediction& pr, size_t m, size_t p) {
   const RunResult& r = pr.result;
-  for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
-    const Gemm& x = r.plan.gemms[g];
-    const PredictedCell& c = pr.cells[m][g][p];
-    if (r.plan.model_mode && x.scope != Scope::Layer) {
-      s.once.add(c);
-      continue;
+  auto value = [&](double PredictedCell::*f) {
+    return [&pr, m, p, f](size_t g) -> std::optional<double> {
+      const PredictedCell& c = pr.cells[m][g][p];
+      return c.ok ? std::optional<double>(c.*f) : std::nullopt;
+    };
+  };
+  PredSums s;
+  if (r.plan.model_mode) {
+    s.ms = sum_precision(r.plan, value(&PredictedCell::ms));
+    s.lo = sum_precision(r.plan, value(&PredictedCell::low_ms));
+    s.hi = sum_precision(r.plan, value(&PredictedCell::high_ms));
+    return s;
+  }
+  for (auto [out, f] : {std::pair{&s.ms, &PredictedCell::ms}, std::pair{&s.lo, &PredictedCell::low_ms},
+                        std::pair{&s.hi, &PredictedCell::high_ms}}) {
+    std::optional<double> t = 0.0;
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+      const PredictedCell& c = pr.cells[m][g][p];
+      if (!c.ok) t.reset();
+      if (t) *t += c.*f;
     }
-    s.total.add(c);
-    if (x.pass == Pass::Fprop) s.pass[0].add(c);
-    if (x.pass == Pass::Dgrad) s.pass[1].add(c);
-    if (x.pass == Pass::Wgrad) s.pass[2].add(c);
+    out->total = out->full_model = t;
   }
   return s;
 }
 
-std::string val(const Sum& s) { return s.ok ? fmt::format("{:.3f}", s.ms) : "N/A"; }
-std::string band(const Sum& s) { return s.ok ? fmt::format("{:.2f}-{:.2f}", s.lo, s.hi) : "N/A"; }
+using Field = std::optional<double> PrecisionSums::*;
+std::string val(const PredSums& s, Field f, int digits = 3) {
+  return s.ms.*f ? fmt::format("{:.{}f}", *(s.ms.*f), digits) : "N/A";
+}
+// "12.07-16.50"; whole milliseconds from 100 ms on, so that a full model's band fits its column.
+std::string band(const PredSums& s, Field f) {
+  if (!(s.lo.*f) || !(s.hi.*f)) return "N/A";
+  const int digits = *(s.hi.*f) >= 100 ? 0 : 2;
+  return fmt::format("{:.{}f}-{:.{}f}", *(s.lo.*f), digits, *(s.hi.*f), digits);
+}
+json band_json(const PredSums& s, Field f) {
+  return s.ms.*f && s.lo.*f && s.hi.*f ? json{{"ms", *(s.ms.*f)}, {"low_ms", *(s.lo.*f)}, {"high_ms", *(s.hi.*f)}}
+                                       : json(nullptr);
+}
 
 }  // namespace
 
@@ -432,8 +449,8 @@ std::string render_prediction_text(const Prediction& pr) {
   out += "Every number below is a prediction with its band (low-high), not a measurement.\n";
   if (r.plan.model_mode) {
     const ModelConfig& c = *r.plan.config;
-    out += fmt::format("Model: {} (hidden={}, intermediate={}, heads={}/{}, layers={}, M={})\n", c.name, c.hidden_size,
-                       c.intermediate_size, c.num_attention_heads, c.kv_heads(), c.num_hidden_layers, c.tokens());
+    out += fmt::format("Model: {} (hidden={}, intermediate={}, {}, layers={}, M={})\n", c.name, c.hidden_size,
+                       c.intermediate_size, heads_text(c, true), c.num_hidden_layers, c.tokens());
   }
   std::vector<std::string> reasons;
   auto note = [&](const std::string& why) {
@@ -444,6 +461,10 @@ std::string render_prediction_text(const Prediction& pr) {
     }
     return static_cast<size_t>(it - reasons.begin()) + 1;
   };
+  const bool moe = r.plan.has_moe();
+  const int64_t n_moe = r.plan.moe_layers(), n_dense = r.plan.dense_layers();
+  bool lm_head = false;
+  for (const Gemm& g : r.plan.gemms) lm_head |= g.scope == Scope::Model;
   for (size_t m = 0; m < r.modes.size(); ++m) {
     out += rule + "\n";
     out += fmt::format("Mode: {} (predicted)\n", to_string(r.modes[m]));
@@ -461,35 +482,64 @@ std::string render_prediction_text(const Prediction& pr) {
       }
       out += row + "\n";
     }
-    out += fmt::format("Predicted per-layer GEMM time (ms){}:\n", r.plan.model_mode ? "" : " (sum of all GEMMs)");
-    std::vector<LayerSums> sums;
-    for (size_t p = 0; p < r.precisions.size(); ++p) sums.push_back(layer_sums(pr, m, p));
-    auto line = [&](const char* what, auto get) {
+    if (moe)
+      out += fmt::format("MLP rows run in the {} dense layers only; Router, Expert and Shared rows in the {} MoE layers "
+                         "only; LM Head once per step; the others in every layer.\n", n_dense, n_moe);
+    std::vector<PredSums> sums;
+    for (size_t p = 0; p < r.precisions.size(); ++p) sums.push_back(pred_sums(pr, m, p));
+    auto line = [&](const std::string& what, auto get) {
       std::string row = fmt::format("{:<28}", what);
       for (size_t p = 0; p < r.precisions.size(); ++p) row += fmt::format("{:>12}", get(sums[p]));
       out += row + "\n";
     };
-    if (r.plan.model_mode) {
-      line("  Fprop", [](const LayerSums& s) { return val(s.pass[0]); });
-      line("  Dgrad", [](const LayerSums& s) { return val(s.pass[1]); });
-      line("  Wgrad", [](const LayerSums& s) { return val(s.pass[2]); });
-    }
-    line("  Per-layer total", [](const LayerSums& s) { return val(s.total); });
-    line("  band (low-high)", [](const LayerSums& s) { return band(s.total); });
-    if (r.plan.model_mode) {
-      const int64_t layers = r.plan.layers();
-      out += fmt::format("Predicted full model ({} layers{}):\n", layers, r.plan.config->vocab_size ? " + LM head" : "");
-      line("  Total GEMM time (ms)", [layers](const LayerSums& s) {
-        return s.total.ok && s.once.ok ? fmt::format("{:.1f}", s.total.ms * static_cast<double>(layers) + s.once.ms)
-                                       : std::string("N/A");
-      });
+    auto value_line = [&](const std::string& what, Field f) { line(what, [f](const PredSums& s) { return val(s, f); }); };
+    auto band_line = [&](Field f) { line("  band (low-high)", [f](const PredSums& s) { return band(s, f); }); };
+    if (!r.plan.model_mode) {
+      out += "Predicted per-layer GEMM time (ms) (sum of all GEMMs):\n";
+      value_line("  Per-layer total", &PrecisionSums::total);
+      band_line(&PrecisionSums::total);
+    } else {
+      out += "Predicted per-layer GEMM time (ms):\n";
+      if (!moe || n_dense > 0) {
+        if (moe) out += fmt::format("Dense layer ({} of {}):\n", n_dense, r.plan.layers());
+        value_line("  Fprop", &PrecisionSums::fprop);
+        value_line("  Dgrad", &PrecisionSums::dgrad);
+        value_line("  Wgrad", &PrecisionSums::wgrad);
+        value_line("  Per-layer total", &PrecisionSums::total);
+        band_line(&PrecisionSums::total);
+      }
+      if (moe) {
+        out += fmt::format("MoE layer ({} of {}):\n", n_moe, r.plan.layers());
+        value_line("  Fprop", &PrecisionSums::moe_fprop);
+        value_line("  Dgrad", &PrecisionSums::moe_dgrad);
+        value_line("  Wgrad", &PrecisionSums::moe_wgrad);
+        value_line("  Per-layer total", &PrecisionSums::moe_total);
+        band_line(&PrecisionSums::moe_total);
+        out += "Per layer, 3 passes:\n";
+        value_line("  Attention projections", &PrecisionSums::attention);
+        if (n_dense > 0) value_line("  Dense MLP", &PrecisionSums::dense_mlp);
+        value_line("  Router (BF16)", &PrecisionSums::router);
+        value_line("  Routed experts", &PrecisionSums::routed_experts);
+        if (r.plan.config->moe.shared_experts > 0) value_line("  Shared experts", &PrecisionSums::shared_experts);
+      }
+      if (lm_head) {
+        out += "Once per step:\n";
+        value_line("  LM Head (3 passes)", &PrecisionSums::model_once);
+      }
+      if (moe)
+        out += fmt::format("Predicted full model ({} dense + {} MoE layers{}):\n", n_dense, n_moe, lm_head ? " + LM head" : "");
+      else
+        out += fmt::format("Predicted full model ({} layers{}):\n", r.plan.layers(), lm_head ? " + LM head" : "");
+      line("  Total GEMM time (ms)", [](const PredSums& s) { return val(s, &PrecisionSums::full_model, 1); });
+      band_line(&PrecisionSums::full_model);
     }
     const auto bf = index_of(r.precisions, Precision::BF16);
-    if (bf && sums[*bf].total.ok) {
-      std::string sp = "Predicted speedups vs BF16:";
+    const auto& bfs = bf ? sums[*bf].ms.full_model : std::optional<double>();
+    if (bfs) {
+      std::string sp = fmt::format("Predicted speedups vs BF16 ({}):", r.plan.model_mode ? "full model" : "sum of all GEMMs");
       for (size_t p = 0; p < r.precisions.size(); ++p)
-        if (p != *bf && sums[p].total.ok)
-          sp += fmt::format(" {} {:.2f}x;", to_string(r.precisions[p]), sums[*bf].total.ms / sums[p].total.ms);
+        if (p != *bf && sums[p].ms.full_model && *sums[p].ms.full_model > 0)
+          sp += fmt::format(" {} {:.2f}x;", to_string(r.precisions[p]), *bfs / *sums[p].ms.full_model);
       if (sp.back() == ';') sp.pop_back();
       out += sp + "\n";
     }
@@ -519,15 +569,22 @@ json prediction_json(const Prediction& pr) {
         cell["basis"] = c.basis;
         cell["borrowed_efficiency"] = c.borrowed;
       }
-  json bands = json::object();
+  // Bands of the sums, per mode and precision: a dense layer (null in a model whose layers all
+  // have experts), a MoE layer (models with experts) and the full model (a shapes plan: all GEMMs).
+  json bands = json::object(), moe_bands = json::object(), full_bands = json::object();
+  const bool moe = r.plan.has_moe(), dense = !moe || r.plan.dense_layers() > 0;
   for (size_t m = 0; m < r.modes.size(); ++m) {
-    json pm = json::object();
+    json pm = json::object(), pmoe = json::object(), pfull = json::object();
     for (size_t p = 0; p < r.precisions.size(); ++p) {
-      const LayerSums s = layer_sums(pr, m, p);
-      pm[to_string(r.precisions[p])] = s.total.ok ? json{{"ms", s.total.ms}, {"low_ms", s.total.lo}, {"high_ms", s.total.hi}}
-                                                  : json(nullptr);
+      const PredSums s = pred_sums(pr, m, p);
+      const char* name = to_string(r.precisions[p]);
+      pm[name] = dense ? band_json(s, &PrecisionSums::total) : json(nullptr);
+      if (moe) pmoe[name] = band_json(s, &PrecisionSums::moe_total);
+      pfull[name] = band_json(s, &PrecisionSums::full_model);
     }
     bands[to_string(r.modes[m])] = pm;
+    if (moe) moe_bands[to_string(r.modes[m])] = pmoe;
+    full_bands[to_string(r.modes[m])] = pfull;
   }
   j["roofline"] = roofline_json(r, RooflineContext{&pr.target, ""});
   j["prediction"] = {{"predicted", true},
@@ -537,7 +594,9 @@ json prediction_json(const Prediction& pr) {
                      {"source_device", pr.datasheet_only ? json(nullptr) : json(pr.source_device)},
                      {"datasheet_only", pr.datasheet_only},
                      {"per_layer", bands},
+                     {"full_model", full_bands},
                      {"assumptions", pr.assumptions}};
+  if (moe) j["prediction"]["moe_layer"] = moe_bands;
   return j;
 }
 

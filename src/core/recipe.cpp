@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 
 namespace gs {
 
@@ -28,8 +29,10 @@ Precision precision_from_string(const std::string& s) {
   };
   for (Precision p : kAllPrecisions)
     if (lower(s) == lower(to_string(p))) return p;
+  std::vector<std::string> names;
+  for (Precision p : kAllPrecisions) names.push_back(to_string(p));
   throw UsageError(fmt::format(
-      "unknown precision '{}' (known: BF16, FP8Current, FP8Delayed, FP8Block, MXFP8, NVFP4)", s));
+      "unknown precision '{}'{} (known: BF16, FP8Current, FP8Delayed, FP8Block, MXFP8, NVFP4)", s, did_you_mean(s, names)));
 }
 
 int min_compute_capability(Precision p) {

@@ -46,4 +46,11 @@ void write_file_atomic(const std::string& path, const std::string& text);
 
 std::string format_thousands(int64_t v);  // 15872 -> "15,872"
 
+// The attention heads of a config for headers: "heads=32, kv_heads=8, head_dim=128"; for MLA the
+// real head sizes instead of hidden / heads: "heads=128 (MLA: qk head 192 = 128 nope + 64 rope,
+// v head 128)". `always` prints kv_heads and head_dim even where they are the MHA defaults.
+std::string heads_text(const ModelConfig& c, bool always);
+// Where a plan's GEMM runs: "every layer", "dense layers", "MoE layers", "once per step", "-".
+const char* scope_text(const Gemm& g);
+
 }  // namespace gs

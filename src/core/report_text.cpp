@@ -141,13 +141,11 @@ std::string header_block(const RunResult& r, size_t mode) {
     const ModelConfig& c = *r.plan.config;
     out += kRuleHeavy + "\n";
     std::string extra;
-    if (c.kv_heads() != c.num_attention_heads) extra += fmt::format(", kv_heads={}", c.kv_heads());
-    if (c.head_dimension() * c.num_attention_heads != c.hidden_size) extra += fmt::format(", head_dim={}", c.head_dimension());
     if (c.gated_mlp) extra += ", gated MLP";
     if (c.vocab_size) extra += ", " + vocab_text(c);
     if (c.tensor_parallel > 1) extra += fmt::format(", tensor parallel={} (per-rank shapes)", c.tensor_parallel);
-    out += fmt::format("Model Config ({}): hidden={}, intermediate={}, heads={}, layers={}{}\n", c.name,
-                       c.hidden_size, c.intermediate_size, c.num_attention_heads, c.num_hidden_layers, extra);
+    out += fmt::format("Model Config ({}): hidden={}, intermediate={}, {}, layers={}{}\n", c.name,
+                       c.hidden_size, c.intermediate_size, heads_text(c, false), c.num_hidden_layers, extra);
     out += tokens_line(c);
     out += moe_config_text(c);
     out += moe_routing_text(r);
@@ -197,7 +195,7 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
     out += sums_row("Wgrad:", [](const PrecisionSums& p) { return p.moe_wgrad; });
     out += sums_row("Per-layer total:", [](const PrecisionSums& p) { return p.moe_total; });
     out += "Per layer, 3 passes:\n";
-    out += sums_row("Attention:", [](const PrecisionSums& p) { return p.attention; });
+    out += sums_row("Attention projections:", [](const PrecisionSums& p) { return p.attention; });
     if (n_dense > 0) out += sums_row("Dense MLP:", [](const PrecisionSums& p) { return p.dense_mlp; });
     out += sums_row("Router (BF16):", [](const PrecisionSums& p) { return p.router; });
     out += sums_row("Routed experts:", [](const PrecisionSums& p) { return p.routed_experts; });
@@ -579,7 +577,7 @@ std::vector<std::string> predicted_na(const RunResult& r) {
   for (Precision p : r.precisions) {
     std::vector<std::pair<std::string, std::string>> hits;  // rule (without "(got ...)"), GEMM
     for (const Gemm& g : r.plan.gemms) {
-      std::string why = shape_constraint(make_recipe(p, g, r.recipe_options), g);
+      std::string why = cell_shape_problem(g, p, r.recipe_options);  // the engine's rule, per padded expert
       if (why.empty()) continue;
       if (const size_t got = why.find(" (got "); got != std::string::npos) why.erase(got);
       hits.emplace_back(why, g.scope == Scope::Shape ? g.shape()
@@ -614,9 +612,9 @@ std::string render_plan_text(const RunResult& r) {
                        kind, r.why_not_measured);
   if (r.plan.model_mode) {
     const ModelConfig& c = *r.plan.config;
-    out += fmt::format("Model Config ({}): hidden={}, intermediate={}, heads={}, kv_heads={}, head_dim={}, layers={}{}{}{}\n",
-                       c.name, c.hidden_size, c.intermediate_size, c.num_attention_heads, c.kv_heads(),
-                       c.head_dimension(), c.num_hidden_layers, c.gated_mlp ? ", gated MLP" : "",
+    out += fmt::format("Model Config ({}): hidden={}, intermediate={}, {}, layers={}{}{}{}\n",
+                       c.name, c.hidden_size, c.intermediate_size, heads_text(c, true), c.num_hidden_layers,
+                       c.gated_mlp ? ", gated MLP" : "",
                        c.vocab_size ? ", " + vocab_text(c) : "",
                        c.tensor_parallel > 1 ? fmt::format(", tensor parallel={} (per-rank shapes)", c.tensor_parallel) : "");
     out += tokens_line(c);
@@ -644,21 +642,31 @@ std::string render_plan_text(const RunResult& r) {
     if (na.empty()) out += "Predicted N/A cells: none (every selected precision can run every GEMM's shape)\n";
     for (const std::string& line : na) out += "Predicted N/A: " + line + "\n";
   }
-  out += std::string(110, '=') + "\n";
+  // Model plans: a last column says where each row runs (every layer, the dense or the MoE layers
+  // only, once per step), so the sums below can be read off the table.
+  const bool scoped = r.plan.model_mode;
+  const size_t width = scoped ? 125 : 110;
+  out += std::string(width, '=') + "\n";
   Table t;
-  t.widths = {7, 10, 20, 12, 14, 14, 11, 11, 11};
-  out += t.row({"Pass", "Op", "Shape", "GFLOP", "A (m x k)", "B (k x n)", "BF16 MB", "FP8 MB", "NVFP4 MB"});
+  t.widths = {7, 10, 20, 12, 14, 14, 11, 11, 11, 15};
+  std::vector<std::string> head = {"Pass", "Op", "Shape", "GFLOP", "A (m x k)", "B (k x n)", "BF16 MB", "FP8 MB", "NVFP4 MB"};
+  if (scoped) head.push_back("Runs in");
+  out += t.row(head);
   out += "  (MB = bytes the GEMM kernel reads + writes: operands in that format with scales; output BF16, Wgrad FP32 r+w)\n";
-  out += std::string(110, '-') + "\n";
+  out += std::string(width, '-') + "\n";
   auto mb = [&](Precision p, const Gemm& g) {
     return plan_number(byte_count(make_recipe(p, g, r.recipe_options), g).gemm / 1e6);
   };
   auto opnd = [](const Operand& o) { return fmt::format("{}{}", to_string(o.role), o.k_major ? "" : "^T"); };
-  for (const Gemm& g : r.plan.gemms)
-    out += t.row({g.scope == Scope::Shape ? "-" : pass_label(g.pass), g.scope == Scope::Shape ? "-" : g.label(),
-                  g.shape(), plan_number(g.flops() / 1e9), opnd(g.a), opnd(g.b),
-                  mb(Precision::BF16, g), mb(Precision::FP8Current, g), mb(Precision::NVFP4, g)});
-  out += std::string(110, '-') + "\n";
+  for (const Gemm& g : r.plan.gemms) {
+    std::vector<std::string> row = {g.scope == Scope::Shape ? "-" : pass_label(g.pass),
+                                    g.scope == Scope::Shape ? "-" : g.label(),
+                                    g.shape(), plan_number(g.flops() / 1e9), opnd(g.a), opnd(g.b),
+                                    mb(Precision::BF16, g), mb(Precision::FP8Current, g), mb(Precision::NVFP4, g)};
+    if (scoped) row.push_back(scope_text(g));
+    out += t.row(row);
+  }
+  out += std::string(width, '-') + "\n";
   out += "  ^T: operand stored with the contraction dimension strided (FP8 on Hopper needs a transposed copy)\n";
   const PlanFlops f = plan_flops(r.plan);
   if (r.plan.model_mode) {
@@ -670,10 +678,18 @@ std::string render_plan_text(const RunResult& r) {
                          "{:.2f}T = {:.2f}T\n",
                          f.moe_fprop / 1e12, f.moe_dgrad / 1e12, f.moe_wgrad / 1e12, f.per_moe_layer() / 1e12);
     if (f.model_once > 0) out += fmt::format("FLOPs once per step (LM head, 3 passes): {:.2f}T\n", f.model_once / 1e12);
-    out += fmt::format("FLOPs full model ({}{}): {:.2f}T per step\n",
+    out += fmt::format("FLOPs full model ({}{}): {:.2f}T per step, the linear layers only (attention's QK^T and PV "
+                       "not included)\n",
                        f.moe_layers ? fmt::format("{} dense + {} MoE layers", r.plan.layers() - f.moe_layers, f.moe_layers)
                                     : fmt::format("{} layers", r.plan.layers()),
                        f.model_once > 0 ? " + LM head" : "", f.full_model(r.plan.layers()) / 1e12);
+    // Attention's own GEMMs: stated, never planned or measured (flash attention fuses them).
+    const double att = attention_score_flops(*r.plan.config);
+    out += fmt::format("Not planned, not measured: attention's QK^T and PV (fused in flash attention), {:.2f}T per layer "
+                       "with the causal mask (half the s x s scores; {:.2f}T without), 3 passes; {:.2f}T per step, {:.0f}% "
+                       "on top of the linear layers\n",
+                       att / 1e12, 2 * att / 1e12, att * static_cast<double>(r.plan.layers()) / 1e12,
+                       100 * att * static_cast<double>(r.plan.layers()) / f.full_model(r.plan.layers()));
     // Quantization traffic model per layer: every GEMM quantizing its own operands vs each tensor
     // once (both copies), the difference between the per-gemm and training modes.
     std::vector<Precision> modelled;  // the selected precisions the traffic model covers
@@ -707,6 +723,30 @@ std::string render_plan_text(const RunResult& r) {
   }
   for (const auto& n : r.notes) out += fmt::format("Note: {}\n", n);
   return out;
+}
+
+std::string heads_text(const ModelConfig& c, bool always) {
+  if (c.mla.enabled()) {
+    const MlaConfig& a = c.mla;
+    return fmt::format("heads={} (MLA: qk head {} = {} nope + {} rope, v head {})", c.num_attention_heads,
+                       a.qk_nope_head_dim + a.qk_rope_head_dim, a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim);
+  }
+  std::string out = fmt::format("heads={}", c.num_attention_heads);
+  if (always || c.kv_heads() != c.num_attention_heads) out += fmt::format(", kv_heads={}", c.kv_heads());
+  if (always || c.head_dimension() * c.num_attention_heads != c.hidden_size)
+    out += fmt::format(", head_dim={}", c.head_dimension());
+  return out;
+}
+
+const char* scope_text(const Gemm& g) {
+  switch (g.scope) {
+    case Scope::Layer: return "every layer";
+    case Scope::DenseLayer: return "dense layers";
+    case Scope::MoeLayer: return "MoE layers";
+    case Scope::Model: return "once per step";
+    case Scope::Shape: return "-";
+  }
+  return "-";
 }
 
 }  // namespace gs

@@ -56,16 +56,16 @@ std::vector<std::pair<Precision, Precision>> speedup_pairs(const std::vector<Pre
 
 namespace {
 
-// Sum of mean times over GEMMs matching `pred`; nullopt if any is N/A or none match.
+// Sum of `value` over GEMMs matching `pred`; nullopt if any is N/A or none match.
 template <class Pred>
-std::optional<double> sum_cells(const RunResult& r, size_t mode, size_t prec, Pred pred) {
+std::optional<double> sum_cells(const Plan& plan, const CellValue& value, Pred pred) {
   double total = 0;
   bool any = false;
-  for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
-    if (!pred(r.plan.gemms[g])) continue;
-    const Cell& c = r.cell(mode, g, prec);
-    if (!c.ok) return std::nullopt;
-    total += c.stats.mean_ms;
+  for (size_t g = 0; g < plan.gemms.size(); ++g) {
+    if (!pred(plan.gemms[g])) continue;
+    const std::optional<double> v = value(g);
+    if (!v) return std::nullopt;
+    total += *v;
     any = true;
   }
   if (!any) return std::nullopt;
@@ -79,51 +79,60 @@ std::optional<double> add(std::optional<double> a, std::optional<double> b) {
 
 }  // namespace
 
+PrecisionSums sum_precision(const Plan& plan, const CellValue& value) {
+  PrecisionSums ps;
+  bool has_model_once = false;
+  for (const Gemm& g : plan.gemms) has_model_once |= g.scope == Scope::Model;
+  const int64_t moe_layers = plan.moe_layers();
+  const double dense_layers = static_cast<double>(plan.layers() - moe_layers);
+  auto layer_pass = [](Pass pass) {
+    return [pass](const Gemm& g) { return (g.scope == Scope::Layer || g.scope == Scope::DenseLayer) && g.pass == pass; };
+  };
+  auto moe_pass = [](Pass pass) {
+    return [pass](const Gemm& g) { return (g.scope == Scope::Layer || g.scope == Scope::MoeLayer) && g.pass == pass; };
+  };
+  ps.fprop = sum_cells(plan, value, layer_pass(Pass::Fprop));
+  ps.dgrad = sum_cells(plan, value, layer_pass(Pass::Dgrad));
+  ps.wgrad = sum_cells(plan, value, layer_pass(Pass::Wgrad));
+  ps.fprop_dgrad = add(ps.fprop, ps.dgrad);
+  ps.total = add(ps.fprop_dgrad, ps.wgrad);
+  ps.model_once = has_model_once ? sum_cells(plan, value, [](const Gemm& g) { return g.scope == Scope::Model; })
+                                 : std::optional<double>(0.0);
+  auto ops = [&](std::initializer_list<Op> list) {
+    return sum_cells(plan, value, [&](const Gemm& g) {
+      return g.scope != Scope::Model && std::find(list.begin(), list.end(), g.op) != list.end();
+    });
+  };
+  ps.attention = ops({Op::Qkv, Op::AttnOut, Op::QDown, Op::QUp, Op::KvDown, Op::KvUp, Op::QProj});
+  ps.dense_mlp = ops({Op::MlpUp, Op::MlpDown});
+  if (moe_layers > 0) {
+    ps.moe_fprop = sum_cells(plan, value, moe_pass(Pass::Fprop));
+    ps.moe_dgrad = sum_cells(plan, value, moe_pass(Pass::Dgrad));
+    ps.moe_wgrad = sum_cells(plan, value, moe_pass(Pass::Wgrad));
+    ps.moe_total = add(add(ps.moe_fprop, ps.moe_dgrad), ps.moe_wgrad);
+    ps.router = ops({Op::Router});
+    ps.routed_experts = ops({Op::ExpertUp, Op::ExpertDown});
+    ps.shared_experts = ops({Op::SharedUp, Op::SharedDown});
+  }
+  // Full model = dense layers x a dense layer + MoE layers x a MoE layer + the LM head. A dense
+  // layer's sum is only needed when the model has dense layers.
+  std::optional<double> dense_part = dense_layers > 0 ? (ps.total ? std::optional<double>(*ps.total * dense_layers) : std::nullopt)
+                                                      : std::optional<double>(0.0);
+  std::optional<double> moe_part = moe_layers > 0 ? (ps.moe_total ? std::optional<double>(*ps.moe_total * static_cast<double>(moe_layers))
+                                                                  : std::nullopt)
+                                                  : std::optional<double>(0.0);
+  ps.full_model = add(add(dense_part, moe_part), ps.model_once);
+  return ps;
+}
+
 ModeSummary summarize_mode(const RunResult& r, size_t mode) {
   ModeSummary s;
   for (const Gemm& g : r.plan.gemms) s.has_model_once |= g.scope == Scope::Model;
-  const int64_t moe_layers = r.plan.moe_layers();
-  const double dense_layers = static_cast<double>(r.plan.layers() - moe_layers);
   for (size_t p = 0; p < r.precisions.size(); ++p) {
-    PrecisionSums ps;
-    auto layer_pass = [](Pass pass) {
-      return [pass](const Gemm& g) { return (g.scope == Scope::Layer || g.scope == Scope::DenseLayer) && g.pass == pass; };
-    };
-    auto moe_pass = [](Pass pass) {
-      return [pass](const Gemm& g) { return (g.scope == Scope::Layer || g.scope == Scope::MoeLayer) && g.pass == pass; };
-    };
-    ps.fprop = sum_cells(r, mode, p, layer_pass(Pass::Fprop));
-    ps.dgrad = sum_cells(r, mode, p, layer_pass(Pass::Dgrad));
-    ps.wgrad = sum_cells(r, mode, p, layer_pass(Pass::Wgrad));
-    ps.fprop_dgrad = add(ps.fprop, ps.dgrad);
-    ps.total = add(ps.fprop_dgrad, ps.wgrad);
-    ps.model_once = s.has_model_once ? sum_cells(r, mode, p, [](const Gemm& g) { return g.scope == Scope::Model; })
-                                     : std::optional<double>(0.0);
-    auto ops = [&](std::initializer_list<Op> list) {
-      return sum_cells(r, mode, p, [&](const Gemm& g) {
-        return g.scope != Scope::Model && std::find(list.begin(), list.end(), g.op) != list.end();
-      });
-    };
-    ps.attention = ops({Op::Qkv, Op::AttnOut, Op::QDown, Op::QUp, Op::KvDown, Op::KvUp, Op::QProj});
-    ps.dense_mlp = ops({Op::MlpUp, Op::MlpDown});
-    if (moe_layers > 0) {
-      ps.moe_fprop = sum_cells(r, mode, p, moe_pass(Pass::Fprop));
-      ps.moe_dgrad = sum_cells(r, mode, p, moe_pass(Pass::Dgrad));
-      ps.moe_wgrad = sum_cells(r, mode, p, moe_pass(Pass::Wgrad));
-      ps.moe_total = add(add(ps.moe_fprop, ps.moe_dgrad), ps.moe_wgrad);
-      ps.router = ops({Op::Router});
-      ps.routed_experts = ops({Op::ExpertUp, Op::ExpertDown});
-      ps.shared_experts = ops({Op::SharedUp, Op::SharedDown});
-    }
-    // Full model = dense layers x a dense layer + MoE layers x a MoE layer + the LM head. A dense
-    // layer's sum is only needed when the model has dense layers.
-    std::optional<double> dense_part = dense_layers > 0 ? (ps.total ? std::optional<double>(*ps.total * dense_layers) : std::nullopt)
-                                                        : std::optional<double>(0.0);
-    std::optional<double> moe_part = moe_layers > 0 ? (ps.moe_total ? std::optional<double>(*ps.moe_total * static_cast<double>(moe_layers))
-                                                                    : std::nullopt)
-                                                    : std::optional<double>(0.0);
-    ps.full_model = add(add(dense_part, moe_part), ps.model_once);
-    s.sums.push_back(ps);
+    s.sums.push_back(sum_precision(r.plan, [&](size_t g) -> std::optional<double> {
+      const Cell& c = r.cell(mode, g, p);
+      return c.ok ? std::optional<double>(c.stats.mean_ms) : std::nullopt;
+    }));
   }
   for (auto [num, den] : speedup_pairs(r.precisions)) {
     Speedup sp{num, den, std::nullopt};

@@ -2,6 +2,7 @@
 // plus the device and timing settings. Reports, JSON, charts and comparisons read only this.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -134,6 +135,12 @@ struct PrecisionSums {
   // experts (nullopt where the plan has none or a cell is N/A).
   std::optional<double> attention, dense_mlp, router, routed_experts, shared_experts;
 };
+// The sums above for one precision from any per-GEMM value (nullopt: that GEMM is N/A): the
+// measured report passes each cell's mean, predict its predicted, low and high times, so both sum
+// the same scopes (dense layers, MoE layers, the LM head once). Empty for a shapes plan.
+using CellValue = std::function<std::optional<double>(size_t gemm)>;
+PrecisionSums sum_precision(const Plan& plan, const CellValue& value);
+
 struct Speedup {
   Precision num, den;
   std::optional<double> value;  // den time / num time (how much faster `num` is)

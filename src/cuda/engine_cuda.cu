@@ -172,7 +172,7 @@ class CudaEngine final : public Engine {
   Cell measure(const Gemm& g, Precision p, Mode mode) override {
     if (g.grouped()) return measure_grouped(g, p, mode);
     const Recipe recipe = make_recipe(p, g, opts_.recipe);
-    if (std::string why = shape_constraint(recipe, g); !why.empty()) return Cell::na(why);
+    if (std::string why = cell_shape_problem(g, p, opts_.recipe); !why.empty()) return Cell::na(why);
     const CellRange range(mode, g, p);  // NVTX: gemmscope/<mode>/<pass>/<op>/<precision>
     return guarded(g, p, mode, recipe, [&] {
       prepare_sources(g, Dist::Normal, recipe.fp32_accumulate);
@@ -286,14 +286,13 @@ class CudaEngine final : public Engine {
 
   // A grouped GEMM (grouped_gemm.hpp), then the dense GEMM of the same total padded size beside it.
   Cell measure_grouped(const Gemm& g, Precision p, Mode mode) {
-    if (std::string why = grouped_layout_problem(g); !why.empty()) return Cell::na(why);
+    // The layout and the per-expert shape rule: core/grouped.hpp, the rule the dry run predicts with.
+    if (std::string why = cell_shape_problem(g, p, opts_.recipe); !why.empty()) return Cell::na(why);
     const std::vector<int64_t> padded = padded_group(g, p);
     int64_t sum = 0;
     for (int64_t x : padded) sum += x;
     const Gemm dense = expert_gemm(g, sum);
     const Recipe recipe = make_recipe(p, dense, opts_.recipe);
-    if (std::string why = shape_constraint(recipe, expert_gemm(g, group_alignment(p))); !why.empty())
-      return Cell::na(why);
     if (sum == 0 && g.group_dim == GroupDim::M) return Cell::na("no rows routed to any expert");
     Cell cell = guarded(g, p, mode, recipe, [&] {
       const int streams = std::max(opts_.grouped_streams, 0);

@@ -21,17 +21,7 @@ int64_t total(const std::vector<int64_t>& v) { return std::accumulate(v.begin(),
 
 }  // namespace
 
-std::string grouped_layout_problem(const Gemm& g) {
-  if (g.group.empty()) return "grouped GEMM with no experts";
-  for (int64_t s : g.group)
-    if (s < 0) return "grouped GEMM with a negative expert size";
-  if (g.group_dim == GroupDim::M && !g.a.k_major)
-    return "grouped along M needs a token-major left operand [rows, k]";
-  if (g.group_dim == GroupDim::K && (g.a.k_major || g.b.k_major))
-    return "grouped along K needs token-major operands [tokens, m] and [tokens, n]";
-  if (g.group_dim == GroupDim::None) return "not a grouped GEMM";
-  return {};
-}
+// grouped_layout_problem: core/grouped.hpp (the dry run predicts with the same rule).
 
 bool GroupedSources::matches(const Gemm& g, const std::vector<int64_t>& padded, bool fp32) const {
   return fp32_out == (fp32 && g.group_dim == GroupDim::K) && gemm.m == g.m && gemm.k == g.k && gemm.n == g.n && gemm.group_dim == g.group_dim &&

@@ -58,9 +58,6 @@ struct GroupedSources {
                                                   cudaStream_t s, bool fp32 = false);
 };
 
-// Why `g` cannot be measured grouped ("" when it can): operand layouts, sizes.
-std::string grouped_layout_problem(const Gemm& g);
-
 class GroupedGemm {
  public:
   // streams: 0 = serial on `main`; else round-robin over that many side streams (owned here).

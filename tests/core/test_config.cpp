@@ -126,7 +126,9 @@ TEST(HfConfig, NestedTextConfig) {
 TEST(HfConfig, Malformed) {
   EXPECT_THROW(parse_hf_config("{not json", "x"), UsageError);
   EXPECT_THROW(parse_hf_config("[1,2]", "x"), UsageError);
-  EXPECT_THROW(parse_hf_config(R"({"hidden_size":4096})", "x"), UsageError);
+  // Missing required fields are refused before planning (a flag may still fill them: see
+  // AttentionLayout.FlagsFillMissingRequiredFields).
+  EXPECT_THROW(build_model_plan(parse_hf_config(R"({"hidden_size":4096})", "x")), UsageError);
   EXPECT_THROW(parse_hf_config(R"({"hidden_size":"big","intermediate_size":1,"num_attention_heads":1,"num_hidden_layers":1})", "x"), UsageError);
   EXPECT_THROW(parse_hf_config(R"({"hidden_size":40.5,"intermediate_size":1,"num_attention_heads":1,"num_hidden_layers":1})", "x"), UsageError);
   EXPECT_THROW(load_hf_config("/nonexistent/config.json"), UsageError);
@@ -284,9 +286,9 @@ TEST(HfConfig, FamilyDefaultsForMissingFields) {
   c = parse_hf_config(R"({"model_type":"gemma3","text_config":{"hidden_size":2560,"intermediate_size":10240,
     "num_hidden_layers":34}})", "x.json");
   EXPECT_EQ(c.num_attention_heads, 8);
-  // An unknown family still needs the required fields.
-  EXPECT_THROW(parse_hf_config(R"({"model_type":"nova","hidden_size":64,"intermediate_size":256,"num_hidden_layers":2})",
-                               "x.json"),
+  // An unknown family still needs the required fields (from the file or a flag) before planning.
+  EXPECT_THROW(build_model_plan(parse_hf_config(
+                   R"({"model_type":"nova","hidden_size":64,"intermediate_size":256,"num_hidden_layers":2})", "x.json")),
                UsageError);
 }
 

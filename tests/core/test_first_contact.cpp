@@ -183,9 +183,9 @@ TEST(FirstContact, ConfigRecordsItsFileNameAndBatchOrigins) {
   EXPECT_EQ(doc["config"]["name"], "Llama-3.1-8B [llama, hidden 4096, 32 layers]");
   EXPECT_EQ(doc["config"]["source"], cfg.string());
   EXPECT_EQ(doc["config"]["micro_batch_from"], "--micro_batch_size");
-  EXPECT_EQ(doc["config"]["sequence_from"], "config.json default");
+  EXPECT_EQ(doc["config"]["sequence_from"], "gemmscope default");
   const Out r = run("--dry-run --config " + cfg.string() + " --micro_batch_size 2");
-  EXPECT_NE(r.out.find("Tokens per step: M = 2 x 4096 = 8,192 (micro-batch: --micro_batch_size; sequence: config.json "
+  EXPECT_NE(r.out.find("Tokens per step: M = 2 x 4096 = 8,192 (micro-batch: --micro_batch_size; sequence: gemmscope "
                        "default)"),
             std::string::npos)
       << r.out;

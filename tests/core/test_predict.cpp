@@ -117,7 +117,8 @@ TEST(GpuSpec, DeviceNamesMatchByWholeWords) {
     db().find("H300");
     FAIL();
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown GPU 'H300' (known: "), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("unknown GPU 'H300' (did you mean "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(") (known: "), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("B300"), std::string::npos);
   }
 }
@@ -359,7 +360,8 @@ TEST(Predict, CommandLine) {
   const std::string fx = std::string(GS_TEST_DATA_DIR) + "/model_5b_both_modes.json";
   auto [rc, out, err] = run(fx + " --gpu H300");
   EXPECT_EQ(rc, 2);
-  EXPECT_NE(err.find("unknown GPU 'H300' (known: "), std::string::npos) << err;
+  EXPECT_NE(err.find("unknown GPU 'H300' (did you mean "), std::string::npos) << err;
+  EXPECT_NE(err.find(") (known: "), std::string::npos) << err;
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1);
   std::tie(rc, out, err) = run(fx + " --gpu B300 --json " + (dir / "p.json").string());
   EXPECT_EQ(rc, 0) << err;
