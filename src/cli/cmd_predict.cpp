@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "core/compare.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/model_config.hpp"
 #include "core/output_paths.hpp"
 #include "core/predict.hpp"
@@ -56,7 +57,7 @@ RooflineContext local_roofline(const RunResult& r, std::optional<GpuDb>& storage
   ctx.spec = storage->match_device(r.device->name);
   if (!ctx.spec)
     ctx.note = fmt::format("GPU '{}' is not in the GPU spec database ({}): no roofline or % of peak (known: {})",
-                           r.device->name, *path, storage->known_keys());
+                           clip_text(r.device->name, 80), clip_text(*path), storage->known_keys());
   return ctx;
 }
 
@@ -112,7 +113,7 @@ int run_predict(int argc, char** argv) {
                          "a run is predicted with its own plan and modes");
       const RunResult run = from_json(read_json_file(run_path), run_path);
       if (run.dry_run || run.modes.empty())
-        throw UsageError(fmt::format("{} has no measurements to predict from ({})", run_path,
+        throw UsageError(fmt::format("{} has no measurements to predict from ({})", clip_text(run_path),
                                      run.dry_run ? "a dry run or plan only" : "no timed modes"));
       const GpuSpec* source = nullptr;
       if (!source_gpu.empty()) source = &db.find(source_gpu);
@@ -120,7 +121,7 @@ int run_predict(int argc, char** argv) {
       if (!source)
         throw UsageError(fmt::format("the GPU of {} ('{}') is not in the spec database; name it with --source-gpu "
                                      "(known: {})",
-                                     run_path, run.device ? run.device->name : "none", db.known_keys()));
+                                     clip_text(run_path), run.device ? clip_text(run.device->name, 80) : "none", db.known_keys()));
       pr = predict_from_run(run, run_path, *source, target);
     } else {
       if (!source_gpu.empty()) throw UsageError("--source-gpu needs a RUN.json");

@@ -15,6 +15,7 @@
 
 #include "cli/cli_util.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/model_config.hpp"
 #include "core/output_paths.hpp"
 #include "core/plan.hpp"
@@ -194,7 +195,7 @@ std::vector<int64_t> sweep_sizes(const std::string& spec) {
   for (const std::string& item : split_list(spec)) {
     ++index;
     if (item.find_first_of("xX") != std::string::npos)
-      throw UsageError(fmt::format("--sweep-sizes takes square sizes N (e.g. 512,1024), got item {} '{}'", index, item));
+      throw UsageError(fmt::format("--sweep-sizes takes square sizes N (e.g. 512,1024), got item {} '{}'", index, clip_text(item, 80)));
   }
   std::vector<int64_t> out;
   for (const Gemm& g : build_shapes_plan(spec, "--sweep-sizes").gemms) out.push_back(g.m);
@@ -220,7 +221,7 @@ int grouped_streams(const std::string& v) {
                                                                                            : std::stoll(num);
     if (n >= 1 && n <= 64) return static_cast<int>(n);
   }
-  throw UsageError(fmt::format("--grouped must be serial or streams:N with N in 1..64, got '{}'", v));
+  throw UsageError(fmt::format("--grouped must be serial or streams:N with N in 1..64, got '{}'", clip_text(v, 80)));
 }
 
 
@@ -276,7 +277,7 @@ RunRequest build_request(const Options& o) {
       req.modes = {mode_from_string(mode)};
     } catch (const UsageError&) {
       throw UsageError(fmt::format("--mode must be training, per-gemm, pre-quantized, both or all (old names: "
-                                   "autocast-shared = training, autocast = per-gemm), got '{}'", o.mode));
+                                   "autocast-shared = training, autocast = per-gemm), got '{}'", clip_text(o.mode, 80)));
     }
   }
   if (!req.plan.model_mode && req.modes.front() == Mode::AutocastShared)
@@ -298,7 +299,7 @@ RunRequest build_request(const Options& o) {
   req.options.timing = {"cuda-events", static_cast<int>(o.warmup), static_cast<int>(o.iters), o.gpu_warmup,
                         static_cast<int>(o.repeats)};
   if (!o.l2.empty() && o.l2 != "warm" && o.l2 != "cold")
-    throw UsageError(fmt::format("--l2 must be warm or cold, got '{}'", o.l2));
+    throw UsageError(fmt::format("--l2 must be warm or cold, got '{}'", clip_text(o.l2, 80)));
   // Standalone shapes default to a cold L2: a GEMM of a training step finds its weight (read once
   // per step) and most of its activations in HBM, not in the L2 a back-to-back loop leaves warm.
   // Model plans keep the layer's own loop warm, as validated against a training step.
@@ -311,13 +312,13 @@ RunRequest build_request(const Options& o) {
   const std::string fp8_format = lower(o.fp8_format), fp8_accum = lower(o.fp8_accum), lm_head = lower(o.lm_head_precision);
   if (fp8_format == "hybrid") r.fp8_format = Fp8Format::Hybrid;
   else if (fp8_format == "e4m3") r.fp8_format = Fp8Format::E4M3;
-  else throw UsageError(fmt::format("--fp8-format must be e4m3 or hybrid, got '{}'", o.fp8_format));
+  else throw UsageError(fmt::format("--fp8-format must be e4m3 or hybrid, got '{}'", clip_text(o.fp8_format, 80)));
   if (fp8_accum == "auto") r.fp8_accum = Accumulation::Auto;
   else if (fp8_accum == "fast") r.fp8_accum = Accumulation::Fast;
   else if (fp8_accum == "split") r.fp8_accum = Accumulation::Split;
-  else throw UsageError(fmt::format("--fp8-accum must be auto, fast or split, got '{}'", o.fp8_accum));
+  else throw UsageError(fmt::format("--fp8-accum must be auto, fast or split, got '{}'", clip_text(o.fp8_accum, 80)));
   if (lm_head != "bf16" && lm_head != "same")
-    throw UsageError(fmt::format("--lm-head-precision must be bf16 or same, got '{}'", o.lm_head_precision));
+    throw UsageError(fmt::format("--lm-head-precision must be bf16 or same, got '{}'", clip_text(o.lm_head_precision, 80)));
   r.lm_head_bf16 = lm_head == "bf16";
   r.amax_history_len = static_cast<int>(o.amax_history);
   r.nvfp4_2d_weights = !o.nvfp4_no_2d;
@@ -326,10 +327,10 @@ RunRequest build_request(const Options& o) {
   r.producer_amax = !o.no_producer_amax;
   if (o.block_fp8_format == "hybrid") r.block_fp8_format = Fp8Format::Hybrid;
   else if (o.block_fp8_format == "e4m3") r.block_fp8_format = Fp8Format::E4M3;
-  else throw UsageError(fmt::format("--block-fp8-format must be e4m3 or hybrid, got '{}'", o.block_fp8_format));
+  else throw UsageError(fmt::format("--block-fp8-format must be e4m3 or hybrid, got '{}'", clip_text(o.block_fp8_format, 80)));
   if (o.fp8_block_scales == "pow2") r.fp8_block_pow2_scales = true;
   else if (o.fp8_block_scales == "fp32") r.fp8_block_pow2_scales = false;
-  else throw UsageError(fmt::format("--fp8-block-scales must be pow2 or fp32, got '{}'", o.fp8_block_scales));
+  else throw UsageError(fmt::format("--fp8-block-scales must be pow2 or fp32, got '{}'", clip_text(o.fp8_block_scales, 80)));
   GemmOptions& go = req.options.gemm;
   parse_algo_option(o.algo, go);
   if (o.num_sms < 0 || o.num_sms > 4096) throw UsageError(fmt::format("--num-sms must be from 1 to 4096 (0: all SMs), got {}", o.num_sms));
@@ -615,7 +616,8 @@ int dispatch(int argc, char** argv) {
 #endif
     return run_main(argc, argv);
   } catch (const gs::UsageError& e) {  // messages may quote file contents: one line, no control characters
-    fmt::print(stderr, "gemmscope: {}\n", gs::printable(e.what()));
+    // Values in messages are cut where they are quoted; the whole line is bounded here as well.
+    fmt::print(stderr, "gemmscope: {}\n", gs::clip_text(e.what(), 1000));
     return 2;
   } catch (const std::exception& e) {
     // Not the user's input: 70 (EX_SOFTWARE), apart from compare's 1 = "regressions found".

@@ -106,7 +106,7 @@ const Preset& find_preset(const std::string& name) {
     if (lower(p.name) == lower(name)) return p;
     known += (known.empty() ? "" : ", ") + p.name;
   }
-  throw UsageError(fmt::format("unknown model preset '{}' (known: {}; see --list-models)", name, known));
+  throw UsageError(fmt::format("unknown model preset '{}' (known: {}; see --list-models)", clip_text(name, 80), known));
 }
 
 ModelConfig default_config() { return find_preset("codonfm-5b").config; }
@@ -190,8 +190,9 @@ std::string model_base_name(const nlohmann::json& j, const std::string& origin) 
 
 }  // namespace
 
-ModelConfig parse_hf_config(const std::string& text, const std::string& origin) {
-  // The input-file policy (input_file.hpp): depth limit while parsing, no trailing content.
+ModelConfig parse_hf_config(const std::string& text, const std::string& origin_path) {
+  const std::string origin = clip_text(origin_path);  // as messages quote it
+  // The input-file policy (input_file.hpp): depth and size checked in linear time, no trailing content.
   nlohmann::json top = parse_json_text(text, origin);
   if (!top.is_object()) throw UsageError(fmt::format("{}: expected a JSON object", origin));
   nlohmann::json j = top;
@@ -225,7 +226,8 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
   if (present("intermediate_size")) {
     c.intermediate_size = json_size(j, "intermediate_size", origin);
   } else if (j.contains("n_inner") || type == "gpt2") {  // GPT-2: n_inner null (or absent) = 4 x n_embd
-    c.intermediate_size = present("n_inner") ? json_size(j, "n_inner", origin) : 4 * c.hidden_size;
+    c.intermediate_size = present("n_inner") ? json_size(j, "n_inner", origin)
+                                             : checked_mul(4, c.hidden_size, origin + ": 4 x n_embd (GPT-2's n_inner)");
   } else {
     c.intermediate_size = field("intermediate_size", nullptr, &FamilyDefaults::intermediate, true, false);
   }
@@ -248,9 +250,9 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
   c.gated_mlp = gated_act || gated_arch;
   // The name tells two models apart in reports, charts and compare: where the file says it came
   // from, its family and sizes ("Llama-3.1-8B [llama, hidden 4096, 32 layers]").
-  c.name = fmt::format("{} [{}hidden {}, {} layers]", model_base_name(top, origin), type.empty() ? "" : type + ", ",
-                       c.hidden_size, c.num_hidden_layers);
-  c.source = origin;
+  c.name = fmt::format("{} [{}hidden {}, {} layers]", clip_text(model_base_name(top, origin_path), 80),
+                       type.empty() ? "" : type + ", ", c.hidden_size, c.num_hidden_layers);
+  c.source = origin_path;
   parse_hf_moe_mla(j, c, origin);  // experts, MLA; refuses fields that change layers we do not model
   c.micro_batch_size = kDefaultConfigMicroBatch;
   c.micro_batch_from = "config.json default";
@@ -285,7 +287,7 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
 ModelConfig load_hf_config(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
-    throw UsageError(fmt::format("config file '{}' is a directory (pass the config.json inside it)", path));
+    throw UsageError(fmt::format("config file '{}' is a directory (pass the config.json inside it)", clip_text(path)));
   return parse_hf_config(read_input_file(path, "config file"), path);
 }
 
@@ -332,6 +334,8 @@ void validate(const ModelConfig& c) {
   positive("num_key_value_heads", c.num_key_value_heads, /*allow_zero=*/true);
   positive("head_dim", c.head_dim, true);
   positive("num_hidden_layers", c.num_hidden_layers);
+  if (c.num_hidden_layers > kMaxLayers)
+    throw UsageError(fmt::format("--num_hidden_layers = {} is too large (limit {} layers)", c.num_hidden_layers, kMaxLayers));
   positive("micro_batch_size", c.micro_batch_size);
   positive("sequence_length", c.sequence_length);
   positive("vocab_size", c.vocab_size, true);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/input_file.hpp"
 #include "core/error.hpp"
 
 namespace gs {
@@ -29,7 +30,7 @@ Precision precision_from_string(const std::string& s) {
   for (Precision p : kAllPrecisions)
     if (lower(s) == lower(to_string(p))) return p;
   throw UsageError(fmt::format(
-      "unknown precision '{}' (known: BF16, FP8Current, FP8Delayed, FP8Block, MXFP8, NVFP4)", s));
+      "unknown precision '{}' (known: BF16, FP8Current, FP8Delayed, FP8Block, MXFP8, NVFP4)", clip_text(s, 80)));
 }
 
 int min_compute_capability(Precision p) {
