@@ -135,8 +135,9 @@ int run_predict(int argc, char** argv) {
       pr = predict_datasheet_only(plan, modes, RecipeOptions{}, target);
     }
     const std::string text = render_prediction_text(pr);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    // The file first: a failed write (a full disk) is said before the report is printed.
     if (!json_out.empty()) write_file_atomic(json_out, prediction_json(pr).dump(2) + "\n");
+    std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
   } catch (const UsageError& e) {
     fmt::print(stderr, "gemmscope predict: error: {}\n", printable(e.what()));

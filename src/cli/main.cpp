@@ -570,12 +570,19 @@ int run_main(int argc, char** argv) {
     if (!roofline.is_null()) j["roofline"] = roofline;
     return j.dump(2) + "\n";
   };
-  std::cout << (measured ? render_text(result) + roofline_text : render_plan_text(result));
-  if (measured && o.kernels) std::cout << render_kernel_table(result);
-  else if (measured) std::cout << render_autotune_table(result);
-  std::cout << std::flush;
-  if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
-  if (!o.out_csv.empty() && measured) write_file_atomic(o.out_csv, render_csv(result));
+  std::string report = measured ? render_text(result) + roofline_text : render_plan_text(result);
+  if (measured && o.kernels) report += render_kernel_table(result);
+  else if (measured) report += render_autotune_table(result);
+  // The files before the report: a write that fails (a full disk) is the run's error, said
+  // before anything is printed; a measured run still prints its report, so no measurement is lost.
+  try {
+    if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
+    if (!o.out_csv.empty() && measured) write_file_atomic(o.out_csv, render_csv(result));
+  } catch (const UsageError&) {
+    if (measured) std::cout << report << std::flush;
+    throw;
+  }
+  std::cout << report << std::flush;
   if (!o.out_csv.empty() && !measured) fmt::print(stderr, "gemmscope: --csv skipped: nothing was measured\n");
   if (!o.out_chart.empty()) {
     if (!measured) {

@@ -848,21 +848,4 @@ std::string render_csv(const RunResult& r) {
   return out;
 }
 
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = temp_output_path(path);  // the name check_output_path proved creatable
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw UsageError(fmt::format("cannot write '{}'", path));
-    f << text;
-    if (!f.flush()) {
-      std::remove(tmp.c_str());
-      throw UsageError(fmt::format("cannot write '{}'", path));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw UsageError(fmt::format("cannot write '{}'", path));
-  }
-}
-
 }  // namespace gs
