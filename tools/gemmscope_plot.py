@@ -39,18 +39,32 @@ than Python 3.6 so that an old interpreter still reaches the clear "matplotlib i
 installed" message instead of a SyntaxError.
 """
 
+import os
+import signal
+import sys
+
+
+def _early_signal(signum, frame):
+    # Until main() installs its own handlers (which also remove temporary files): nothing to
+    # clean up yet, so end at once with 130/143 and one line, never a traceback from an import.
+    try:
+        sys.stderr.write("gemmscope plot: %s\n" % ("interrupted" if signum == signal.SIGINT else "terminated"))
+    finally:
+        os._exit(128 + signum)
+
+
+signal.signal(signal.SIGINT, _early_signal)
+signal.signal(signal.SIGTERM, _early_signal)
+
 import argparse
 import errno
 import itertools
 import json
 import logging
 import math
-import os
 import random
 import re
-import signal
 import stat
-import sys
 import textwrap
 import warnings
 
@@ -1482,6 +1496,7 @@ def main(argv=None):
     """Runs `run`; SIGINT and SIGTERM end it with status 130 and 143, one line and no traceback,
     after removing any temporary chart file."""
     signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # KeyboardInterrupt, caught below
     try:
         return run(argv)
     except KeyboardInterrupt:

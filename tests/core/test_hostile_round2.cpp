@@ -598,7 +598,7 @@ TEST(SafeOutput, PlotInterruptedExitsCleanly) {
   // Just under the value limit: a few seconds of checking and parsing to interrupt.
   const fs::path big = write("slow.json", "{\"schema\": \"gemmscope.result/2\", \"x\": " + many_objects(5.5) + "}");
   for (const auto& [sig, code] : {std::pair{"INT", 130}, std::pair{"TERM", 143}}) {
-    const Out r = sh(std::string("timeout --preserve-status -s ") + sig + " 0.5 python3 " + q(kScript) + " " + q(big.string()) +
+    const Out r = sh(std::string("timeout --preserve-status -s ") + sig + " 1 python3 " + q(kScript) + " " + q(big.string()) +
                      " -o " + q((scratch() / "int.svg").string()));
     EXPECT_EQ(r.rc, code) << r.err.substr(0, 500);
     EXPECT_EQ(r.err.find("Traceback"), std::string::npos) << r.err.substr(0, 500);
