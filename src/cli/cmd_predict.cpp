@@ -104,7 +104,7 @@ int run_predict(int argc, char** argv) {
     if (!json_out.empty()) {
       check_output_path(json_out, "--json");
       if (!run_path.empty() && same_output_path(json_out, run_path))
-        throw UsageError(fmt::format("--json {} is the run file itself", printable(json_out)));
+        throw UsageError(fmt::format("--json {} is the run file itself", clip_text(json_out)));
     }
     Prediction pr;
     if (!run_path.empty()) {
@@ -140,7 +140,7 @@ int run_predict(int argc, char** argv) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "gemmscope predict: error: {}\n", printable(e.what()));
+    fmt::print(stderr, "gemmscope predict: error: {}\n", clip_text(e.what(), 1000));
     return 2;
   }
 }

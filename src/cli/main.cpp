@@ -362,8 +362,8 @@ void check_outputs(const Options& o) {
   for (size_t i = 0; i < outs.size(); ++i)
     for (size_t j = i + 1; j < outs.size(); ++j)
       if (same_output_path(outs[i].path, outs[j].path))
-        throw UsageError(fmt::format("{} {} and {} {} are the same file", outs[i].what, printable(outs[i].path),
-                                     outs[j].what, printable(outs[j].path)));
+        throw UsageError(fmt::format("{} {} and {} {} are the same file", outs[i].what, clip_text(outs[i].path),
+                                     outs[j].what, clip_text(outs[j].path)));
 }
 
 class Progress {
@@ -502,7 +502,7 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "gemmscope: {} (see --help)\n", printable(e.what()));
+    fmt::print(stderr, "gemmscope: {} (see --help)\n", clip_text(e.what(), 300));
     return 2;
   }
   cli::reject_extras(app);

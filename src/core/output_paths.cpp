@@ -55,7 +55,7 @@ std::string chart_path_problem(const std::string& path) {
 
 void check_chart_path(const std::string& path, const std::string& flag) {
   if (const std::string why = chart_path_problem(path); !why.empty())
-    throw UsageError(fmt::format("{} {}: {}", flag, printable(path), why));
+    throw UsageError(fmt::format("{} {}: {}", flag, clip_text(path), why));
 }
 
 std::string temp_output_path(const std::string& path) { return path + ".tmp-XXXXXX"; }
@@ -182,7 +182,7 @@ void write_file_atomic(const std::string& path, const std::string& text) {
 }
 
 void check_output_path(const std::string& path, const std::string& flag) {
-  const auto fail = [&](const std::string& why) { return UsageError(fmt::format("{} {}: {}", flag, printable(path), why)); };
+  const auto fail = [&](const std::string& why) { return UsageError(fmt::format("{} {}: {}", flag, clip_text(path), why)); };
   if (path.empty()) throw fail("empty file name");
   if (path.back() == '/') throw fail("ends in '/': give a file name, not a directory");
   std::error_code ec;
@@ -203,17 +203,17 @@ void check_output_path(const std::string& path, const std::string& flag) {
       ::unlink(probe.c_str());
       probed = true;
     } else if (errno != EEXIST) {
-      throw fail(fmt::format("cannot create files in '{}': {}", printable(dir), std::strerror(errno)));
+      throw fail(fmt::format("cannot create files in '{}': {}", clip_text(dir), std::strerror(errno)));
     }
   }
-  if (!probed) throw fail(fmt::format("cannot create a probe file in '{}'", printable(dir)));
+  if (!probed) throw fail(fmt::format("cannot create a probe file in '{}'", clip_text(dir)));
   // The probe's name is short: the exact names written must be created too, the file and the
   // temporary files it is written through (a name too long for the file system fails only there).
   {
     std::string tmp;
     const int fd = create_temp(path, tmp);
     if (fd < 0)
-      throw fail(fmt::format("cannot create its temporary file {}: {}", printable(temp_output_path(path)),
+      throw fail(fmt::format("cannot create its temporary file {}: {}", clip_text(temp_output_path(path)),
                              std::strerror(errno)));
     ::close(fd);
     ::unlink(tmp.c_str());
