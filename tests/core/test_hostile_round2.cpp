@@ -592,17 +592,41 @@ gp.save(Fig(), sys.argv[2])
   EXPECT_EQ(gs::test::slurp(d / "victim"), "precious");
 }
 
-// Class 13 (plot): SIGINT and SIGTERM end the script with 130 and 143 and one line, no traceback.
+// Class 13 (plot): SIGINT and SIGTERM end the script with 130 and 143 and one line, no traceback,
+// and remove its temporary chart file. The script is stopped half-way through a chart (a wrapper
+// makes load_result create the temporary file and wait), so the signal lands there every time.
 TEST(SafeOutput, PlotInterruptedExitsCleanly) {
   if (!have_python()) GTEST_SKIP() << "no python3";
-  // Just under the value limit: a few seconds of checking and parsing to interrupt.
-  const fs::path big = write("slow.json", "{\"schema\": \"gemmscope.result/2\", \"x\": " + many_objects(5.5) + "}");
+  const fs::path d = fresh_dir("plot_signal");
+  const std::string wrapper = R"(
+import importlib.util, sys, time
+spec = importlib.util.spec_from_file_location("gp", sys.argv[1]); gp = importlib.util.module_from_spec(spec); spec.loader.exec_module(gp)
+out = sys.argv[2]
+def slow(path):
+    fd, tmp = gp._create_temp(out)
+    gp._TEMP_FILES.append(tmp)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    time.sleep(60)
+gp.load_result = slow
+sys.exit(gp.main([sys.argv[3], "-o", out]))
+)";
+  write("signal_wrapper.py", wrapper);
   for (const auto& [sig, code] : {std::pair{"INT", 130}, std::pair{"TERM", 143}}) {
-    const Out r = sh(std::string("timeout --preserve-status -s ") + sig + " 1 python3 " + q(kScript) + " " + q(big.string()) +
-                     " -o " + q((scratch() / "int.svg").string()));
-    EXPECT_EQ(r.rc, code) << r.err.substr(0, 500);
-    EXPECT_EQ(r.err.find("Traceback"), std::string::npos) << r.err.substr(0, 500);
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err.substr(0, 500);
+    const fs::path ready = d / "ready.txt";
+    const fs::path err = d / "stderr.txt";
+    const Out r = sh("python3 " + q((scratch() / "signal_wrapper.py").string()) + " " + q(kScript) + " " +
+                     q((d / "chart.svg").string()) + " " + q(kData + "/shapes_4.json") + " >" + q(ready.string()) + " 2>" + q(err.string()) +
+                     " & pid=$!; for i in $(seq 400); do grep -q ready " + q(ready.string()) +
+                     " && break; sleep 0.05; done; kill -" + sig + " $pid; wait $pid");
+    const std::string e = gs::test::slurp(err);
+    EXPECT_EQ(r.rc, code) << e.substr(0, 500);
+    EXPECT_EQ(e.find("Traceback"), std::string::npos) << e.substr(0, 500);
+    EXPECT_EQ(e, std::string("gemmscope plot: ") + (code == 130 ? "interrupted" : "terminated") + "\n");
+    std::vector<std::string> left;
+    for (const auto& e : fs::directory_iterator(d))
+      if (e.path().filename().string().find("chart.svg.tmp-") == 0) left.push_back(e.path().filename().string());
+    EXPECT_TRUE(left.empty()) << left.front();
   }
 }
 
