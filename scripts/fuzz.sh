@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the libFuzzer harnesses of tests/fuzz (docs/hostile-input.md), each for a bounded time.
 #   scripts/fuzz.sh [SECONDS] [HARNESS...]   default: 60 s each, all of fuzz_config fuzz_result fuzz_flags
+#                                             fuzz_routing fuzz_gpus fuzz_output
 # Environment: BUILD_DIR (default build-asan: configured with clang, -DGEMMSCOPE_FUZZ=ON, CPU only,
 #              built here when missing), FUZZ_JOBS (parallel workers per harness, default 1),
 #              FUZZ_WORK (corpus and findings, default $BUILD_DIR/fuzz-work).
@@ -12,20 +13,22 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 harnesses=("$@")
-((${#harnesses[@]})) || harnesses=(fuzz_config fuzz_result fuzz_flags)
+((${#harnesses[@]})) || harnesses=(fuzz_config fuzz_result fuzz_flags fuzz_routing fuzz_gpus fuzz_output)
 BUILD_DIR=${BUILD_DIR:-build-asan}
 work=${FUZZ_WORK:-$BUILD_DIR/fuzz-work}
 mkdir -p "$work"
 work=$(cd "$work" && pwd)  # absolute: fuzz_flags changes its working directory before reading paths
-if [[ ! -x $BUILD_DIR/fuzz_result ]]; then
+if [[ ! -x $BUILD_DIR/fuzz_output ]]; then
   CC=${CC:-clang} CXX=${CXX:-clang++} cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
     -DGEMMSCOPE_CUDA=OFF -DGEMMSCOPE_FUZZ=ON
   cmake --build "$BUILD_DIR" -j "$(nproc)"
 fi
 src=$PWD
-declare -A seeds=([fuzz_config]=$src/tests/fuzz/corpus/config [fuzz_result]=$src/tests/data [fuzz_flags]=$src/tests/fuzz/corpus/flags)
-declare -A dicts=([fuzz_config]=$src/tests/fuzz/json.dict [fuzz_result]=$src/tests/fuzz/json.dict [fuzz_flags]=$src/tests/fuzz/flags.dict)
+declare -A seeds=([fuzz_config]=$src/tests/fuzz/corpus/config [fuzz_result]=$src/tests/data [fuzz_flags]=$src/tests/fuzz/corpus/flags
+                  [fuzz_routing]=$src/tests/fuzz/corpus/routing [fuzz_gpus]=$src/data [fuzz_output]=$src/tests/fuzz/corpus/output)
+declare -A dicts=([fuzz_config]=$src/tests/fuzz/json.dict [fuzz_result]=$src/tests/fuzz/json.dict [fuzz_flags]=$src/tests/fuzz/flags.dict
+                  [fuzz_routing]=$src/tests/fuzz/json.dict [fuzz_gpus]=$src/tests/fuzz/json.dict [fuzz_output]=$src/tests/fuzz/json.dict)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:symbolize=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 status=0

@@ -39,13 +39,32 @@ than Python 3.6 so that an old interpreter still reaches the clear "matplotlib i
 installed" message instead of a SyntaxError.
 """
 
-import argparse
-import json
-import math
 import os
+import signal
+import sys
+
+
+def _early_signal(signum, frame):
+    # Until main() installs its own handlers (which also remove temporary files): nothing to
+    # clean up yet, so end at once with 130/143 and one line, never a traceback from an import.
+    try:
+        sys.stderr.write("gemmscope plot: %s\n" % ("interrupted" if signum == signal.SIGINT else "terminated"))
+    finally:
+        os._exit(128 + signum)
+
+
+signal.signal(signal.SIGINT, _early_signal)
+signal.signal(signal.SIGTERM, _early_signal)
+
+import argparse
+import errno
+import itertools
+import json
+import logging
+import math
+import random
 import re
 import stat
-import sys
 import textwrap
 import warnings
 
@@ -66,9 +85,14 @@ OUT_TYPES = (".png", ".svg", ".pdf")
 # The input-file policy of gemmscope (docs/hostile-input.md), the same limits as the C++ reader.
 MAX_INPUT_BYTES = 64 << 20
 MAX_JSON_DEPTH = 64
+MAX_JSON_VALUES = 1 << 21  # values in one document (kMaxJsonValues)
 MAX_DIM = 1 << 24          # m, k, n, layers: what the plan builder accepts
 MAX_JSON_INT = 1 << 64     # the largest integer any field holds (uint64 clock reasons)
 MIN_MS, MAX_MS = 1e-9, 1e9  # a GEMM time in ms: 1 ps to about 11.6 days (as the C++ reader)
+# The largest chart drawn: GEMMs in one result (a model plan has a few tens; shapes charts are
+# read bar by bar). Drawing thousands takes minutes and gigabytes, so more is refused.
+MAX_CHART_GEMMS = 256
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143
 
 # Layer ops in stacking order: (op key in the JSON, label, gid name, colour).
 LAYER_OPS = [
@@ -172,22 +196,40 @@ def read_input_file(path):
     return data
 
 
-_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_BRACKET_RE = re.compile(r"[\[\]{}]")
+# A JSON string from its opening quote: escapes taken as pairs, and an unclosed string (or one
+# ending in a lone backslash) runs to the end of the text. It always matches where it starts, so
+# re.sub never retries it from a later quote: linear (the old pattern backtracked quadratically
+# on an unclosed string of escaped quotes).
+_STRING_RE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?\Z)', re.S)
+_EMPTY_RE = re.compile(r"\[[ \t\n\r]*\]|\{[ \t\n\r]*\}")
+_NOT_BRACKET_RE = re.compile(r"[^\[\]{}]+")
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
 
 
-def json_depth_ok(text, limit=MAX_JSON_DEPTH):
-    """Whether `text` nests at most `limit` containers deep: checked before json.loads, whose
-    recursive parser would otherwise raise RecursionError (or exhaust the stack) on deep input."""
-    depth = 0
-    for m in _BRACKET_RE.finditer(_STRING_RE.sub("", text)):
-        if m.group() in "[{":
-            depth += 1
-            if depth > limit:
-                return False
-        else:
-            depth -= 1
-    return True
+def json_shape_problem(text, depth_limit=MAX_JSON_DEPTH, value_limit=MAX_JSON_VALUES):
+    """Why `text` may not be parsed ("nested deeper than 64 levels", "more than N values"), or
+    None. Checked before json.loads, whose recursive parser would otherwise raise RecursionError
+    (or exhaust the stack) on deep input, and which would spend seconds and gigabytes on tens of
+    millions of values. Linear, and done by the re module and str methods rather than a Python
+    loop per character."""
+    opens = text.count("[") + text.count("{")
+    # A value is the document's, the first of a non-empty list or object, or follows a comma
+    # outside a string (object keys are not counted): at most 1 + brackets + commas.
+    check_values = 1 + opens + text.count(",") > value_limit
+    check_depth = opens > depth_limit
+    if not check_values and not check_depth:
+        return None
+    bare = _STRING_RE.sub('""', text) if '"' in text else text  # the structure, strings emptied
+    if check_values:
+        opens = bare.count("[") + bare.count("{")
+        empties = _EMPTY_RE.subn("", bare)[1]
+        if 1 + bare.count(",") + opens - empties > value_limit:
+            return "more than %d values (lists, objects, numbers, strings: the limit for input files)" % value_limit
+    if check_depth:
+        brackets = _NOT_BRACKET_RE.sub("", bare)
+        if max(itertools.accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > depth_limit:
+            return "nested deeper than %d levels (the limit for input files)" % depth_limit
+    return None
 
 
 def _parse_int(s):
@@ -220,8 +262,9 @@ def parse_json(data, name):
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError("%s is not JSON (not UTF-8 text)" % name)
-    if not json_depth_ok(text):
-        raise InputError("%s: nested deeper than %d levels (the limit for input files)" % (name, MAX_JSON_DEPTH))
+    problem = json_shape_problem(text)
+    if problem:
+        raise InputError("%s: %s" % (name, problem))
     try:
         return json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_parse_constant)
     except InputError as e:
@@ -238,10 +281,10 @@ def load_result(path):
     schema = doc.get("schema")
     if schema not in SCHEMAS:
         raise InputError("%s has schema %s, expected \"%s\" (or \"%s\")" % (
-            name, json.dumps(schema) if schema is not None else "(none)", SCHEMA, SCHEMAS[1]))
+            name, clip(json.dumps(schema), 80) if schema is not None else "(none)", SCHEMA, SCHEMAS[1]))
     if doc.get("kind") not in ("model", "shapes"):
         raise InputError("%s: \"kind\" must be \"model\" or \"shapes\", got %s" % (
-            name, json.dumps(doc.get("kind"))))
+            name, clip(json.dumps(doc.get("kind")), 80)))
     if doc.get("dry_run") is True and doc.get("dry_run_requested") is False:
         raise InputError("%s holds no results to plot: nothing could be measured (%s)" % (
             name, doc.get("why_not_measured")))
@@ -258,9 +301,11 @@ def load_result(path):
     if not isinstance(precs, list) or not precs or not all(isinstance(p, str) for p in precs):
         raise InputError("%s: \"precisions\" must be a non-empty list of strings" % name)
     for key, values in (("modes", modes), ("precisions", precs)):
-        for i, v in enumerate(values):
-            if v in values[:i]:
-                raise InputError("%s: \"%s\" lists %s twice" % (name, key, v))
+        seen = set()  # a set: a list of a million names is checked in linear time
+        for v in values:
+            if v in seen:
+                raise InputError("%s: \"%s\" lists %s twice" % (name, key, clip(v, 80)))
+            seen.add(v)
     # The optional objects the charts read: absent or null, else of the right type.
     for key in ("tool", "timing", "device", "config", "summary"):
         if doc.get(key) is not None and not isinstance(doc[key], dict):
@@ -294,9 +339,9 @@ def load_result(path):
         any_results = True
         for mode, cells in res.items():
             if not isinstance(cells, dict):
-                raise InputError("%s.results.%s is not an object" % (where, mode))
+                raise InputError("%s.results.%s is not an object" % (where, clip(mode, 80)))
             for p, c in cells.items():
-                cw = "%s.results.%s.%s" % (where, mode, p)
+                cw = "%s.results.%s.%s" % (where, clip(mode, 80), clip(p, 80))
                 if not isinstance(c, dict) or c.get("status") not in ("ok", "n/a"):
                     raise InputError(cw + ": a cell must be an object with status \"ok\" or \"n/a\"")
                 if c["status"] == "ok" and (not _is_num(c.get("mean_ms")) or c["mean_ms"] <= 0):
@@ -602,14 +647,63 @@ def add_footer(fig, lines, provenance_text, y_top):
     fig.text(0.01, y_top, "\n".join(wrapped), ha="left", va="top", fontsize=7.5, color="#444444")
 
 
+# Temporary chart files not yet renamed over their targets: removed on every way out,
+# SIGINT and SIGTERM included.
+_TEMP_FILES = []
+
+
+def _create_temp(out):
+    """A new file OUT.tmp-XXXXXX next to `out` (the name gemmscope's output check proves
+    creatable), created with O_EXCL and O_NOFOLLOW: never an existing file, never through a
+    symlink planted there. Returns (fd, path)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    for _ in range(100):
+        tmp = out + ".tmp-" + "".join(random.choice(chars) for _ in range(6))
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except OSError as e:
+            if e.errno != errno.EEXIST:
+                raise
+    raise OSError(errno.EEXIST, "no free temporary file name")
+
+
 def save(fig, out):
+    """Draws `fig` into a temporary file in the target's directory, then renames it over `out`:
+    a failed or interrupted write never leaves a truncated chart or clobbers an existing one."""
+    ext = os.path.splitext(out)[1].lower()
     kw = {}
-    if os.path.splitext(out)[1].lower() in (".svg", ".pdf"):
+    if ext in (".svg", ".pdf"):
         kw["metadata"] = {"Date": None}  # no timestamp: the same input gives the same SVG
+    tmp = None
     try:
-        fig.savefig(out, dpi=150, bbox_inches="tight", **kw)
+        fd, tmp = _create_temp(out)
+        _TEMP_FILES.append(tmp)
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format=ext[1:], dpi=150, bbox_inches="tight", **kw)
+        os.replace(tmp, out)
     except OSError as e:
         raise InputError("cannot write %s: %s" % (out, e.strerror or e))
+    finally:
+        if tmp is not None:
+            _remove_temp(tmp)
+
+
+def _remove_temp(tmp):
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass  # renamed already (the usual case), or gone
+    if tmp in _TEMP_FILES:
+        _TEMP_FILES.remove(tmp)
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised where the script is so that temporary files are removed on the way out."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1399,6 +1493,31 @@ def parse_args(argv):
 
 
 def main(argv=None):
+    """Runs `run`; SIGINT and SIGTERM end it with status 130 and 143, one line and no traceback,
+    after removing any temporary chart file."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # KeyboardInterrupt, caught below
+    try:
+        return run(argv)
+    except KeyboardInterrupt:
+        code, what = EXIT_SIGINT, "interrupted"
+    except _Terminated:
+        code, what = EXIT_SIGTERM, "terminated"
+    for tmp in list(_TEMP_FILES):
+        _remove_temp(tmp)
+    try:
+        sys.stderr.write("gemmscope plot: %s\n" % what)
+    except (OSError, ValueError):
+        pass
+    return code
+
+
+def run(argv=None):
+    # UserWarnings (a glyph missing from the font, a layout that does not fit) are matplotlib
+    # talking to a developer: they would make stderr several lines and may echo bytes from the
+    # file. Its logger, too, is kept to errors.
+    warnings.simplefilter("ignore", UserWarning)
+    logging.getLogger("matplotlib").setLevel(logging.ERROR)
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
         ext = os.path.splitext(args.output)[1].lower()
@@ -1410,21 +1529,24 @@ def main(argv=None):
             raise InputError("%s cannot be read: %s" % (os.path.basename(args.result), clip(type(e).__name__)))
         if args.mode is not None and args.mode not in doc["modes"]:
             raise InputError("mode %s is not in %s (modes: %s)" % (
-                args.mode, os.path.basename(args.result), ", ".join(doc["modes"])))
+                args.mode, os.path.basename(args.result), clip(", ".join(doc["modes"]))))
         mode = args.mode or next((m for m in ("training", "per-gemm") if m in doc["modes"]), doc["modes"][0])
         if args.baseline is not None:
             if args.baseline not in doc["precisions"]:
                 raise InputError("baseline %s is not in %s (precisions: %s)" % (
-                    args.baseline, os.path.basename(args.result), ", ".join(doc["precisions"])))
+                    args.baseline, os.path.basename(args.result), clip(", ".join(doc["precisions"]))))
             baseline = args.baseline
         else:
             baseline = "BF16" if "BF16" in doc["precisions"] else doc["precisions"][0]
         kind = pick_kind(doc, args.kind)
+        if len(doc["gemms"]) > MAX_CHART_GEMMS:
+            raise InputError("%s has %d GEMMs; a chart draws at most %d (chart a part of the run, or read it with "
+                             "gemmscope report)" % (os.path.basename(args.result), len(doc["gemms"]), MAX_CHART_GEMMS))
         if kind == "modes" and not ("pre-quantized" in doc["modes"] and
                                     any(m in doc["modes"] for m in ("per-gemm", "training"))):
             raise InputError("the modes chart needs pre-quantized and a quantizing mode (training or per-gemm) "
                              "(%s has: %s)" % (
-                os.path.basename(args.result), ", ".join(doc["modes"])))
+                os.path.basename(args.result), clip(", ".join(doc["modes"]))))
         if kind == "experts":
             moe_data(doc, os.path.basename(args.result))  # no grouped GEMMs: bad input, before matplotlib
         if kind == "model" and doc["kind"] != "model":
@@ -1448,6 +1570,7 @@ def main(argv=None):
         # an error with one line, not warnings on stderr followed by a chart of nonsense.
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
+            warnings.simplefilter("ignore", UserWarning)
             if kind == "model":
                 chart_model(doc, mode, baseline, args.output)
             elif kind == "shapes":

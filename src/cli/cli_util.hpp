@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/input_file.hpp"
 #include "core/error.hpp"
 #include "core/suggest.hpp"
 #include "core/text_util.hpp"
@@ -28,7 +29,8 @@ inline void reject_empty_values(const CLI::App& app) {
 // A CLI11 parse error on one line ("gemmscope plot: error: A is required (see --help)"), not
 // CLI11's two ("...\nRun with --help for more information.").
 inline void print_parse_error(const char* command, const CLI::ParseError& e) {
-  fmt::print(stderr, "{}: error: {} (see --help)\n", command, printable(e.what()));
+  // CLI11 quotes the offending argument whole: cut (and made printable) like every quoted value.
+  fmt::print(stderr, "{}: error: {} (see --help)\n", command, clip_text(e.what(), 300));
 }
 
 // The option of `app` a mistyped `--name` most likely meant, or "" (core/suggest.hpp's rule over

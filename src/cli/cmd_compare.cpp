@@ -44,7 +44,7 @@ int run_compare(int argc, char** argv) {
     std::fflush(stdout);
     return r.has_regressions() ? 1 : 0;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "gemmscope compare: error: {}\n", printable(e.what()));  // may quote the files
+    fmt::print(stderr, "gemmscope compare: error: {}\n", clip_text(e.what(), 1000));  // may quote the files
     return 2;
   }
 }

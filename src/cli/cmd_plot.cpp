@@ -170,7 +170,7 @@ int run_plot(int argc, char** argv) {
     check_chart_path(out, "-o");  // the same rule as `gemmscope -o`
     check_output_path(out, "-o");
   } catch (const UsageError& e) {
-    fmt::print(stderr, "gemmscope plot: error: {}\n", printable(e.what()));
+    fmt::print(stderr, "gemmscope plot: error: {}\n", clip_text(e.what(), 1000));
     return kChartBadInput;
   }
   // A result written before the roofline existed (or elsewhere) gets it from the spec database
@@ -193,7 +193,7 @@ int run_plot(int argc, char** argv) {
       }
     } catch (const UsageError& e) {
       if (!temp.empty()) std::remove(temp.c_str());
-      fmt::print(stderr, "gemmscope plot: error: {}\n", printable(e.what()));
+      fmt::print(stderr, "gemmscope plot: error: {}\n", clip_text(e.what(), 1000));
       return kChartBadInput;
     }
   }

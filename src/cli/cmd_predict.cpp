@@ -9,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "core/compare.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/model_config.hpp"
 #include "core/output_paths.hpp"
 #include "core/predict.hpp"
@@ -56,7 +57,7 @@ RooflineContext local_roofline(const RunResult& r, std::optional<GpuDb>& storage
   ctx.spec = storage->match_device(r.device->name);
   if (!ctx.spec)
     ctx.note = fmt::format("GPU '{}' is not in the GPU spec database ({}): no roofline or % of peak (known: {})",
-                           r.device->name, *path, storage->known_keys());
+                           clip_text(r.device->name, 80), clip_text(*path), storage->known_keys());
   return ctx;
 }
 
@@ -103,7 +104,7 @@ int run_predict(int argc, char** argv) {
     if (!json_out.empty()) {
       check_output_path(json_out, "--json");
       if (!run_path.empty() && same_output_path(json_out, run_path))
-        throw UsageError(fmt::format("--json {} is the run file itself", printable(json_out)));
+        throw UsageError(fmt::format("--json {} is the run file itself", clip_text(json_out)));
     }
     Prediction pr;
     if (!run_path.empty()) {
@@ -112,7 +113,7 @@ int run_predict(int argc, char** argv) {
                          "a run is predicted with its own plan and modes");
       const RunResult run = from_json(read_json_file(run_path), run_path);
       if (run.dry_run || run.modes.empty())
-        throw UsageError(fmt::format("{} has no measurements to predict from ({})", run_path,
+        throw UsageError(fmt::format("{} has no measurements to predict from ({})", clip_text(run_path),
                                      run.dry_run ? "a dry run or plan only" : "no timed modes"));
       const GpuSpec* source = nullptr;
       if (!source_gpu.empty()) source = &db.find(source_gpu);
@@ -120,7 +121,7 @@ int run_predict(int argc, char** argv) {
       if (!source)
         throw UsageError(fmt::format("the GPU of {} ('{}') is not in the spec database; name it with --source-gpu "
                                      "(known: {})",
-                                     run_path, run.device ? run.device->name : "none", db.known_keys()));
+                                     clip_text(run_path), run.device ? clip_text(run.device->name, 80) : "none", db.known_keys()));
       pr = predict_from_run(run, run_path, *source, target);
     } else {
       if (!source_gpu.empty()) throw UsageError("--source-gpu needs a RUN.json");
@@ -134,11 +135,12 @@ int run_predict(int argc, char** argv) {
       pr = predict_datasheet_only(plan, modes, RecipeOptions{}, target);
     }
     const std::string text = render_prediction_text(pr);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    // The file first: a failed write (a full disk) is said before the report is printed.
     if (!json_out.empty()) write_file_atomic(json_out, prediction_json(pr).dump(2) + "\n");
+    std::fwrite(text.data(), 1, text.size(), stdout);
     return 0;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "gemmscope predict: error: {}\n", printable(e.what()));
+    fmt::print(stderr, "gemmscope predict: error: {}\n", clip_text(e.what(), 1000));
     return 2;
   }
 }

@@ -36,7 +36,7 @@ int run_report(int argc, char** argv) {
     std::fflush(stdout);
     return 0;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "gemmscope report: error: {}\n", printable(e.what()));
+    fmt::print(stderr, "gemmscope report: error: {}\n", clip_text(e.what(), 1000));
     return 2;
   }
 }

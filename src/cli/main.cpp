@@ -15,6 +15,7 @@
 
 #include "cli/cli_util.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/model_config.hpp"
 #include "core/output_paths.hpp"
 #include "core/plan.hpp"
@@ -197,7 +198,7 @@ std::vector<int64_t> sweep_sizes(const std::string& spec) {
   for (const std::string& item : split_list(spec)) {
     ++index;
     if (item.find_first_of("xX") != std::string::npos)
-      throw UsageError(fmt::format("--sweep-sizes takes square sizes N (e.g. 512,1024), got item {} '{}'", index, item));
+      throw UsageError(fmt::format("--sweep-sizes takes square sizes N (e.g. 512,1024), got item {} '{}'", index, clip_text(item, 80)));
   }
   std::vector<int64_t> out;
   for (const Gemm& g : build_shapes_plan(spec, "--sweep-sizes").gemms) out.push_back(g.m);
@@ -223,7 +224,7 @@ int grouped_streams(const std::string& v) {
                                                                                            : std::stoll(num);
     if (n >= 1 && n <= 64) return static_cast<int>(n);
   }
-  throw UsageError(fmt::format("--grouped must be serial or streams:N with N in 1..64, got '{}'", v));
+  throw UsageError(fmt::format("--grouped must be serial or streams:N with N in 1..64, got '{}'", clip_text(v, 80)));
 }
 
 
@@ -279,7 +280,7 @@ RunRequest build_request(const Options& o) {
       req.modes = {mode_from_string(mode)};
     } catch (const UsageError&) {
       throw UsageError(fmt::format("--mode must be training, per-gemm, pre-quantized, both or all (old names: "
-                                   "autocast-shared = training, autocast = per-gemm), got '{}'{}", o.mode,
+                                   "autocast-shared = training, autocast = per-gemm), got '{}'{}", clip_text(o.mode, 80),
                                    did_you_mean(o.mode, {"training", "per-gemm", "pre-quantized", "both", "all"})));
     }
   }
@@ -302,7 +303,7 @@ RunRequest build_request(const Options& o) {
   req.options.timing = {"cuda-events", static_cast<int>(o.warmup), static_cast<int>(o.iters), o.gpu_warmup,
                         static_cast<int>(o.repeats)};
   if (!o.l2.empty() && o.l2 != "warm" && o.l2 != "cold")
-    throw UsageError(fmt::format("--l2 must be warm or cold, got '{}'", o.l2));
+    throw UsageError(fmt::format("--l2 must be warm or cold, got '{}'", clip_text(o.l2, 80)));
   // Standalone shapes default to a cold L2: a GEMM of a training step finds its weight (read once
   // per step) and most of its activations in HBM, not in the L2 a back-to-back loop leaves warm.
   // Model plans keep the layer's own loop warm, as validated against a training step.
@@ -315,13 +316,13 @@ RunRequest build_request(const Options& o) {
   const std::string fp8_format = lower(o.fp8_format), fp8_accum = lower(o.fp8_accum), lm_head = lower(o.lm_head_precision);
   if (fp8_format == "hybrid") r.fp8_format = Fp8Format::Hybrid;
   else if (fp8_format == "e4m3") r.fp8_format = Fp8Format::E4M3;
-  else throw UsageError(fmt::format("--fp8-format must be e4m3 or hybrid, got '{}'", o.fp8_format));
+  else throw UsageError(fmt::format("--fp8-format must be e4m3 or hybrid, got '{}'", clip_text(o.fp8_format, 80)));
   if (fp8_accum == "auto") r.fp8_accum = Accumulation::Auto;
   else if (fp8_accum == "fast") r.fp8_accum = Accumulation::Fast;
   else if (fp8_accum == "split") r.fp8_accum = Accumulation::Split;
-  else throw UsageError(fmt::format("--fp8-accum must be auto, fast or split, got '{}'", o.fp8_accum));
+  else throw UsageError(fmt::format("--fp8-accum must be auto, fast or split, got '{}'", clip_text(o.fp8_accum, 80)));
   if (lm_head != "bf16" && lm_head != "same")
-    throw UsageError(fmt::format("--lm-head-precision must be bf16 or same, got '{}'", o.lm_head_precision));
+    throw UsageError(fmt::format("--lm-head-precision must be bf16 or same, got '{}'", clip_text(o.lm_head_precision, 80)));
   r.lm_head_bf16 = lm_head == "bf16";
   r.amax_history_len = static_cast<int>(o.amax_history);
   r.nvfp4_2d_weights = !o.nvfp4_no_2d;
@@ -330,16 +331,16 @@ RunRequest build_request(const Options& o) {
   r.producer_amax = !o.no_producer_amax;
   if (o.block_fp8_format == "hybrid") r.block_fp8_format = Fp8Format::Hybrid;
   else if (o.block_fp8_format == "e4m3") r.block_fp8_format = Fp8Format::E4M3;
-  else throw UsageError(fmt::format("--block-fp8-format must be e4m3 or hybrid, got '{}'", o.block_fp8_format));
+  else throw UsageError(fmt::format("--block-fp8-format must be e4m3 or hybrid, got '{}'", clip_text(o.block_fp8_format, 80)));
   if (o.fp8_block_scales == "pow2") r.fp8_block_pow2_scales = true;
   else if (o.fp8_block_scales == "fp32") r.fp8_block_pow2_scales = false;
-  else throw UsageError(fmt::format("--fp8-block-scales must be pow2 or fp32, got '{}'", o.fp8_block_scales));
+  else throw UsageError(fmt::format("--fp8-block-scales must be pow2 or fp32, got '{}'", clip_text(o.fp8_block_scales, 80)));
   const std::string gq = lower(o.grouped_quant), wo = lower(o.wgrad_output);
   if (gq != "fused" && gq != "per-expert")
-    throw UsageError(fmt::format("--grouped-quant must be fused or per-expert, got '{}'", o.grouped_quant));
+    throw UsageError(fmt::format("--grouped-quant must be fused or per-expert, got '{}'", clip_text(o.grouped_quant, 80)));
   r.grouped_quant_fused = gq == "fused";
   if (wo != "fp32-accumulate" && wo != "bf16")
-    throw UsageError(fmt::format("--wgrad-output must be fp32-accumulate or bf16, got '{}'", o.wgrad_output));
+    throw UsageError(fmt::format("--wgrad-output must be fp32-accumulate or bf16, got '{}'", clip_text(o.wgrad_output, 80)));
   r.wgrad_fp32_accumulate = wo == "fp32-accumulate";
   GemmOptions& go = req.options.gemm;
   parse_algo_option(o.algo, go);
@@ -372,8 +373,8 @@ void check_outputs(const Options& o) {
   for (size_t i = 0; i < outs.size(); ++i)
     for (size_t j = i + 1; j < outs.size(); ++j)
       if (same_output_path(outs[i].path, outs[j].path))
-        throw UsageError(fmt::format("{} {} and {} {} are the same file", outs[i].what, printable(outs[i].path),
-                                     outs[j].what, printable(outs[j].path)));
+        throw UsageError(fmt::format("{} {} and {} {} are the same file", outs[i].what, clip_text(outs[i].path),
+                                     outs[j].what, clip_text(outs[j].path)));
 }
 
 class Progress {
@@ -521,7 +522,7 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "gemmscope: {} (see --help)\n", printable(e.what()));
+    fmt::print(stderr, "gemmscope: {} (see --help)\n", clip_text(e.what(), 300));
     return 2;
   }
   cli::reject_extras(app);
@@ -589,12 +590,19 @@ int run_main(int argc, char** argv) {
     if (!roofline.is_null()) j["roofline"] = roofline;
     return j.dump(2) + "\n";
   };
-  std::cout << (measured ? render_text(result) + roofline_text : render_plan_text(result));
-  if (measured && o.kernels) std::cout << render_kernel_table(result);
-  else if (measured) std::cout << render_autotune_table(result);
-  std::cout << std::flush;
-  if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
-  if (!o.out_csv.empty() && measured) write_file_atomic(o.out_csv, render_csv(result));
+  std::string report = measured ? render_text(result) + roofline_text : render_plan_text(result);
+  if (measured && o.kernels) report += render_kernel_table(result);
+  else if (measured) report += render_autotune_table(result);
+  // The files before the report: a write that fails (a full disk) is the run's error, said
+  // before anything is printed; a measured run still prints its report, so no measurement is lost.
+  try {
+    if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
+    if (!o.out_csv.empty() && measured) write_file_atomic(o.out_csv, render_csv(result));
+  } catch (const UsageError&) {
+    if (measured) std::cout << report << std::flush;
+    throw;
+  }
+  std::cout << report << std::flush;
   if (!o.out_csv.empty() && !measured) fmt::print(stderr, "gemmscope: --csv skipped: nothing was measured\n");
   if (!o.out_chart.empty()) {
     if (!measured) {
@@ -644,7 +652,8 @@ int dispatch(int argc, char** argv) {
 #endif
     return run_main(argc, argv);
   } catch (const gs::UsageError& e) {  // messages may quote file contents: one line, no control characters
-    fmt::print(stderr, "gemmscope: {}\n", gs::printable(e.what()));
+    // Values in messages are cut where they are quoted; the whole line is bounded here as well.
+    fmt::print(stderr, "gemmscope: {}\n", gs::clip_text(e.what(), 1000));
     return 2;
   } catch (const std::exception& e) {
     // Not the user's input: 70 (EX_SOFTWARE), apart from compare's 1 = "regressions found".

@@ -5,10 +5,14 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <set>
+#include <tuple>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/suggest.hpp"
 #include "core/report.hpp"
+#include "core/text_util.hpp"
 
 namespace gs {
 
@@ -46,6 +50,11 @@ std::string cannot_run(const GpuSpec& s, Precision p) {
 }
 
 namespace {
+
+// A spec database lists tens of GPUs; these bounds keep any file's checks cheap and its
+// messages short.
+constexpr size_t kMaxGpus = 4096;
+constexpr size_t kMaxGpuKeyChars = 64;
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -120,25 +129,30 @@ GpuDb parse_gpu_db(const json& doc, const std::string& where) {
   const auto gpus = doc.find("gpus");
   if (gpus == doc.end() || !gpus->is_array() || gpus->empty())
     throw UsageError(fmt::format("{}: \"gpus\" must be a non-empty list", where));
+  if (gpus->size() > kMaxGpus)
+    throw UsageError(fmt::format("{}: \"gpus\" lists {} GPUs, more than the {} a spec file may hold", where, gpus->size(), kMaxGpus));
   GpuDb db;
   db.path = where;
+  std::set<std::string> keys;
   for (size_t i = 0; i < gpus->size(); ++i) {
     const json& g = (*gpus)[i];
     std::string w = fmt::format("{}: gpus[{}]", where, i);
     if (!g.is_object()) throw UsageError(w + " is not an object");
     GpuSpec s;
     s.key = text(g, "key", w);
-    w = fmt::format("{}: {}", where, s.key);
-    for (const GpuSpec& o : db.gpus)
-      if (normalized_key(o.key) == normalized_key(s.key)) throw UsageError(fmt::format("{}: key {} twice", where, s.key));
+    if (s.key.size() > kMaxGpuKeyChars)
+      throw UsageError(fmt::format("{}.key must be at most {} characters, got {}", w, kMaxGpuKeyChars, json_value_hint(json(s.key))));
+    w = fmt::format("{}: {}", where, printable(s.key));
+    if (!keys.insert(normalized_key(s.key)).second) throw UsageError(fmt::format("{}: key {} twice", where, printable(s.key)));
     s.name = text(g, "name", w);
     s.arch = text(g, "arch", w);
     s.match = strings(g, "match", w, true);
     s.exclude = strings(g, "exclude", w, false);
     const std::string cc = text(g, "compute_capability", w);
-    char tail = 0;
-    if (std::sscanf(cc.c_str(), "%d.%d%c", &s.cc_major, &s.cc_minor, &tail) != 2 || s.cc_major <= 0 || s.cc_minor < 0)
-      throw UsageError(fmt::format("{}.compute_capability must be 'X.Y', got '{}'", w, cc));
+    // The result files' version parser: digits only, bounded (sscanf's %d overflowed, and so did
+    // compute_capability()'s major * 10). The minor part is one digit: 12.1 is 121.
+    std::tie(s.cc_major, s.cc_minor) = parse_version_xy(cc, w + ".compute_capability", 99, 9);
+    if (s.cc_major < 1) throw UsageError(fmt::format("{}.compute_capability must be at least 1.0, got {}", w, json_value_hint(json(cc))));
     s.sm_count = sourced(g, "sm_count", w);
     s.boost_clock_mhz = sourced(g, "boost_clock_mhz", w);
     s.bandwidth_gbs = sourced(g, "memory_bandwidth_gbs", w);
@@ -155,7 +169,9 @@ GpuDb parse_gpu_db(const json& doc, const std::string& where) {
   return db;
 }
 
-GpuDb read_gpu_db_file(const std::string& path) { return parse_gpu_db(read_json_file(path), path); }
+GpuDb read_gpu_db_file(const std::string& path) {
+  return parse_gpu_db(read_json_file(path, "GPU spec file"), clip_text(path));
+}
 
 const GpuSpec* GpuDb::match_device(const std::string& device_name) const {
   const std::string n = lower(device_name);
@@ -170,7 +186,10 @@ const GpuSpec* GpuDb::match_device(const std::string& device_name) const {
 
 std::string GpuDb::known_keys() const {
   std::string out;
-  for (const GpuSpec& s : gpus) out += (out.empty() ? "" : ", ") + s.key;
+  for (const GpuSpec& s : gpus) {
+    if (out.size() > 200) return out + ", ...";  // messages list the first few
+    out += (out.empty() ? "" : ", ") + printable(s.key);
+  }
   return out;
 }
 
@@ -180,7 +199,7 @@ const GpuSpec& GpuDb::find(const std::string& name) const {
   if (const GpuSpec* s = match_device(name)) return *s;
   std::vector<std::string> keys;
   for (const GpuSpec& s : gpus) keys.push_back(s.key);
-  throw UsageError(fmt::format("unknown GPU '{}'{} (known: {})", name, did_you_mean(name, keys), known_keys()));
+  throw UsageError(fmt::format("unknown GPU '{}'{} (known: {})", clip_text(name, 80), did_you_mean(name, keys), known_keys()));
 }
 
 }  // namespace gs

@@ -22,10 +22,6 @@ std::string size_text(size_t bytes) {
   return fmt::format("{} bytes", bytes);
 }
 
-// Thrown by the parser callback when the document nests too deep; turned into a UsageError
-// with the origin outside the parser.
-struct TooDeep {};
-
 // nlohmann's message without its "[json.exception.parse_error.101] " prefix, clipped: the
 // "last read: '...'" part quotes the file and can be as long as the file.
 std::string library_message(const json::exception& e) {
@@ -109,30 +105,113 @@ std::string read_input_file(const std::string& path, const std::string& what, si
   return text;
 }
 
+namespace {
+
+// One pass over the text, outside strings: the nesting depth (every '[' and '{') and the number
+// of values (the top one, the first of each non-empty list or object, and one after each ',';
+// an object's keys are not counted). O(n) in time, O(1) in memory, so the
+// parse that follows needs no callback: nlohmann's callback parser re-examines the enclosing
+// container at the end of each object, which made many small objects cost O(n^2). For text that
+// is valid JSON these are exactly the document's depth and an upper bound on its values; for any
+// other text the parser reports the error (or this scan refuses it first, which is as good).
+void prescan(std::string_view text, const std::string& where, int max_depth, size_t max_values) {
+  int depth = 0;
+  size_t values = 1;
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  while (p < end) {
+    switch (*p++) {
+      case '"':
+        // Skip the string: to the next unescaped quote (an unclosed string ends the scan).
+        while (p < end) {
+          const char c = *p++;
+          if (c == '\\') {
+            if (p < end) ++p;
+          } else if (c == '"') {
+            break;
+          }
+        }
+        break;
+      case '[':
+      case '{': {
+        if (++depth > max_depth)
+          throw UsageError(fmt::format("{}: nested deeper than {} levels (the limit for input files)", where, max_depth));
+        // Empty ("[]", "{ }"): no first value.
+        const char* q = p;
+        while (q < end && (*q == ' ' || *q == '\t' || *q == '\n' || *q == '\r')) ++q;
+        if (q < end && (*q == ']' || *q == '}')) break;
+        [[fallthrough]];
+      }
+      case ',':
+        if (++values > max_values)
+          throw UsageError(fmt::format("{}: more than {} values (lists, objects, numbers, strings: the limit for "
+                                       "input files)", where, max_values));
+        break;
+      case ']':
+      case '}':
+        --depth;  // below zero only in invalid JSON, which the parser refuses
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+}  // namespace
+
 json parse_json_text(std::string_view text, const std::string& origin, int max_depth) {
   const std::string where = clip_text(origin);
   // nlohmann's lexer takes a NUL byte for the end of the input: "{...}\0garbage" would parse.
   // JSON has no place for a raw NUL (inside strings it must be escaped).
   if (const auto nul = text.find('\0'); nul != std::string_view::npos)
     throw UsageError(fmt::format("{}: not valid JSON: a NUL byte at offset {}", where, nul));
-  // The depth is checked by the parser callback as each object or list opens, so a document
-  // nested 10^6 deep is refused after reading max_depth levels, before any recursion over it.
-  // `depth` is the number of enclosing containers of the one that opens.
-  const json::parser_callback_t limit = [max_depth](int depth, json::parse_event_t event, json&) {
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) && depth >= max_depth)
-      throw TooDeep{};
-    return true;
-  };
+  // Depth and size first, in linear time: a document nested 10^6 deep is refused before the
+  // parser (or anything that recurses over a document) sees it.
+  prescan(text, where, max_depth, kMaxJsonValues);
   try {
     // strict (the default): anything but white space after the value is an error.
-    return json::parse(text.begin(), text.end(), limit, /*allow_exceptions=*/true, /*ignore_comments=*/false);
-  } catch (const TooDeep&) {
-    throw UsageError(fmt::format("{}: nested deeper than {} levels (the limit for input files)", where, max_depth));
+    return json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
   } catch (const json::parse_error& e) {
     throw UsageError(fmt::format("{}: not valid JSON: {}", where, library_message(e)));
   } catch (const json::exception& e) {  // out_of_range.406: a number that overflows a double (1e400)
     throw UsageError(fmt::format("{}: a number is too large: {}", where, library_message(e)));
   }
+}
+
+int64_t checked_add(int64_t a, int64_t b, std::string_view what) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) throw UsageError(fmt::format("{} is too large (beyond 64-bit integers)", what));
+  return r;
+}
+
+int64_t checked_mul(int64_t a, int64_t b, std::string_view what) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) throw UsageError(fmt::format("{} is too large (beyond 64-bit integers)", what));
+  return r;
+}
+
+int64_t checked_neg(int64_t a, std::string_view what) {
+  int64_t r = 0;
+  if (__builtin_sub_overflow(int64_t{0}, a, &r)) throw UsageError(fmt::format("{} is too large (beyond 64-bit integers)", what));
+  return r;
+}
+
+std::pair<int, int> parse_version_xy(const std::string& s, const std::string& what, int max_major, int max_minor) {
+  const auto bad = [&] {
+    return UsageError(fmt::format("{} must be \"X.Y\" with X from 0 to {} and Y from 0 to {}, got {}", what, max_major,
+                                  max_minor, json_value_hint(json(s))));
+  };
+  const auto dot = s.find('.');
+  if (dot == std::string::npos) throw bad();
+  const auto part = [&](std::string_view p, int max) {
+    if (p.empty() || p.size() > 9 || p.find_first_not_of("0123456789") != std::string_view::npos) throw bad();
+    int v = 0;
+    for (char ch : p) v = v * 10 + (ch - '0');  // at most 9 digits: fits an int
+    if (v > max) throw bad();
+    return v;
+  };
+  const std::string_view sv(s);
+  return {part(sv.substr(0, dot), max_major), part(sv.substr(dot + 1), max_minor)};
 }
 
 json read_json_file(const std::string& path, const std::string& what) {

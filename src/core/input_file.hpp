@@ -6,15 +6,18 @@
 //   - a file larger than kMaxInputBytes;
 //   - a NUL byte anywhere (the JSON parser would stop there and ignore what follows);
 //   - invalid JSON, and any content after the one JSON value;
-//   - nesting deeper than kMaxJsonDepth, refused while parsing (never after: a deep document
-//     must not reach code that recurses over it: dump(), copies, destructors);
+//   - nesting deeper than kMaxJsonDepth and more than kMaxJsonValues values, both found by a
+//     linear pre-scan before the parser runs (a deep document must never reach code that
+//     recurses over it: dump(), copies, destructors), so reading costs O(n) for any shape;
 //   - numbers that overflow a double.
 // Messages never quote a whole value: json_value_hint() gives a short, printable description.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace gs {
 
@@ -23,6 +26,10 @@ constexpr size_t kMaxInputBytes = size_t{64} << 20;
 // Result JSON nests 6 levels, config.json rarely more than 4; 64 leaves room and stays far from
 // any stack limit.
 constexpr int kMaxJsonDepth = 64;
+// Values in one document (each list, object, string, number, ...): the largest result file of a
+// bounded plan holds a few 10^5; 2^21 keeps a parsed document under about 200 MB whatever its
+// shape (2^21 empty objects is the worst case).
+constexpr size_t kMaxJsonValues = size_t{1} << 21;
 
 // The bytes of the regular file at `path`. `what` names the kind of file in messages
 // ("config file", "result file"): "cannot read config file 'x.json': No such file or directory",
@@ -46,5 +53,17 @@ std::string json_value_hint(const nlohmann::json& v, size_t max_chars = 40);
 // `text` made printable and cut to `max_chars` characters plus "..." : for quoting file
 // contents or library messages that embed them.
 std::string clip_text(std::string_view text, size_t max_chars = 200);
+
+// Arithmetic on integers read from input: a + b, a * b and -a, or a UsageError "{what} is
+// too large (beyond 64-bit integers)" when the result would overflow (signed overflow is
+// undefined behaviour, and in practice prints nonsense such as "sum -2").
+int64_t checked_add(int64_t a, int64_t b, std::string_view what);
+int64_t checked_mul(int64_t a, int64_t b, std::string_view what);
+int64_t checked_neg(int64_t a, std::string_view what);
+
+// "X.Y" (a version or compute capability in an input file): decimal digits only, at most 9 per
+// part, X at most max_major and Y at most max_minor; otherwise a UsageError "{what} must be
+// \"X.Y\" with X from 0 to ... , got ...". No sscanf: its %d overflows on long digit strings.
+std::pair<int, int> parse_version_xy(const std::string& s, const std::string& what, int max_major, int max_minor);
 
 }  // namespace gs

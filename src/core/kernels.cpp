@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/input_file.hpp"
 #include "core/error.hpp"
 #include "core/results.hpp"
 #include "core/text_util.hpp"
@@ -27,7 +28,7 @@ const char* to_string(KernelClass c) {
 KernelClass kernel_class_from_string(const std::string& s) {
   for (KernelClass c : {KernelClass::Gemm, KernelClass::Quantize, KernelClass::Other})
     if (s == to_string(c)) return c;
-  throw UsageError(fmt::format("unknown kernel class '{}' (known: gemm, quantize, other)", s));
+  throw UsageError(fmt::format("unknown kernel class '{}' (known: gemm, quantize, other)", clip_text(s, 80)));
 }
 
 const char* to_string(KernelInputs k) {
@@ -166,13 +167,13 @@ void parse_algo_option(const std::string& v, GemmOptions& o) {
     if (v.rfind(name + ":", 0) == 0) {
       const std::string k = v.substr(name.size() + 1);
       const int64_t n = parse_decimal_int(k, "--algo " + name + ":K");
-      if (n < 1 || n > 64) throw UsageError(fmt::format("--algo {}:K needs K from 1 to 64, got {}", name, k));
+      if (n < 1 || n > 64) throw UsageError(fmt::format("--algo {}:K needs K from 1 to 64, got {}", name, clip_text(k, 80)));
       o.algo = choice;
       o.autotune_k = static_cast<int>(n);
       return;
     }
   }
-  throw UsageError(fmt::format("--algo must be heuristic, autotune[:K] or search[:K], got '{}'", v));
+  throw UsageError(fmt::format("--algo must be heuristic, autotune[:K] or search[:K], got '{}'", clip_text(v, 80)));
 }
 
 std::string algo_option_string(const GemmOptions& o) {

@@ -121,7 +121,7 @@ const Preset& find_preset(const std::string& name) {
     known += (known.empty() ? "" : ", ") + p.name;
     names.push_back(p.name);
   }
-  throw UsageError(fmt::format("unknown model preset '{}'{} (known: {}; see --list-models)", name,
+  throw UsageError(fmt::format("unknown model preset '{}'{} (known: {}; see --list-models)", clip_text(name, 80),
                                did_you_mean(name, names), known));
 }
 
@@ -209,8 +209,9 @@ std::string model_base_name(const nlohmann::json& j, const std::string& origin) 
 
 }  // namespace
 
-ModelConfig parse_hf_config(const std::string& text, const std::string& origin) {
-  // The input-file policy (input_file.hpp): depth limit while parsing, no trailing content.
+ModelConfig parse_hf_config(const std::string& text, const std::string& origin_path) {
+  const std::string origin = clip_text(origin_path);  // as messages quote it
+  // The input-file policy (input_file.hpp): depth and size checked in linear time, no trailing content.
   nlohmann::json top = parse_json_text(text, origin);
   if (!top.is_object()) throw UsageError(fmt::format("{}: expected a JSON object", origin));
   nlohmann::json j = top;
@@ -248,13 +249,14 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
     if (present("ffn_hidden_size")) {
       c.intermediate_size = json_size(j, "ffn_hidden_size", origin);
     } else {
-      c.intermediate_size = 4 * c.hidden_size;
+      c.intermediate_size = checked_mul(4, c.hidden_size, origin + ": 4 x hidden_size (Falcon's ffn_hidden_size)");
       c.notes.push_back(fmt::format("{} has no 'ffn_hidden_size': FalconConfig's default 4 x hidden_size = {} used",
                                     origin, c.intermediate_size));
     }
   } else if (j.contains("n_inner") || type == "gpt2" || type == "gpt_bigcode") {
     // GPT-2 and GPTBigCode: n_inner null (or absent) = 4 x n_embd
-    c.intermediate_size = present("n_inner") ? json_size(j, "n_inner", origin) : 4 * c.hidden_size;
+    c.intermediate_size = present("n_inner") ? json_size(j, "n_inner", origin)
+                                             : checked_mul(4, c.hidden_size, origin + ": 4 x n_embd (GPT-2's n_inner)");
   } else {
     c.intermediate_size = field("intermediate_size", nullptr, &FamilyDefaults::intermediate, true, false);
   }
@@ -279,9 +281,9 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
   // The name tells two models apart in reports, charts and compare: where the file says it came
   // from, its family and sizes ("Llama-3.1-8B [llama, hidden 4096, 32 layers]").
   auto size_or_flag = [](int64_t v) { return v > 0 ? std::to_string(v) : std::string("?"); };
-  c.name = fmt::format("{} [{}hidden {}, {} layers]", model_base_name(top, origin), type.empty() ? "" : type + ", ",
-                       size_or_flag(c.hidden_size), size_or_flag(c.num_hidden_layers));
-  c.source = origin;
+  c.name = fmt::format("{} [{}hidden {}, {} layers]", clip_text(model_base_name(top, origin_path), 80),
+                       type.empty() ? "" : type + ", ", size_or_flag(c.hidden_size), size_or_flag(c.num_hidden_layers));
+  c.source = origin_path;
   parse_hf_moe_mla(j, c, origin);  // experts, MLA; refuses fields that change layers we do not model
   // A config.json has no batch: these are gemmscope's own defaults, and say so.
   c.micro_batch_size = kDefaultConfigMicroBatch;
@@ -317,7 +319,7 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin) 
 ModelConfig load_hf_config(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
-    throw UsageError(fmt::format("config file '{}' is a directory (pass the config.json inside it)", path));
+    throw UsageError(fmt::format("config file '{}' is a directory (pass the config.json inside it)", clip_text(path)));
   return parse_hf_config(read_input_file(path, "config file"), path);
 }
 
@@ -380,6 +382,8 @@ void validate(const ModelConfig& c) {
   positive("num_key_value_heads", c.num_key_value_heads, /*allow_zero=*/true);
   positive("head_dim", c.head_dim, true);
   positive("num_hidden_layers", c.num_hidden_layers);
+  if (c.num_hidden_layers > kMaxLayers)
+    throw UsageError(fmt::format("--num_hidden_layers = {} is too large (limit {} layers)", c.num_hidden_layers, kMaxLayers));
   positive("micro_batch_size", c.micro_batch_size);
   positive("sequence_length", c.sequence_length);
   positive("vocab_size", c.vocab_size, true);

@@ -5,6 +5,7 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "core/input_file.hpp"
 #include "core/error.hpp"
 #include "core/suggest.hpp"
 
@@ -29,7 +30,7 @@ Mode mode_from_string(const std::string& text) {
   if (s == "pre-quantized" || s == "prequantized" || s == "pre-quantize") return Mode::PreQuantized;
   throw UsageError(fmt::format("unknown mode '{}'{} (training, per-gemm, pre-quantized; old names autocast-shared = "
                                "training, autocast = per-gemm)",
-                               text, did_you_mean(text, {"training", "per-gemm", "pre-quantized"})));
+                               clip_text(text, 80), did_you_mean(text, {"training", "per-gemm", "pre-quantized"})));
 }
 
 const char* mode_description(Mode m) {

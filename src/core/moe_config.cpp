@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/model_config.hpp"
 
 namespace gs {
@@ -31,7 +32,7 @@ int64_t shared_ffn_total(const ModelConfig& c) {
 bool is_moe_layer(const ModelConfig& c, int64_t i) {
   const MoeConfig& m = c.moe;
   if (!m.enabled() || i < m.first_dense_layers) return false;
-  if (std::find(m.dense_layer_list.begin(), m.dense_layer_list.end(), i) != m.dense_layer_list.end()) return false;
+  if (m.dense_layer_list.count(i)) return false;  // O(log n): a linear search per layer cost O(layers x list)
   if (m.layer_freq > 1 && i % m.layer_freq != 0) return false;
   if (m.sparse_step > 1 && (i + 1) % m.sparse_step != 0) return false;
   return true;
@@ -55,14 +56,14 @@ int64_t field_int(const json& j, const char* key, const std::string& origin, int
   const json& v = j.at(key);
   int64_t x = 0;
   if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
-    throw UsageError(fmt::format("{}: '{}' = {} is too large", origin, key, v.dump()));
+    throw UsageError(fmt::format("{}: '{}' = {} is too large", origin, key, json_value_hint(v)));
   if (v.is_number_integer()) {
     x = v.get<int64_t>();
   } else if (v.is_number_float() && std::isfinite(v.get<double>()) && std::fabs(v.get<double>()) < 9.0e18 &&
              v.get<double>() == std::trunc(v.get<double>())) {
     x = static_cast<int64_t>(v.get<double>());
   } else {
-    throw UsageError(fmt::format("{}: '{}' must be an integer, got {}", origin, key, v.dump()));
+    throw UsageError(fmt::format("{}: '{}' must be an integer, got {}", origin, key, json_value_hint(v)));
   }
   if (x < min_value) throw UsageError(fmt::format("{}: '{}' must be >= {}, got {}", origin, key, min_value, x));
   return x;
@@ -155,17 +156,18 @@ void refuse_unmodelled(const json& j, const std::string& origin) {
         throw UsageError(fmt::format(
             "{}: field '{}' = {} means {}, which changes the model's linear layers in a way gemmscope does not model; "
             "refusing rather than planning it wrong (see docs/config-json.md)",
-            origin, it.key(), json_hint(it.value()), s.meaning));
+            origin, clip_text(it.key(), 80), json_hint(it.value()), s.meaning));
   }
   if (present(j, "layer_types")) {
     const json& lt = j["layer_types"];
-    if (!lt.is_array()) throw UsageError(fmt::format("{}: 'layer_types' must be a list", origin));
+    if (!lt.is_array()) throw UsageError(fmt::format("{}: 'layer_types' must be a list, got {}", origin, json_value_hint(lt)));
     for (const json& t : lt) {
-      const std::string s = t.is_string() ? t.get<std::string>() : t.dump();
-      if (s != "full_attention" && s != "sliding_attention" && s != "attention" && s != "chunked_attention")
+      const std::string* s = t.is_string() ? &t.get_ref<const std::string&>() : nullptr;
+      if (!s || (*s != "full_attention" && *s != "sliding_attention" && *s != "attention" && *s != "chunked_attention"))
         throw UsageError(fmt::format(
-            "{}: 'layer_types' has a layer of type '{}', which gemmscope does not model (only attention layers); "
-            "refusing rather than planning it as attention", origin, s));
+            "{}: 'layer_types' has a layer of type {}, which gemmscope does not model (only attention layers); "
+            "refusing rather than planning it as attention", origin,
+            s ? "'" + clip_text(*s, 80) + "'" : json_value_hint(t)));
     }
   }
 }
@@ -204,26 +206,29 @@ void parse_hf_moe_mla(const json& j, ModelConfig& c, const std::string& origin) 
     if (present(j, "moe_layer_freq")) {
       if (!j["moe_layer_freq"].is_number())
         throw UsageError(fmt::format("{}: 'moe_layer_freq' must be an integer (a per-layer pattern is not modelled), "
-                                     "got {}", origin, j["moe_layer_freq"].dump()));
+                                     "got {}", origin, json_value_hint(j["moe_layer_freq"])));
       m.layer_freq = field_int(j, "moe_layer_freq", origin, 1);
     }
     if (present(j, "decoder_sparse_step")) m.sparse_step = field_int(j, "decoder_sparse_step", origin, 1);
     if (present(j, "mlp_only_layers")) {
       const json& l = j["mlp_only_layers"];
-      if (!l.is_array()) throw UsageError(fmt::format("{}: 'mlp_only_layers' must be a list of layer indices", origin));
+      if (!l.is_array()) throw UsageError(fmt::format("{}: 'mlp_only_layers' must be a list of layer indices, got {}", origin, json_value_hint(l)));
+      if (l.size() > static_cast<size_t>(std::max<int64_t>(c.num_hidden_layers, 0)))
+        throw UsageError(fmt::format("{}: 'mlp_only_layers' lists {} layers, more than the model's {}", origin, l.size(),
+                                     c.num_hidden_layers));
       for (size_t i = 0; i < l.size(); ++i) {
         if (!l[i].is_number_integer() || l[i].get<int64_t>() < 0 ||
             (c.num_hidden_layers > 0 && l[i].get<int64_t>() >= c.num_hidden_layers))
           throw UsageError(fmt::format("{}: 'mlp_only_layers' item {} must be a layer index from 0 to {}, got {}", origin,
-                                       i, c.num_hidden_layers - 1, l[i].dump()));
-        m.dense_layer_list.push_back(l[i].get<int64_t>());
+                                       i, c.num_hidden_layers - 1, json_value_hint(l[i])));
+        m.dense_layer_list.insert(l[i].get<int64_t>());
       }
     }
     if (present(j, "num_nextn_predict_layers") && j["num_nextn_predict_layers"].is_number() &&
         j["num_nextn_predict_layers"].get<double>() > 0)
       c.notes.push_back(fmt::format(
           "num_nextn_predict_layers = {}: the multi-token-prediction module (an extra layer, a 2H -> H projection and a "
-          "second LM head per module, used in training) is not in the plan", j["num_nextn_predict_layers"].dump()));
+          "second LM head per module, used in training) is not in the plan", json_value_hint(j["num_nextn_predict_layers"])));
   } else if (topk && *topk > 0 && !experts) {
     throw UsageError(fmt::format("{}: '{}' = {} but no expert count ('num_experts', 'num_local_experts' or "
                                  "'n_routed_experts'); pass --num-experts",
@@ -306,6 +311,8 @@ void validate_moe_mla(const ModelConfig& c) {
   in_range("--expert-parallel", m.expert_parallel, 1);
   if (m.enabled()) {
     in_range("--num-experts", m.num_experts, 1);
+    if (m.num_experts > kMaxExperts)
+      throw UsageError(fmt::format("--num-experts = {} is too large (limit {} experts)", m.num_experts, kMaxExperts));
     in_range("--top-k", m.top_k, 1);
     if (m.top_k > m.num_experts)
       throw UsageError(fmt::format("--top-k ({}) is larger than the number of experts ({})", m.top_k, m.num_experts));
@@ -318,6 +325,8 @@ void validate_moe_mla(const ModelConfig& c) {
                                    c.num_hidden_layers));
     in_range("--moe-layer-freq", m.layer_freq, 1);
     in_range("decoder_sparse_step", m.sparse_step, 1);
+    if (!m.dense_layer_list.empty() && (*m.dense_layer_list.begin() < 0 || *m.dense_layer_list.rbegin() >= c.num_hidden_layers))
+      throw UsageError(fmt::format("mlp_only_layers must hold layer indices from 0 to {}", c.num_hidden_layers - 1));
     if (m.num_experts % m.expert_parallel != 0)
       throw UsageError(fmt::format("--expert-parallel {} does not divide the number of experts ({})", m.expert_parallel,
                                    m.num_experts));

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,14 @@
 namespace gs {
 
 struct ModelConfig;
+
+// Bounds on a plan's size, so that any accepted input plans in well under 2 s and 1 GiB
+// (docs/hostile-input.md): layers, routed experts (DeepSeek-V3 has 256, the largest published models
+// a few hundred) and tokens per rank in a routing (micro-batch x sequence, itself at most 2^24).
+constexpr int64_t kMaxExperts = 16384;
+// Transformer layers (the deepest published models have a few hundred).
+constexpr int64_t kMaxLayers = 65536;
+constexpr int64_t kMaxRoutingTokens = int64_t{1} << 24;
 
 struct MoeConfig {
   int64_t num_experts = 0;               // routed experts E; 0 = a dense model
@@ -24,7 +33,7 @@ struct MoeConfig {
   int64_t first_dense_layers = 0;  // DeepSeek first_k_dense_replace: layers 0..N-1 dense
   int64_t layer_freq = 1;          // DeepSeek moe_layer_freq: MoE only where layer % freq == 0
   int64_t sparse_step = 1;         // Qwen decoder_sparse_step: MoE only where (layer + 1) % step == 0
-  std::vector<int64_t> dense_layer_list;  // Qwen mlp_only_layers: these layers dense
+  std::set<int64_t> dense_layer_list;     // Qwen mlp_only_layers: these layers dense (a set: one lookup per layer)
   int64_t expert_parallel = 1;            // ranks sharing the experts (E / N local experts each)
   // Where expert_parallel comes from: a preset's published training layout or a stated typical
   // one, "--expert-parallel", or empty (a config.json or flags: 1 unless given).

@@ -2,7 +2,12 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <optional>
 
 #include <algorithm>
 #include <cctype>
@@ -12,6 +17,7 @@
 #include <random>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/text_util.hpp"
 
 namespace gs {
@@ -49,16 +55,17 @@ std::string chart_path_problem(const std::string& path) {
 
 void check_chart_path(const std::string& path, const std::string& flag) {
   if (const std::string why = chart_path_problem(path); !why.empty())
-    throw UsageError(fmt::format("{} {}: {}", flag, printable(path), why));
+    throw UsageError(fmt::format("{} {}: {}", flag, clip_text(path), why));
 }
 
-std::string temp_output_path(const std::string& path) { return path + ".tmp"; }
+std::string temp_output_path(const std::string& path) { return path + ".tmp-XXXXXX"; }
 
 namespace {
 
-// Creates `file` (O_CREAT|O_EXCL: never opens what is there) and removes it again: proves that
-// this exact name can be created ("File name too long" is found here, not after the run).
-// "" when it could, else the reason. A file that appeared meanwhile (EEXIST) counts as creatable.
+// Creates `file` (O_CREAT|O_EXCL: never opens what is there, never follows a symlink) and
+// removes it again: proves that this exact name can be created ("File name too long" is found
+// here, not after the run). "" when it could, else the reason. A file that appeared meanwhile
+// (EEXIST) counts as creatable.
 std::string create_and_remove(const std::string& file) {
   const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0600);
   if (fd < 0) return errno == EEXIST ? "" : std::strerror(errno);
@@ -67,10 +74,115 @@ std::string create_and_remove(const std::string& file) {
   return "";
 }
 
+// A new temporary file for `path` (mkostemp: O_CREAT|O_EXCL, so never an existing file or a
+// symlink's target); its descriptor and its name in `name`, or -1 with errno set.
+int create_temp(const std::string& path, std::string& name) {
+  std::string tmpl = temp_output_path(path);
+  const int fd = ::mkostemp(tmpl.data(), O_CLOEXEC);
+  if (fd >= 0) name = tmpl;
+  return fd;
+}
+
+// The temporary file being written, for the signal handler: a fixed buffer (nothing in a
+// handler may allocate) and a flag set only while the name in it is a file of ours.
+char g_temp_name[8192];
+volatile sig_atomic_t g_temp_live = 0;
+
+extern "C" void remove_temp_and_reraise(int sig) {
+  if (g_temp_live) ::unlink(g_temp_name);  // async-signal-safe
+  // The default action, so the process ends as the signal meant (status 130/143 in a shell).
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// While it lives, SIGINT and SIGTERM remove the temporary file `name` before ending the
+// process; the previous handlers are restored after.
+class TempGuard {
+ public:
+  explicit TempGuard(const std::string& name) {
+    const size_t n = std::min(name.size(), sizeof g_temp_name - 1);
+    std::memcpy(g_temp_name, name.data(), n);
+    g_temp_name[n] = '\0';
+    struct sigaction sa {};
+    sa.sa_handler = remove_temp_and_reraise;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+    g_temp_live = 1;
+  }
+  ~TempGuard() {
+    g_temp_live = 0;
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  TempGuard(const TempGuard&) = delete;
+  TempGuard& operator=(const TempGuard&) = delete;
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+};
+
+// The mode a file created with 0666 would have had (mkostemp creates 0600).
+mode_t default_file_mode() {
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  return static_cast<mode_t>(0666 & ~mask);
+}
+
 }  // namespace
 
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const auto fail = [&](int err) {
+    return UsageError(fmt::format("cannot write '{}': {}", clip_text(path), std::strerror(err)));
+  };
+  std::string tmp;
+  // SIGINT and SIGTERM blocked while the file is created and the guard set up, so that none
+  // lands between the two and leaves the file behind.
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  ::sigprocmask(SIG_BLOCK, &block, &old);
+  const int fd = create_temp(path, tmp);
+  const int create_errno = errno;
+  std::optional<TempGuard> guard;
+  if (fd >= 0) guard.emplace(tmp);
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  if (fd < 0) throw fail(create_errno);
+  const auto abandon = [&](int err) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return fail(err);
+  };
+  if (::fchmod(fd, default_file_mode()) != 0) throw abandon(errno);
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, std::min<size_t>(left, size_t{1} << 20));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw abandon(errno);
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  // A full disk or quota on a network or delayed-allocation file system shows at fsync or
+  // close, not at write: either failing keeps the old file.
+  if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) throw abandon(errno);
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw fail(err);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw fail(err);
+  }
+}
+
 void check_output_path(const std::string& path, const std::string& flag) {
-  const auto fail = [&](const std::string& why) { return UsageError(fmt::format("{} {}: {}", flag, printable(path), why)); };
+  const auto fail = [&](const std::string& why) { return UsageError(fmt::format("{} {}: {}", flag, clip_text(path), why)); };
   if (path.empty()) throw fail("empty file name");
   if (path.back() == '/') throw fail("ends in '/': give a file name, not a directory");
   std::error_code ec;
@@ -91,24 +203,20 @@ void check_output_path(const std::string& path, const std::string& flag) {
       ::unlink(probe.c_str());
       probed = true;
     } else if (errno != EEXIST) {
-      throw fail(fmt::format("cannot create files in '{}': {}", printable(dir), std::strerror(errno)));
+      throw fail(fmt::format("cannot create files in '{}': {}", clip_text(dir), std::strerror(errno)));
     }
   }
-  if (!probed) throw fail(fmt::format("cannot create a probe file in '{}'", printable(dir)));
+  if (!probed) throw fail(fmt::format("cannot create a probe file in '{}'", clip_text(dir)));
   // The probe's name is short: the exact names written must be created too, the file and the
-  // temporary file it is written through (a name too long for the file system fails only there).
-  const std::string tmp = temp_output_path(path);
-  const fs::file_status tst = fs::status(tmp, ec);
-  if (fs::exists(tst)) {
-    // A temporary file left by an interrupted run: it is truncated and renamed, so it must be a
-    // writable regular file.
-    if (!fs::is_regular_file(tst))
-      throw fail(fmt::format("its temporary file {} exists and is not a regular file", printable(tmp)));
-    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) throw fail(fmt::format("cannot write its temporary file {}: {}", printable(tmp), std::strerror(errno)));
+  // temporary files it is written through (a name too long for the file system fails only there).
+  {
+    std::string tmp;
+    const int fd = create_temp(path, tmp);
+    if (fd < 0)
+      throw fail(fmt::format("cannot create its temporary file {}: {}", clip_text(temp_output_path(path)),
+                             std::strerror(errno)));
     ::close(fd);
-  } else if (const std::string why = create_and_remove(tmp); !why.empty()) {
-    throw fail(fmt::format("cannot create its temporary file {}: {}", printable(tmp), why));
+    ::unlink(tmp.c_str());
   }
   if (!fs::exists(st)) {
     if (const std::string why = create_and_remove(path); !why.empty()) throw fail(fmt::format("cannot create it: {}", why));

@@ -22,8 +22,17 @@ void check_chart_path(const std::string& path, const std::string& flag);
 // long for the file system is refused before the run, not after the report is printed.
 void check_output_path(const std::string& path, const std::string& flag);
 
-// The temporary file write_file_atomic writes `path` through before renaming it: "PATH.tmp".
+// The template of the temporary files `path` is written through: "PATH.tmp-XXXXXX", the X's
+// replaced by mkstemp (created with O_EXCL: never an existing file, never through a symlink).
 std::string temp_output_path(const std::string& path);
+
+// Writes `text` to `path` atomically and safely: into a new temporary file in the same
+// directory (temp_output_path, created exclusively), then renamed over `path`, so a reader never
+// sees a half-written file, a failed write never clobbers the old one, and a symlink planted at
+// any name is never followed. A write error names its reason ("cannot write 'x.json': No space
+// left on device") and removes the temporary file; so does SIGINT or SIGTERM during the write
+// (the signal then ends the process as it would have).
+void write_file_atomic(const std::string& path, const std::string& text);
 
 // Whether two output paths name the same file: compared absolute and normalised, with symlinks
 // resolved in the part that exists ("x.json", "./x.json" and "d/../x.json" are the same file).

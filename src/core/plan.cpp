@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 
+#include "core/input_file.hpp"
 #include "core/error.hpp"
 #include "core/text_util.hpp"
 
@@ -94,7 +95,7 @@ template <class E, size_t N>
 static E from_string(const std::string& s, const E (&all)[N], const char* what) {
   for (E e : all)
     if (s == to_string(e)) return e;
-  throw UsageError(fmt::format("unknown {} '{}'", what, s));
+  throw UsageError(fmt::format("unknown {} '{}'", what, clip_text(s, 80)));
 }
 Pass pass_from_string(const std::string& s) {
   static const Pass all[] = {Pass::Fprop, Pass::Dgrad, Pass::Wgrad, Pass::Shape};
@@ -241,16 +242,17 @@ Plan build_model_plan(const ModelConfig& c) {
 
 namespace {
 
-int64_t parse_dim(const std::string& tok, const std::string& item, int index, const std::string& flag) {
+int64_t parse_dim(const std::string& tok, const std::string& whole_item, int index, const std::string& flag) {
   constexpr int64_t kMaxDim = int64_t{1} << 24;
+  const std::string item = clip_text(whole_item, 80);
   if (tok.empty())
     throw UsageError(fmt::format("{} item {} '{}': empty dimension", flag, index, item));
   int64_t v = 0;
   auto [ptr, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
   if (ec == std::errc::result_out_of_range)
-    throw UsageError(fmt::format("{} item {} '{}': '{}' is too large", flag, index, item, tok));
+    throw UsageError(fmt::format("{} item {} '{}': '{}' is too large", flag, index, item, clip_text(tok, 40)));
   if (ec != std::errc() || ptr != tok.data() + tok.size())
-    throw UsageError(fmt::format("{} item {} '{}': '{}' is not an integer", flag, index, item, tok));
+    throw UsageError(fmt::format("{} item {} '{}': '{}' is not an integer", flag, index, item, clip_text(tok, 40)));
   if (v <= 0)
     throw UsageError(fmt::format("{} item {} '{}': dimensions must be positive, got {}", flag, index, item, v));
   if (v > kMaxDim)
@@ -270,7 +272,8 @@ Plan build_shapes_plan(const std::string& spec, const std::string& flag) {
   if (trim(spec).empty()) throw UsageError(flag + " is empty");
   int index = 0;
   for (const std::string& item : split_list(spec)) {
-    ++index;
+    if (++index > kMaxShapes)
+      throw UsageError(fmt::format("{} lists more than {} shapes (the limit of one run)", flag, kMaxShapes));
     if (item.empty()) throw UsageError(fmt::format("{} item {} is empty", flag, index));
     std::string lower = item;
     std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
@@ -284,7 +287,7 @@ Plan build_shapes_plan(const std::string& spec, const std::string& flag) {
       const int64_t n = parse_dim(parts[2], item, index, flag);
       p.gemms.push_back(shape_gemm(m, k, n));
     } else {
-      throw UsageError(fmt::format("{} item {} '{}': expected MxKxN or a single size N", flag, index, item));
+      throw UsageError(fmt::format("{} item {} '{}': expected MxKxN or a single size N", flag, index, clip_text(item, 80)));
     }
   }
   return p;

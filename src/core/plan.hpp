@@ -92,7 +92,10 @@ struct Plan {
 // q down/up (or a plain q projection) and kv down/up projections.
 Plan build_model_plan(const ModelConfig& c);
 
-// --shapes "MxKxN,..." or square "1024,2048". Throws UsageError naming the bad item and why;
+// Shapes in one --shapes or --sweep-sizes list: each is a row of the report and a chart bar.
+constexpr int kMaxShapes = 4096;
+
+// --shapes "MxKxN,..." or square "1024,2048" (at most kMaxShapes items). Throws UsageError naming the bad item and why;
 // `flag` is the option the messages name ("--sweep-sizes item 2 'abc': ...").
 Plan build_shapes_plan(const std::string& spec, const std::string& flag = "--shapes");
 Plan build_shapes_plan(const std::vector<int64_t>& square_sizes);

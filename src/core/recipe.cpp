@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/input_file.hpp"
 #include "core/error.hpp"
 #include "core/suggest.hpp"
 
@@ -32,7 +33,8 @@ Precision precision_from_string(const std::string& s) {
   std::vector<std::string> names;
   for (Precision p : kAllPrecisions) names.push_back(to_string(p));
   throw UsageError(fmt::format(
-      "unknown precision '{}'{} (known: BF16, FP8Current, FP8Delayed, FP8Block, MXFP8, NVFP4)", s, did_you_mean(s, names)));
+      "unknown precision '{}'{} (known: BF16, FP8Current, FP8Delayed, FP8Block, MXFP8, NVFP4)", clip_text(s, 80),
+      did_you_mean(s, names)));
 }
 
 int min_compute_capability(Precision p) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/output_paths.hpp"
 #include "core/input_file.hpp"
 #include "core/results.hpp"
 
@@ -41,8 +42,7 @@ nlohmann::json read_json_file(const std::string& path);
 // One row per (mode, GEMM, precision) with the statistics; N/A rows carry the reason.
 std::string render_csv(const RunResult& r);
 
-// Writes `text` to `path` atomically (temp file + rename); throws UsageError if it cannot.
-void write_file_atomic(const std::string& path, const std::string& text);
+// write_file_atomic(path, text): core/output_paths.hpp (included here for its callers).
 
 std::string format_thousands(int64_t v);  // 15872 -> "15,872"
 

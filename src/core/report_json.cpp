@@ -235,25 +235,10 @@ double number_in(const json& obj, const char* key, const std::string& where, dou
 // ratios overflow) to about 11.6 days.
 constexpr double kMinMs = 1e-9, kMaxMs = 1e9;
 
-// "X.Y" as written by to_json (device versions, compute capability): decimal digits only, each
-// part at most max_major / max_minor; refused with the field named otherwise (sscanf's %d overflowed on
-// "3000000.0", and major * 1000 overflowed an int).
+// "X.Y" as written by to_json (device versions, compute capability): parse_version_xy, the
+// parser gpus.json uses too (sscanf's %d overflowed on "3000000.0", and major * 1000 an int).
 std::pair<int, int> version_parts(const std::string& s, const std::string& what, int max_major, int max_minor) {
-  const auto bad = [&] {
-    return UsageError(fmt::format("{} must be \"X.Y\" with X from 0 to {} and Y from 0 to {}, got {}", what, max_major,
-                                  max_minor, json_value_hint(json(s))));
-  };
-  const auto dot = s.find('.');
-  if (dot == std::string::npos) throw bad();
-  const auto part = [&](std::string_view p, int max) {
-    if (p.empty() || p.size() > 9 || p.find_first_not_of("0123456789") != std::string_view::npos) throw bad();
-    int v = 0;
-    for (char ch : p) v = v * 10 + (ch - '0');  // at most 9 digits: fits an int
-    if (v > max) throw bad();
-    return v;
-  };
-  const std::string_view sv(s);
-  return {part(sv.substr(0, dot), max_major), part(sv.substr(dot + 1), max_minor)};
+  return parse_version_xy(s, what, max_major, max_minor);
 }
 
 bool is_positive_int(const json& v) {
@@ -649,7 +634,12 @@ RunResult read_result(const json& j, const std::string& name) {
       m.layer_freq = get_or<int64_t>(*mj, "layer_freq", mw, 1);
       m.sparse_step = get_or<int64_t>(*mj, "sparse_step", mw, 1);
       if (const json* dl = find(*mj, "dense_layer_list"); dl && dl->is_array())
-        for (size_t i = 0; i < dl->size(); ++i) m.dense_layer_list.push_back(as<int64_t>((*dl)[i], fmt::format("{}.dense_layer_list[{}]", mw, i)));
+      {
+        if (dl->size() > static_cast<size_t>(kMaxLayers))
+          throw UsageError(fmt::format("{}.dense_layer_list has {} items, more than the {} layers a model may have", mw,
+                                       dl->size(), kMaxLayers));
+        for (size_t i = 0; i < dl->size(); ++i) m.dense_layer_list.insert(as<int64_t>((*dl)[i], fmt::format("{}.dense_layer_list[{}]", mw, i)));
+      }
       m.expert_parallel = get_or<int64_t>(*mj, "expert_parallel", mw, 1);
       m.parallel_source = get_or<std::string>(*mj, "expert_parallel_source", mw, "");
       m.routing = get_or<std::string>(*mj, "routing", mw, "random");
@@ -710,11 +700,14 @@ RunResult read_result(const json& j, const std::string& name) {
       if (x.grouped()) {
         if (!grp || !grp->is_array() || grp->empty())
           throw UsageError(fmt::format("{}: a grouped GEMM needs \"group\", a non-empty list of per-expert sizes", where));
+        if (grp->size() > static_cast<size_t>(kMaxExperts))
+          throw UsageError(fmt::format("{}: \"group\" has {} sizes, more than the {} experts a model may have", where,
+                                       grp->size(), kMaxExperts));
         int64_t sum = 0;
         for (size_t i = 0; i < grp->size(); ++i) {
           const int64_t v = as<int64_t>((*grp)[i], fmt::format("{}.group[{}]", where, i));
           if (v < 0) throw UsageError(fmt::format("{}.group[{}] must be >= 0, got {}", where, i, v));
-          sum += v;
+          sum = checked_add(sum, v, where + ": the sum of \"group\"");
           x.group.push_back(v);
         }
         const int64_t want = x.group_dim == GroupDim::M ? x.m : x.k;
@@ -735,7 +728,7 @@ RunResult read_result(const json& j, const std::string& name) {
           throw UsageError(fmt::format("{}.results has no object for mode \"{}\"", where, mname));
         std::map<std::string, Cell> by_precision;
         for (auto it = cells->begin(); it != cells->end(); ++it)
-          by_precision.emplace(it.key(), read_cell(it.value(), fmt::format("{}.results.{}.{}", where, mname, it.key())));
+          by_precision.emplace(it.key(), read_cell(it.value(), fmt::format("{}.results.{}.{}", where, mname, clip_text(it.key(), 80))));
         std::vector<Cell> row;
         for (const std::string& pname : precision_names) {
           const auto c = by_precision.find(pname);
@@ -800,10 +793,17 @@ RunResult read_result(const json& j, const std::string& name) {
       rt.dropped = get_or<int64_t>(*rj, "dropped", rw, 0);
       const json* counts = find(*rj, "counts");
       if (!counts || !counts->is_array()) throw UsageError(rw + ".counts must be a list");
+      if (counts->size() > static_cast<size_t>(kMaxExperts))
+        throw UsageError(fmt::format("{}.counts has {} items, more than the {} experts a model may have", rw,
+                                     counts->size(), kMaxExperts));
       for (size_t i = 0; i < counts->size(); ++i) rt.counts.push_back(as<int64_t>((*counts)[i], fmt::format("{}.counts[{}]", rw, i)));
-      if (rt.experts < 1 || rt.expert_parallel < 1 || rt.experts % rt.expert_parallel != 0 ||
-          rt.counts.size() != static_cast<size_t>(rt.experts))
-        throw UsageError(rw + ": experts, expert_parallel and counts do not agree");
+      // Validated like a routing file and like what route() returns, then against the config's
+      // experts (what the counts are indexed by; the rank split and the batch may be edited).
+      check_routing(rt, rw);
+      const ModelConfig& mc = *r.plan.config;
+      if (rt.experts != mc.moe.num_experts || rt.top_k != mc.moe.top_k)
+        throw UsageError(fmt::format("{}: experts {} and top_k {} do not match the config's ({}, {})", rw, rt.experts,
+                                     rt.top_k, mc.moe.num_experts, mc.moe.top_k));
       const int64_t l = rt.local_experts();
       rt.rank_rows.assign(static_cast<size_t>(rt.expert_parallel), 0);
       for (int64_t e = 0; e < rt.experts; ++e) rt.rank_rows[static_cast<size_t>(e / l)] += rt.counts[static_cast<size_t>(e)];
@@ -821,7 +821,8 @@ RunResult read_result(const json& j, const std::string& name) {
 
 }  // namespace
 
-RunResult from_json(const json& j, const std::string& name) {
+RunResult from_json(const json& j, const std::string& path) {
+  const std::string name = clip_text(path);  // every message starts with it
   try {
     return read_result(j, name);
   } catch (const json::exception& e) {
@@ -861,23 +862,6 @@ std::string render_csv(const RunResult& r) {
           out += fmt::format("n/a,,,,,,,,{},{}\n", quote(c.reason), grouped);
       }
   return out;
-}
-
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = temp_output_path(path);  // the name check_output_path proved creatable
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw UsageError(fmt::format("cannot write '{}'", path));
-    f << text;
-    if (!f.flush()) {
-      std::remove(tmp.c_str());
-      throw UsageError(fmt::format("cannot write '{}'", path));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw UsageError(fmt::format("cannot write '{}'", path));
-  }
 }
 
 }  // namespace gs

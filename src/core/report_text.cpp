@@ -500,7 +500,8 @@ std::string repeats_block(const RunResult& r) {
 }  // namespace
 
 std::string format_thousands(int64_t v) {
-  std::string s = std::to_string(v < 0 ? -v : v);
+  // The magnitude as unsigned: -v overflows for INT64_MIN.
+  std::string s = std::to_string(v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v));
   std::string out;
   int n = 0;
   for (auto it = s.rbegin(); it != s.rend(); ++it) {

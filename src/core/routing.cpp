@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/moe_config.hpp"
 
 namespace gs {
 
@@ -46,7 +47,7 @@ double parse_param(const std::string& text, const std::string& whole) {
   double v = 0;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(v))
-    throw UsageError(fmt::format("--routing '{}': '{}' is not a number", whole, text));
+    throw UsageError(fmt::format("--routing '{}': '{}' is not a number", clip_text(whole, 80), clip_text(text, 40)));
   return v;
 }
 
@@ -110,6 +111,7 @@ std::string RoutingSpec::text() const {
 
 RoutingSpec parse_routing(const std::string& s) {
   RoutingSpec r;
+  const std::string shown = clip_text(s, 80);  // what messages quote of it
   const auto colon = s.find(':');
   const std::string name = s.substr(0, colon);
   const std::string arg = colon == std::string::npos ? std::string() : s.substr(colon + 1);
@@ -119,39 +121,73 @@ RoutingSpec parse_routing(const std::string& s) {
   } else if (name == "lognormal" && has_arg) {
     r.kind = RoutingKind::LogNormal;
     r.param = parse_param(arg, s);
-    if (r.param < 0 || r.param > 10) throw UsageError(fmt::format("--routing '{}': sigma must be from 0 to 10", s));
+    if (r.param < 0 || r.param > 10) throw UsageError(fmt::format("--routing '{}': sigma must be from 0 to 10", shown));
   } else if (name == "hot" && has_arg) {
     r.kind = RoutingKind::Hot;
     r.param = parse_param(arg, s);
     if (!(r.param > 0 && r.param <= 1))
-      throw UsageError(fmt::format("--routing '{}': the hot fraction must be in (0, 1] (of the tokens)", s));
+      throw UsageError(fmt::format("--routing '{}': the hot fraction must be in (0, 1] (of the tokens)", shown));
   } else if (name == "file" && has_arg && !arg.empty()) {
     r.kind = RoutingKind::File;
     r.path = arg;
   } else {
-    throw UsageError(fmt::format("unknown --routing '{}' (balanced, random, lognormal:SIGMA, hot:FRACTION, file:PATH)", s));
+    throw UsageError(fmt::format("unknown --routing '{}' (balanced, random, lognormal:SIGMA, hot:FRACTION, file:PATH)", shown));
   }
   return r;
 }
 
-std::vector<int64_t> read_routing_file(const std::string& path) {
-  // The input-file policy (input_file.hpp): regular files only, checked before opening; a size
-  // limit; nesting depth limited while parsing; no trailing content.
-  const std::string what = fmt::format("routing file '{}'", path);
-  const nlohmann::json j = parse_json_text(read_input_file(path, "routing file", 4u << 20), what);
+std::vector<int64_t> routing_counts_from_json(const nlohmann::json& j, const std::string& what) {
   if (!j.is_array() || j.empty())
-    throw UsageError(fmt::format("routing file '{}' must be a non-empty JSON list of per-expert token counts", path));
+    throw UsageError(fmt::format("{} must be a non-empty JSON list of per-expert token counts, got {}", what,
+                                 json_value_hint(j)));
+  if (j.size() > static_cast<size_t>(kMaxExperts))
+    throw UsageError(fmt::format("{} has {} counts, more than the {} experts a model may have", what, j.size(), kMaxExperts));
   std::vector<int64_t> out;
   for (size_t i = 0; i < j.size(); ++i) {
     const auto& v = j[i];
     if (v.is_number_unsigned() && v.get<uint64_t>() <= (uint64_t{1} << 62)) out.push_back(static_cast<int64_t>(v.get<uint64_t>()));
     else if (v.is_number_integer() && v.get<int64_t>() < 0)
-      throw UsageError(fmt::format("routing file '{}': item {} is negative ({})", path, i, v.get<int64_t>()));
+      throw UsageError(fmt::format("{}: item {} is negative ({})", what, i, v.get<int64_t>()));
     else
-      throw UsageError(fmt::format("routing file '{}': item {} must be a non-negative integer, got {}", path, i,
-                                   json_value_hint(v)));
+      throw UsageError(fmt::format("{}: item {} must be a non-negative integer, got {}", what, i, json_value_hint(v)));
   }
   return out;
+}
+
+std::vector<int64_t> read_routing_file(const std::string& path) {
+  // The input-file policy (input_file.hpp): regular files only, checked before opening; a size
+  // limit; depth and size checked in linear time before parsing; no trailing content.
+  const std::string what = fmt::format("routing file '{}'", clip_text(path, 80));
+  return routing_counts_from_json(parse_json_text(read_input_file(path, "routing file", 4u << 20), what), what);
+}
+
+void check_routing(const Routing& r, const std::string& where) {
+  const auto bad = [&](const std::string& why) { return UsageError(fmt::format("{}: {}", where, why)); };
+  if (r.experts < 1 || r.experts > kMaxExperts) throw bad(fmt::format("experts must be from 1 to {}, got {}", kMaxExperts, r.experts));
+  if (r.top_k < 1 || r.top_k > r.experts) throw bad(fmt::format("top_k must be from 1 to experts ({}), got {}", r.experts, r.top_k));
+  if (r.tokens < 1 || r.tokens > kMaxRoutingTokens)
+    throw bad(fmt::format("tokens must be from 1 to {}, got {}", kMaxRoutingTokens, r.tokens));
+  if (r.expert_parallel < 1 || r.expert_parallel > r.experts || r.experts % r.expert_parallel != 0)
+    throw bad(fmt::format("expert_parallel must divide experts ({}), got {}", r.experts, r.expert_parallel));
+  if (r.counts.size() != static_cast<size_t>(r.experts))
+    throw bad(fmt::format("counts has {} items, expected one per expert ({})", r.counts.size(), r.experts));
+  if (!(r.capacity_factor >= 0) || !std::isfinite(r.capacity_factor))
+    throw bad("capacity_factor must be a finite number >= 0");
+  // Bounded above, so these products cannot overflow; checked all the same.
+  const int64_t group_tokens = checked_mul(r.tokens, r.expert_parallel, where + ": tokens x expert_parallel");
+  const int64_t assignments = checked_mul(group_tokens, r.top_k, where + ": tokens x expert_parallel x top_k");
+  if (r.capacity < 0) throw bad(fmt::format("capacity must be >= 0, got {}", r.capacity));
+  if (r.dropped < 0 || r.dropped > assignments)
+    throw bad(fmt::format("dropped must be from 0 to the {} assignments, got {}", assignments, r.dropped));
+  int64_t sum = 0;
+  for (size_t e = 0; e < r.counts.size(); ++e) {
+    if (r.counts[e] < 0 || r.counts[e] > group_tokens)
+      throw bad(fmt::format("counts[{}] must be from 0 to the {} tokens of the step, got {}", e, group_tokens, r.counts[e]));
+    sum = checked_add(sum, r.counts[e], where + ": the sum of counts");
+  }
+  if (checked_add(sum, r.dropped, where + ": counts + dropped") != assignments)
+    throw bad(fmt::format("counts sum to {} and {} rows were dropped, expected tokens x expert_parallel x top_k = {}", sum,
+                          r.dropped, assignments));
 }
 
 std::vector<int64_t> Routing::local_counts(int64_t rank) const {
@@ -198,9 +234,10 @@ Routing route(const RoutingSpec& spec, int64_t experts, int64_t top_k, int64_t t
       r.counts = apportion(std::vector<double>(n, 1.0), total, group_tokens);
       break;
     case RoutingKind::Random: {
-      if (total > (int64_t{1} << 31))
-        throw UsageError(fmt::format("--routing random draws every token ({} assignments, limit 2^31): use balanced or "
-                                     "lognormal:SIGMA for a batch this large", total));
+      // 2^26 draws take about half a second; the plan of any accepted input stays fast.
+      if (total > kMaxRandomDraws)
+        throw UsageError(fmt::format("--routing random draws every token ({} assignments, limit 2^26 = {}): use balanced "
+                                     "or lognormal:SIGMA for a batch this large", total, kMaxRandomDraws));
       r.counts.assign(n, 0);
       std::vector<int64_t> perm(n);
       std::iota(perm.begin(), perm.end(), 0);
@@ -235,20 +272,21 @@ Routing route(const RoutingSpec& spec, int64_t experts, int64_t top_k, int64_t t
       break;
     }
     case RoutingKind::File: {
+      const std::string path = clip_text(spec.path, 80);  // as messages quote it
       r.counts = read_routing_file(spec.path);
       if (r.counts.size() != n)
-        throw UsageError(fmt::format("routing file '{}' has {} counts, expected one per expert ({})", spec.path,
+        throw UsageError(fmt::format("routing file '{}' has {} counts, expected one per expert ({})", path,
                                      r.counts.size(), experts));
       int64_t sum = 0;
       for (size_t e = 0; e < n; ++e) {
         if (r.counts[e] > group_tokens)
           throw UsageError(fmt::format("routing file '{}': expert {} has {} tokens, more than the {} tokens of the step",
-                                       spec.path, e, r.counts[e], group_tokens));
-        sum += r.counts[e];
+                                       path, e, r.counts[e], group_tokens));
+        sum = checked_add(sum, r.counts[e], fmt::format("routing file '{}': the sum of counts", path));
       }
       if (sum != total)
         throw UsageError(fmt::format("routing file '{}': counts sum to {}, expected tokens x top-k = {} x {}{} = {}",
-                                     spec.path, sum, group_tokens, top_k,
+                                     path, sum, group_tokens, top_k,
                                      ep > 1 ? fmt::format(" (tokens of {} expert-parallel ranks)", ep) : "", total));
       break;
     }

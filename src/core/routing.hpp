@@ -5,10 +5,14 @@
 // step time, so the plan's grouped GEMMs are that rank's.
 #pragma once
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
 namespace gs {
+
+// --routing random draws top-k experts for every token of the EP group: at most this many draws.
+constexpr int64_t kMaxRandomDraws = int64_t{1} << 26;
 
 enum class RoutingKind { Balanced, Random, LogNormal, Hot, File };
 
@@ -55,5 +59,15 @@ Routing route(const RoutingSpec& spec, int64_t experts, int64_t top_k, int64_t t
 
 // A routing file's counts (regular file, at most 4 MiB, a JSON list of integers >= 0).
 std::vector<int64_t> read_routing_file(const std::string& path);
+// The same checks on a parsed document (`what` names it in messages): a non-empty list of at most
+// kMaxExperts integers from 0 to 2^62.
+std::vector<int64_t> routing_counts_from_json(const nlohmann::json& j, const std::string& what);
+
+// The checks a Routing read from a file must pass (a result's plan.routing), the invariants
+// route() keeps: sizes in range (experts at most kMaxExperts, top-k within them, tokens at most
+// 2^24, expert parallelism dividing the experts), one count per expert from 0 to the step's tokens,
+// and the counts plus the dropped rows summing to tokens x ranks x top-k (sums checked for
+// overflow). UsageError "{where}: ..." otherwise.
+void check_routing(const Routing& r, const std::string& where);
 
 }  // namespace gs

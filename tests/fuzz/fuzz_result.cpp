@@ -1,22 +1,33 @@
 // libFuzzer harness: bytes of a result JSON -> the input-file policy (parse_json_text) ->
-// from_json -> every reader of a RunResult: the text report, the CSV, the JSON writer, and
-// compare (against itself and against tests/data/compare_a.json), text and markdown.
+// from_json -> every reader of a RunResult: the text report (with the MoE routing part), the
+// CSV, the JSON writer, compare (against itself, a dense result and a MoE result,
+// tests/data/compare_a.json and moe_mixtral_a.json, text and markdown) and predict (from the
+// run, H100 to B200 with data/gpus.json, text and JSON), as `report`, `compare` and `predict` do.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 
 #include "core/compare.hpp"
+#include "core/gpu_spec.hpp"
 #include "core/input_file.hpp"
+#include "core/predict.hpp"
 #include "core/report.hpp"
 #include "fuzz_common.hpp"
 
 namespace {
 
-const gs::RunResult& reference() {
-  static const gs::RunResult r =
+const gs::RunResult& reference(const char* name) {
+  static const gs::RunResult dense =
       gs::comparable_result(gs::read_json_file(GS_FUZZ_DATA_DIR "/compare_a.json", "result file"), "A");
-  return r;
+  static const gs::RunResult moe =
+      gs::comparable_result(gs::read_json_file(GS_FUZZ_DATA_DIR "/moe_mixtral_a.json", "result file"), "M");
+  return std::string(name) == "moe" ? moe : dense;
+}
+
+const gs::GpuDb& gpu_db() {
+  static const gs::GpuDb db = gs::read_gpu_db_file(GS_FUZZ_SOURCE_DIR "/data/gpus.json");
+  return db;
 }
 
 void compare_both_ways(const gs::RunResult& a, const gs::RunResult& b) {
@@ -44,6 +55,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)gs::from_json(gs::to_json(*r), "round trip");
   });
   compare_both_ways(*r, *r);
-  compare_both_ways(reference(), *r);
+  compare_both_ways(reference("dense"), *r);
+  compare_both_ways(reference("moe"), *r);
+  gs::fuzz::expect_documented_outcome([&] {
+    const gs::Prediction p = gs::predict_from_run(*r, "fuzz.json", gpu_db().find("H100"), gpu_db().find("B200"));
+    (void)gs::render_prediction_text(p);
+    (void)gs::prediction_json(p).dump();
+  });
   return 0;
 }
