@@ -1,5 +1,7 @@
 #include "core/runner.hpp"
 
+#include "core/report_moe.hpp"
+
 #include "core/clocks.hpp"
 #include "core/repeats.hpp"
 
@@ -124,21 +126,23 @@ std::string gate_timeout_note(const RunResult& r) {
 }
 
 // What the grouped GEMMs of a run were measured as (RunResult note, text and JSON).
-std::string grouped_note(int streams) {
+std::string grouped_note(int streams, bool fused) {
   return fmt::format(
       "grouped GEMMs (MoE experts): one cuBLASLt GEMM per expert, {}, as Transformer Engine's GroupedLinear runs "
-      "on Hopper with cuBLAS 13.1; each expert padded to the recipe's alignment; quantization runs per expert "
-      "(one amax/cast per expert tensor; TE fuses some recipes' casts over all experts, so quantized grouped cells "
-      "carry more launches than TE); the loop runs behind the launch gate in chunks (GPU time); dense-equivalent "
-      "time = one GEMM of the summed padded size, same recipe and mode (--grouped {})",
+      "on Hopper with cuBLAS 13.1; each expert padded to the recipe's alignment; {}; the loop runs behind the "
+      "launch gate in chunks (GPU time); dense-equivalent time = one GEMM of the summed padded size, same recipe "
+      "and mode (--grouped {})",
       streams == 0 ? "serially on one stream" : fmt::format("dealt round-robin over {} streams", streams),
+      fused ? "FP8 expert operands quantized for all experts at once (per operand: an amax pass, one cast, the "
+              "delayed-scaling update), as TE GroupedLinear does (--grouped-quant fused; MXFP8/NVFP4 per expert)"
+            : "quantization runs per expert, an amax/cast launch per expert tensor (--grouped-quant per-expert)",
       streams == 0 ? std::string("serial") : fmt::format("streams:{}", streams));
 }
 
 void add_grouped_note(RunResult& r, int streams) {
   for (const Gemm& g : r.plan.gemms)
     if (g.grouped()) {
-      r.notes.push_back(grouped_note(streams));
+      r.notes.push_back(grouped_note(streams, r.recipe_options.grouped_quant_fused));
       return;
     }
 }
@@ -235,6 +239,7 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
   for (std::string& w : clock_warnings(r)) r.notes.push_back(std::move(w));
   if (std::string n = gate_timeout_note(r); !n.empty()) r.notes.push_back(std::move(n));
   add_grouped_note(r, req.options.grouped_streams);
+  for (std::string& n : moe_fp8_notes(r)) r.notes.push_back(std::move(n));
   finish_kernel_records(r);
   if (progress) progress(total, total, "done");
   return r;

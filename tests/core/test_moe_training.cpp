@@ -12,6 +12,7 @@
 #include "core/plan.hpp"
 #include "core/recipe.hpp"
 #include "core/report.hpp"
+#include "core/runner.hpp"
 #include "test_util.hpp"
 
 using namespace gs;
@@ -112,6 +113,56 @@ TEST(MoePresets, CarryTheirTrainingLayoutAndItsSource) {
     if (g.op == Op::ExpertUp) EXPECT_EQ(g.group.size(), 4u);
   // Dense presets carry none.
   EXPECT_TRUE(find_preset("llama-3-8b").config.moe.parallel_source.empty());
+}
+
+namespace {
+
+// Expert GEMMs take `expert_factor` x BF16's time in FP8, everything else half of it.
+class MoeSpeedEngine : public gs::test::FakeEngineBase {
+ public:
+  explicit MoeSpeedEngine(double f) : FakeEngineBase("Fake"), expert_factor_(f) {}
+  Cell measure(const Gemm& g, Precision p, Mode) override {
+    double ms = g.flops() / 700e12 * 1e3;
+    if (make_recipe(p, g, RecipeOptions{}).precision != Precision::BF16) ms *= g.grouped() ? expert_factor_ : 0.5;
+    Stats s;
+    s.mean_ms = s.median_ms = s.min_ms = s.max_ms = ms;
+    s.iters = 1;
+    return Cell::measured(s);
+  }
+
+ private:
+  double expert_factor_;
+};
+
+RunRequest moe_request() {
+  RunRequest req;
+  ModelConfig c = find_preset("qwen3-30b-a3b").config;
+  c.moe.routing = "balanced";
+  req.plan = build_model_plan(c);
+  req.precisions = {Precision::BF16, Precision::FP8Current, Precision::FP8Block};
+  req.modes = {Mode::AutocastShared};
+  req.options.timing.gpu_warmup_s = 0;
+  return req;
+}
+
+}  // namespace
+
+TEST(MoeNotes, SayWhyFp8IsNotFasterInTheMoeLayer) {
+  MoeSpeedEngine slow(1.5);
+  RunResult r = run(slow, moe_request());
+  int notes = 0;
+  for (const std::string& n : r.notes)
+    if (n.find("the MoE layer is not faster than BF16") != std::string::npos) {
+      ++notes;
+      EXPECT_NE(n.find("Traffic model"), std::string::npos) << n;
+      EXPECT_NE(n.find("expert weights (each cast once per step)"), std::string::npos) << n;
+      EXPECT_NE(n.find("FP32 main gradients"), std::string::npos) << n;
+      EXPECT_NE(n.find("per expert"), std::string::npos) << n;
+    }
+  EXPECT_EQ(notes, 2);  // FP8Current and FP8Block
+  MoeSpeedEngine fast(0.6);
+  r = run(fast, moe_request());
+  for (const std::string& n : r.notes) EXPECT_EQ(n.find("not faster than BF16"), std::string::npos) << n;
 }
 
 #ifdef GS_BINARY
