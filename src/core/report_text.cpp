@@ -460,7 +460,7 @@ std::string clock_line(const RunResult& r) {
       }
   if (ok == 0) return {};
   if (n == 0) return "SM clock: not sampled (NVML not available)\n";
-  std::string out = fmt::format("SM clock (sampled mid-loop, {} of {} cells): {}-{} MHz, device max {} MHz; power cap active in {}, "
+  std::string out = fmt::format("SM clock (mean of 3 samples per cell, {} of {} cells): {}-{} MHz, device max {} MHz; power cap active in {}, "
                                 "thermal slowdown in {}\n",
                                 n, ok, lo, hi, max_mhz, capped, thermal);
   const ClockSummary s = summarize_clocks(r);

@@ -134,7 +134,7 @@ TEST(Report, ClockSamplesInTextAndJson) {
   int ok = 0;
   for (const auto& g : r.cells[0])
     for (const Cell& c : g) ok += c.ok;
-  EXPECT_NE(render_text(r).find(fmt::format("SM clock (sampled mid-loop, 2 of {} cells): 1545-1980 MHz, device max 1980 "
+  EXPECT_NE(render_text(r).find(fmt::format("SM clock (mean of 3 samples per cell, 2 of {} cells): 1545-1980 MHz, device max 1980 "
                                             "MHz; power cap active in 1, thermal slowdown in 0", ok)),
             std::string::npos)
       << render_text(r);
