@@ -39,6 +39,9 @@ if python3 -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1
   echo "== standing validation: one layer's PyTorch training step vs gemmscope (bench/validate_step.py)"
   python3 "$here/validate_step.py" --gemmscope "$BIN/gemmscope" --json "$OUT/validate.json" > "$OUT/validate.txt" 2>&1
   echo "validate_step exit $?"; tail -8 "$OUT/validate.txt"
+  echo "== MoE layer: a PyTorch training step vs gemmscope (bench/validate_moe.py, experts serial)"
+  python3 "$here/validate_moe.py" --gemmscope "$BIN/gemmscope" --streams 1 --json "$OUT/validate_moe.json" > "$OUT/validate_moe.txt" 2>&1
+  echo "validate_moe exit $?"; tail -8 "$OUT/validate_moe.txt"
   if [[ ${PEER:-0} == 1 ]]; then
     echo "== the layer's GEMMs through PyTorch, side by side (bench/peer_gemm.py)"
     python3 "$here/peer_gemm.py" --gemmscope "$BIN/gemmscope" --config 5b,qwen2.5-7b --json "$OUT/peer.json" \

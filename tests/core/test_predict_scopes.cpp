@@ -83,7 +83,7 @@ TEST(PredictScopes, SameGpuReproducesADenseRunsTotals) {
 
 TEST(PredictScopes, SameGpuReproducesAnMoeRunsTotals) {
   // DeepSeek-V3 (3 dense + 58 MoE layers, a shared expert, MLA) and Qwen3-30B-A3B (48 MoE layers),
-  // each measured on an H100 in training mode only (no pre-quantized mode).
+  // measured on an H100 (DeepSeek-V3 in training and pre-quantized mode, Qwen3 in training mode).
   expect_reproduces(shipped("h100_moe_deepseek-v3.json"), "h100_moe_deepseek-v3.json");
   expect_reproduces(shipped("h100_moe_qwen3-30b-a3b.json"), "h100_moe_qwen3-30b-a3b.json");
 }
@@ -97,16 +97,19 @@ TEST(PredictScopes, MoeTextPrintsEveryScopeAndTheMeasuredTotal) {
                         "Predicted full model (3 dense + 58 MoE layers + LM head):",
                         "Predicted speedups vs BF16 (full model):"})
     EXPECT_NE(text.find(s), std::string::npos) << s << "\n" << text;
-  // The measured run: 1406.6 ms BF16 for the full model (the report's "Total GEMM time").
+  // The measured run's BF16 full model (the report's "Total GEMM time"), read from the run itself.
+  const std::optional<double> measured = summarize_mode(run, 0).sums[0].full_model;
+  ASSERT_TRUE(measured);
   const double total = printed(text, "Predicted full model", "Total GEMM time (ms)", 0);
-  EXPECT_NEAR(total, 1406.6, 0.01 * 1406.6);
+  EXPECT_NEAR(total, *measured, 0.01 * *measured);
   // Its MoE layer is far more than its attention projections (the experts are counted).
   EXPECT_GT(printed(text, "MoE layer (58 of 61):", "Per-layer total", 0),
             2 * printed(text, "Per layer, 3 passes:", "Attention projections", 0));
 }
 
 TEST(PredictScopes, SpeedupsAreOfTheFullModel) {
-  // Qwen3-30B-A3B on an H100: FP8Current 0.67x BF16 over the full model (the measured summary).
+  // Qwen3-30B-A3B on an H100: the predicted FP8Current speedup over the full model equals the
+  // measured one (from the run's own summary; FP8 is slower than BF16 there).
   const RunResult run = shipped("h100_moe_qwen3-30b-a3b.json");
   const GpuSpec& h100 = db().find("H100");
   const Prediction p = predict_from_run(run, "q.json", h100, h100);
@@ -116,7 +119,7 @@ TEST(PredictScopes, SpeedupsAreOfTheFullModel) {
   for (const Speedup& sp : s.speedups)
     if (sp.num == Precision::FP8Current && sp.den == Precision::BF16) measured = sp.value;
   ASSERT_TRUE(measured);
-  EXPECT_NEAR(*measured, 0.67, 0.01);
+  EXPECT_LT(*measured, 1.0);
   const size_t at = text.find("FP8Current ", text.find("Predicted speedups vs BF16 (full model):"));
   ASSERT_NE(at, std::string::npos) << text;
   EXPECT_NEAR(std::stod(text.substr(at + 11)), *measured, 0.01);
