@@ -299,15 +299,16 @@ RunRequest build_request(const Options& o) {
   if (lower(o.timing) != "cuda-events") throw UsageError("--timing: only 'cuda-events' is implemented");
   if (o.repeats < 1 || o.repeats > 1000) throw UsageError(fmt::format("--repeats must be between 1 and 1000, got {}", o.repeats));
   if (o.repeats > 1 && o.accuracy_only) throw UsageError("--repeats repeats timed cells: --accuracy-only times nothing");
-  req.options.grouped_streams = grouped_streams(o.grouped);
+  req.options.grouped_streams = grouped_streams(lower(o.grouped));
   req.options.timing = {"cuda-events", static_cast<int>(o.warmup), static_cast<int>(o.iters), o.gpu_warmup,
                         static_cast<int>(o.repeats)};
-  if (!o.l2.empty() && o.l2 != "warm" && o.l2 != "cold")
+  const std::string l2 = lower(o.l2);  // names in any case, as everywhere
+  if (!l2.empty() && l2 != "warm" && l2 != "cold")
     throw UsageError(fmt::format("--l2 must be warm or cold, got '{}'", clip_text(o.l2, 80)));
   // Standalone shapes default to a cold L2: a GEMM of a training step finds its weight (read once
   // per step) and most of its activations in HBM, not in the L2 a back-to-back loop leaves warm.
   // Model plans keep the layer's own loop warm, as validated against a training step.
-  req.options.timing.l2 = !o.l2.empty() ? o.l2 : req.plan.model_mode ? "warm" : "cold";
+  req.options.timing.l2 = !l2.empty() ? l2 : req.plan.model_mode ? "warm" : "cold";
   req.options.timing.step_gap_ms_per_gflop = step_gap_ms_per_gflop(req.plan, o.step_other_ms);
   req.options.timing.step_other_ms = o.step_other_ms;
   req.options.seed = o.seed;
@@ -329,11 +330,12 @@ RunRequest build_request(const Options& o) {
   r.nvfp4_rht = !o.nvfp4_no_rht;
   r.nvfp4_stochastic_rounding = !o.nvfp4_no_sr;
   r.producer_amax = !o.no_producer_amax;
-  if (o.block_fp8_format == "hybrid") r.block_fp8_format = Fp8Format::Hybrid;
-  else if (o.block_fp8_format == "e4m3") r.block_fp8_format = Fp8Format::E4M3;
+  const std::string block_fmt = lower(o.block_fp8_format), block_scales = lower(o.fp8_block_scales);
+  if (block_fmt == "hybrid") r.block_fp8_format = Fp8Format::Hybrid;
+  else if (block_fmt == "e4m3") r.block_fp8_format = Fp8Format::E4M3;
   else throw UsageError(fmt::format("--block-fp8-format must be e4m3 or hybrid, got '{}'", clip_text(o.block_fp8_format, 80)));
-  if (o.fp8_block_scales == "pow2") r.fp8_block_pow2_scales = true;
-  else if (o.fp8_block_scales == "fp32") r.fp8_block_pow2_scales = false;
+  if (block_scales == "pow2") r.fp8_block_pow2_scales = true;
+  else if (block_scales == "fp32") r.fp8_block_pow2_scales = false;
   else throw UsageError(fmt::format("--fp8-block-scales must be pow2 or fp32, got '{}'", clip_text(o.fp8_block_scales, 80)));
   const std::string gq = lower(o.grouped_quant), wo = lower(o.wgrad_output);
   if (gq != "fused" && gq != "per-expert")
@@ -343,7 +345,7 @@ RunRequest build_request(const Options& o) {
     throw UsageError(fmt::format("--wgrad-output must be fp32-accumulate or bf16, got '{}'", clip_text(o.wgrad_output, 80)));
   r.wgrad_fp32_accumulate = wo == "fp32-accumulate";
   GemmOptions& go = req.options.gemm;
-  parse_algo_option(o.algo, go);
+  parse_algo_option(lower(o.algo), go);
   if (o.num_sms < 0 || o.num_sms > 4096) throw UsageError(fmt::format("--num-sms must be from 1 to 4096 (0: all SMs), got {}", o.num_sms));
   go.num_sms = static_cast<int>(o.num_sms);
   go.profile = o.profile;

@@ -498,3 +498,27 @@ TEST(Cli, StepOtherMsIsCheckedAndRecorded) {
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("Step context: 2.5 ms of memory-bound work per layer"), std::string::npos) << r.out;
 }
+
+// Every enumerated flag value is accepted in any case (the README promises it) and lands in the
+// result as its canonical name.
+TEST(Cli, EnumValuesInAnyCase) {
+  const auto dir = gs::test::scratch_dir("cli_case");
+  const std::string f = (dir / "r.json").string();
+  const Out r = gs::test::run_gemmscope(
+      "--dry-run --block-fp8-format HYBRID --l2 COLD --fp8-block-scales FP32 --algo AUTOTUNE:4 --grouped STREAMS:2 "
+      "--fp8-format E4M3 --fp8-accum SPLIT --lm-head-precision SAME --grouped-quant Per-Expert --wgrad-output BF16 "
+      "--mode Pre-Quantized --json " + f,
+      dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(f));
+  EXPECT_EQ(j["recipe_options"]["block_fp8_format"], "hybrid");
+  EXPECT_EQ(j["recipe_options"]["fp8_block_pow2_scales"], false);
+  EXPECT_EQ(j["recipe_options"]["fp8_format"], "e4m3");
+  EXPECT_EQ(j["recipe_options"]["fp8_accumulation"], "split");
+  EXPECT_EQ(j["recipe_options"]["lm_head_precision"], "same");
+  EXPECT_EQ(j["recipe_options"]["grouped_quant"], "per-expert");
+  EXPECT_EQ(j["recipe_options"]["wgrad_output"], "bf16");
+  EXPECT_EQ(j["timing"]["l2"], "cold");
+  EXPECT_EQ(j["gemm_options"]["algo"], "autotune:4");
+  EXPECT_EQ(j["modes"][0], "pre-quantized");
+}
