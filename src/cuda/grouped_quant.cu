@@ -9,12 +9,6 @@ namespace gs::cuda {
 
 namespace {
 
-Fp8Kind kind_of(ElemFormat f) {
-  if (f == ElemFormat::E4M3) return Fp8Kind::E4M3;
-  if (f == ElemFormat::E5M2) return Fp8Kind::E5M2;
-  throw std::invalid_argument("grouped quantization: not an FP8 format");
-}
-
 MultiQuantOp cast_op(Scaling s) {
   switch (s) {
     case Scaling::TensorCurrent: return MultiQuantOp::CastCurrent;
@@ -58,7 +52,7 @@ GroupedQuantizer::GroupedQuantizer(const std::vector<RecipeGemm*>& experts) {
       if (r.scaling == Scaling::TensorDelayed) update.push_back(t);
     }
     if (!recipe) continue;
-    const Fp8Kind kind = kind_of(recipe->format);
+    const Fp8Kind kind = fp8_kind(recipe->format);
     const bool pow2 = recipe->pow2_scales;
     auto add = [&](std::vector<std::unique_ptr<MultiQuant>>& to, MultiQuantOp op, bool is_dual,
                    std::vector<QuantTensor>& list) {

@@ -40,13 +40,13 @@ GemmSources GemmSources::allocate(const Gemm& g, bool c_fp32) {
   return s;
 }
 
-namespace {
-
 Fp8Kind fp8_kind(ElemFormat f) {
   if (f == ElemFormat::E4M3) return Fp8Kind::E4M3;
   if (f == ElemFormat::E5M2) return Fp8Kind::E5M2;
   throw std::invalid_argument("not an FP8 format");
 }
+
+namespace {
 
 int to_int(int64_t v) {
   if (v > 0x7fffffff) throw std::invalid_argument("dimension exceeds int32");

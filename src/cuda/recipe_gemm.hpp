@@ -139,6 +139,8 @@ class RecipeGemm {
 };
 
 cudaDataType_t cuda_type(ElemFormat f);
+// The quantization kernels' FP8 kind of a format (E4M3, E5M2); std::invalid_argument otherwise.
+Fp8Kind fp8_kind(ElemFormat f);
 // The cuBLASLt scale mode of a scaling (per-tensor scalings use the default scalar mode).
 cublasLtMatmulMatrixScale_t lt_scale_mode(Scaling s);
 // A quantized operand as cuBLASLt takes it: the recipe's type and scale mode, K-contiguous.
