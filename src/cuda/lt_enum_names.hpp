@@ -1,5 +1,6 @@
-// Generated from the enumerators of /usr/local/cuda/include/cublasLt.h (CUDA 13.0); names of
-// cuBLASLt's tile, stage and cluster-shape ids for the algorithm records (AlgoRecord).
+// Names of cuBLASLt's tile, stage and cluster-shape ids for the algorithm records (AlgoRecord).
+// Written from the enumerators of /usr/local/cuda/include/cublasLt.h (CUDA 13.0); no generator
+// script is kept in the repository: when cublasLt.h adds enumerators, update these tables by hand.
 #pragma once
 
 namespace gs::cuda {
