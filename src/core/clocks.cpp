@@ -34,13 +34,22 @@ ClockSummary summarize_clocks(const RunResult& r) {
     if (acc >= total / 2) { s.steady_mhz = x.first; break; }
   }
   if (!s.steady_mhz) s.steady_mhz = all.back().first;
-  for (size_t m = 0; m < r.cells.size(); ++m)
+  auto rate = [&](size_t g, const Cell& c) {  // FLOP per ms of the cell
+    return c.stats.mean_ms > 0 && g < r.plan.gemms.size() ? r.plan.gemms[g].flops() / c.stats.mean_ms : 0.0;
+  };
+  for (size_t m = 0; m < r.cells.size(); ++m) {
+    std::vector<double> best(r.precisions.size(), 0.0);
+    for (size_t g = 0; g < r.cells[m].size(); ++g)
+      for (size_t p = 0; p < r.cells[m][g].size() && p < r.precisions.size(); ++p)
+        if (r.cells[m][g][p].ok) best[p] = std::max(best[p], rate(g, r.cells[m][g][p]));
     for (size_t g = 0; g < r.cells[m].size(); ++g)
       for (size_t p = 0; p < r.cells[m][g].size() && p < r.precisions.size(); ++p) {
         const Cell& c = r.cells[m][g][p];
-        if (c.ok && c.clock && c.clock->sm_mhz > *s.steady_mhz * (1.0 + kBoostFlag))
-          s.boosted.push_back({m, g, p, c.clock->sm_mhz});
+        if (!c.ok || !c.clock || !(c.clock->sm_mhz > *s.steady_mhz * (1.0 + kBoostFlag))) continue;
+        if (best[p] > 0 && rate(g, c) < kLightShare * best[p]) ++s.light_above;
+        else s.boosted.push_back({m, g, p, c.clock->sm_mhz});
       }
+  }
   return s;
 }
 
@@ -74,6 +83,11 @@ std::vector<std::string> clock_warnings(const RunResult& r) {
                               "would see): {}",
                               s.boosted.size(), 100.0 * kBoostFlag, *s.steady_mhz, names));
   }
+  if (s.light_above > 0)
+    out.push_back(fmt::format("clocks: {} light cell(s) (under {:.0f}% of their recipe's best TFLOP/s: small, memory- "
+                              "or launch-bound GEMMs that draw less than the power cap allows) ran more than {:.0f}% "
+                              "above the steady clock of {:.0f} MHz; that is their own steady state, not a transient",
+                              s.light_above, 100.0 * kLightShare, 100.0 * kBoostFlag, *s.steady_mhz));
   return out;
 }
 

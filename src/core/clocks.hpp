@@ -21,12 +21,18 @@ struct ClockSummary {
   // (mode, gemm, precision) indices.
   struct Where { size_t mode, gemm, prec; int sm_mhz; };
   std::vector<Where> boosted;
+  // Cells above the same bound that run under half their recipe's best TFLOP/s in the mode (small,
+  // memory- or launch-bound GEMMs): they draw less than the power cap allows, so a higher clock is
+  // their own steady state, not a transient. Counted, not flagged.
+  size_t light_above = 0;
 };
 
 // A recipe whose mean clock is more than this fraction away from BF16's gets a warning.
 inline constexpr double kClockSkewWarn = 0.05;
-// A cell sampled more than this fraction above the steady clock is flagged as boosted.
+// A cell sampled more than this fraction above the steady clock is flagged as boosted, unless it is
+// light: under this share of its recipe's best TFLOP/s in the mode.
 inline constexpr double kBoostFlag = 0.10;
+inline constexpr double kLightShare = 0.5;
 
 ClockSummary summarize_clocks(const RunResult& r);
 

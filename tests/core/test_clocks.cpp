@@ -71,6 +71,23 @@ TEST(Clocks, BoostedCellIsFlaggedAndNamed) {
   EXPECT_TRUE(found) << (w.empty() ? std::string("no warnings") : w.back());
 }
 
+// A cell far below its recipe's best TFLOP/s (a small or launch-bound GEMM) at a high clock is its
+// own steady state: counted as light, not flagged as a transient; a heavy one still is.
+TEST(Clocks, LightCellsAboveTheSteadyClockAreNotTransients) {
+  // 1024^3 = 2.1 GFLOP, 2048^3 = 17.2 GFLOP. BF16: gemm 1 at 17.2 GFLOP/ms is the best; gemm 0 at
+  // 2.1 GFLOP / 1 ms is 12% of it (light). FP8: gemm 0 in 0.1 ms = 21 GFLOP/ms is the best (heavy).
+  const RunResult r = run_with({{cell(1, 1980), cell(0.1, 1980)}, {cell(1, 1400), cell(3, 1400)}});
+  const ClockSummary s = summarize_clocks(r);
+  ASSERT_TRUE(s.steady_mhz);
+  EXPECT_DOUBLE_EQ(*s.steady_mhz, 1400.0);
+  EXPECT_EQ(s.light_above, 1u);
+  ASSERT_EQ(s.boosted.size(), 1u);
+  EXPECT_EQ(s.boosted[0].prec, 1u);
+  bool light_note = false;
+  for (const auto& w : clock_warnings(r)) light_note |= w.find("1 light cell(s)") != std::string::npos;
+  EXPECT_TRUE(light_note);
+}
+
 TEST(Clocks, NoSamplesMeansNoClaims) {
   const RunResult r = run_with({{cell(1, 0), cell(1, 0)}, {cell(1, 0), cell(1, 0)}});
   const ClockSummary s = summarize_clocks(r);
