@@ -83,9 +83,7 @@ bool grouped_quant_fusable(const Recipe& r) {
 int64_t grouped_quant_launches(const Recipe& r, const Gemm& g, const OperandWork& a, const OperandWork& b, bool fused) {
   const int64_t per = operand_launches(r.a, a) + operand_launches(r.b, b);
   if (fused && grouped_quant_fusable(r)) return per;
-  int64_t with_rows = 0;
-  for (int64_t s : g.group) with_rows += s > 0;
-  return per * (g.grouped() ? with_rows : 1);
+  return per * (g.grouped() ? g.groups_with_rows() : 1);
 }
 
 }  // namespace gs

@@ -30,6 +30,12 @@ const char* pass_label(Pass p) {
   }
   return "?";
 }
+int64_t Gemm::groups_with_rows() const {
+  int64_t n = 0;
+  for (int64_t s : group) n += s > 0;
+  return n;
+}
+
 const char* to_string(Op o) {
   switch (o) {
     case Op::Qkv: return "qkv";

@@ -68,6 +68,7 @@ struct Gemm {
   GroupDim group_dim = GroupDim::None;
   std::vector<int64_t> group;  // per-expert sizes along group_dim (empty when not grouped)
   bool grouped() const { return group_dim != GroupDim::None; }
+  int64_t groups_with_rows() const;  // experts with at least one row (0 when not grouped)
   double flops() const { return 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n); }
   std::string shape() const;  // "15872x4096x12288"
   std::string label() const;  // op label, or the shape in shapes mode

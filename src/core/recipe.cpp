@@ -222,17 +222,21 @@ ByteCount byte_count(const Recipe& r, const Gemm& g, OperandWork wa, OperandWork
   ByteCount bc;
   const double mk = static_cast<double>(g.m) * static_cast<double>(g.k);
   double kn = static_cast<double>(g.k) * static_cast<double>(g.n);
-  double mn = static_cast<double>(g.m) * static_cast<double>(g.n);
-  // Grouped (expert) GEMMs: Fprop/Dgrad read one weight per expert with rows (empty experts run
-  // nothing); Wgrad writes one weight gradient per expert (BF16: empty ones zeroed; an FP32
-  // main gradient gets nothing from an empty expert).
-  const auto with_rows = static_cast<double>(std::count_if(g.group.begin(), g.group.end(), [](int64_t s) { return s > 0; }));
-  if (g.group_dim == GroupDim::M) kn *= with_rows;
-  if (g.group_dim == GroupDim::K) mn *= r.fp32_accumulate ? with_rows : static_cast<double>(g.group.size());
+  // Grouped (expert) GEMMs: Fprop/Dgrad read one weight per expert with rows (empty experts run nothing).
+  if (g.group_dim == GroupDim::M) kn *= static_cast<double>(g.groups_with_rows());
   operand(r.a, g.m, mk, wa, bc);
   operand(r.b, g.n, kn, wb, bc);
-  bc.gemm += mn * (r.fp32_accumulate ? 8.0 : 2.0);  // FP32 main gradient read and written, or BF16 written
+  bc.gemm += output_bytes(r, g);
   return bc;
+}
+
+double output_bytes(const Recipe& r, const Gemm& g) {
+  double mn = static_cast<double>(g.m) * static_cast<double>(g.n);
+  // Grouped Wgrad: one gradient per expert (BF16: empty ones zeroed; an FP32 main gradient gets
+  // nothing from an empty expert).
+  if (g.group_dim == GroupDim::K)
+    mn *= static_cast<double>(r.fp32_accumulate ? g.groups_with_rows() : static_cast<int64_t>(g.group.size()));
+  return mn * (r.fp32_accumulate ? 8.0 : 2.0);  // FP32 main gradient read and written, or BF16 written
 }
 
 }  // namespace gs

@@ -135,6 +135,9 @@ struct OperandWork {
 // of `g` is X of QKV / MLP-up / MLP-down Fprop or dY of MLP-up Dgrad (model plans; not the LM head).
 OperandWork operand_work(Mode m, const Gemm& g, Side side, const Recipe& r, const RecipeOptions& o);
 ByteCount byte_count(const Recipe& r, const Gemm& g, OperandWork a = {}, OperandWork b = {});
+// The output's share of ByteCount::gemm: BF16 written, or an FP32 main gradient read and written
+// (Recipe::fp32_accumulate); grouped Wgrad, one gradient per expert (FP32: experts with rows only).
+double output_bytes(const Recipe& r, const Gemm& g);
 // Whether a Dual quantization of this operand recipe runs as one fused pass writing both copies
 // (the FP8 per-tensor and block recipes) or as two independent passes (MXFP8, NVFP4).
 bool dual_is_fused(const OperandRecipe& o);

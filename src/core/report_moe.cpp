@@ -149,11 +149,7 @@ std::vector<std::string> moe_fp8_notes(const RunResult& r) {
         quant += byte_count(rec, g, a, b).quantize;
         if (g.b.role == Role::Weight) weights += byte_count(rec, g, OperandWork(QuantWork::None), b).quantize;
         flops += g.flops();
-        if (g.pass == Pass::Wgrad) {  // one gradient per expert with rows: FP32 read + written, or BF16 written
-          const auto with_rows = std::count_if(g.group.begin(), g.group.end(), [](int64_t x) { return x > 0; });
-          wgrad_out += static_cast<double>(with_rows) * static_cast<double>(g.m) * static_cast<double>(g.n) *
-                       (rec.fp32_accumulate ? 8.0 : 2.0);
-        }
+        if (g.pass == Pass::Wgrad) wgrad_out += output_bytes(rec, g);
         if (g.pass == Pass::Fprop && g.op == Op::ExpertUp) {
           rows = g.m;
           experts = static_cast<int64_t>(g.group.size());
@@ -163,16 +159,15 @@ std::vector<std::string> moe_fp8_notes(const RunResult& r) {
           "{} mode, {}: the MoE layer is not faster than BF16 ({:.3f} vs {:.3f} ms). Traffic model of its expert "
           "GEMMs (an estimate, not a measurement): {:.2f} GB of quantization per layer, {:.2f} GB of it expert "
           "weights (each cast once per step), against {:.2f} TFLOP; {} rows over {} experts ({:.0f} per expert) "
-          "leave little math per quantized byte. {}",
+          "leave little math per quantized byte. {}More rows per expert (expert parallelism, a larger "
+          "micro-batch) or weights cast once per several micro-batches change the answer",
           to_string(r.modes[m]), to_string(r.precisions[p]), *t, *bf16, quant / 1e9, weights / 1e9, flops / 1e12,
           format_thousands(rows), experts, experts ? static_cast<double>(rows) / static_cast<double>(experts) : 0.0,
           r.recipe_options.wgrad_fp32_accumulate
               ? fmt::format("Every precision's expert Wgrad also reads and writes FP32 main gradients ({:.2f} GB "
-                            "per layer). More rows per expert (expert parallelism, a larger micro-batch) or "
-                            "weights cast once per several micro-batches change the answer",
+                            "per layer). ",
                             wgrad_out / 1e9)
-              : std::string("More rows per expert (expert parallelism, a larger micro-batch) or weights cast once "
-                            "per several micro-batches change the answer")));
+              : std::string()));
     }
   }
   return out;
