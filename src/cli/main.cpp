@@ -22,6 +22,7 @@
 #include "core/report.hpp"
 #include "core/runner.hpp"
 #include "core/step_context.hpp"
+#include "core/step_model.hpp"
 #include "core/suggest.hpp"
 #include "core/text_util.hpp"
 #if __has_include("cli/commands.hpp")
@@ -60,6 +61,7 @@ struct Options {
   int64_t warmup = 10, iters = 100, amax_history = 1024, device = 0, repeats = 1;
   double gpu_warmup = 5.0;
   double step_other_ms = 0;  // --step-other-ms
+  std::string step_context;  // --step-context; empty: te for model plans, none otherwise
   uint64_t seed = 1234;
   // Kernel-level options (core/kernels.hpp, docs/kernels.md).
   bool kernels = false, profile = false;
@@ -311,6 +313,13 @@ RunRequest build_request(const Options& o) {
   req.options.timing.l2 = !l2.empty() ? l2 : req.plan.model_mode ? "warm" : "cold";
   req.options.timing.step_gap_ms_per_gflop = step_gap_ms_per_gflop(req.plan, o.step_other_ms);
   req.options.timing.step_other_ms = o.step_other_ms;
+  // The step's context: Transformer Engine's (the training default) for model plans; standalone
+  // shapes have no step around them.
+  const StepContextKind ctx = !o.step_context.empty() ? step_context_from_string(o.step_context)
+                              : req.plan.model_mode ? StepContextKind::TransformerEngine
+                                                    : StepContextKind::None;
+  req.options.timing.step_context_kind = ctx;
+  req.options.step_model = step_work_model(req.plan, ctx);
   req.options.seed = o.seed;
   req.options.device = static_cast<int>(o.device);
   RecipeOptions& r = req.options.recipe;
@@ -442,13 +451,20 @@ int run_main(int argc, char** argv) {
          "Seconds of BF16 GEMMs to settle clocks first, 0..600 (default 5)")
       ->type_name("SECONDS")
       ->group("Measurement");
+  app.add_option("--step-context", o.step_context,
+                 "What runs between timed iterations, as a training step runs it between its GEMMs: te (Transformer "
+                 "Engine / Megatron-LM fused modules; the default for model plans), eager (eager PyTorch), compile "
+                 "(torch.compile), none (GEMMs back to back; the default for --shapes/--sweep). The norms, "
+                 "activations, residuals and layout copies are modelled from their bytes; attention is cuDNN's fused "
+                 "attention measured on this GPU (modelled from its FLOPs where cuDNN is unavailable)")
+      ->type_name("FRAMEWORK")
+      ->group("Measurement");
   app.add_option_function<std::string>(
          "--step-other-ms",
          [&o](const std::string& v) { o.step_other_ms = parse_decimal_number(v, "--step-other-ms"); },
          "Non-GEMM kernel time of one layer's training step (norms, activations, residuals, quantization; not "
-         "attention), e.g. from a profile of your step: that much memory-bound work runs between timed iterations, "
-         "outside the samples and spread over the GEMMs by FLOPs, so the GEMMs run at the step's power and clocks. "
-         "Model plans only; default 0: GEMMs back to back, at sustained GEMM power")
+         "attention), e.g. from a profile of your step: replaces --step-context's modelled memory-bound work "
+         "(attention stays as --step-context runs it). Model plans only")
       ->type_name("MS")
       ->group("Measurement");
   app.add_option("--timing", o.timing, "Timing method: cuda-events")->group("Measurement");

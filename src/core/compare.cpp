@@ -453,6 +453,8 @@ std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
   note_difference(out, "timing.gpu_warmup_s", a.timing.gpu_warmup_s, b.timing.gpu_warmup_s);
   note_difference(out, "timing.l2", a.timing.l2, b.timing.l2);
   note_difference(out, "timing.step_other_ms", a.timing.step_other_ms, b.timing.step_other_ms);
+  note_difference(out, "timing.step_context", std::string(to_string(a.timing.step_context_kind)),
+                  std::string(to_string(b.timing.step_context_kind)));
   note_difference(out, "timing.repeats", a.timing.repeats, b.timing.repeats);
   if (a.seed && b.seed) note_difference(out, "timing.seed", *a.seed, *b.seed);
   return out;

@@ -2,6 +2,7 @@
 // Keeping it abstract lets the runner, reports and the CLI be tested with a fake engine.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/plan.hpp"
@@ -19,6 +20,7 @@ struct EngineOptions {
   // streams (Transformer Engine's GroupedLinear on Hopper uses 4); 0 = serial on one stream.
   int grouped_streams = 4;
   GemmOptions gemm;  // --algo, --num-sms, kernel tracing, --profile (core/kernels.hpp)
+  StepWorkModel step_model;  // --step-context: what runs between timed iterations (core/step_model.hpp)
 };
 
 class Engine {
@@ -33,6 +35,8 @@ class Engine {
   // The recipe's relative Frobenius error against an FP32 GEMM of the original BF16 operands
   // drawn from `d`. Emulated where the GPU has no kernel for the format. Never throws.
   virtual AccuracyCell accuracy(const Gemm& g, Precision p, Dist d) = 0;
+  // The step context as it ran (after the cells that used one); nullopt when none did.
+  virtual std::optional<StepContextInfo> step_context() const { return std::nullopt; }
 };
 
 // Why no engine could be made when the CUDA runtime cannot count devices (make_engine): without

@@ -202,4 +202,11 @@ const GpuSpec& GpuDb::find(const std::string& name) const {
   throw UsageError(fmt::format("unknown GPU '{}'{} (known: {})", clip_text(name, 80), did_you_mean(name, keys), known_keys()));
 }
 
+int bf16_dense_flops_per_sm_clock(int cc) {
+  if (cc >= 100 && cc < 110) return 8192;
+  if (cc >= 90 && cc < 100) return 4096;
+  if (cc == 80 || cc == 87) return 2048;
+  return 1024;
+}
+
 }  // namespace gs

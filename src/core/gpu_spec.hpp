@@ -47,6 +47,11 @@ struct GpuSpec {
 // through the MXFP8 kernel there); MXFP8 -> MXFP8; NVFP4 -> NVFP4.
 PeakFormat peak_format(Precision p, int compute_capability);
 
+// Dense BF16 tensor-core FLOPs per SM per clock of a compute capability (Hopper 4096, Blackwell
+// datacenter 8192, A100 2048, others 1024): a peak from the device's own SM count and clock where
+// no datasheet figure is at hand (the step context's modelled attention).
+int bf16_dense_flops_per_sm_clock(int compute_capability);
+
 // Why `spec` cannot run precision `p` (compute capability below the recipe's, or no datasheet
 // peak for its format), or "" when it can.
 std::string cannot_run(const GpuSpec& spec, Precision p);

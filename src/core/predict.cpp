@@ -331,9 +331,14 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
     // that of a step, and the prediction says so in its notes and JSON.
     pr.result.timing.step_other_ms = run.timing.step_other_ms;
     pr.result.timing.step_gap_ms_per_gflop = run.timing.step_gap_ms_per_gflop;
-    a.push_back(fmt::format("the source run timed its GEMMs in a training step's power context (--step-other-ms {:g} "
-                            "ms per layer on {}): the efficiency carried to the target is a step's, not back to back",
-                            run.timing.step_other_ms, source.key));
+    pr.result.timing.step_context_kind = run.timing.step_context_kind;
+    a.push_back(fmt::format("the source run timed its GEMMs in a training step's power context (--step-context {}{} "
+                            "on {}): the efficiency carried to the target is a step's, not back to back",
+                            to_string(run.timing.step_context_kind),
+                            run.timing.step_other_ms > 0 ? fmt::format(", --step-other-ms {:g} ms per layer",
+                                                                       run.timing.step_other_ms)
+                                                         : std::string(),
+                            source.key));
   }
   pr.result.created = run.created;
   pr.result.seed = run.seed;

@@ -22,6 +22,7 @@
 #include "core/clocks.hpp"
 #include "core/repeats.hpp"
 #include "core/step_context.hpp"
+#include "core/report_step.hpp"
 
 namespace gs {
 
@@ -314,10 +315,11 @@ json to_json(const RunResult& r) {
                  {"gpu_warmup_s", r.timing.gpu_warmup_s}};
   if (r.timing.repeats > 1) j["timing"]["repeats"] = r.timing.repeats;
   j["timing"]["l2"] = r.timing.l2;
-  if (r.timing.step_context()) {
+  if (r.timing.step_other_ms > 0) {
     j["timing"]["step_other_ms"] = r.timing.step_other_ms;
     j["timing"]["step_gap_ms_per_gflop"] = r.timing.step_gap_ms_per_gflop;
   }
+  j["timing"]["step_context"] = to_string(r.timing.step_context_kind);
   if (r.seed) j["timing"]["seed"] = *r.seed;
   const RecipeOptions& o = r.recipe_options;
   j["recipe_options"] = {
@@ -463,6 +465,33 @@ json to_json(const RunResult& r) {
       mean[to_string(r.precisions[p])] = opt(cs.precision_mean_mhz[p]);
     j["clocks"] = {{"steady_sm_mhz", *cs.steady_mhz}, {"mean_sm_mhz", mean}, {"boosted_cells", cs.boosted.size()}};
   }
+  if (r.step_context) {
+    const StepContextInfo& c = *r.step_context;
+    json sc = {{"kind", to_string(c.kind)},
+               {"framework", step_context_framework(c.kind)},
+               {"stream_gb_per_s", c.stream_gb_per_s},
+               {"efficiency", c.efficiency},
+               {"other_ms", c.other_ms},
+               {"other_from_user", c.other_from_user},
+               {"cast_ms", c.cast_ms},
+               {"attention_fwd_ms", c.attention_fwd_ms},
+               {"attention_bwd_ms", c.attention_bwd_ms},
+               {"attention_measured", c.attention_measured},
+               {"attention_source", c.attention_source},
+               {"attention_shape", c.attention_shape}};
+    // The step estimate per layer and mode: what a user's step gets (report_step.hpp).
+    json est = json::object();
+    for (size_t m = 0; m < r.modes.size(); ++m) {
+      const std::vector<StepEstimate> e = step_estimates(r, m);
+      json per = json::object();
+      for (size_t p = 0; p < e.size(); ++p)
+        per[to_string(r.precisions[p])] = {{"gemm_ms", opt(e[p].gemm_ms)}, {"attention_ms", e[p].attention_ms},
+                                           {"other_ms", e[p].other_ms}, {"step_ms", opt(e[p].step_ms())}};
+      est[to_string(r.modes[m])] = per;
+    }
+    sc["step_estimate_per_layer"] = est;
+    j["step_context"] = sc;
+  }
   j["notes"] = r.notes;
   return j;
 }
@@ -523,6 +552,13 @@ RunResult read_result(const json& j, const std::string& name) {
     // Files before --step-other-ms timed GEMMs back to back.
     r.timing.step_other_ms = number_in(*t, "step_other_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");
     r.timing.step_gap_ms_per_gflop = number_in(*t, "step_gap_ms_per_gflop", where, 0.0, 0.0, 1e9, " ms/GFLOP");
+    // Files before --step-context had none (back to back, or --step-other-ms alone).
+    const std::string ctx = get_or<std::string>(*t, "step_context", where, "none");
+    try {
+      r.timing.step_context_kind = step_context_from_string(ctx);
+    } catch (const UsageError&) {
+      throw UsageError(where + ".step_context must be one of te, eager, compile, none");
+    }
     if (r.timing.repeats < 1 || r.timing.repeats > static_cast<int>(kMaxRepeats))
       throw UsageError(fmt::format("{}.repeats must be an integer from 1 to {}", where, kMaxRepeats));
     if (const json* seed = find(*t, "seed")) r.seed = as<uint64_t>(*seed, where + ".seed");
@@ -810,6 +846,27 @@ RunResult read_result(const json& j, const std::string& name) {
       rt.busiest_rank = std::max_element(rt.rank_rows.begin(), rt.rank_rows.end()) - rt.rank_rows.begin();
       r.plan.routing = rt;
     }
+  }
+  if (const json* sc = find(j, "step_context"); sc && !sc->is_null()) {
+    const std::string where = top("step_context");
+    if (!sc->is_object()) throw UsageError(where + " must be an object");
+    StepContextInfo c;
+    try {
+      c.kind = step_context_from_string(get_or<std::string>(*sc, "kind", where, "none"));
+    } catch (const UsageError&) {
+      throw UsageError(where + ".kind must be one of te, eager, compile, none");
+    }
+    c.stream_gb_per_s = number_in(*sc, "stream_gb_per_s", where, 0.0, 0.0, 1e6, " GB/s");
+    c.efficiency = number_in(*sc, "efficiency", where, 0.0, 0.0, 100.0, "");
+    c.other_ms = number_in(*sc, "other_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");
+    c.other_from_user = get_or<bool>(*sc, "other_from_user", where, false);
+    c.cast_ms = number_in(*sc, "cast_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");
+    c.attention_fwd_ms = number_in(*sc, "attention_fwd_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");
+    c.attention_bwd_ms = number_in(*sc, "attention_bwd_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");
+    c.attention_measured = get_or<bool>(*sc, "attention_measured", where, false);
+    c.attention_source = clip_text(get_or<std::string>(*sc, "attention_source", where, ""), 400);
+    c.attention_shape = clip_text(get_or<std::string>(*sc, "attention_shape", where, ""), 200);
+    r.step_context = c;
   }
   if (const json* notes = find(j, "notes"); notes && !notes->is_null()) {
     if (!notes->is_array()) throw UsageError(top("notes") + " must be a list of strings");

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/report.hpp"
+#include "core/report_step.hpp"
 #include "core/report_moe.hpp"
 #include "core/grouped.hpp"
 
@@ -131,10 +132,7 @@ std::string header_block(const RunResult& r, size_t mode) {
   out += fmt::format("Warmup iterations: {}, Timed iterations: {}\n", r.timing.warmup, r.timing.iters);
   if (r.timing.l2_cold())
     out += "L2: cold (flushed between iterations, outside the timed samples)\n";
-  if (r.timing.step_context())
-    out += fmt::format("Step context: {:g} ms of memory-bound work per layer between timed iterations, outside the "
-                       "samples (--step-other-ms; GEMMs at a training step's power and clocks)\n",
-                       r.timing.step_other_ms);
+  out += step_context_lines(r);
   out += fmt::format("Mode: {}\n", mode_description(r.modes[mode]));
   out += execution_lines(r);
   if (r.plan.model_mode) {
@@ -286,6 +284,7 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
     out += tt.row(row);
   }
   out += tt.rule('=', ncols);
+  out += step_estimate_block(r, mode);
   if (moe) out += moe_grouped_block(r, mode);
   return out;
 }
@@ -631,9 +630,7 @@ std::string render_plan_text(const RunResult& r) {
     });
     out += fmt::format("A measurement would time: {} in {} mode{}{}\n", precs, modes, r.modes.size() > 1 ? "s" : "",
                        blackwell ? " (MXFP8/NVFP4 only on compute capability >= 10.0)" : "");
-    if (r.timing.step_context())
-      out += fmt::format("Step context: {:g} ms of memory-bound work per layer would run between timed iterations "
-                         "(--step-other-ms)\n", r.timing.step_other_ms);
+    out += step_context_lines(r);
     out += execution_lines(r);
     if (r.plan.model_mode && r.plan.config->vocab_size > 0)
       out += r.recipe_options.lm_head_bf16

@@ -11,6 +11,7 @@
 #include "core/modes.hpp"
 #include "core/plan.hpp"
 #include "core/recipe.hpp"
+#include "core/step_model.hpp"
 
 namespace gs {
 
@@ -94,7 +95,25 @@ struct TimingConfig {
   // work between timed iterations (core/step_context.hpp); 0 = GEMMs back to back.
   double step_other_ms = 0;
   double step_gap_ms_per_gflop = 0;  // derived from the plan (step_gap_ms_per_gflop())
-  bool step_context() const { return step_other_ms > 0; }
+  // --step-context: the framework whose step is modelled between timed iterations (core/step_model.hpp);
+  // te by default for model plans, none for --shapes/--sweep.
+  StepContextKind step_context_kind = StepContextKind::None;
+  bool step_context() const { return step_other_ms > 0 || step_context_kind != StepContextKind::None; }
+};
+
+// The step context as the engine ran it (core/step_model.hpp): per average layer.
+struct StepContextInfo {
+  StepContextKind kind = StepContextKind::None;
+  double stream_gb_per_s = 0;  // the calibrated memory-bound stand-in kernel's rate on this GPU
+  double efficiency = 0;       // fraction of it the framework's memory-bound kernels reach (modelled)
+  double other_ms = 0;         // memory-bound kernels per layer (modelled; --step-other-ms: the user's figure)
+  bool other_from_user = false;  // --step-other-ms (includes the FP8 casts of the user's step)
+  double cast_ms = 0;          // FP8 casts per layer (modelled), in the context of FP8 cells in pre-quantized mode
+  double attention_fwd_ms = 0, attention_bwd_ms = 0;  // per layer
+  bool attention_measured = false;  // cuDNN's fused attention timed on this GPU; false: modelled
+  std::string attention_source;     // how attention was measured or modelled, in words
+  std::string attention_shape;      // AttentionWork::describe()
+  double attention_ms() const { return attention_fwd_ms + attention_bwd_ms; }
 };
 
 struct RunResult {
@@ -112,6 +131,7 @@ struct RunResult {
   // cells[mode][gemm][precision], indices into modes / plan.gemms / precisions.
   std::vector<std::vector<std::vector<Cell>>> cells;
   std::vector<std::string> notes;
+  std::optional<StepContextInfo> step_context;  // what ran between timed iterations (a step context)
   std::string created;  // ISO 8601 UTC
   // --accuracy: accuracy[gemm][i] for accuracy_precisions[i] (may include precisions the GPU
   // cannot time, which are emulated).

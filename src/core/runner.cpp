@@ -236,6 +236,7 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
         r.cells[m][g][p] = reps > 1 ? pool_repeats(rep_cells) : std::move(rep_cells[0]);
       }
   }
+  r.step_context = engine.step_context();
   for (std::string& w : clock_warnings(r)) r.notes.push_back(std::move(w));
   if (std::string n = gate_timeout_note(r); !n.empty()) r.notes.push_back(std::move(n));
   add_grouped_note(r, req.options.grouped_streams);

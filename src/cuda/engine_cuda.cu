@@ -22,7 +22,7 @@
 #include "cuda/kernel_trace.hpp"
 #include "cuda/quantize_mx.cuh"
 #include "cuda/recipe_gemm.hpp"
-#include "cuda/step_work.hpp"
+#include "cuda/step_context_runner.hpp"
 #include "cuda/timed_loop.hpp"
 
 namespace gs::cuda {
@@ -90,6 +90,11 @@ class CudaEngine final : public Engine {
       cudaStreamSynchronize(stream_);
       sources_.reset();
     }
+  }
+
+  std::optional<StepContextInfo> step_context() const override {
+    if (!context_) return std::nullopt;
+    return context_->info();
   }
 
   AccuracyCell accuracy(const Gemm& g, Precision p, Dist d) override {
@@ -188,16 +193,16 @@ class CudaEngine final : public Engine {
       LoopBody body;
       body.cost = [&](int) { return rg.step_ops(); };
       body.enqueue = [&](int) { rg.step(stream_); };
-      const double gap_ms = step_gap_ms(opts_.timing, g);  // --step-other-ms: work after each iteration of g
-      Cell cell = timed_cell(body, gap_ms);
+      const Gap gap = step_gap(g, p, mode);  // the step context's work after each iteration of g
+      Cell cell = timed_cell(body, gap);
       if (tuned && rg.matmul()->tuned_differs()) {
         // The pick re-measured against the heuristic's choice in this timed loop (pick,
         // heuristic, pick): it is kept only if both of its loops beat the heuristic's by 2%. On an
         // H100 a 192x192 cluster-2x1 BF16 pick that won every tuning sample ran 6% slower here.
         rg.matmul()->select(false);
-        Cell heuristic = timed_cell(body, gap_ms);
+        Cell heuristic = timed_cell(body, gap);
         rg.matmul()->select(true);
-        Cell again = timed_cell(body, gap_ms);
+        Cell again = timed_cell(body, gap);
         if (cell.ok && heuristic.ok && again.ok && cell.stats.mean_ms < 0.98 * heuristic.stats.mean_ms &&
             again.stats.mean_ms < 0.98 * heuristic.stats.mean_ms) {
           cell = std::move(again);
@@ -229,23 +234,33 @@ class CudaEngine final : public Engine {
     return [this] { GS_CUDA(cudaMemsetAsync(l2_flush_.get(), 0, l2_flush_.bytes(), stream_)); };
   }
 
-  // --step-other-ms: `ms` of memory-bound work (step_work.hpp) after each iteration; empty for 0.
-  std::function<void()> step_gap(double ms) {
-    if (!(ms > 0)) return {};
-    if (!step_work_) step_work_ = std::make_unique<StepWork>(device_info().l2_bytes, stream_);
-    return [this, ms] { step_work_->enqueue(ms, stream_); };
+  // The step context's work after each iteration of `g` (step_context_runner.hpp); empty without one.
+  struct Gap {
+    std::function<void()> run;
+    int cost = 0;
+  };
+  Gap step_gap(const Gemm& g, Precision p, Mode mode) {
+    if (!opts_.step_model.active() && !(opts_.timing.step_other_ms > 0)) return {};
+    if (!context_) {
+      int clock_khz = 0;
+      cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, opts_.device);
+      context_ = std::make_unique<StepContextRunner>(opts_.step_model, opts_.timing.step_other_ms, device_info(),
+                                                      clock_khz, stream_);
+    }
+    // FP8 casts belong to the context where the timed region does not run them (pre-quantized).
+    const bool casts = p != Precision::BF16 && mode == Mode::PreQuantized;
+    return {context_->between(g, casts), context_->between_cost()};
   }
 
-  // `gap_ms`: the GEMM's share of --step-other-ms (step_gap_ms), run between iterations.
-  Cell timed_cell(LoopBody body, double gap_ms) {
+  Cell timed_cell(LoopBody body, const Gap& step) {
     auto flush = l2_flush();
-    auto gap = step_gap(gap_ms);
+    auto gap = step.run;
     if (flush || gap) {
       body.between = [flush, gap] {
         if (gap) gap();
         if (flush) flush();
       };
-      body.between_cost = (flush ? 1 : 0) + (gap ? 1 : 0);
+      body.between_cost = (flush ? 1 : 0) + (gap ? step.cost : 0);
     }
     ProfileBracket profiled(opts_.gemm.profile);  // --profile: the timed loop (and its warm-up) only
     const LoopResult lr = run_timed_loop(*gate_, events_, stream_, body, opts_.timing.warmup, opts_.timing.iters,
@@ -314,7 +329,7 @@ class CudaEngine final : public Engine {
       if (!grouped_src_) grouped_src_ = GroupedSources::allocate(g, padded, opts_.seed, stream_, fp32);
       GroupedGemm gg(handle_, *grouped_src_, p, mode, opts_.recipe, streams, stream_, workspace_.get(), &algo_cache_);
       gg.prepare();
-      return timed_cell(gg.body(), step_gap_ms(opts_.timing, g));
+      return timed_cell(gg.body(), step_gap(g, p, mode));
     });
     if (!cell.ok || sum == 0) return cell;
     // Grouping efficiency = dense / grouped: one GEMM with the summed (padded) size, same recipe
@@ -325,6 +340,7 @@ class CudaEngine final : public Engine {
   }
 
   void release() {
+    context_.reset();  // its buffers and attention graphs before the stream
     sources_.reset();
     grouped_src_.reset();
     if (stream_) cudaStreamDestroy(stream_);
@@ -378,7 +394,7 @@ class CudaEngine final : public Engine {
   cudaStream_t stream_ = nullptr;
   DeviceBuffer workspace_;
   DeviceBuffer l2_flush_;  // --l2 cold: written between iterations
-  std::unique_ptr<StepWork> step_work_;  // --step-other-ms: run between iterations
+  std::unique_ptr<StepContextRunner> context_;  // --step-context / --step-other-ms: run between iterations
   EventPool events_;
   std::optional<GemmSources> sources_;
   std::unique_ptr<GroupedSources> grouped_src_;  // the operands of the last grouped GEMM

@@ -496,6 +496,9 @@ TEST(Cli, StepOtherMsIsCheckedAndRecorded) {
   EXPECT_FALSE(nlohmann::json::parse(slurp(j))["timing"].contains("step_other_ms"));
   r = run("--dry-run --step-other-ms 2.5");
   ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("memory-bound kernels for 2.5 ms (--step-other-ms)"), std::string::npos) << r.out;
+  r = run("--dry-run --step-other-ms 2.5 --step-context none");
+  ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("Step context: 2.5 ms of memory-bound work per layer"), std::string::npos) << r.out;
 }
 

@@ -1,0 +1,99 @@
+#include "cuda/step_context_runner.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/gpu_spec.hpp"
+#include "cuda/cuda_check.hpp"
+
+namespace gs::cuda {
+namespace {
+
+// Mean time of `n` back-to-back calls of `f` on `s` (ms), after `warm` untimed ones.
+template <class F>
+double mean_ms(cudaStream_t s, F&& f, int warm, int n) {
+  for (int i = 0; i < warm; ++i) f();
+  cudaEvent_t a = nullptr, b = nullptr;
+  GS_CUDA(cudaEventCreate(&a));
+  GS_CUDA(cudaEventCreate(&b));
+  float ms = 0;
+  try {
+    GS_CUDA(cudaEventRecord(a, s));
+    for (int i = 0; i < n; ++i) f();
+    GS_CUDA(cudaEventRecord(b, s));
+    GS_CUDA(cudaEventSynchronize(b));
+    GS_CUDA(cudaEventElapsedTime(&ms, a, b));
+  } catch (...) {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    throw;
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return static_cast<double>(ms) / n;
+}
+
+}  // namespace
+
+StepContextRunner::StepContextRunner(const StepWorkModel& model, double user_other_ms, const DeviceInfo& device,
+                                     int clock_khz, cudaStream_t stream)
+    : model_(model), stream_(stream) {
+  work_ = std::make_unique<StepWork>(device.l2_bytes, stream);
+  info_.kind = model.kind;
+  info_.stream_gb_per_s = work_->bytes_per_ms() * 1e-6;
+  info_.efficiency = model.efficiency;
+  const double rate = work_->bytes_per_ms() * model.efficiency;  // bytes per ms
+  info_.other_from_user = user_other_ms > 0;
+  info_.other_ms = info_.other_from_user ? user_other_ms : model.other_bytes / rate;
+  info_.cast_ms = info_.other_from_user ? 0.0 : model.cast_bytes / rate;
+  const AttentionWork& a = model.attention;
+  info_.attention_shape = a.describe();
+  if (model.kind == StepContextKind::None || !a.present()) return;
+  std::string why;
+  attention_ = make_attention_kernels(a, stream, why);
+  if (attention_) {
+    info_.attention_fwd_ms = mean_ms(stream, [&] { attention_->enqueue_forward(stream); }, 3, 10);
+    info_.attention_bwd_ms = mean_ms(stream, [&] { attention_->enqueue_backward(stream); }, 3, 10);
+    info_.attention_measured = true;
+    info_.attention_source = attention_->source() + ", measured on this GPU";
+    return;
+  }
+  // Modelled: FLOPs at a fraction of the dense BF16 peak at the GPU's maximum clock.
+  const double peak_flops_per_ms = static_cast<double>(device.sm_count) * clock_khz *
+                                   bf16_dense_flops_per_sm_clock(device.compute_capability());
+  if (peak_flops_per_ms > 0) {
+    info_.attention_fwd_ms = a.fwd_flops() / (kAttentionPeakFraction * peak_flops_per_ms);
+    info_.attention_bwd_ms = a.bwd_flops() / (kAttentionPeakFraction * peak_flops_per_ms);
+  }
+  info_.attention_source = fmt::format(
+      "modelled: its FLOPs at {:.0f}% of the dense BF16 peak, run as memory-bound work ({})",
+      kAttentionPeakFraction * 100, why);
+}
+
+StepContextRunner::~StepContextRunner() = default;
+
+std::function<void()> StepContextRunner::between(const Gemm& g, bool casts) {
+  if (model_.kind == StepContextKind::None && !info_.other_from_user) return {};
+  const double x = share(g);
+  double memory_ms = (info_.other_ms + (casts ? info_.cast_ms : 0.0)) * x;
+  if (!attention_) memory_ms += info_.attention_ms() * x;  // modelled attention as memory-bound work
+  const double attention_ms = attention_ ? info_.attention_ms() * x : 0.0;
+  return [this, memory_ms, attention_ms] {
+    work_->enqueue(memory_ms, stream_);
+    if (attention_ms <= 0) return;
+    owed_ms_ += attention_ms;
+    // Whole forward or backward passes, alternating, once their time is owed; at most
+    // kMaxPasses per call (between_cost() bounds what a call enqueues; the rest carries over).
+    for (int i = 0; i < kMaxPasses; ++i) {
+      const double next = next_forward_ ? info_.attention_fwd_ms : info_.attention_bwd_ms;
+      if (owed_ms_ < next) break;
+      if (next_forward_) attention_->enqueue_forward(stream_);
+      else attention_->enqueue_backward(stream_);
+      owed_ms_ -= next;
+      next_forward_ = !next_forward_;
+    }
+  };
+}
+
+}  // namespace gs::cuda
