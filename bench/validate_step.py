@@ -1,31 +1,28 @@
 #!/usr/bin/env python3
 """Standing validation: gemmscope's per-layer GEMM time against a real PyTorch training step.
 
-One transformer layer (norm, QKV, causal SDPA attention, attention-out, norm, MLP up, activation,
-MLP down; no biases, as gemmscope models no bias epilogue) is trained in PyTorch on the GPU:
-continuous steps for --seconds (steady state: the power cap has settled, see notes-anchors), then
---steps profiled steps with torch.profiler. The GEMM kernels of one step (cuBLAS nvjet / gemm /
-cutlass kernels; attention kernels excluded) are summed and set beside gemmscope's per-layer total
-for the same 12 GEMMs, measured by the gemmscope binary in the same run, twice: by default (GEMMs
-back to back, at sustained GEMM power) and with --step-other-ms set to the time the step's other
-kernels (norms, activations, residuals, quantization; not attention) took per step, so gemmscope
-interleaves that much memory-bound work and its GEMMs run at the step's power and clocks. gemmscope
-is told nothing about the step's GEMMs. The bar is judged on the second; the first is beside it.
+One transformer layer (norm, QKV, causal SDPA attention on cuDNN's fused kernels as Transformer
+Engine runs them, attention-out, norm, MLP up, activation, MLP down; no biases) is trained in
+PyTorch on the GPU, eager or under torch.compile (--step): continuous steps for --seconds (steady
+state: the power cap has settled), then --steps profiled steps with torch.profiler. The GEMM kernels
+of one step are summed and set beside gemmscope's per-layer total for the same 12 GEMMs, measured by
+the gemmscope binary in the same run with the step context matching the step (--step-context eager
+or compile; gemmscope is told nothing about the step), and optionally other variants (--variant).
+The step estimate (GEMMs + attention + other) is set beside the whole profiled step too.
 
   BF16: nn.Linear in BF16                       vs gemmscope BF16, pre-quantized
   FP8:  a small autograd linear on torch._scaled_mm with current (per-tensor) scaling, E4M3
         activations and weights, E5M2 output gradients, fast accumulation in Fprop only
         (Transformer Engine's defaults); each tensor cast once into its rowwise and transposed
-        copies (--fp8-quant compile: fused by torch.compile, as TE fuses them; eager: plain ops)
+        copies (--fp8-quant compile: fused by torch.compile; eager: plain ops)
                                                   vs gemmscope FP8Current, pre-quantized (GEMM kernels)
-        Quantization kernels differ between the two (PyTorch eager ops vs gemmscope's fused
-        kernels), so they are reported separately, not compared.
 
-One command on a GPU node with PyTorch (not a CI test):
+Layers: "tune" (the step-context model's rates were set on these) and "check" (kept aside, never
+used to set anything). One command on a GPU node with PyTorch (not a CI test):
 
-  python3 bench/validate_step.py --gemmscope build/gemmscope [--config 5b,qwen2.5-7b] [--json out.json]
+  python3 bench/validate_step.py --gemmscope build/gemmscope --config all --step eager,compile --json out.json
 
-Exit status: 0 when every cell is within --bar (default 3%) with --step-other-ms, 1 otherwise, 2 bad usage.
+Exit status: 0 when every judged cell is within --bar (default 3%), 1 otherwise, 2 bad usage.
 """
 import argparse
 import json
