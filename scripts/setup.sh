@@ -3,7 +3,9 @@
 #   scripts/setup.sh            install deps + configure + build (build/)
 #   scripts/setup.sh --no-deps  configure + build only (e.g. on a GPU node without network)
 # Environment: BUILD_DIR (default build), CUDA_ARCHS (default "80-real;89-real;90-real;100-real;90-virtual"),
-#              GEMMSCOPE_CUDA=ON|OFF|AUTO (default AUTO: CUDA backend if nvcc is found).
+#              GEMMSCOPE_CUDA=ON|OFF|AUTO (default AUTO: CUDA backend if nvcc is found),
+#              GEMMSCOPE_CUDNN_FRONTEND_DIR (cudnn-frontend for cuDNN attention; default: cloned into
+#              ~/.cache/gemmscope-deps when missing and online).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -11,7 +13,7 @@ deps=1
 for a in "$@"; do
   case "$a" in
     --no-deps) deps=0 ;;
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$a'" >&2; exit 2 ;;
   esac
 done
@@ -25,10 +27,23 @@ if [[ $deps == 1 ]]; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
+  # NVIDIA's header-only cudnn-frontend, pinned, for the cuDNN attention path (CMake finds it
+  # here; GEMMSCOPE_CUDNN_FRONTEND_DIR overrides). Offline or without git: build without it.
+  fe_dir="$HOME/.cache/gemmscope-deps/cudnn-frontend-v1.23.0"
+  if [[ -z "${GEMMSCOPE_CUDNN_FRONTEND_DIR:-}" && ! -f "$fe_dir/include/cudnn_frontend.h" ]] && command -v git >/dev/null; then
+    mkdir -p "$(dirname "$fe_dir")"
+    if timeout 120 git clone -q --depth 1 --branch v1.23.0 https://github.com/NVIDIA/cudnn-frontend "$fe_dir.tmp" 2>/dev/null; then
+      mv "$fe_dir.tmp" "$fe_dir"
+    else
+      rm -rf "$fe_dir.tmp"
+      echo "setup: cudnn-frontend not fetched (offline?); building without cuDNN attention"
+    fi
+  fi
 fi
 if [[ -x /usr/local/cuda/bin/nvcc && -z "${CUDACXX:-}" ]]; then export CUDACXX=/usr/local/cuda/bin/nvcc; fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DGEMMSCOPE_CUDA="${GEMMSCOPE_CUDA:-AUTO}" \
+  ${GEMMSCOPE_CUDNN_FRONTEND_DIR:+-DGEMMSCOPE_CUDNN_FRONTEND_DIR="$GEMMSCOPE_CUDNN_FRONTEND_DIR"} \
   ${CUDA_ARCHS:+-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS"}
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 echo "setup: built $BUILD_DIR/gemmscope"

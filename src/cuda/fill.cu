@@ -1,3 +1,5 @@
+#include <cuda_fp8.h>
+
 #include "cuda/cuda_check.hpp"
 #include "cuda/fill.cuh"
 
@@ -16,7 +18,13 @@ __device__ __forceinline__ float uniform01(uint64_t bits) {  // (0, 1]
   return (static_cast<float>(bits >> 40) + 1.0f) * (1.0f / 16777216.0f);
 }
 
-__global__ void fill_kernel(__nv_bfloat16* x, size_t n, uint64_t seed, float stddev, float rate, float scale) {
+__device__ __forceinline__ void store(__nv_bfloat16* x, size_t i, float v) { x[i] = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void store(uint8_t* x, size_t i, float v) {
+  x[i] = static_cast<uint8_t>(__nv_cvt_float_to_fp8(v, __NV_SATFINITE, __NV_E4M3));
+}
+
+template <class T>
+__global__ void fill_kernel(T* x, size_t n, uint64_t seed, float stddev, float rate, float scale) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n; i += stride) {
     const uint64_t h1 = mix64(seed ^ mix64(2 * i));
@@ -25,11 +33,12 @@ __global__ void fill_kernel(__nv_bfloat16* x, size_t n, uint64_t seed, float std
     const float u1 = uniform01(h1), u2 = uniform01(h2);
     float v = sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2) * stddev;
     if (rate > 0.f && uniform01(mix64(h1 ^ h2)) <= rate) v *= scale;
-    x[i] = __float2bfloat16_rn(v);
+    store(x, i, v);
   }
 }
 
-void launch(__nv_bfloat16* x, size_t n, uint64_t seed, float stddev, float rate, float scale, cudaStream_t s) {
+template <class T>
+void launch(T* x, size_t n, uint64_t seed, float stddev, float rate, float scale, cudaStream_t s) {
   if (n == 0) return;
   const int threads = 256;
   const size_t want = (n + threads - 1) / threads;
@@ -41,6 +50,10 @@ void launch(__nv_bfloat16* x, size_t n, uint64_t seed, float stddev, float rate,
 }  // namespace
 
 void fill_normal_bf16(__nv_bfloat16* x, size_t n, uint64_t seed, float stddev, cudaStream_t s) {
+  launch(x, n, seed, stddev, 0.f, 1.f, s);
+}
+
+void fill_normal_fp8_e4m3(uint8_t* x, size_t n, uint64_t seed, float stddev, cudaStream_t s) {
   launch(x, n, seed, stddev, 0.f, 1.f, s);
 }
 
