@@ -57,7 +57,7 @@ std::string step_context_lines(const RunResult& r) {
                      "GEMMs by FLOPs: {}, and attention ({}; {:.2f} TFLOP forward + backward; cuDNN's fused attention, "
                      "timed on the GPU)\n",
                      step_context_framework(kind), to_string(kind), r.dry_run ? "would run" : "ran", memory,
-                     m.attention.describe(), (m.attention.fwd_flops() + m.attention.bwd_flops()) * 1e-12);
+                     describe(m.attention), (attention_fwd_flops(m.attention) + attention_bwd_flops(m.attention)) * 1e-12);
   return out;
 }
 

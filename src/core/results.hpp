@@ -112,7 +112,7 @@ struct StepContextInfo {
   double attention_fwd_ms = 0, attention_bwd_ms = 0;  // per layer
   bool attention_measured = false;  // cuDNN's fused attention timed on this GPU; false: modelled
   std::string attention_source;     // how attention was measured or modelled, in words
-  std::string attention_shape;      // AttentionWork::describe()
+  std::string attention_shape;      // describe(AttentionShape)
   double attention_ms() const { return attention_fwd_ms + attention_bwd_ms; }
 };
 

@@ -43,28 +43,24 @@ StepContextKind step_context_from_string(const std::string& s) {
                                did_you_mean(s, {"te", "eager", "compile", "none"})));
 }
 
-double AttentionWork::fwd_flops() const {
-  const double per_head = 2.0 * static_cast<double>(seq) * static_cast<double>(seq) * static_cast<double>(d_qk + d_v);
-  return static_cast<double>(batch) * static_cast<double>(heads) * per_head * (causal ? 0.5 : 1.0);
+std::string describe(const AttentionShape& a) {
+  return fmt::format("batch {} x seq {}, heads {}/{}, head dims {}/{}{}", a.batch, a.seq_q, a.heads_q, a.heads_kv, a.d_qk,
+                     a.d_v, a.causal ? ", causal" : "");
 }
 
-std::string AttentionWork::describe() const {
-  return fmt::format("batch {} x seq {}, heads {}/{}, head dims {}/{}{}", batch, seq, heads, kv_heads, d_qk, d_v,
-                     causal ? ", causal" : "");
-}
-
-AttentionWork attention_work(const ModelConfig& c) {
-  AttentionWork a;
+AttentionShape attention_shape(const ModelConfig& c) {
+  AttentionShape a;
   const int64_t tp = std::max<int64_t>(c.tensor_parallel, 1);
   a.batch = c.micro_batch_size;
-  a.seq = c.sequence_length;
-  a.heads = c.num_attention_heads / tp;
+  a.seq_q = a.seq_kv = c.sequence_length;
+  a.heads_q = c.num_attention_heads / tp;
+  a.causal = true;
   if (c.mla.enabled()) {  // MLA: every head has its own key and value (no sharing)
-    a.kv_heads = a.heads;
+    a.heads_kv = a.heads_q;
     a.d_qk = c.mla.qk_nope_head_dim + c.mla.qk_rope_head_dim;
     a.d_v = c.mla.v_head_dim;
   } else {
-    a.kv_heads = c.kv_heads() >= tp ? c.kv_heads() / tp : 1;
+    a.heads_kv = c.kv_heads() >= tp ? c.kv_heads() / tp : 1;
     a.d_qk = a.d_v = c.head_dimension();
   }
   return a;
@@ -153,9 +149,9 @@ StepWorkModel step_work_model(const Plan& plan, StepContextKind kind) {
   LayerShape s;
   s.T = static_cast<double>(c.tokens());
   s.h = static_cast<double>(d.hidden);
-  const AttentionWork a = attention_work(c);
-  s.q = static_cast<double>(a.heads * a.d_qk);
-  s.kv = static_cast<double>(a.kv_heads * a.d_qk);
+  const AttentionShape a = attention_shape(c);
+  s.q = static_cast<double>(a.heads_q * a.d_qk);
+  s.kv = static_cast<double>(a.heads_kv * a.d_qk);
   s.gated = c.gated_mlp;
   const double layers = static_cast<double>(plan.layers());
   const double moe = static_cast<double>(plan.moe_layers());

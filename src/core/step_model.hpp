@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/attention_shape.hpp"
 #include "core/plan.hpp"
 
 namespace gs {
@@ -27,25 +28,17 @@ const char* to_string(StepContextKind k);            // "none", "te", "eager", "
 const char* step_context_framework(StepContextKind k);  // "Transformer Engine / Megatron-LM", ...
 StepContextKind step_context_from_string(const std::string& s);  // case-insensitive; UsageError
 
-// One layer's core attention on one GPU (heads split by tensor parallelism).
-struct AttentionWork {
-  int64_t batch = 0, seq = 0, heads = 0, kv_heads = 0, d_qk = 0, d_v = 0;
-  bool causal = true;
-  // QKᵀ + PV multiply-adds x 2; causal: half the score matrix. Backward: 2.5x forward (five
-  // matrix products against two: dV, dP, dS·K, dSᵀ·Q, and the recomputed QKᵀ), as FlashAttention counts.
-  double fwd_flops() const;
-  double bwd_flops() const { return 2.5 * fwd_flops(); }
-  bool present() const { return batch > 0 && seq > 0 && heads > 0; }
-  std::string describe() const;  // "b2 s4096 h28/4 d128 causal"
-};
-AttentionWork attention_work(const ModelConfig& c);
+// One layer's core attention on one GPU (heads split by tensor parallelism; MLA: every head its
+// own key and value, head dims qk_nope + qk_rope and v), causal, self-attention.
+AttentionShape attention_shape(const ModelConfig& c);
+std::string describe(const AttentionShape& a);  // "batch 2 x seq 4096, heads 28/4, head dims 128/128, causal"
 
 // The work between an average layer's GEMMs in one training step (forward and backward).
 struct StepWorkModel {
   StepContextKind kind = StepContextKind::None;
   double other_bytes = 0;    // memory-bound kernels' traffic (read + written), FP8 casts excluded
   double cast_bytes = 0;     // FP8 casts of every linear's operands (X, W, dY; rowwise + transposed)
-  AttentionWork attention;   // of a layer (every layer has one)
+  AttentionShape attention;  // of a layer (every layer has one)
   double layer_gflops = 0;   // GEMM GFLOPs of the average layer: the spread's denominator
   // The framework's memory-bound kernels' rate over the modelled bytes, relative to the calibrated
   // stand-in kernel's (cuda/step_work.hpp): time = bytes / (efficiency x stand-in rate).

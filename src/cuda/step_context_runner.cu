@@ -47,9 +47,9 @@ StepContextRunner::StepContextRunner(const StepWorkModel& model, double user_oth
   info_.other_from_user = user_other_ms > 0;
   info_.other_ms = info_.other_from_user ? user_other_ms : model.other_bytes / rate;
   info_.cast_ms = info_.other_from_user ? 0.0 : model.cast_bytes / rate;
-  const AttentionWork& a = model.attention;
-  info_.attention_shape = a.describe();
-  if (model.kind == StepContextKind::None || !a.present()) return;
+  const AttentionShape& a = model.attention;
+  info_.attention_shape = describe(a);
+  if (model.kind == StepContextKind::None || !check_attention_shape(a).empty()) return;
   std::string why;
   attention_ = make_attention_kernels(a, stream, why);
   if (attention_) {
@@ -63,8 +63,8 @@ StepContextRunner::StepContextRunner(const StepWorkModel& model, double user_oth
   const double peak_flops_per_ms = static_cast<double>(device.sm_count) * clock_khz *
                                    bf16_dense_flops_per_sm_clock(device.compute_capability());
   if (peak_flops_per_ms > 0) {
-    info_.attention_fwd_ms = a.fwd_flops() / (kAttentionPeakFraction * peak_flops_per_ms);
-    info_.attention_bwd_ms = a.bwd_flops() / (kAttentionPeakFraction * peak_flops_per_ms);
+    info_.attention_fwd_ms = attention_fwd_flops(a) / (kAttentionPeakFraction * peak_flops_per_ms);
+    info_.attention_bwd_ms = attention_bwd_flops(a) / (kAttentionPeakFraction * peak_flops_per_ms);
   }
   info_.attention_source = fmt::format(
       "modelled: its FLOPs at {:.0f}% of the dense BF16 peak, run as memory-bound work ({})",

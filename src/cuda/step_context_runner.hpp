@@ -34,7 +34,7 @@ class AttentionKernels {
 
 // nullptr and `why` when attention cannot be run here (built without cuDNN support, the library
 // does not load, or the shape is unsupported).
-std::unique_ptr<AttentionKernels> make_attention_kernels(const AttentionWork& a, cudaStream_t s, std::string& why);
+std::unique_ptr<AttentionKernels> make_attention_kernels(const AttentionShape& a, cudaStream_t s, std::string& why);
 
 class StepContextRunner {
  public:

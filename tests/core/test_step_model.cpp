@@ -55,24 +55,25 @@ TEST(StepModel, MemoryBoundBytesOfAKnownLayer) {
   EXPECT_DOUBLE_EQ(gs::step_work_model(plan, StepContextKind::Eager).cast_bytes, 6.0 * (fprop + dgrad));
 }
 
-TEST(StepModel, AttentionWorkOfAKnownLayer) {
-  const gs::AttentionWork a = gs::attention_work(small_layer());
-  EXPECT_EQ(a.heads, 16);
-  EXPECT_EQ(a.kv_heads, 8);
+TEST(StepModel, AttentionShapeOfAKnownLayer) {
+  const gs::AttentionShape a = gs::attention_shape(small_layer());
+  EXPECT_EQ(a.heads_q, 16);
+  EXPECT_EQ(a.heads_kv, 8);
+  EXPECT_TRUE(a.causal);
   // 4 x 16 heads x 2 x 4096^2 x (128 + 128), halved by the causal mask.
-  EXPECT_DOUBLE_EQ(a.fwd_flops(), 274877906944.0);
-  EXPECT_DOUBLE_EQ(a.bwd_flops(), 2.5 * 274877906944.0);
+  EXPECT_DOUBLE_EQ(gs::attention_fwd_flops(a), 274877906944.0);
+  EXPECT_DOUBLE_EQ(gs::attention_bwd_flops(a), 2.5 * 274877906944.0);
   // Tensor parallelism splits the heads; fewer kv heads than ranks keep one per rank.
   gs::ModelConfig c = small_layer();
   c.tensor_parallel = 16;
-  const gs::AttentionWork t = gs::attention_work(c);
-  EXPECT_EQ(t.heads, 1);
-  EXPECT_EQ(t.kv_heads, 1);
+  const gs::AttentionShape t = gs::attention_shape(c);
+  EXPECT_EQ(t.heads_q, 1);
+  EXPECT_EQ(t.heads_kv, 1);
   // MLA: every head its own key and value, head dims qk_nope + qk_rope and v.
-  const gs::AttentionWork m = gs::attention_work(gs::find_preset("deepseek-v3").config);
+  const gs::AttentionShape m = gs::attention_shape(gs::find_preset("deepseek-v3").config);
   EXPECT_EQ(m.d_qk, 192);
   EXPECT_EQ(m.d_v, 128);
-  EXPECT_EQ(m.heads, m.kv_heads);
+  EXPECT_EQ(m.heads_q, m.heads_kv);
 }
 
 // The work per layer of a model with MoE layers averages its dense and MoE layers, and an MoE
