@@ -288,7 +288,10 @@ def gemmscope_per_layer(binary, c, precisions, extra):
                "--head_dim", str(c["head_dim"]), "--num_hidden_layers", "1",
                "--micro_batch_size", str(c["batch"]), "--sequence_length", str(c["seq"]),
                "--gated-mlp" if c["gated"] else "--no-gated-mlp",
-               "--precisions", ",".join(precisions), "--mode", "pre-quantized", "-q", "--json", out] + extra
+               "--precisions", ",".join(precisions), "--mode", "pre-quantized",
+               # The PyTorch step writes its weight gradients in BF16 (p.grad = None every step, no
+               # FP32 main gradients to accumulate into): gemmscope times the same.
+               "--wgrad-output", "bf16", "-q", "--json", out] + extra
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
             r = json.load(f)
