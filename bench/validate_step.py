@@ -221,6 +221,10 @@ def torch_step_kernels(torch, c, fp8, seconds, steps, trace_dir, form="eager", s
     """GPU kernel time per training step in steady state, by class (gemm / attention / other), the
     step's wall span on the GPU (first kernel start to last kernel end, per step) and kernel counts."""
     torch.manual_seed(0)
+    # A fresh dynamo state per step: compiled graphs of earlier layers count against the recompile
+    # limit, past which torch.compile silently falls back to eager kernels (an FP8 step whose
+    # casts then run as a dozen unfused ops: not the step being validated).
+    torch._dynamo.reset()
     layer = build_layer(torch, c, fp8)
     if form == "compile":
         for knob in ("recompile_limit", "cache_size_limit"):
@@ -420,6 +424,10 @@ def main():
                         ok_all &= row["pass"]
                     rows.append(row)
                     print(line, flush=True)
+                    if a.json:  # after every row: a run cut short keeps what it measured
+                        with open(a.json, "w") as f:
+                            json.dump({"device": dev, "torch": torch.__version__, "bar_pct": a.bar, "sdpa": a.sdpa,
+                                       "rows": rows}, f, indent=1)
     print()
     vnames = [v for v, _ in variants]
     print("| config | set | step | precision | PyTorch GEMM (ms) | attention | other | idle | MHz | " +
