@@ -571,9 +571,10 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
   r.a_created = a.created;
   r.b_created = b.created;
   r.differences = differences(a, b);
-  r.different_gpus = a.device && b.device && a.device->name != b.device->name;
   r.a_predicted = a.predicted();
   r.b_predicted = b.predicted();
+  // A prediction names the GPU it is for ("... (predicted)"); the predicted line says so instead.
+  r.different_gpus = a.device && b.device && a.device->name != b.device->name && !r.a_predicted && !r.b_predicted;
 
   // Modes and precisions by name, in each file's order, whatever modes the files hold.
   const auto modes_a = names(a.modes), modes_b = names(b.modes);

@@ -121,7 +121,8 @@ struct CompareResult {
   std::vector<std::string> differences;
   std::vector<CompareMode> modes;
   bool a_predicted = false, b_predicted = false;  // gemmscope predict documents: judged by their bands
-  bool different_gpus = false;  // both files name a device, and not the same one: a printed warning
+  // Both files name a device, and not the same one, and neither is a prediction: a printed warning.
+  bool different_gpus = false;
   // Grouped GEMMs paired with different per-expert rows: "fprop expert_up 8192x4096x28672: ...".
   std::vector<std::string> group_differences;
   int regressions = 0;   // flagged GEMMs, totals and speedups together

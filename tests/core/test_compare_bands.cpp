@@ -173,6 +173,7 @@ TEST(CompareBands, InsideTheBandIsNeverARegression) {
   EXPECT_EQ(c.verdict, Verdict::Same);
   EXPECT_EQ(r.regressions, 0) << format_compare_text(r);
   EXPECT_EQ(r.improvements, 0) << format_compare_text(r);
+  EXPECT_FALSE(r.different_gpus);  // a prediction names its GPU "... (predicted)": no "ran on" warning
   // The per-layer BF16 total: B's is A's + 0.3x, A's band reaches 0.5x - (old high - x) higher.
   for (const CompareTotalRow& tr : r.modes.at(0).totals) {
     if (tr.what != "per-layer total") continue;
