@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "core/gpu_spec.hpp"
 #include "core/predict.hpp"
@@ -48,7 +50,19 @@ struct Probe {
 };
 
 bool have_python() { return std::system("python3 -c pass >/dev/null 2>&1") == 0; }
-bool have_matplotlib() { return std::system("python3 -c 'import matplotlib' >/dev/null 2>&1") == 0; }
+
+// The interpreter the CLI would pick for charts: $GEMMSCOPE_PYTHON, python3, /usr/bin/python3, the
+// first that imports matplotlib; empty when none does.
+std::string matplotlib_python() {
+  std::vector<std::string> cands;
+  if (const char* e = std::getenv("GEMMSCOPE_PYTHON"); e && *e) cands.emplace_back(e);
+  cands.emplace_back("python3");
+  cands.emplace_back("/usr/bin/python3");
+  for (const auto& c : cands)
+    if (std::system(("'" + c + "' -c 'import matplotlib; matplotlib.use(\"Agg\"); import matplotlib.pyplot' >/dev/null 2>&1").c_str()) == 0)
+      return c;
+  return "";
+}
 
 // Two shapes, BF16 predicted 2.0 ms in [1.5, 3.0] and 1.0 ms in [0.75, 1.25].
 json two_shapes() {
@@ -117,12 +131,13 @@ TEST(PlotBands, FullModelBandIsPredictsOwn) {
 }
 
 TEST(PlotBands, PredictedModelChartDrawsBandsWithATrueLegend) {
-  if (!have_matplotlib()) GTEST_SKIP() << "no python3 with matplotlib: apt-get install python3-matplotlib";
+  const std::string py = matplotlib_python();
+  if (py.empty()) GTEST_SKIP() << "no python3 with matplotlib: apt-get install python3-matplotlib";
   const Probe p;
   std::ofstream(p.dir / "pred.json") << predicted_qwen7b().dump();
   const auto svg = p.dir / "pred.svg";
   const test::Out o = test::run_shell(
-      fmt::format("python3 {} {} -o {} --mode training", kScript, (p.dir / "pred.json").string(), svg.string()), p.dir);
+      fmt::format("'{}' {} {} -o {} --mode training", py, kScript, (p.dir / "pred.json").string(), svg.string()), p.dir);
   ASSERT_EQ(o.rc, 0) << o.out << o.err;
   const std::string text = test::slurp(svg);
   EXPECT_NE(text.find("id=\"err:BF16\""), std::string::npos);  // a band drawn on the BF16 bar
