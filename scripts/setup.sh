@@ -2,8 +2,9 @@
 # gemmscope setup: installs build dependencies (Debian/Ubuntu), configures and builds.
 #   scripts/setup.sh            install deps + configure + build (build/)
 #   scripts/setup.sh --no-deps  configure + build only (e.g. on a GPU node without network)
-# Environment: BUILD_DIR (default build), CUDA_ARCHS (default "80-real;89-real;90-real;100-real;90-virtual"),
-#              GEMMSCOPE_CUDA=ON|OFF|AUTO (default AUTO: CUDA backend if nvcc is found),
+# Environment: BUILD_DIR (default build), CUDA_ARCHS (default: this machine's GPU, else
+#              "80-real;89-real;90-real;100-real;90-virtual"), GEMMSCOPE_ALL_ARCHS=ON (that list
+#              even with a GPU), GEMMSCOPE_CUDA=ON|OFF|AUTO (default AUTO: CUDA backend if nvcc is found),
 #              GEMMSCOPE_CUDNN_FRONTEND_DIR (cudnn-frontend for cuDNN attention; default: cloned into
 #              ~/.cache/gemmscope-deps when missing and online).
 set -euo pipefail
@@ -13,7 +14,7 @@ deps=1
 for a in "$@"; do
   case "$a" in
     --no-deps) deps=0 ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$a'" >&2; exit 2 ;;
   esac
 done
@@ -44,6 +45,7 @@ if [[ -x /usr/local/cuda/bin/nvcc && -z "${CUDACXX:-}" ]]; then export CUDACXX=/
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DGEMMSCOPE_CUDA="${GEMMSCOPE_CUDA:-AUTO}" \
   ${GEMMSCOPE_CUDNN_FRONTEND_DIR:+-DGEMMSCOPE_CUDNN_FRONTEND_DIR="$GEMMSCOPE_CUDNN_FRONTEND_DIR"} \
-  ${CUDA_ARCHS:+-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS"}
+  ${CUDA_ARCHS:+-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS"} \
+  ${GEMMSCOPE_ALL_ARCHS:+-DGEMMSCOPE_ALL_ARCHS="$GEMMSCOPE_ALL_ARCHS"}
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 echo "setup: built $BUILD_DIR/gemmscope"

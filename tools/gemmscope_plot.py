@@ -382,6 +382,54 @@ def cell_stdev(g, mode, prec):
     return float(c["stdev_ms"])
 
 
+def is_predicted(doc):
+    """A gemmscope predict document: its cells hold predicted times with bands, nothing measured."""
+    t = doc.get("timing")
+    return (isinstance(t, dict) and t.get("method") == "predicted") or isinstance(doc.get("prediction"), dict)
+
+
+def cell_band(g, mode, prec):
+    """A predicted cell's band (low_ms, high_ms) (gemmscope predict, docs/predict.md), or None for a
+    measured or n/a cell."""
+    c = cell(g, mode, prec)
+    if c.get("status") != "ok" or c.get("predicted") is not True:
+        return None
+    lo, hi = c.get("low_ms"), c.get("high_ms")
+    if not (_is_num(lo) and _is_num(hi)) or not float(lo) <= float(c["mean_ms"]) <= float(hi):
+        raise InputError("a predicted cell's low_ms and high_ms must be numbers around its mean_ms (%s %s %s)"
+                         % (clip(g.get("label") or g.get("op"), 40), mode, prec))
+    return float(lo), float(hi)
+
+
+def band_of_sum(weighted, mode, prec):
+    """The band (low, high) of a weighted sum of predicted cells, [(gemm, weight)]: the ends summed, the
+    cells' bands fully correlated as gemmscope predict sums them. None when a cell has no band."""
+    lo = hi = 0.0
+    for g, w in weighted:
+        if not w:
+            continue
+        b = cell_band(g, mode, prec)
+        if b is None:
+            return None
+        lo += w * b[0]
+        hi += w * b[1]
+    return lo, hi
+
+
+def ratio_band(num, den):
+    """The band of den / num (a speedup: the baseline's time over this one's) from both bands."""
+    if num is None or den is None or num[0] <= 0 or num[1] <= 0:
+        return None
+    return den[0] / num[1], den[1] / num[0]
+
+
+def fmt_range_x(b):
+    return "%s–%s" % (fmt_x(b[0]), fmt_x(b[1]))
+
+
+BAND_LABEL = "band: predicted low–high\n(gemmscope predict; the cells'\nbands summed, docs/predict.md)"
+
+
 def spread_of_sum(gemms, mode, prec, scale=1.0):
     """Standard deviation of a sum of cells' times (independent iterations): sqrt of summed variances."""
     return math.sqrt(sum((cell_stdev(g, mode, prec) * scale) ** 2 for g in gemms))
@@ -408,6 +456,16 @@ def run_total_sd(doc, mode, prec):
         return spread_of_sum(doc["gemms"], mode, prec)
     w = gemm_weights(doc)
     return math.sqrt(sum((w.get(g.get("scope", "layer"), 0) * cell_stdev(g, mode, prec)) ** 2 for g in doc["gemms"]))
+
+
+def run_total_band(doc, mode, prec):
+    """The band of run_total for a predicted document (each GEMM as many times as it counts), or None."""
+    if not is_predicted(doc):
+        return None
+    if doc["kind"] != "model":
+        return band_of_sum([(g, 1) for g in doc["gemms"]], mode, prec)
+    w = gemm_weights(doc)
+    return band_of_sum([(g, w.get(g.get("scope", "layer"), 0)) for g in doc["gemms"]], mode, prec)
 
 
 def summary_interval(doc, mode, key, name):
@@ -757,8 +815,20 @@ def chart_model(doc, mode, baseline, out):
         return total
 
     base_total = bar_total(baseline)
+    def bar_band(p):
+        """A predicted bar's band (low, high): its layer cells' bands, the LM head's over the layers."""
+        if not is_predicted(doc) or bar_total(p) is None:
+            return None
+        weighted = [(g, 1) for g in doc["gemms"] if g.get("scope", "layer") == "layer"]
+        if lm_ok_everywhere:
+            weighted += [(g, 1.0 / layers) for g in doc["gemms"] if g.get("scope") == "model"]
+        return band_of_sum(weighted, mode, p)
+
+    bands = {p: bar_band(p) for p in precs}
     heights = [bar_total(p) for p in precs if bar_total(p) is not None]
+    heights += [b[1] for b in bands.values() if b is not None]
     ymax = max(heights) if heights else 1.0
+    drawn = {"sd": False, "band": False}
 
     fig_w = max(7.5, 1.45 * len(precs) + 4.2)
     fig, ax = plt.subplots(figsize=(fig_w, 6.0))
@@ -807,9 +877,20 @@ def chart_model(doc, mode, baseline, out):
         layer_g = [g for g in doc["gemms"] if g.get("scope", "layer") == "layer"]
         once_g = [g for g in doc["gemms"] if g.get("scope") == "model"] if (lm_ok_everywhere and lm) else []
         sd = math.sqrt(spread_of_sum(layer_g, mode, p) ** 2 + spread_of_sum(once_g, mode, p, 1.0 / layers) ** 2)
-        if sd > 0:
+        band = bands[p]
+        if band is not None:  # a prediction: its band, low..high, not a stdev
+            eb = ax.errorbar(i, bottom, yerr=[[max(0.0, bottom - band[0])], [max(0.0, band[1] - bottom)]], fmt="none",
+                             ecolor="#111111", elinewidth=1.0, capsize=4)
+            eb.lines[2][0].set_gid("err:%s" % p)
+            drawn["band"] = True
+            sd = max(0.0, band[1] - bottom)
+            rb = ratio_band(band, bands.get(baseline)) if p != baseline else None
+            if rb is not None:
+                label_txt += "\n(%s)" % fmt_range_x(rb)
+        elif sd > 0:
             eb = ax.errorbar(i, bottom, yerr=sd, fmt="none", ecolor="#111111", elinewidth=1.0, capsize=4)
             eb.lines[2][0].set_gid("err:%s" % p)
+            drawn["sd"] = True
         t = ax.text(i, bottom + sd + ymax * 0.012, label_txt, ha="center", va="bottom", fontsize=9,
                     fontweight="bold" if p != baseline else "normal")
         t.set_gid("speedup:%s" % p)
@@ -836,7 +917,11 @@ def chart_model(doc, mode, baseline, out):
                              label="LM head / %d layers\n(all passes)" % layers))
     handles.append(Patch(facecolor="#555555", label="Fprop + Dgrad (solid)"))
     handles.append(Patch(facecolor=lighten("#555555", 0.55), label="Wgrad (light)"))
-    handles.append(Line2D([0], [0], color="#111111", marker="_", markersize=8, label="error bar: ±1 stdev\n(all passes measured)"))
+    if drawn["band"]:
+        handles.append(Line2D([0], [0], color="#111111", marker="_", markersize=8,
+                              label=BAND_LABEL + "\nspeedup range: baseline's band\nover this bar's band"))
+    if drawn["sd"]:
+        handles.append(Line2D([0], [0], color="#111111", marker="_", markersize=8, label="error bar: ±1 stdev\n(all passes measured)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=9)
 
     base_word = "speedup vs %s above each bar" % baseline
@@ -884,6 +969,7 @@ def chart_shapes(doc, mode, baseline, out):
 
     fig_w = min(30.0, max(8.0, n * (0.32 * len(precs) + 0.5) + 3.5))
     fig, ax = plt.subplots(figsize=(fig_w, 5.8))
+    shape_err = {"sd": False, "band": False}
     for j, p in enumerate(precs):
         color = precision_color(p, precs)
         for i, g in enumerate(gemms):
@@ -897,9 +983,17 @@ def chart_shapes(doc, mode, baseline, out):
             r = ax.bar(x, v, width * 0.92, color=color, label=tick_label(doc, mode, p).replace("\n", " ") if i == 0 else None)
             r.patches[0].set_gid("bar:%s:%d" % (p, i))
             sd = v * cell_stdev(g, mode, p) / cell_ms(g, mode, p)  # TFLOP/s spread from the time's stdev
-            if sd > 0:
+            band = cell_band(g, mode, p)
+            if band is not None:  # a prediction: TFLOP/s at the band's high and low times
+                ms = cell_ms(g, mode, p)
+                eb = ax.errorbar(x, v, yerr=[[v - v * ms / band[1]], [v * ms / band[0] - v]], fmt="none",
+                                 ecolor="#111111", elinewidth=0.8, capsize=2)
+                eb.lines[2][0].set_gid("err:%s:%d" % (p, i))
+                shape_err["band"] = True
+            elif sd > 0:
                 eb = ax.errorbar(x, v, yerr=sd, fmt="none", ecolor="#111111", elinewidth=0.8, capsize=2)
                 eb.lines[2][0].set_gid("err:%s:%d" % (p, i))
+                shape_err["sd"] = True
             ax.text(x, v + ymax * 0.01, "%.0f" % v, ha="center", va="bottom", rotation=90, fontsize=7)
     # the legend needs an entry for a precision whose first cell is n/a
     for p in precs:
@@ -925,6 +1019,10 @@ def chart_shapes(doc, mode, baseline, out):
         r = na_reasons(doc, mode, p)
         if r:
             extra.append("%s N/A: %s" % (p, na_summary(r)))
+    if shape_err["band"]:
+        extra.insert(0, "error bars: the predicted band of each cell (gemmscope predict, docs/predict.md), as TFLOP/s")
+    if shape_err["sd"]:
+        extra.insert(0, "error bars: ±1 stdev of each cell's time, as TFLOP/s")
     fig.tight_layout()
     add_footer(fig, footer_lines(doc, mode, precs, extra), provenance(doc), -0.01)
     save(fig, out)
@@ -974,7 +1072,7 @@ def chart_sweep(doc, mode, baseline, out):
             l3.set_gid("line:speedup:%s" % p)
         # Error bars: ±1 stdev of each cell (per iteration; pooled over repeats when the run has them),
         # scaled to TFLOP/s, and for the speedup the two cells' relative stdevs as root-sum-square.
-        sds = [cell_stdev(g, mode, p) for _, g in pts]
+        sds = [cell_stdev(g, mode, p) for _, g in pts]  # 0 for predicted cells: their bands are noted below
         bars = [("latency", ax_lat, lat, sds)]
         bars.append(("tflops", ax_tf, tf, [None if t is None else t * sd / l for t, sd, l in zip(tf, sds, lat)]))
         if p != baseline:
@@ -1034,6 +1132,8 @@ def chart_sweep(doc, mode, baseline, out):
         r = na_reasons(doc, mode, p)
         if r:
             extra.append("%s N/A (gap in its lines): %s" % (p, na_summary(r)))
+    if is_predicted(doc):
+        extra.insert(0, "PREDICTED times: each cell's band (low_ms..high_ms) is in the file, not drawn on this chart")
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     add_footer(fig, footer_lines(doc, mode, precs, extra), provenance(doc), -0.01)
     save(fig, out)
@@ -1080,13 +1180,16 @@ def chart_modes(doc, baseline, out):
             if sp[(m, p)] is None:
                 continue
             iv = summary_interval(doc, m, "speedups", "%s vs %s" % (p, baseline)) if doc["kind"] == "model" else None
-            if iv is not None:
+            rb = ratio_band(run_total_band(doc, m, p), run_total_band(doc, m, baseline))
+            if rb is not None:  # a prediction: the speedup's band
+                err[(m, p)] = ("band", rb[0], rb[1], 0)
+            elif iv is not None:
                 err[(m, p)] = ("interval", iv[1], iv[2], iv[3])
             else:
                 sd = ratio_sd(sp[(m, p)], base, base_sd, t, run_total_sd(doc, m, p))
                 if sd > 0:
                     err[(m, p)] = ("sd", sd)
-    allv = [v for v in sp.values() if v is not None] + [e[2] for e in err.values() if e[0] == "interval"]
+    allv = [v for v in sp.values() if v is not None] + [e[2] for e in err.values() if e[0] in ("interval", "band")]
     allv += [sp[k] + e[1] for k, e in err.items() if e[0] == "sd"]
     ymax = max(allv + [1.0])
 
@@ -1109,7 +1212,11 @@ def chart_modes(doc, baseline, out):
             top = v
             e = err.get((m, p))
             if e is not None:
-                if e[0] == "interval":  # the interval of the median speedup over the repeats, lo..hi
+                if e[0] == "band":  # a prediction's speedup band, lo..hi around the predicted value
+                    eb = ax.errorbar(x, v, yerr=[[max(0.0, v - e[1])], [max(0.0, e[2] - v)]], fmt="none",
+                                     ecolor="#111111", elinewidth=1.0, capsize=4)
+                    top = max(v, e[2])
+                elif e[0] == "interval":  # the interval of the median speedup over the repeats, lo..hi
                     eb = ax.errorbar(x, (e[1] + e[2]) / 2.0, yerr=(e[2] - e[1]) / 2.0, fmt="none", ecolor="#111111",
                                      elinewidth=1.0, capsize=4)
                     top = max(v, e[2])
@@ -1140,6 +1247,9 @@ def chart_modes(doc, baseline, out):
     if kinds:
         from matplotlib.lines import Line2D
         what = "full-model time" if doc["kind"] == "model" else "summed time"
+        if "band" in kinds:
+            handles.append(Line2D([0], [0], color="#111111", marker="_", markersize=8))
+            labels.append("band: predicted speedup range\n(the baseline's band over this\none's, gemmscope predict)")
         if "interval" in kinds:
             n = max(e[3] for e in err.values() if e[0] == "interval")
             handles.append(Line2D([0], [0], color="#111111", marker="_", markersize=8))
@@ -1305,7 +1415,10 @@ def chart_experts(doc, mode, baseline, out, name):
                 parts[ps] = sum_or_none(cell_ms(g, mode, p) for g in mine)
         total = sum_or_none(parts.values())
         data[p] = (parts, total, spread_of_sum(grouped, mode, p))
-    totals = [d[1] + d[2] for d in data.values() if d[1] is not None]
+    ebands = {p: band_of_sum([(g, 1) for g in grouped], mode, p) if is_predicted(doc) and data[p][1] is not None
+              else None for p in precs}
+    totals = [d[1] + d[2] for d in data.values() if d[1] is not None] + [b[1] for b in ebands.values() if b]
+    drawn = {"sd": False, "band": False}
     ymax = max(totals) if totals else 1.0
     base_total = data[baseline][1]
     extra = []
@@ -1328,16 +1441,27 @@ def chart_experts(doc, mode, baseline, out, name):
             if v >= ymax * 0.06:
                 ax_t.text(i, bottom + v / 2, fmt_ms(v), ha="center", va="center", fontsize=7.5, color="white")
             bottom += v
-        if sd > 0:
-            eb = ax_t.errorbar(i, bottom, yerr=[[min(sd, bottom)], [sd]], fmt="none", ecolor="#111111",
-                               elinewidth=1.0, capsize=4)
-            eb.lines[2][0].set_gid("err:%s" % p)
         if p == baseline:
             lab = "%s ms\nbaseline" % fmt_ms(bottom)
         elif base_total:
             lab = "%s ms\n%s" % (fmt_ms(bottom), fmt_x(base_total / bottom))
         else:
             lab = "%s ms\n(no baseline)" % fmt_ms(bottom)
+        if ebands[p] is not None:  # a prediction: its band, low..high
+            lo, hi = ebands[p]
+            eb = ax_t.errorbar(i, bottom, yerr=[[max(0.0, bottom - lo)], [max(0.0, hi - bottom)]], fmt="none",
+                               ecolor="#111111", elinewidth=1.0, capsize=4)
+            eb.lines[2][0].set_gid("err:%s" % p)
+            drawn["band"] = True
+            sd = max(0.0, hi - bottom)
+            rb = ratio_band(ebands[p], ebands.get(baseline)) if p != baseline else None
+            if rb is not None:
+                lab += "\n(%s)" % fmt_range_x(rb)
+        elif sd > 0:
+            eb = ax_t.errorbar(i, bottom, yerr=[[min(sd, bottom)], [sd]], fmt="none", ecolor="#111111",
+                               elinewidth=1.0, capsize=4)
+            eb.lines[2][0].set_gid("err:%s" % p)
+            drawn["sd"] = True
         t = ax_t.text(i, bottom + sd + ymax * 0.015, lab, ha="center", va="bottom", fontsize=9,
                       fontweight="normal" if p == baseline else "bold")
         t.set_gid("speedup:%s" % p)
@@ -1359,8 +1483,11 @@ def chart_experts(doc, mode, baseline, out, name):
     word = how.split(" ")[0].lower()  # measured / predicted / synthetic: what every pass's time is
     handles = [Patch(facecolor=c, label="%s (%s)" % (lab, word)) for ps, lab, c in EXPERT_PASSES
                if any(g["pass"] == ps for g in grouped)]
-    handles.append(Line2D([0], [0], color="#111111", marker="_", markersize=8,
-                          label="error bar: ±1 stdev\n(cells root-sum-square)"))
+    if drawn["band"]:
+        handles.append(Line2D([0], [0], color="#111111", marker="_", markersize=8, label=BAND_LABEL))
+    if drawn["sd"]:
+        handles.append(Line2D([0], [0], color="#111111", marker="_", markersize=8,
+                              label="error bar: ±1 stdev\n(cells root-sum-square)"))
     ax_t.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False, fontsize=8.5)
     for ax in (ax_r, ax_t):
         for side in ("top", "right"):

@@ -89,6 +89,13 @@ std::optional<double> cell_ms(const RunResult& r, size_t mode, size_t gemm, size
   return c.ok ? std::optional<double>(c.stats.mean_ms) : std::nullopt;
 }
 
+// The band of a predicted cell (nullopt: measured, or n/a).
+std::optional<Interval> cell_band(const RunResult& r, size_t mode, size_t gemm, size_t prec) {
+  const Cell& c = r.cell(mode, gemm, prec);
+  if (!c.ok || !c.band) return std::nullopt;
+  return Interval{c.stats.mean_ms, c.band->low_ms, c.band->high_ms, 0};
+}
+
 // stdev of a cell, 0 for n/a.
 double cell_stdev(const RunResult& r, size_t mode, size_t gemm, size_t prec) {
   const Cell& c = r.cell(mode, gemm, prec);
@@ -108,7 +115,16 @@ void check_time(std::optional<double> ms, const std::string& what, const char* s
 struct NoiseInput {
   double a_spread = 0, b_spread = 0;
   std::optional<Interval> a_interval, b_interval;
+  std::optional<Interval> a_band, b_band;  // predicted files
 };
+
+// What a side's value may be, judged against the other side's band: its own band (a prediction),
+// its 95% interval over repeats, or its value +- its spread.
+Interval reach(double v, double spread, const std::optional<Interval>& interval, const std::optional<Interval>& band) {
+  if (band) return *band;
+  if (interval) return *interval;
+  return Interval{v, v - spread, v + spread, 0};
+}
 
 // One compared value. `higher_is_better`: speedups (B's lower speedup is the regression).
 CompareCell make_cell(const std::string& prec, std::optional<double> a, std::optional<double> b, double t,
@@ -123,6 +139,8 @@ CompareCell make_cell(const std::string& prec, std::optional<double> a, std::opt
   c.b_spread = noise.b_spread;
   c.a_interval = noise.a_interval;
   c.b_interval = noise.b_interval;
+  c.a_band = noise.a_band;
+  c.b_band = noise.b_band;
   if (a && b) {
     c.ratio = *b / *a;
     if (!std::isfinite(*c.ratio) || !(*c.ratio > 0))
@@ -130,7 +148,11 @@ CompareCell make_cell(const std::string& prec, std::optional<double> a, std::opt
     const bool up = *c.ratio > 1.0 + t, down = *a / *b > 1.0 + t;  // B larger / A larger, beyond t
     const bool worse = higher_is_better ? down : up, better = higher_is_better ? up : down;
     c.noise = c.a_interval && c.b_interval ? NoiseBasis::Intervals : NoiseBasis::Spread;
-    if (worse || better)
+    if (c.a_band || c.b_band) {
+      // A prediction: inside its band is never flagged; outside it, the threshold decides.
+      c.noise = NoiseBasis::Band;
+      c.within_noise = reach(*a, c.a_spread, c.a_interval, c.a_band).overlaps(reach(*b, c.b_spread, c.b_interval, c.b_band));
+    } else if (worse || better)
       c.within_noise = c.noise == NoiseBasis::Intervals ? c.a_interval->overlaps(*c.b_interval)
                                                         : std::abs(*b - *a) <= c.a_spread + c.b_spread;
     if (c.within_noise)
@@ -193,6 +215,34 @@ double total_spread(const RunResult& r, size_t mode, size_t prec, const TotalKin
     if (c.ok) ss += (w * c.stats.stdev_ms) * (w * c.stats.stdev_ms);
   }
   return std::sqrt(ss);
+}
+
+// The band of a total of a predicted file: the cells' band ends summed over the same GEMMs
+// (sum_precision, as the total), fully correlated as predict adds them. nullopt for a measured
+// file or when a cell is n/a.
+std::optional<Interval> total_band(const RunResult& r, size_t mode, size_t prec, const TotalKind& k) {
+  if (!r.predicted()) return std::nullopt;
+  const auto end = [&](double TimeBand::*f) {
+    return k.get(sum_precision(r.plan, [&](size_t g) -> std::optional<double> {
+      const Cell& c = r.cell(mode, g, prec);
+      return c.ok && c.band ? std::optional<double>((*c.band).*f) : std::nullopt;
+    }));
+  };
+  const auto v = k.get(summarize_mode(r, mode).sums.at(prec));
+  const auto lo = end(&TimeBand::low_ms), hi = end(&TimeBand::high_ms);
+  if (!v || !lo || !hi) return std::nullopt;
+  return Interval{*v, *lo, *hi, 0};
+}
+
+// The band of a predicted file's speedup num/den (den time / num time) of the full model:
+// [den low / num high, den high / num low].
+std::optional<Interval> speedup_band(const RunResult& r, size_t mode, const Speedup& sp,
+                                     const std::vector<std::string>& precs) {
+  if (!sp.value) return std::nullopt;
+  const auto bn = total_band(r, mode, index_of(precs, to_string(sp.num)), kFullModel);
+  const auto bd = total_band(r, mode, index_of(precs, to_string(sp.den)), kFullModel);
+  if (!bn || !bd || !(bn->lo > 0) || !(bn->hi > 0)) return std::nullopt;
+  return Interval{*sp.value, bd->lo / bn->hi, bd->hi / bn->lo, 0};
 }
 
 // The 95% interval of a value over the repeats (repeat_summaries: [repeat][mode]); nullopt without
@@ -270,6 +320,14 @@ std::string describe_speedup_change(const CompareCell& c) {
 // "[20.10, 20.50] / [22.80, 23.10]" (95% intervals); `digits` after the point.
 std::string noise_text(const CompareCell& c, int digits) {
   if (!c.a_ms || !c.b_ms) return "-";
+  if (c.noise == NoiseBasis::Band) {
+    const auto side = [&](const std::optional<Interval>& band, double spread, const std::optional<Interval>& iv) {
+      if (band) return fmt::format("band [{:.{}f}, {:.{}f}]", band->lo, digits, band->hi, digits);
+      if (iv) return fmt::format("[{:.{}f}, {:.{}f}]", iv->lo, digits, iv->hi, digits);
+      return fmt::format("+-{:.{}f}", spread, digits);
+    };
+    return side(c.a_band, c.a_spread, c.a_interval) + " / " + side(c.b_band, c.b_spread, c.b_interval);
+  }
   if (c.noise == NoiseBasis::Intervals)
     return fmt::format("[{:.{}f}, {:.{}f}] / [{:.{}f}, {:.{}f}]", c.a_interval->lo, digits, c.a_interval->hi, digits,
                        c.b_interval->lo, digits, c.b_interval->hi, digits);
@@ -360,6 +418,7 @@ std::string file_line(const std::string& path, const std::string& dev, const std
 std::string speedup_text(const CompareCell& c, bool markdown) { return flagged_text(c, markdown, "less", "more"); }
 
 std::string noise_head(const CompareMode& m) {
+  if (m.totals_noise == NoiseBasis::Band) return "band / reach A / B";
   return m.totals_noise == NoiseBasis::Intervals ? "95% interval A / B" : "spread A / B";
 }
 
@@ -369,8 +428,21 @@ std::string threshold_line(double t) {
                      t * 100.0, 1.0 + t, 1.0 / (1.0 + t));
 }
 
+// Which file is a prediction, and how it is judged; empty when both are measured.
+std::string predicted_line(const CompareResult& r) {
+  if (!r.a_predicted && !r.b_predicted) return "";
+  const char* who = r.a_predicted && r.b_predicted ? "A and B are" : r.a_predicted ? "A is" : "B is";
+  return fmt::format("{} PREDICTED (gemmscope predict, nothing measured): a value inside a prediction's band is "
+                     "within band (~), never a regression; outside it the threshold applies",
+                     who);
+}
+
 // How "within noise" was decided for the totals and speedups of a mode.
 std::string noise_rule_line(NoiseBasis b) {
+  if (b == NoiseBasis::Band)
+    return "within band (~): a predicted value's band (GEMMs: the cell's; totals: the cells' bands summed; "
+           "speedups: [x low / y high, x high / y low]) overlaps the other value +- its stdev or spread (its 95% "
+           "interval with repeats, its band when both are predictions): not flagged, whatever the threshold";
   if (b == NoiseBasis::Intervals)
     return "within noise (~): GEMMs |B - A| <= stdev A + stdev B; totals and speedups: the 95% intervals over the "
            "repeats of A and B overlap";
@@ -501,7 +573,10 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
   r.a_created = a.created;
   r.b_created = b.created;
   r.differences = differences(a, b);
-  r.different_gpus = a.device && b.device && a.device->name != b.device->name;
+  r.a_predicted = a.predicted();
+  r.b_predicted = b.predicted();
+  // A prediction names the GPU it is for ("... (predicted)"); the predicted line says so instead.
+  r.different_gpus = a.device && b.device && a.device->name != b.device->name && !r.a_predicted && !r.b_predicted;
 
   // Modes and precisions by name, in each file's order, whatever modes the files hold.
   const auto modes_a = names(a.modes), modes_b = names(b.modes);
@@ -588,7 +663,9 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
     const size_t ma = index_of(modes_a, mode), mb = index_of(modes_b, mode);
     CompareMode cm;
     cm.mode = mode;
-    cm.totals_noise = intervals ? NoiseBasis::Intervals : NoiseBasis::Spread;
+    cm.totals_noise = a.predicted() || b.predicted() ? NoiseBasis::Band
+                      : intervals                      ? NoiseBasis::Intervals
+                                                       : NoiseBasis::Spread;
     for (const auto& [i, j] : pairs) {
       const Gemm& x = ga[i];
       CompareGemmRow row{to_string(x.pass), to_string(x.op), x.label(), x.m, x.k, x.n, x.group.size(), {}, {}};
@@ -598,6 +675,8 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
         NoiseInput noise;
         noise.a_spread = cell_stdev(a, ma, i, pa);
         noise.b_spread = cell_stdev(b, mb, j, pb);
+        noise.a_band = cell_band(a, ma, i, pa);
+        noise.b_band = cell_band(b, mb, j, pb);
         row.cells.push_back(make_cell(p, cell_ms(a, ma, i, pa), cell_ms(b, mb, j, pb), t, mode + " " + gemm_key(x), noise));
       }
       cm.gemms.push_back(std::move(row));
@@ -615,6 +694,8 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
             noise.a_interval = repeat_interval(reps_a, ma, [&](const ModeSummary& s) { return k.get(s.sums[pa]); });
             noise.b_interval = repeat_interval(reps_b, mb, [&](const ModeSummary& s) { return k.get(s.sums[pb]); });
           }
+          noise.a_band = total_band(a, ma, pa, k);
+          noise.b_band = total_band(b, mb, pb, k);
           row.cells.push_back(make_cell(p, k.get(sa.sums[pa]), k.get(sb.sums[pb]), t, mode + " " + k.what, noise));
         }
         cm.totals.push_back(std::move(row));
@@ -642,6 +723,8 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
         NoiseInput noise;
         noise.a_spread = spread(a, ma, sa, spa, precs_a);
         noise.b_spread = spread(b, mb, sb, spb, precs_b);
+        noise.a_band = speedup_band(a, ma, spa, precs_a);
+        noise.b_band = speedup_band(b, mb, spb, precs_b);
         if (intervals) {
           noise.a_interval = repeat_interval(reps_a, ma, [&](const ModeSummary& x) { return x.speedups.at(s).value; });
           noise.b_interval = repeat_interval(reps_b, mb, [&](const ModeSummary& x) { return x.speedups.at(sbi).value; });
@@ -716,6 +799,7 @@ std::string format_compare_text(const CompareResult& r) {
     out += fmt::format("  warning: A and B ran on different GPUs ({} vs {}): the ratios compare the hardware too\n",
                        printable(r.a_device), printable(r.b_device));
   out += "  kind " + r.kind + ", " + threshold_line(r.threshold) + "\n";
+  if (!predicted_line(r).empty()) out += "  " + predicted_line(r) + "\n";
   out += "  precisions compared: " + join(r.precisions) + "\n";
   if (!r.only_a_precisions.empty()) out += "  precisions only in A (not compared): " + join(r.only_a_precisions) + "\n";
   if (!r.only_b_precisions.empty()) out += "  precisions only in B (not compared): " + join(r.only_b_precisions) + "\n";
@@ -791,6 +875,7 @@ std::string format_compare_markdown(const CompareResult& r) {
     out += fmt::format("- **warning:** A and B ran on different GPUs ({} vs {}): the ratios compare the hardware too\n",
                        printable(r.a_device), printable(r.b_device));
   out += "- Kind " + r.kind + ", " + threshold_line(r.threshold) + "\n";
+  if (!predicted_line(r).empty()) out += "- " + predicted_line(r) + "\n";
   out += "- Cells show B/A of the mean time (above 1: B is slower).\n";
   if (!r.only_a_precisions.empty()) out += "- Precisions only in A (not compared): " + join(r.only_a_precisions) + "\n";
   if (!r.only_b_precisions.empty()) out += "- Precisions only in B (not compared): " + join(r.only_b_precisions) + "\n";

@@ -19,6 +19,15 @@
 //   - otherwise: |B - A| <= spread A + spread B, a file's spread being the root-sum-square of its
 //     cells' stdevs, each weighted as the total weights the cell (layers for the full model); a
 //     speedup x/y's relative spread is the root-sum-square of x's and y's.
+// A predicted file (gemmscope predict, RunResult::predicted) carries a band per cell: a value is
+// judged against it, not against the threshold ("within band", NoiseBasis::Band):
+//   - a GEMM: the other file's value +- its stdev (its band, when both are predictions) overlaps
+//     the band: never flagged, however far from the predicted time;
+//   - a total: the band summed over the same GEMMs as the total (predict adds bands, fully
+//     correlated), against the other file's value +- its spread (or its 95% interval);
+//   - a speedup x/y: [x low / y high, x high / y low] of the full model's bands.
+// Outside the band the threshold applies as above (a measured time slower than the whole band by
+// more than t is a regression).
 // A cell that is ok in A and n/a in B counts as a regression (B lost the GEMM); n/a in A and ok
 // in B as an improvement.
 #pragma once
@@ -46,6 +55,7 @@ enum class NoiseBasis {
   None,       // not judged: within the threshold, or a value is n/a
   Spread,     // cells' stdevs (GEMMs: stdev A + stdev B; totals and speedups: weighted root-sum-square)
   Intervals,  // both files' 95% intervals over >= 3 repeats
+  Band,       // a predicted file's band (gemmscope predict) holds the other value: never flagged
 };
 
 struct CompareCell {
@@ -60,6 +70,8 @@ struct CompareCell {
   // What the noise was judged by: the spreads (ms, or the speedup's), or the intervals.
   double a_spread = 0, b_spread = 0;
   std::optional<Interval> a_interval, b_interval;
+  // Predicted files: the band of the predicted value (lo..hi; speedup rows: of the speedup).
+  std::optional<Interval> a_band, b_band;
 };
 
 // One matched GEMM in one mode.
@@ -108,7 +120,9 @@ struct CompareResult {
   // "what: A's vs B's" each ("timing.iters: 100 vs 50"); printed as notes, ratios still computed.
   std::vector<std::string> differences;
   std::vector<CompareMode> modes;
-  bool different_gpus = false;  // both files name a device, and not the same one: a printed warning
+  bool a_predicted = false, b_predicted = false;  // gemmscope predict documents: judged by their bands
+  // Both files name a device, and not the same one, and neither is a prediction: a printed warning.
+  bool different_gpus = false;
   // Grouped GEMMs paired with different per-expert rows: "fprop expert_up 8192x4096x28672: ...".
   std::vector<std::string> group_differences;
   int regressions = 0;   // flagged GEMMs, totals and speedups together

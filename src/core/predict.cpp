@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 #include "core/error.hpp"
 #include "core/report.hpp"
@@ -38,6 +40,18 @@ namespace {
 struct Band {
   double lo = 0, hi = 0;
 };
+// The band of `ms` = kernel + overhead, each term with its relative band. An overhead can be
+// negative (a mode measured faster than its pre-quantized GEMM): its high side then lowers the time.
+std::pair<double, double> band_ms(double kernel, const Band& kb, double overhead, const Band& ob) {
+  const auto lo_hi = [](double t, const Band& b) {
+    const double x = t * (1 - b.lo), y = t * (1 + b.hi);
+    return std::pair{std::min(x, y), std::max(x, y)};
+  };
+  const auto [k0, k1] = lo_hi(kernel, kb);
+  const auto [o0, o1] = lo_hi(overhead, ob);
+  return {k0 + o0, k1 + o1};
+}
+
 Band quad(std::initializer_list<Band> parts) {
   double lo = 0, hi = 0;
   for (const Band& b : parts) {
@@ -127,7 +141,9 @@ Cell as_cell(const PredictedCell& c) {
   s.min_ms = c.low_ms;
   s.max_ms = c.high_ms;
   s.iters = 0;
-  return Cell::measured(s);
+  Cell cell = Cell::measured(s);
+  cell.band = TimeBand{c.low_ms, c.high_ms};
+  return cell;
 }
 
 Prediction start(const Plan& plan, const std::vector<Mode>& modes, const RecipeOptions& o, const GpuSpec& target) {
@@ -289,8 +305,7 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
         out.kernel_ms = kernel_t * 1e3;
         out.overhead_ms = ov_t * 1e3;
         out.ms = out.kernel_ms + out.overhead_ms;
-        out.low_ms = out.kernel_ms * (1 - kb.lo) + out.overhead_ms * (1 - ob.lo);
-        out.high_ms = out.kernel_ms * (1 + kb.hi) + out.overhead_ms * (1 + ob.hi);
+        std::tie(out.low_ms, out.high_ms) = band_ms(out.kernel_ms, kb, out.overhead_ms, ob);
         if (borrowed) {
           const std::string n = fmt::format(
               "{} on {} is predicted with the {} efficiency measured on {} (the run has no {} cell for it): assumed "
@@ -373,8 +388,7 @@ Prediction predict_datasheet_only(const Plan& plan, const std::vector<Mode>& mod
         // The prior is a BF16/FP8 observation: block-scaled formats carry the same extra
         // uncertainty as when a run's FP8 efficiency is borrowed for them.
         const Band kb = quad({kDatasheetKernel, borrow_band(kt, kt == Precision::BF16 ? kt : Precision::FP8Current)});
-        out.low_ms = out.kernel_ms * (1 - kb.lo) + out.overhead_ms * (1 - kDatasheetOverhead.lo);
-        out.high_ms = out.kernel_ms * (1 + kb.hi) + out.overhead_ms * (1 + kDatasheetOverhead.hi);
+        std::tie(out.low_ms, out.high_ms) = band_ms(out.kernel_ms, kb, out.overhead_ms, kDatasheetOverhead);
         out.basis = "datasheet only";
       }
   pr.assumptions.push_back(fmt::format(
@@ -567,8 +581,6 @@ json prediction_json(const Prediction& pr) {
         json& cell = j["gemms"][g]["results"][to_string(r.modes[m])][to_string(r.precisions[p])];
         cell["predicted"] = true;
         if (!c.ok) continue;
-        cell["low_ms"] = c.low_ms;
-        cell["high_ms"] = c.high_ms;
         cell["kernel_ms"] = c.kernel_ms;
         cell["overhead_ms"] = c.overhead_ms;
         cell["basis"] = c.basis;

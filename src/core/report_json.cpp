@@ -122,6 +122,11 @@ json cell_json(const Cell& c, const Gemm& g) {
   }
   if (!c.repeat_ms.empty()) j["repeat_ms"] = c.repeat_ms;
   if (c.gate_timed_out) j["gate_timed_out"] = true;
+  if (c.band) {
+    j["predicted"] = true;
+    j["low_ms"] = c.band->low_ms;
+    j["high_ms"] = c.band->high_ms;
+  }
   kernels_to_json(c.kernels, j);
   return j;
 }
@@ -282,6 +287,20 @@ Cell read_cell(const json& c, const std::string& where) {
     cs.max_sm_mhz = get_or<int>(*ck, "max_sm_mhz", cw, 0);
     cs.reasons = get_or<uint64_t>(*ck, "reasons", cw, 0);
     cell.clock = cs;
+  }
+  // A predicted cell's band (low_ms <= mean_ms <= high_ms; min_ms / max_ms hold it too, and stand
+  // in for a file without low_ms / high_ms).
+  if (const json* pr = find(c, "predicted"); pr && !pr->is_null()) {
+    if (!pr->is_boolean()) throw UsageError(where + ".predicted must be true or false");
+    if (pr->get<bool>()) {
+      TimeBand b;
+      b.low_ms = number_in(c, "low_ms", where, st.min_ms, kMinMs, kMaxMs, " ms");
+      b.high_ms = number_in(c, "high_ms", where, st.max_ms, kMinMs, kMaxMs, " ms");
+      if (!b.contains(st.mean_ms))
+        throw UsageError(fmt::format("{}: a predicted cell's band low_ms..high_ms ({}..{}) must hold its mean_ms ({})",
+                                     where, b.low_ms, b.high_ms, st.mean_ms));
+      cell.band = b;
+    }
   }
   cell.kernels = kernels_from_json(c, where);
   return cell;

@@ -35,6 +35,12 @@ struct ClockSample {
   bool thermal() const { return (reasons & kThermal) != 0; }
 };
 
+// gemmscope predict: the band of a predicted time (docs/predict.md), low_ms <= mean <= high_ms.
+struct TimeBand {
+  double low_ms = 0, high_ms = 0;
+  bool contains(double ms) const { return ms >= low_ms && ms <= high_ms; }
+};
+
 struct Cell {
   bool ok = false;
   std::string reason;  // why the cell is N/A
@@ -50,6 +56,9 @@ struct Cell {
   // --repeats N (N > 1): each repeat's mean time (ms), in order; the stats are the pooled ones
   // (repeats.hpp). Empty for a single measurement.
   std::vector<double> repeat_ms;
+  // A predicted cell (gemmscope predict; JSON "predicted": true, low_ms / high_ms): its band.
+  // nullopt for a measured cell.
+  std::optional<TimeBand> band;
   static Cell na(std::string why) { Cell c; c.reason = std::move(why); return c; }
   static Cell measured(const Stats& s) { Cell c; c.ok = true; c.stats = s; return c; }
 };
@@ -140,6 +149,9 @@ struct RunResult {
   std::vector<Precision> accuracy_precisions;
   std::vector<std::vector<AccuracyCell>> accuracy;
 
+  // A gemmscope predict document (timing.method "predicted"): its cells hold predicted times and
+  // their bands (Cell::band), nothing measured.
+  bool predicted() const { return timing.method == "predicted"; }
   void allocate_cells();  // sizes `cells` for modes x gemms x precisions, all N/A "not run"
   const Cell& cell(size_t mode, size_t gemm, size_t prec) const { return cells.at(mode).at(gemm).at(prec); }
 };
