@@ -117,18 +117,38 @@ struct CommTiming {
   int64_t iterations = 0;
 };
 
+// A collective beside the GEMM it overlaps (BF16 recipe): the GEMM on each rank's compute stream,
+// the collective on a side stream, both started at one event. Overlap model: the collective hides
+// behind its GEMM only; exposed = max(0, both - gemm_alone), the time the pair takes beyond the
+// GEMM alone.
+struct OverlapTiming {
+  double gemm_alone_ms = 0;    // the GEMM alone (median, slowest rank)
+  double gemm_overlap_ms = 0;  // the GEMM while the collective runs
+  double comm_overlap_ms = 0;  // the collective while the GEMM runs (from the common start)
+  double both_ms = 0;          // the pair, from the common start to the later end
+  double gemm_slowdown() const { return gemm_alone_ms > 0 ? gemm_overlap_ms / gemm_alone_ms - 1 : 0; }
+  double exposed_ms() const { return both_ms > gemm_alone_ms ? both_ms - gemm_alone_ms : 0; }
+};
+
 class CommEngine {
  public:
   virtual ~CommEngine() = default;
   virtual std::string description() const = 0;  // "NCCL 2.28.3, 2 x NVIDIA H100 80GB HBM3"
   virtual int64_t gpus() const = 0;
   virtual CommTiming time(const Collective& c, CommType t, int warmup, int iters) = 0;
+  // The collective beside `g` (a BF16 GEMM of its shape; grouped GEMMs as one dense GEMM of their
+  // total rows); nullopt where the engine cannot run the GEMM.
+  virtual std::optional<OverlapTiming> overlap(const Collective& c, CommType t, const Gemm& g, int warmup, int iters) {
+    (void)c, (void)t, (void)g, (void)warmup, (void)iters;
+    return std::nullopt;
+  }
 };
 
 struct CommMeasurement {
   size_t index;  // into the collective list
   CommType type;
   CommTiming timing;
+  std::optional<OverlapTiming> overlap;  // the BF16 type of a collective with an `overlaps` GEMM
 };
 
 struct CommResult {
@@ -140,8 +160,12 @@ struct CommResult {
   const CommMeasurement* find(size_t index, CommType t) const;
 };
 
-// Times every collective in its BF16-recipe type and, where it differs, its FP8-recipe type.
-CommResult measure_collectives(const Plan& plan, const CommLayout& l, CommEngine& engine, int warmup, int iters);
+// Times every collective in its BF16-recipe type and, where it differs, its FP8-recipe type; with
+// `overlap`, each BF16 collective that has an `overlaps` GEMM also beside that GEMM.
+CommResult measure_collectives(const Plan& plan, const CommLayout& l, CommEngine& engine, int warmup, int iters,
+                               bool overlap = true);
+// The plan's GEMM a collective overlaps (first match of pass and op), or nullptr.
+const Gemm* overlapped_gemm(const Collective& c, const Plan& plan);
 // The same result with sizes only.
 CommResult plan_comm(const Plan& plan, const CommLayout& l);
 

@@ -2,6 +2,7 @@
 // bandwidth, bad layouts and too few GPUs refused, the measurement loop over a fake engine.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/collectives.hpp"
@@ -266,3 +267,89 @@ TEST(Collectives, MeasureEveryCollectiveInEachWireType) {
   const std::string modelled = render_comm_text(plan_comm(p, l), p);
   EXPECT_NE(modelled.find("sizes modelled from the plan; nothing measured"), std::string::npos);
 }
+
+namespace {
+
+class FakeOverlap : public FakeComm {
+ public:
+  FakeOverlap() : FakeComm(2) {}
+  std::optional<OverlapTiming> overlap(const Collective&, CommType t, const Gemm& g, int, int) override {
+    EXPECT_EQ(t, CommType::Bf16);
+    gemms.push_back(g);
+    return OverlapTiming{2.0, 2.2, 1.5, 2.5};
+  }
+  std::vector<Gemm> gemms;
+};
+
+}  // namespace
+
+// Each BF16 collective beside the GEMM it overlaps: the slowdown and the exposed time of the model.
+TEST(Collectives, OverlapBesideItsGemm) {
+  const Plan p = plan_of("llama-3-8b", 2);
+  const CommLayout l = layout_for(p, 0, true, 1, CommType::Fp32);
+  FakeOverlap eng;
+  const CommResult r = measure_collectives(p, l, eng, 1, 5);
+  ASSERT_EQ(eng.gemms.size(), 10u);  // every TP/SP collective has its GEMM
+  EXPECT_EQ(eng.gemms[0].op, Op::Qkv);
+  EXPECT_EQ(eng.gemms[0].pass, Pass::Fprop);
+  EXPECT_EQ(eng.gemms[0].m, 16384);
+  const CommMeasurement* m = r.find(0, CommType::Bf16);
+  ASSERT_TRUE(m && m->overlap);
+  EXPECT_NEAR(m->overlap->gemm_slowdown(), 0.10, 1e-12);
+  EXPECT_NEAR(m->overlap->exposed_ms(), 0.5, 1e-12);
+  EXPECT_FALSE(r.find(0, CommType::Fp8)->overlap.has_value());
+  const std::string text = render_comm_text(r, p);
+  // 32 layers x 10 collectives x 0.5 ms exposed.
+  EXPECT_NE(text.find("exposed per step (BF16 recipe): 160.00 ms"), std::string::npos) << text;
+  EXPECT_NE(text.find("10.0%"), std::string::npos) << text;
+  const nlohmann::json j = comm_to_json(r, p);
+  EXPECT_DOUBLE_EQ(j["collectives"][0]["types"]["BF16"]["overlap"]["exposed_ms"].get<double>(), 0.5);
+  EXPECT_EQ(j["collectives"][0]["overlaps"]["op"], "qkv");
+  // No overlap asked: none measured.
+  FakeOverlap quiet;
+  measure_collectives(p, l, quiet, 1, 5, false);
+  EXPECT_TRUE(quiet.gemms.empty());
+  // A GEMM less overlap (no SP all-reduce forward): exposed whole.
+  OverlapTiming none;
+  EXPECT_EQ(none.exposed_ms(), 0.0);
+}
+
+#ifdef GS_BINARY
+TEST(Collectives, CliDryRunAndRefusals) {
+  const auto dir = gs::test::scratch_dir("collectives_cli");
+  gs::test::Out r = gs::test::run_gemmscope("--model llama-3-8b --tp 2 --comm --dry-run --bf16-only", dir);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("Communication of the layout: TP 2 (sequence parallel), EP 1, DP 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("sizes modelled from the plan; nothing measured"), std::string::npos) << r.out;
+  // --comm-only without a GPU: the sizes, and why nothing was measured.
+  const std::string json = (dir / "comm.json").string();
+  r = gs::test::run_gemmscope("--model mixtral-8x7b --routing balanced --comm-only --zero-stage 3 --comm-json " + json,
+                              dir);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("collectives not measured"), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(gs::test::slurp(json));
+  EXPECT_EQ(j["schema"], "gemmscope-comm/1");
+  EXPECT_EQ(j["layout"]["data_parallel"], 8);
+  EXPECT_FALSE(j["measured"].get<bool>());
+  bool dispatch = false;
+  for (const auto& c : j["collectives"])
+    if (c["what"] == "dispatch of tokens to experts") {
+      dispatch = true;
+      EXPECT_EQ(c["types"]["FP8"]["size_bytes"], 8192LL * 4096 + 8192LL * 32 * 4);
+      EXPECT_EQ(c["matrix"].size(), 64u);
+    }
+  EXPECT_TRUE(dispatch);
+  // Layout flags without --comm, a shapes plan, bad values: one line, exit 2.
+  for (const std::string& bad : {std::string("--model llama-3-8b --data-parallel 2 --dry-run"),
+                                 std::string("--shapes 1024 --comm --dry-run"),
+                                 std::string("--model llama-3-8b --comm --zero-stage 4 --dry-run"),
+                                 std::string("--model llama-3-8b --comm --sequence-parallel maybe --dry-run"),
+                                 std::string("--model mixtral-8x7b --comm --data-parallel 12 --dry-run")}) {
+    r = gs::test::run_gemmscope(bad, dir);
+    EXPECT_EQ(r.rc, 2) << bad << "\n" << r.out;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << bad << ": " << r.err;
+  }
+  r = gs::test::run_gemmscope("--model llama-3-8b --data-parallel 2 --dry-run", dir);
+  EXPECT_NE(r.err.find("add --comm"), std::string::npos) << r.err;
+}
+#endif
