@@ -120,6 +120,9 @@ void validate_layout(const CommLayout& l, const Plan& plan) {
     throw UsageError("the layout's tensor parallelism differs from the plan's");
   const int64_t ep = plan.has_moe() ? plan.config->moe.expert_parallel : 1;
   if (l.expert_parallel != ep) throw UsageError("the layout's expert parallelism differs from the plan's");
+  if (l.expert_parallel > kMaxCommExpertParallel)
+    throw UsageError(fmt::format("--comm plans all-to-alls over at most {} expert-parallel ranks, got --expert-parallel {}",
+                                 kMaxCommExpertParallel, l.expert_parallel));
   if (l.data_parallel % l.expert_parallel != 0)
     throw UsageError(fmt::format("--data-parallel {} is not a multiple of --expert-parallel {} (expert-parallel ranks "
                                  "are data-parallel ranks)",

@@ -86,6 +86,10 @@ struct Collective {
 // How many times per step a collective of this scope runs (layers of its kind, or 1).
 int64_t times_per_step(const Collective& c, const Plan& plan);
 
+// The all-to-alls hold a ranks x ranks matrix of counts: bounded so that any accepted input plans
+// in well under a second and a few MiB (docs/hostile-input.md).
+constexpr int64_t kMaxCommExpertParallel = 512;
+
 // Refuses (UsageError, one sentence naming the flag) a layout that does not fit the plan: sizes
 // below 1, a ZeRO stage outside 0-3, data parallelism not a multiple of expert parallelism, tokens
 // not divisible by the tensor-parallel size under sequence parallelism, expert parallelism that

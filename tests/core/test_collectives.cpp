@@ -189,6 +189,15 @@ TEST(Collectives, BadLayoutsRefused) {
   EXPECT_THROW(plan_collectives(p, layout_for(p, 12, true, 1, CommType::Fp32)), UsageError);  // 12 % 8
   EXPECT_THROW(plan_collectives(p, layout_for(p, 8, true, 4, CommType::Fp32)), UsageError);   // ZeRO 4
   EXPECT_THROW(comm_type_from_string("fp8"), UsageError);
+  {  // 1024 experts over 1024 ranks: an all-to-all matrix past the bound
+    ModelConfig big = find_preset("mixtral-8x7b").config;
+    big.moe.num_experts = 1024;
+    big.moe.expert_parallel = 1024;
+    big.moe.routing = "balanced";
+    big.num_hidden_layers = 1;
+    const Plan bp = build_model_plan(big);
+    EXPECT_THROW(plan_collectives(bp, layout_for(bp, 0, true, 1, CommType::Fp32)), UsageError);
+  }
   EXPECT_EQ(comm_type_from_string(" BF16 "), CommType::Bf16);
   EXPECT_THROW(layout_for(build_shapes_plan("1024"), 0, true, 1, CommType::Fp32), UsageError);
   // 1 x 4095 tokens cannot be split over 2 ranks by sequence parallelism; without it they can.
