@@ -58,7 +58,7 @@ FleetArgs parse(int argc, char** argv) {
   FleetArgs f;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--all-gpus") continue;
+    if (a == "--all-gpus" || a == "-q" || a == "--quiet") continue;  // every worker gets --quiet
     if (auto v = take_value(argc, argv, i, "--fleet-threshold")) {
       std::string t = trim(*v);
       const bool pct = !t.empty() && t.back() == '%';

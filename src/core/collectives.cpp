@@ -447,6 +447,8 @@ std::string render_comm_text(const CommResult& r, const Plan& plan) {
   if (any_overlap) o << fmt::format(" {:>8} {:>10}", "GEMM +%", "exposed ms");
   o << "\n";
   double bytes16 = 0, bytes8 = 0, ms16 = 0, ms8 = 0, exposed16 = 0;
+  // Per dense layer (every layer of a dense model; collectives of scope Layer and DenseLayer).
+  double layer16 = 0, layer8 = 0, layer_exposed = 0;
   for (size_t i = 0; i < r.collectives.size(); ++i) {
     const Collective& c = r.collectives[i];
     const int64_t n = times_per_step(c, plan);
@@ -461,6 +463,12 @@ std::string render_comm_text(const CommResult& r, const Plan& plan) {
     if (m) {
       const CommMeasurement* a = r.find(i, c.type_bf16);
       const CommMeasurement* b = r.find(i, c.type_fp8);
+      const bool in_layer = c.scope == Scope::Layer || c.scope == Scope::DenseLayer;
+      if (a && in_layer) {
+        layer16 += a->timing.ms;
+        layer8 += (b ? b : a)->timing.ms;
+        layer_exposed += a->overlap ? a->overlap->exposed_ms() : a->timing.ms;
+      }
       if (a) {
         ms16 += a->timing.ms * static_cast<double>(n);
         o << fmt::format(" {:>9.3f} {:>8.1f}", a->timing.ms, c.bus_bandwidth_gbs(c.type_bf16, a->timing.ms));
@@ -485,6 +493,12 @@ std::string render_comm_text(const CommResult& r, const Plan& plan) {
                    bytes8 / 1048576.0);
   if (m) o << fmt::format("; {:.2f} ms and {:.2f} ms of communication if none overlapped (measured)", ms16, ms8);
   o << "\n";
+  if (m)
+    o << fmt::format("  per {}layer (measured): communication {:.3f} ms in BF16 recipes, {:.3f} ms in FP8 recipes{}\n",
+                     plan.has_moe() ? "dense " : "", layer16, layer8,
+                     any_overlap ? fmt::format("; exposed {:.3f} ms in BF16 (beside the per-layer GEMM time above)",
+                                               layer_exposed)
+                                 : std::string());
   if (any_overlap)
     o << fmt::format("  exposed per step (BF16 recipe): {:.2f} ms. Overlap model: each collective hides only behind "
                      "the GEMM it runs beside (GEMM +%: that GEMM's slowdown); exposed = the pair's time beyond the GEMM "

@@ -311,6 +311,8 @@ TEST(Collectives, OverlapBesideItsGemm) {
   // 32 layers x 10 collectives x 0.5 ms exposed.
   EXPECT_NE(text.find("exposed per step (BF16 recipe): 160.00 ms"), std::string::npos) << text;
   EXPECT_NE(text.find("10.0%"), std::string::npos) << text;
+  // Per layer: 10 x 0.5 ms exposed.
+  EXPECT_NE(text.find("exposed 5.000 ms in BF16"), std::string::npos) << text;
   const nlohmann::json j = comm_to_json(r, p);
   EXPECT_DOUBLE_EQ(j["collectives"][0]["types"]["BF16"]["overlap"]["exposed_ms"].get<double>(), 0.5);
   EXPECT_EQ(j["collectives"][0]["overlaps"]["op"], "qkv");
