@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include "core/error.hpp"
 #include "core/fleet.hpp"
@@ -124,5 +125,23 @@ TEST(Fleet, CliRefusals) {
   EXPECT_NE(r.err.find("--fleet-threshold must be above 0"), std::string::npos) << r.err;
   r = gs::test::run_gemmscope("--help", dir);
   EXPECT_NE(r.out.find("--all-gpus"), std::string::npos);
+}
+#endif
+
+#ifdef GS_BINARY
+// `report` and `compare` read fleet files: the summary again; each GPU against a single run.
+TEST(Fleet, ReportAndCompareReadFleetFiles) {
+  const auto dir = gs::test::scratch_dir("fleet_files");
+  const std::vector<FleetRun> runs = {run_on("GPU 0", 1.0, 1755), run_on("GPU 1", 1.2, 1500)};
+  const std::string fleet = (dir / "fleet.json").string(), single = (dir / "single.json").string();
+  std::ofstream(fleet) << fleet_to_json(runs, summarize_fleet(runs, 0.05)).dump(2);
+  std::ofstream(single) << to_json(runs[0].run).dump(2);
+  gs::test::Out r = gs::test::run_gemmscope("report " + fleet, dir);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("SLOW: GPU 1 is"), std::string::npos) << r.out;
+  r = gs::test::run_gemmscope("compare " + single + " " + fleet + " --threshold 5%", dir);
+  EXPECT_EQ(r.rc, 1) << r.err;  // GPU 1 is 20% slower than the single run
+  EXPECT_NE(r.out.find("== A: " + single + "  B: GPU 0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("B: GPU 1"), std::string::npos) << r.out;
 }
 #endif
