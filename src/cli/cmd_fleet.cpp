@@ -75,7 +75,8 @@ FleetArgs parse(int argc, char** argv) {
       f.json = *v;
       continue;
     }
-    for (const char* refused : {"--device", "--csv", "-o", "--output", "--dry-run", "--accuracy-only"})
+    for (const char* refused : {"--device", "--csv", "-o", "--output", "--dry-run", "--accuracy-only", "--comm",
+                                "--comm-only"})
       if (a == refused || a.rfind(std::string(refused) + "=", 0) == 0)
         throw UsageError(fmt::format("{} cannot be combined with --all-gpus (every GPU is measured; --json FILE "
                                      "holds every GPU's run)",
