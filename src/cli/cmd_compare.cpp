@@ -8,10 +8,47 @@
 #include "cli/commands.hpp"
 #include "core/compare.hpp"
 #include "core/error.hpp"
+#include "core/fleet.hpp"
+#include "core/input_file.hpp"
 #include "core/modes.hpp"
 #include "core/text_util.hpp"
 
 namespace gs::cli {
+
+namespace {
+
+// A fleet file (--all-gpus) on either side: each GPU's run compared on its own, against the other
+// side's single run (node vs one GPU) or the GPU of the same index (node vs node).
+int compare_fleet(const nlohmann::json& ja, const std::string& a, const nlohmann::json& jb, const std::string& b,
+                  const CompareOptions& opt, bool markdown) {
+  auto runs_of = [](const nlohmann::json& j, const std::string& path) {
+    std::vector<FleetRun> out;
+    if (is_fleet_json(j)) return fleet_from_json(j, path);
+    out.push_back({"", comparable_result(j, path)});
+    return out;
+  };
+  const std::vector<FleetRun> ra = runs_of(ja, a), rb = runs_of(jb, b);
+  if (ra.size() > 1 && rb.size() > 1 && ra.size() != rb.size())
+    throw UsageError(fmt::format("{} holds {} GPUs and {} holds {}: node files are compared GPU by GPU", a, ra.size(),
+                                 b, rb.size()));
+  const size_t n = std::max(ra.size(), rb.size());
+  bool regressions = false;
+  std::string text;
+  for (size_t i = 0; i < n; ++i) {
+    const FleetRun& x = ra[ra.size() > 1 ? i : 0];
+    const FleetRun& y = rb[rb.size() > 1 ? i : 0];
+    const CompareResult r = compare_results(x.run, y.run, opt);
+    regressions |= r.has_regressions();
+    text += fmt::format("{}A: {}  B: {}\n", markdown ? "### " : "== ", x.label.empty() ? a : x.label,
+                        y.label.empty() ? b : y.label);
+    text += (markdown ? format_compare_markdown(r) : format_compare_text(r)) + "\n";
+  }
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fflush(stdout);
+  return regressions ? 1 : 0;
+}
+
+}  // namespace
 
 int run_compare(int argc, char** argv) {
   CLI::App app{"Compare two gemmscope result JSONs (A = reference, B = candidate).\n"
@@ -38,6 +75,17 @@ int run_compare(int argc, char** argv) {
     CompareOptions opt;
     opt.threshold = parse_threshold(threshold);
     if (!mode.empty()) opt.mode = to_string(mode_from_string(mode));  // case-insensitive, old names too
+    {  // fleet files first; anything else (and any unreadable file) takes the one-run path and its messages
+      nlohmann::json ja, jb;
+      bool fleet = false;
+      try {
+        ja = read_json_file(a, "result JSON");
+        jb = read_json_file(b, "result JSON");
+        fleet = is_fleet_json(ja) || is_fleet_json(jb);
+      } catch (const UsageError&) {
+      }
+      if (fleet) return compare_fleet(ja, a, jb, b, opt, markdown);
+    }
     const CompareResult r = compare_files(a, b, opt);
     const std::string text = markdown ? format_compare_markdown(r) : format_compare_text(r);
     std::fwrite(text.data(), 1, text.size(), stdout);

@@ -8,6 +8,7 @@
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/fleet.hpp"
 #include "core/report.hpp"
 #include "core/text_util.hpp"
 
@@ -30,8 +31,15 @@ int run_report(int argc, char** argv) {
   }
   try {
     reject_empty_values(app);
-    const RunResult r = from_json(read_json_file(path), path);
-    const std::string text = r.dry_run ? render_plan_text(r) : render_text(r);
+    const nlohmann::json j = read_json_file(path, "result JSON");
+    std::string text;
+    if (is_fleet_json(j)) {  // a fleet file (--all-gpus): the fleet summary, at the run's threshold
+      const double t = j.contains("threshold") && j["threshold"].is_number() ? j["threshold"].get<double>() : 0.03;
+      text = render_fleet_text(summarize_fleet(fleet_from_json(j, path), t));
+    } else {
+      const RunResult r = from_json(j, path);
+      text = r.dry_run ? render_plan_text(r) : render_text(r);
+    }
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
     return 0;

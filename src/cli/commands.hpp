@@ -50,6 +50,11 @@ std::optional<std::string> find_chart_script();
 // input (unknown GPU, a run without measurements, no spec database).
 int run_predict(int argc, char** argv);
 
+// `gemmscope [run flags] --all-gpus [--fleet-threshold 3%] [--json FLEET.json]` (cmd_fleet.cpp): the
+// run on every visible GPU at once, one worker process each, then the fleet summary. `argv` is the
+// whole command line. Exit 0, 2 on bad input (no GPU, a refused flag), 70 when a worker failed.
+int run_fleet(int argc, char** argv);
+
 // The GPU spec database: $GEMMSCOPE_GPU_SPECS, else gpus.json next to the running binary, else
 // <source dir>/data/gpus.json when the build defines GS_SOURCE_DIR; nullopt if none exists.
 std::optional<std::string> find_gpu_spec_file();

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/cli_util.hpp"
+#include "cli/cmd_comm.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/model_config.hpp"
@@ -67,6 +68,9 @@ struct Options {
   bool kernels = false, profile = false;
   std::string algo = "heuristic", block_fp8_format = "e4m3", fp8_block_scales = "pow2";
   int64_t num_sms = 0;
+  cli::CommFlags comm;  // --comm, --comm-only and the layout flags (cmd_comm.hpp)
+  bool all_gpus = false;         // never set here: dispatch() hands --all-gpus to cmd_fleet.cpp
+  std::string fleet_threshold;   // idem
 };
 
 // The first of CLI11's comma-separated option names: "--hidden_size,--hidden-size" -> "--hidden_size".
@@ -469,6 +473,12 @@ int run_main(int argc, char** argv) {
       ->group("Measurement");
   app.add_option("--timing", o.timing, "Timing method: cuda-events")->group("Measurement");
   add_int(app, "--device", o.device, "CUDA device index (default 0)")->group("Measurement");
+  cli::add_comm_options(app, o.comm);
+  // Handled by dispatch() before this parser (cmd_fleet.cpp); declared here for --help.
+  app.add_flag("--all-gpus", o.all_gpus, "Run on every visible GPU at once, one worker each; the fleet summary (docs/node.md)")
+      ->group("Node");
+  app.add_option("--fleet-threshold", o.fleet_threshold, "With --all-gpus: name GPUs slower than the median by more than this (3%)")
+      ->group("Node");
   app.add_option("--grouped", o.grouped,
                  "Grouped (MoE expert) GEMMs: serial | streams:N, per-expert GEMMs over N streams (default streams:4, "
                  "as TE GroupedLinear)")
@@ -555,8 +565,19 @@ int run_main(int argc, char** argv) {
     }
     return 0;
   }
+  cli::check_comm_flags(app, o.comm);
   RunRequest req = build_request(o);
   check_outputs(o);
+  // The layout's collectives (cmd_comm.cpp), before any GEMM is timed: a layout this node cannot
+  // run is refused first. --comm-only stops there.
+  std::string comm_text;
+  if (o.comm.enabled()) {
+    comm_text = cli::comm_section(req.plan, o.comm, !o.dry_run);
+    if (o.comm.only) {
+      std::cout << comm_text << std::flush;
+      return 0;
+    }
+  }
 
   RunResult result;
   bool measured = false;
@@ -611,6 +632,7 @@ int run_main(int argc, char** argv) {
   std::string report = measured ? render_text(result) + roofline_text : render_plan_text(result);
   if (measured && o.kernels) report += render_kernel_table(result);
   else if (measured) report += render_autotune_table(result);
+  report += comm_text;
   // The files before the report: a write that fails (a full disk) is the run's error, said
   // before anything is printed; a measured run still prints its report, so no measurement is lost.
   try {
@@ -658,6 +680,8 @@ int dispatch(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "compare") return gs::cli::run_compare(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "report") return gs::cli::run_report(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "predict") return gs::cli::run_predict(argc - 1, argv + 1);
+    for (int i = 1; i < argc; ++i)
+      if (std::string(argv[i]) == "--all-gpus") return gs::cli::run_fleet(argc, argv);
     // A first word that is no option and no subcommand: a mistyped subcommand (gemmscope takes no
     // positional arguments), named with the nearest subcommand.
     if (argc > 1 && argv[1][0] != '-' && argv[1][0] != '\0') {

@@ -1,0 +1,184 @@
+// The communication of a parallel layout: every collective one training step runs under tensor
+// (and sequence) parallelism, expert parallelism and data parallelism (ZeRO / FSDP), with its size
+// and wire type derived from the GEMM plan (docs/node.md). Pure data and arithmetic: the NCCL
+// measurement lives in src/cuda/nccl_comm.*, behind the CommEngine interface below.
+//
+// Sizes follow nccl-tests: a collective's `size` is the buffer nccl-tests names by it (all-gather:
+// the gathered output, reduce-scatter: the input before scattering, all-reduce: the buffer,
+// all-to-all: what one rank sends, here the busiest rank's larger of sent and received bytes), and
+// bus bandwidth = size / time x factor, factor 2(n-1)/n for all-reduce and (n-1)/n for all-gather,
+// reduce-scatter and all-to-all.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/plan.hpp"
+
+namespace gs {
+
+enum class CollKind { AllGather, ReduceScatter, AllReduce, AllToAll };
+enum class CommGroup { Tensor, Expert, Data, ExpertData };
+// The element type on the wire. Fp8 carries one FP32 scale per 128 elements of a row when the
+// collective says so (block-scaled dispatch, DeepSeek-V3 style); otherwise one per tensor (not counted).
+enum class CommType { Fp32, Bf16, Fp8 };
+
+const char* to_string(CollKind k);   // "all-gather", "reduce-scatter", "all-reduce", "all-to-all"
+const char* to_string(CommGroup g);  // "TP", "EP", "DP", "EDP"
+const char* to_string(CommType t);   // "FP32", "BF16", "FP8"
+int64_t comm_type_bytes(CommType t);  // 4, 2, 1
+CommType comm_type_from_string(const std::string& s);  // fp32 | bf16 (any case); UsageError otherwise
+
+// The layout whose communication is planned. Tensor and expert parallelism come from the model
+// config (--tensor-parallel, --expert-parallel); the rest from their own flags.
+struct CommLayout {
+  int64_t tensor_parallel = 1;
+  bool sequence_parallel = true;  // TP > 1: all-gather / reduce-scatter (true) or all-reduce (false)
+  int64_t expert_parallel = 1;
+  int64_t data_parallel = 1;  // data-parallel replicas; expert parallelism is carved out of them
+  // 0: gradients all-reduced once per step; 1 and 2 (Megatron's distributed optimizer): gradients
+  // reduce-scattered and weights all-gathered once per step; 3 (FSDP): weights all-gathered
+  // before each layer's forward and backward, gradients reduce-scattered per layer.
+  int zero_stage = 1;
+  CommType grad_type = CommType::Fp32;  // gradients reduced in FP32 (main gradients) or BF16
+  int64_t gpus() const { return tensor_parallel * data_parallel; }
+};
+
+// The GEMM a collective runs beside (Transformer Engine's comm-GEMM overlap, FSDP prefetch,
+// gradient reduction behind the backward pass).
+struct GemmRef {
+  Pass pass;
+  Op op;
+};
+
+struct Collective {
+  CollKind kind;
+  CommGroup group;
+  int64_t ranks;      // communicator size
+  Scope scope;        // Layer, DenseLayer, MoeLayer: per layer of that kind; Model: once per step
+  bool backward;      // runs in the backward pass (or after it: gradient reduction)
+  std::string what;   // "all-gather of the LN output before QKV"
+  std::optional<GemmRef> overlaps;  // the GEMM it runs beside; none: exposed under any overlap model
+  CommType type_bf16;  // on the wire under the BF16 recipe
+  CommType type_fp8;   // under the FP8 recipes
+  bool block_scales = false;  // FP8 sends one FP32 scale per 128 elements of a row
+  int64_t width = 0;  // elements per row
+  int64_t rows = 0;   // rows of the nccl-tests buffer (all-gather, reduce-scatter, all-reduce)
+  // All-to-all only: ranks x ranks rows sent from rank i (row) to rank j (column), row-major.
+  std::vector<int64_t> matrix;
+
+  CommType wire_type(bool fp8) const { return fp8 ? type_fp8 : type_bf16; }
+  int64_t rows_sent(int64_t rank) const;      // all-to-all
+  int64_t rows_received(int64_t rank) const;  // all-to-all
+  // Bytes of `r` rows in type t (with block scales for FP8 where the collective has them).
+  int64_t bytes_of_rows(int64_t r, CommType t) const;
+  // nccl-tests size in bytes, see the header comment.
+  int64_t size_bytes(CommType t) const;
+  // nccl-tests bus-bandwidth factor: 2(n-1)/n for all-reduce, (n-1)/n otherwise.
+  double bus_factor() const;
+  // Bus bandwidth in GB/s (1e9 B/s) of this collective in type t taking `ms` milliseconds.
+  double bus_bandwidth_gbs(CommType t, double ms) const;
+};
+
+// How many times per step a collective of this scope runs (layers of its kind, or 1).
+int64_t times_per_step(const Collective& c, const Plan& plan);
+
+// The all-to-alls hold a ranks x ranks matrix of counts: bounded so that any accepted input plans
+// in well under a second and a few MiB (docs/hostile-input.md).
+constexpr int64_t kMaxCommExpertParallel = 512;
+
+// Refuses (UsageError, one sentence naming the flag) a layout that does not fit the plan: sizes
+// below 1, a ZeRO stage outside 0-3, data parallelism not a multiple of expert parallelism, tokens
+// not divisible by the tensor-parallel size under sequence parallelism, expert parallelism that
+// differs from the plan's.
+void validate_layout(const CommLayout& l, const Plan& plan);
+
+// The layout the plan implies with the user's flags on top: TP and EP from the plan's config;
+// data parallelism, when not given (0), the smallest that holds the expert parallelism.
+CommLayout layout_for(const Plan& plan, int64_t data_parallel, bool sequence_parallel, int zero_stage,
+                      CommType grad_type);
+
+// Every collective one step runs under `l`, per layer kind: the forward pass's (TP, then EP, then
+// DP weight gathers), then the backward pass's (TP blocks in reverse, EP, DP gradient reductions). A model plan only (UsageError for --shapes plans); empty when the
+// layout runs on one GPU.
+std::vector<Collective> plan_collectives(const Plan& plan, const CommLayout& l);
+
+// Refuses a measurement that needs more GPUs in one communicator than `gpus_present`:
+// "the TP collectives need 4 GPUs in one communicator; this node has 2 ...". Nothing to check
+// when the plan has no collectives.
+void check_gpus_present(const std::vector<Collective>& cs, const CommLayout& l, int64_t gpus_present);
+
+// ---- measurement ----
+
+// One collective timed in one wire type (CUDA events on every rank's stream; the slowest rank).
+struct CommTiming {
+  double ms = 0;        // median over iterations
+  double ms_min = 0;
+  double ms_max = 0;
+  int64_t iterations = 0;
+};
+
+// A collective beside the GEMM it overlaps (BF16 recipe): the GEMM on each rank's compute stream,
+// the collective on a side stream, both started at one event. Overlap model: the collective hides
+// behind its GEMM only; exposed = max(0, both - gemm_alone), the time the pair takes beyond the
+// GEMM alone.
+struct OverlapTiming {
+  double gemm_alone_ms = 0;    // the GEMM alone (median, slowest rank)
+  double gemm_overlap_ms = 0;  // the GEMM while the collective runs
+  double comm_overlap_ms = 0;  // the collective while the GEMM runs (from the common start)
+  double both_ms = 0;          // the pair, from the common start to the later end
+  double gemm_slowdown() const { return gemm_alone_ms > 0 ? gemm_overlap_ms / gemm_alone_ms - 1 : 0; }
+  double exposed_ms() const { return both_ms > gemm_alone_ms ? both_ms - gemm_alone_ms : 0; }
+};
+
+class CommEngine {
+ public:
+  virtual ~CommEngine() = default;
+  virtual std::string description() const = 0;  // "NCCL 2.28.3, 2 x NVIDIA H100 80GB HBM3"
+  virtual int64_t gpus() const = 0;
+  virtual CommTiming time(const Collective& c, CommType t, int warmup, int iters) = 0;
+  // The collective beside `g` (a BF16 GEMM of its shape; grouped GEMMs as one dense GEMM of their
+  // total rows); nullopt where the engine cannot run the GEMM.
+  virtual std::optional<OverlapTiming> overlap(const Collective& c, CommType t, const Gemm& g, int warmup, int iters) {
+    (void)c, (void)t, (void)g, (void)warmup, (void)iters;
+    return std::nullopt;
+  }
+};
+
+struct CommMeasurement {
+  size_t index;  // into the collective list
+  CommType type;
+  CommTiming timing;
+  std::optional<OverlapTiming> overlap;  // the BF16 type of a collective with an `overlaps` GEMM
+};
+
+struct CommResult {
+  CommLayout layout;
+  std::vector<Collective> collectives;
+  std::vector<CommMeasurement> measured;  // empty: sizes only (modelled)
+  std::string engine;                     // description of the engine that measured, "" if none
+  std::vector<std::string> notes;
+  const CommMeasurement* find(size_t index, CommType t) const;
+};
+
+// Times every collective in its BF16-recipe type and, where it differs, its FP8-recipe type; with
+// `overlap`, each BF16 collective that has an `overlaps` GEMM also beside that GEMM.
+CommResult measure_collectives(const Plan& plan, const CommLayout& l, CommEngine& engine, int warmup, int iters,
+                               bool overlap = true);
+// The plan's GEMM a collective overlaps (first match of pass and op), or nullptr.
+const Gemm* overlapped_gemm(const Collective& c, const Plan& plan);
+// The same result with sizes only.
+CommResult plan_comm(const Plan& plan, const CommLayout& l);
+
+// {"schema": "gemmscope-comm/1", "engine", "layout", "collectives": [{kind, group, ranks, scope,
+// backward, what, per_step, rows, width, block_scales, matrix, types: {"BF16": {size_bytes,
+// ms, ms_min, ms_max, bus_gbs}, ...}}], "notes"}: what bench/validate_collectives.py replays.
+nlohmann::json comm_to_json(const CommResult& r, const Plan& plan);
+
+// The per-layer communication table (sizes, counts per step, measured ms and bus bandwidth).
+std::string render_comm_text(const CommResult& r, const Plan& plan);
+
+}  // namespace gs

@@ -1,0 +1,101 @@
+// The NCCL engine on 2 GPUs: every collective of a TP/SP, an EP and a DP layout completes, at a
+// bus bandwidth of the right order (NVLink: tens to hundreds of GB/s), FP8 gathers faster than
+// BF16 ones, and the overlap figures are consistent. Skips (saying why) with fewer than 2 GPUs or
+// without libnccl.so.2.
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "core/error.hpp"
+
+#include "core/collectives.hpp"
+#include "core/model_config.hpp"
+#include "cuda/device_count.hpp"
+#include "cuda/nccl_comm.hpp"
+#include "gpu_test_util.hpp"
+
+using namespace gs;
+
+namespace {
+
+std::unique_ptr<CommEngine> two_gpu_engine() {
+  std::string why;
+  const int n = cuda::visible_device_count(why);
+  if (n < 2) return nullptr;
+  return cuda::make_nccl_engine(why);
+}
+
+#define GS_REQUIRE_TWO_GPUS_AND_NCCL(engine)                                                   \
+  GS_REQUIRE_GPU();                                                                           \
+  std::unique_ptr<CommEngine> engine = two_gpu_engine();                                      \
+  if (!engine) {                                                                              \
+    std::string why_;                                                                         \
+    const int n_ = cuda::visible_device_count(why_);                                          \
+    if (n_ >= 2) cuda::make_nccl_engine(why_);                                                \
+    GTEST_SKIP() << "needs 2 GPUs and libnccl.so.2: "                                         \
+                 << (n_ < 2 ? std::to_string(n_) + " GPU visible" : why_);                    \
+  }
+
+}  // namespace
+
+TEST(NcclComm, TensorSequenceParallelCollectives) {
+  GS_REQUIRE_TWO_GPUS_AND_NCCL(engine);
+  ModelConfig c = find_preset("llama-3-8b").config;
+  c.tensor_parallel = 2;
+  c.micro_batch_size = 1;  // 8192 x 4096: 64 MiB per gather in BF16
+  const Plan p = build_model_plan(c);
+  const CommLayout l = layout_for(p, 0, true, 1, CommType::Fp32);
+  const CommResult r = measure_collectives(p, l, *engine, 3, 10);
+  ASSERT_EQ(r.collectives.size(), 10u);
+  for (const CommMeasurement& m : r.measured) {
+    const Collective& x = r.collectives[m.index];
+    SCOPED_TRACE(x.what);
+    EXPECT_EQ(m.timing.iterations, 10);
+    EXPECT_GT(m.timing.ms, 0.0);
+    const double bw = x.bus_bandwidth_gbs(m.type, m.timing.ms);
+    EXPECT_GT(bw, 10.0);    // NVLink or PCIe: not a stall
+    EXPECT_LT(bw, 2000.0);  // and not faster than any link
+    if (m.type == CommType::Bf16) {
+      ASSERT_TRUE(m.overlap.has_value());
+      EXPECT_GT(m.overlap->gemm_alone_ms, 0.0);
+      EXPECT_GE(m.overlap->both_ms, m.overlap->gemm_overlap_ms * 0.999);
+    }
+  }
+  // The FP8 all-gather moves half the bytes of the BF16 one.
+  const CommMeasurement* b16 = r.find(0, CommType::Bf16);
+  const CommMeasurement* b8 = r.find(0, CommType::Fp8);
+  ASSERT_TRUE(b16 && b8);
+  EXPECT_LT(b8->timing.ms, b16->timing.ms);
+  std::cout << render_comm_text(r, p);
+}
+
+TEST(NcclComm, ExpertAllToAllvAndDataParallel) {
+  GS_REQUIRE_TWO_GPUS_AND_NCCL(engine);
+  ModelConfig c = find_preset("mixtral-8x7b").config;
+  c.moe.expert_parallel = 2;
+  c.moe.routing = "hot:0.6";  // uneven: one rank receives more rows
+  c.num_hidden_layers = 2;
+  const Plan p = build_model_plan(c);
+  const CommLayout l = layout_for(p, 0, true, 3, CommType::Bf16);
+  const CommResult r = measure_collectives(p, l, *engine, 2, 5, false);
+  int a2a = 0;
+  for (const CommMeasurement& m : r.measured) {
+    const Collective& x = r.collectives[m.index];
+    SCOPED_TRACE(x.what);
+    EXPECT_GT(m.timing.ms, 0.0);
+    if (x.kind == CollKind::AllToAll) {
+      ++a2a;
+      EXPECT_NE(x.rows_received(0), x.rows_received(1));
+    }
+  }
+  EXPECT_EQ(a2a, 6);  // dispatch in BF16 and FP8, combine, the two backward
+  std::cout << render_comm_text(r, p);
+}
+
+TEST(NcclComm, TooManyRanksRefused) {
+  GS_REQUIRE_TWO_GPUS_AND_NCCL(engine);
+  ModelConfig c = find_preset("llama-3-8b").config;
+  c.tensor_parallel = static_cast<int64_t>(engine->gpus()) * 2;
+  const Plan p = build_model_plan(c);
+  EXPECT_THROW(measure_collectives(p, layout_for(p, 0, true, 1, CommType::Fp32), *engine, 1, 1), UsageError);
+}
