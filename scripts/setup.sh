@@ -3,7 +3,9 @@
 #   scripts/setup.sh            install deps + configure + build (build/)
 #   scripts/setup.sh --no-deps  configure + build only (e.g. on a GPU node without network)
 # Environment: BUILD_DIR (default build), CUDA_ARCHS (default "80-real;89-real;90-real;100-real;90-virtual"),
-#              GEMMSCOPE_CUDA=ON|OFF|AUTO (default AUTO: CUDA backend if nvcc is found).
+#              GEMMSCOPE_CUDA=ON|OFF|AUTO (default AUTO: CUDA backend if nvcc is found),
+#              GEMMSCOPE_CUTLASS_DIR (default ../shared/third_party/cutlass-4.2.1; cloned at the pinned
+#              tag when missing and the network is there; "" builds without the CUTLASS provider).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
@@ -11,7 +13,7 @@ deps=1
 for a in "$@"; do
   case "$a" in
     --no-deps) deps=0 ;;
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown option '$a'" >&2; exit 2 ;;
   esac
 done
@@ -26,9 +28,19 @@ if [[ $deps == 1 ]]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
 fi
+# The CUTLASS provider's headers (CMakeLists.txt): the pinned tag, cloned when missing; without the
+# network the build goes on without the provider and says so.
+CUTLASS_TAG=v4.2.1
+CUTLASS_DIR=${GEMMSCOPE_CUTLASS_DIR-../shared/third_party/cutlass-4.2.1}
+if [[ -n "$CUTLASS_DIR" && ! -f "$CUTLASS_DIR/include/cutlass/cutlass.h" && "${GEMMSCOPE_CUDA:-AUTO}" != OFF ]]; then
+  echo "setup: cloning CUTLASS $CUTLASS_TAG into $CUTLASS_DIR"
+  git clone -q --depth 1 --branch "$CUTLASS_TAG" https://github.com/NVIDIA/cutlass "$CUTLASS_DIR" ||
+    echo "setup: could not clone CUTLASS; building without the CUTLASS provider"
+fi
+if [[ -n "$CUTLASS_DIR" && -f "$CUTLASS_DIR/include/cutlass/cutlass.h" ]]; then CUTLASS_DIR=$(cd "$CUTLASS_DIR" && pwd); fi
 if [[ -x /usr/local/cuda/bin/nvcc && -z "${CUDACXX:-}" ]]; then export CUDACXX=/usr/local/cuda/bin/nvcc; fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DGEMMSCOPE_CUDA="${GEMMSCOPE_CUDA:-AUTO}" \
+  -DGEMMSCOPE_CUDA="${GEMMSCOPE_CUDA:-AUTO}" -DGEMMSCOPE_CUTLASS_DIR="$CUTLASS_DIR" \
   ${CUDA_ARCHS:+-DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS"}
 cmake --build "$BUILD_DIR" -j "$(nproc)"
 echo "setup: built $BUILD_DIR/gemmscope"
