@@ -94,7 +94,7 @@ KernelInputs gemm_kernel_inputs(std::string_view name) {
   }
   if (has(l, "e4m3") || has(l, "e5m2") || has(l, "fp8") || has(l, "f8f6f4")) return KernelInputs::FP8;
   if (has(l, "e2m1") || has(l, "fp4") || has(l, "nvf4")) return KernelInputs::FP4;
-  if (has(l, "bf16")) return KernelInputs::BF16;
+  if (has(l, "bf16") || has(l, "bfloat16")) return KernelInputs::BF16;  // CUTLASS: cutlass::bfloat16_t
   return KernelInputs::Unknown;
 }
 

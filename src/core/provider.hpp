@@ -20,6 +20,10 @@ inline constexpr const char* kProviderCutlass = "cutlass";
 const std::vector<std::string>& known_providers();
 bool is_known_provider(const std::string& name);
 
+// What a provider other than cuBLASLt runs, for the run's notes ("" for cuBLASLt, whose grouped
+// GEMMs have their own note).
+std::string provider_note(const std::string& name);
+
 // --provider: "cublaslt", "cutlass", ..., "all", or a comma list of names (any case). The order is
 // kept (the first provider's cells are the run's main columns); a name listed twice, an empty item
 // or an unknown name is a UsageError naming --provider.

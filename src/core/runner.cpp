@@ -3,6 +3,7 @@
 #include "core/report_moe.hpp"
 
 #include "core/clocks.hpp"
+#include "core/provider.hpp"
 #include "core/repeats.hpp"
 
 #include <fmt/format.h>
@@ -141,6 +142,8 @@ std::string grouped_note(int streams, bool fused) {
 }
 
 void add_grouped_note(RunResult& r, int streams) {
+  // The note describes cuBLASLt's grouped path: a run without that provider has none of its cells.
+  if (std::find(r.providers.begin(), r.providers.end(), kProviderCublasLt) == r.providers.end()) return;
   for (const Gemm& g : r.plan.gemms)
     if (g.grouped()) {
       r.notes.push_back(grouped_note(streams, r.recipe_options.grouped_quant_fused));
@@ -248,6 +251,8 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
   for (std::string& w : clock_warnings(r)) r.notes.push_back(std::move(w));
   if (std::string n = gate_timeout_note(r); !n.empty()) r.notes.push_back(std::move(n));
   add_grouped_note(r, req.options.grouped_streams);
+  for (const std::string& pv : r.providers)
+    if (std::string n = provider_note(pv); !n.empty()) r.notes.push_back(std::move(n));
   for (std::string& n : moe_fp8_notes(r)) r.notes.push_back(std::move(n));
   finish_kernel_records(r);
   if (progress) progress(total, total, "done");

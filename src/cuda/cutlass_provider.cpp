@@ -4,15 +4,19 @@
 // expert's tokens), writing each expert's FP32 main gradient with beta = 1 (the default training
 // semantics) or a BF16 gradient. CUTLASS has no K-grouped kernel as such on sm90: the ptr-array
 // grouped kernel takes every group's (m, n, k) from device memory, which serves the same purpose
-// in one launch. Dense GEMMs and the FP8 recipes are not built yet: such cells are N/A, saying so.
+// in one launch. A dense BF16 GEMM runs as the same kernel with one group (no further
+// instantiation; its configuration says so). The FP8 recipes are not built yet: N/A, saying so.
 #include <fmt/format.h>
 
+#include <climits>
+#include <optional>
 #include <stdexcept>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/cutlass_grouped.hpp"
 #include "cuda/grouped_gemm.hpp"
 #include "cuda/provider.hpp"
+#include "cuda/recipe_gemm.hpp"
 
 namespace gs::cuda {
 
@@ -75,6 +79,28 @@ class CutlassGroupedRun final : public ProviderRun {
   std::vector<const DeviceBuffer*> zero_;
 };
 
+// The family of a dense GEMM's operand layouts (l K-major, r K-major, FP32 output), or none.
+std::optional<CutlassGroupedFamily> dense_family(bool l_k_major, bool r_k_major, bool fp32_out) {
+  if (l_k_major && !fp32_out) return r_k_major ? CutlassGroupedFamily::Bf16RowCol : CutlassGroupedFamily::Bf16RowRow;
+  if (!l_k_major && !r_k_major) return fp32_out ? CutlassGroupedFamily::Bf16ColRowF32Acc : CutlassGroupedFamily::Bf16ColRowBf16;
+  return std::nullopt;
+}
+
+// A dense GEMM as a ptr-array launch of one group.
+class CutlassDenseRun final : public ProviderRun {
+ public:
+  CutlassDenseRun(GemmSources& src, CutlassGroupedFamily family, int device)
+      : launch_(make_cutlass_grouped(family, {{static_cast<int>(src.m), static_cast<int>(src.n), static_cast<int>(src.k),
+                                                src.l.get(), src.r.get(), src.c.get()}},
+                                     device)) {}
+  void iteration(cudaStream_t s) override { launch_->run(s); }
+  int ops() const override { return 1; }
+  std::string config() const override { return launch_->config() + "; a dense GEMM as one group"; }
+
+ private:
+  std::unique_ptr<CutlassGroupedLaunch> launch_;
+};
+
 class CutlassProvider final : public GemmProvider {
  public:
   const char* name() const override { return "cutlass"; }
@@ -82,8 +108,19 @@ class CutlassProvider final : public GemmProvider {
   std::string cannot_run(const Gemm& g, Precision, Mode, const Recipe& r, int cc) const override {
     if (!cutlass_built()) return "CUTLASS: not in this build (GEMMSCOPE_CUTLASS_DIR was not found when it was built)";
     if (cc != 90) return fmt::format("CUTLASS: the kernels are built for sm_90a (Hopper) only; this device is sm_{}", cc);
-    if (!g.grouped()) return "CUTLASS: dense GEMMs are not built yet (grouped BF16 only)";
-    if (r.precision != Precision::BF16) return "CUTLASS: only BF16 grouped GEMMs are built (FP8 grouped not yet)";
+    if (r.precision != Precision::BF16) return "CUTLASS: only BF16 GEMMs are built (FP8 not yet)";
+    if (!g.grouped()) {
+      if (!dense_family(g.a.k_major, g.b.k_major, r.fp32_accumulate))
+        return fmt::format("CUTLASS: no kernel for this operand layout (left {}, right {}{})",
+                           g.a.k_major ? "K-major" : "M-major", g.b.k_major ? "K-major" : "N-major",
+                           r.fp32_accumulate ? ", FP32 output" : "");
+      // TMA: every operand's contiguous rows start on 16 bytes (8 BF16 elements).
+      const int64_t l = g.a.k_major ? g.k : g.m, rr = g.b.k_major ? g.k : g.n;
+      if (l % 8 != 0 || rr % 8 != 0 || g.n % 8 != 0)
+        return fmt::format("CUTLASS: BF16 needs every operand's contiguous dimension a multiple of 8 ({})", g.shape());
+      if (g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX) return "CUTLASS: a dimension above 2^31";
+      return {};
+    }
     // TMA: every row of every operand starts on 16 bytes (8 BF16 elements; FP32 outputs 4).
     const int64_t a = g.group_dim == GroupDim::M ? g.k : g.m;
     if (a % 8 != 0 || g.n % 8 != 0)
@@ -92,8 +129,11 @@ class CutlassProvider final : public GemmProvider {
     return {};
   }
 
-  std::unique_ptr<ProviderRun> dense(const Gemm&, const Recipe&, Mode, GemmSources&, int) override {
-    throw std::invalid_argument("CUTLASS: dense GEMMs are not built yet");
+  std::unique_ptr<ProviderRun> dense(const Gemm& g, const Recipe& r, Mode, GemmSources& src, int device) override {
+    if (r.precision != Precision::BF16) throw std::invalid_argument("CUTLASS: only BF16 GEMMs are built");
+    const auto family = dense_family(g.a.k_major, g.b.k_major, r.fp32_accumulate);
+    if (!family) throw std::invalid_argument("CUTLASS: no kernel for this operand layout");
+    return std::make_unique<CutlassDenseRun>(src, *family, device);
   }
 
   std::unique_ptr<ProviderRun> grouped(GroupedSources& src, const Recipe& r, Mode, int device) override {

@@ -3,11 +3,13 @@
 // files without providers), compare of multi-provider runs, and the CLI's refusals.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
 #include <string>
 
 #include "core/compare.hpp"
 #include "core/error.hpp"
+#include "core/kernels.hpp"
 #include "core/model_config.hpp"
 #include "core/provider.hpp"
 #include "core/report.hpp"
@@ -78,6 +80,13 @@ TEST(ProviderOption, RefusesUnknownEmptyAndRepeatedNames) {
       EXPECT_NE(std::string(e.what()).find("--provider"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(ProviderKernels, CutlassKernelNamesTellTheirInputType) {
+  EXPECT_EQ(gemm_kernel_inputs("void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, "
+                               "int>, cutlass::gemm::collective::CollectiveMma<..., cutlass::bfloat16_t, ...>>>"),
+            KernelInputs::BF16);
+  EXPECT_EQ(gemm_kernel_inputs("cutlass::device_kernel<...cutlass::float_e4m3_t...>"), KernelInputs::FP8);
 }
 
 TEST(ProviderRunner, MeasuresEveryCellOncePerProvider) {
@@ -155,7 +164,7 @@ TEST(ProviderReport, TextShowsEveryProviderAndTheBestAvailable) {
   const RunResult r = run(e, small_request({"cublaslt", "cutlass"}));
   const std::string t = render_text(r);
   EXPECT_NE(t.find("Kernel providers: cublaslt,cutlass"), std::string::npos) << t;
-  EXPECT_NE(t.find("Providers (training)"), std::string::npos) << t;
+  EXPECT_NE(t.find(std::string("Providers (") + to_string(Mode::Autocast) + ")"), std::string::npos) << t;
   EXPECT_NE(t.find("best available"), std::string::npos) << t;
   EXPECT_NE(t.find("CUTLASS: only BF16 grouped GEMMs are built"), std::string::npos) << "the N/A reason is printed";
   // A single cuBLASLt run prints none of it (the golden reports stay as they are).
@@ -216,8 +225,8 @@ TEST(ProviderJson, FilesWithoutProvidersAreCublasLtAndBadListsAreRefused) {
   bad["gemms"][1].erase("provider_results");
   refused(bad, "provider_results");
   bad = j;
-  bad["gemms"][0]["provider_results"]["cutlass"].erase("training");
-  refused(bad, "training");
+  bad["gemms"][0]["provider_results"]["cutlass"].erase(to_string(Mode::Autocast));
+  refused(bad, std::string("no object for mode \"") + to_string(Mode::Autocast));
 }
 
 TEST(ProviderCompare, ComparesTheProvidersBothFilesMeasured) {
@@ -247,6 +256,31 @@ TEST(ProviderCompare, ComparesTheProvidersBothFilesMeasured) {
   bool noted = false;
   for (const auto& d : cr2.differences) noted |= d.find("providers: cublaslt,cutlass vs cutlass") != std::string::npos;
   EXPECT_TRUE(noted);
+}
+
+// The chart script charts any provider of the file (its cells become the chart's), refusing a
+// provider the file does not hold before any drawing (so without matplotlib too).
+TEST(ProviderPlot, ChartsAChosenProviderAndRefusesOthers) {
+  const auto dir = test::scratch_dir("provider_plot");
+  if (test::run_shell("python3 -c pass", dir).rc != 0) GTEST_SKIP() << "no python3";
+  ProviderEngine e;
+  nlohmann::json j = to_json(run(e, small_request({"cublaslt", "cutlass"})));
+  const auto file = dir / "two.json";
+  std::ofstream(file) << j.dump();
+  const std::string script = std::string(GS_SOURCE_DIR) + "/tools/gemmscope_plot.py";
+  auto plot = [&](const std::string& args) {
+    return test::run_shell("python3 " + script + " " + file.string() + " -o " + (dir / "c.svg").string() + " " + args, dir);
+  };
+  const test::Out bad = plot("--provider nope");
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.err.find("provider nope is not in two.json (providers: cublaslt, cutlass)"), std::string::npos) << bad.err;
+  const test::Out ok = plot("--provider cutlass");
+  EXPECT_TRUE(ok.rc == 0 || ok.rc == 3) << "charted, or matplotlib missing (3): " << ok.rc << " " << ok.err;
+  j["gemms"][0].erase("provider_results");
+  std::ofstream(file) << j.dump();
+  const test::Out missing = plot("--provider cutlass");
+  EXPECT_EQ(missing.rc, 2);
+  EXPECT_NE(missing.err.find("gemms[0] has no provider_results.cutlass"), std::string::npos) << missing.err;
 }
 
 #ifdef GS_BINARY

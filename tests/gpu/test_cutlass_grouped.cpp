@@ -2,7 +2,8 @@
 // cuda/cutlass_provider.cpp): every expert's output equals an FP64 GEMM of its own operands, with
 // empty and uneven experts, in Fprop (B K-major), Dgrad (B N-major) and Wgrad (per-expert K) with
 // a BF16 gradient (empty experts zeroed) and with FP32 main gradients accumulated (beta = 1: two
-// iterations add twice, empty experts untouched). Through the engine: cells recorded as CUTLASS
+// iterations add twice, empty experts untouched); dense BF16 GEMMs as one group in each layout of a
+// training step. Through the engine: cells recorded as CUTLASS
 // with their configuration, and N/A with a reason for what the provider does not run.
 #include <cuda_bf16.h>
 
@@ -18,6 +19,8 @@
 #include "core/results.hpp"
 #include "cuda/cutlass_grouped.hpp"
 #include "cuda/engine_cuda.hpp"
+#include "cuda/fill.cuh"
+#include "cuda/recipe_gemm.hpp"
 #include "cuda/grouped_gemm.hpp"
 #include "cuda/provider.hpp"
 #include "gemm_reference.hpp"
@@ -208,6 +211,52 @@ TEST(CutlassGrouped, SkewedRoutingOverManyExperts) {
   }
 }
 
+// Dense BF16 GEMMs as one group, in the three layouts a training step has (Fprop: both operands
+// K-major; Dgrad: the weight N-major; Wgrad: both token-major, into a BF16 or an FP32 gradient).
+TEST(CutlassDense, EveryLayoutMatchesTheFp64Reference) {
+  GS_REQUIRE_CUTLASS();
+  const int64_t m = 264, k = 320, n = 136;  // no multiple of the 128 tile in m and n
+  struct Layout { const char* name; bool l_k, r_k, fp32; };
+  for (const Layout& lay : {Layout{"Fprop", true, true, false}, Layout{"Dgrad", true, false, false},
+                            Layout{"Wgrad bf16", false, false, false}, Layout{"Wgrad fp32", false, false, true}}) {
+    SCOPED_TRACE(lay.name);
+    Gemm g{Pass::Shape, Op::Shape, Scope::Shape, m, k, n, {Role::Activation, lay.l_k}, {Role::Weight, lay.r_k}};
+    GemmSources src = GemmSources::allocate(g, lay.fp32);
+    fill_normal_bf16(src.l.get<__nv_bfloat16>(), static_cast<size_t>(m * k), 5, 1.0f, nullptr);
+    fill_normal_bf16(src.r.get<__nv_bfloat16>(), static_cast<size_t>(k * n), 6, 1.0f, nullptr);
+    const float init = 0.5f;
+    if (lay.fp32) {
+      std::vector<float> h(static_cast<size_t>(m * n), init);
+      GS_CUDA(cudaMemcpy(src.c.get(), h.data(), src.c.bytes(), cudaMemcpyHostToDevice));
+    } else {
+      GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));
+    }
+    GS_CUDA(cudaDeviceSynchronize());
+    Recipe r = make_recipe(Precision::BF16, g, RecipeOptions{});
+    r.fp32_accumulate = lay.fp32;
+    auto provider = make_cutlass_provider();
+    ASSERT_EQ(provider->cannot_run(g, Precision::BF16, Mode::Autocast, r, 90), "");
+    auto run = provider->dense(g, r, Mode::Autocast, src, 0);
+    run->iteration(nullptr);
+    GS_CUDA(cudaDeviceSynchronize());
+    const auto ref = ref_gemm(bf16_operand(to_host_u16(src.l), m, k, lay.l_k), bf16_operand(to_host_u16(src.r), n, k, lay.r_k),
+                              m, n, k);
+    std::vector<double> out;
+    if (lay.fp32) {
+      for (float x : to_host_f32(src.c)) out.push_back(static_cast<double>(x) - init);
+    } else {
+      out = to_double(to_host_u16(src.c));
+    }
+    EXPECT_LT(rel_frobenius(out, ref), lay.fp32 ? 1e-5 : 4e-3);
+  }
+  // A layout no family serves: N/A with the reason.
+  Gemm bad{Pass::Shape, Op::Shape, Scope::Shape, 256, 256, 256, {Role::Activation, false}, {Role::Weight, true}};
+  EXPECT_NE(make_cutlass_provider()->cannot_run(bad, Precision::BF16, Mode::Autocast,
+                                                make_recipe(Precision::BF16, bad, RecipeOptions{}), 90)
+                .find("no kernel for this operand layout"),
+            std::string::npos);
+}
+
 TEST(CutlassEngine, CellsRecordTheProviderOrSayWhyNot) {
   GS_REQUIRE_GPU();
   EngineOptions o;
@@ -243,8 +292,12 @@ TEST(CutlassEngine, CellsRecordTheProviderOrSayWhyNot) {
   EXPECT_FALSE(fp8.ok);
   EXPECT_NE(fp8.reason.find("CUTLASS"), std::string::npos) << fp8.reason;
   const Cell dense = engine->measure_with(build_shapes_plan("1024").gemms[0], Precision::BF16, Mode::Autocast, kProviderCutlass);
-  EXPECT_FALSE(dense.ok);
-  EXPECT_NE(dense.reason.find("dense"), std::string::npos) << dense.reason;
+  EXPECT_TRUE(dense.ok) << dense.reason;
+  EXPECT_NE(dense.kernels.config.find("one group"), std::string::npos) << dense.kernels.config;
+  const Cell odd = engine->measure_with(build_shapes_plan("1000x1004x1000").gemms[0], Precision::BF16, Mode::Autocast,
+                                        kProviderCutlass);
+  EXPECT_FALSE(odd.ok) << "k = 1004 is no multiple of 8";
+  EXPECT_NE(odd.reason.find("multiple of 8"), std::string::npos) << odd.reason;
   const Cell wgrad = engine->measure_with(grouped_gemm(Pass::Wgrad), Precision::BF16, Mode::Autocast, kProviderCutlass);
   EXPECT_TRUE(wgrad.ok) << wgrad.reason;
 }
