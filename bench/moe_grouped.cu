@@ -7,7 +7,10 @@
 // SPEC: {"iters": 100, "warmup": 10, "gpu_warmup_s": 2, "streams": [4, 0],
 //        "cases": [{"name": "...", "pass": "fprop|dgrad|wgrad", "in": 7168, "out": 4096,
 //                   "counts": [...], "precisions": ["BF16", "FP8Current"],
-//                   "modes": ["per-gemm", "pre-quantized"]}]}  (old name "autocast" accepted)
+//                   "modes": ["per-gemm", "pre-quantized"]}],
+//        "providers": ["cublaslt", "cutlass"], "wgrad_fp32_accumulate": true}  (old name "autocast" accepted; providers default
+//        cublaslt; a provider other than cuBLASLt runs once, under the first "streams" entry,
+//        which only cuBLASLt's per-expert GEMMs use)
 // One linear layer per case, Y[T,out] = X[T,in] W[out,in]^T, as core/plan.cpp lays it out:
 // Fprop and Dgrad grouped along M (counts = rows per expert), Wgrad along K (tokens per expert).
 // OUT: one record per (case, streams, precision, mode) with the cell's times, the dense-equivalent
@@ -54,11 +57,14 @@ int main(int argc, char** argv) {
     std::ifstream f(argv[1]);
     const json spec = json::parse(f);
     json out = json::array();
-    for (int streams : spec.value("streams", std::vector<int>{4})) {
+    const auto providers = spec.value("providers", std::vector<std::string>{"cublaslt"});
+    const auto all_streams = spec.value("streams", std::vector<int>{4});
+    for (int streams : all_streams) {
       gs::EngineOptions o;
       o.timing.iters = spec.value("iters", 100);
       o.timing.warmup = spec.value("warmup", 10);
       o.grouped_streams = streams;
+      o.recipe.wgrad_fp32_accumulate = spec.value("wgrad_fp32_accumulate", o.recipe.wgrad_fp32_accumulate);
       std::string why;
       auto engine = gs::cuda::make_engine(o, why);
       if (!engine) {
@@ -71,11 +77,13 @@ int main(int argc, char** argv) {
         const gs::Gemm g = make_gemm(c.at("pass").get<std::string>(), c.at("in").get<int64_t>(),
                                      c.at("out").get<int64_t>(), counts);
         for (const std::string& ps : c.value("precisions", std::vector<std::string>{"BF16"}))
-          for (const std::string& ms : c.value("modes", std::vector<std::string>{"per-gemm"})) {
+          for (const std::string& ms : c.value("modes", std::vector<std::string>{"per-gemm"}))
+            for (const std::string& pv : providers) {
+            if (pv != "cublaslt" && streams != all_streams.front()) continue;
             const gs::Precision p = gs::precision_from_string(ps);
             const gs::Mode m = gs::mode_from_string(ms);
-            const gs::Cell cell = engine->measure(g, p, m);
-            json r = {{"name", c.at("name")}, {"pass", c.at("pass")}, {"streams", streams},
+            const gs::Cell cell = engine->measure_with(g, p, m, pv);
+            json r = {{"name", c.at("name")}, {"pass", c.at("pass")}, {"streams", streams}, {"provider", pv},
                       {"precision", gs::to_string(p)}, {"mode", gs::to_string(m)}, {"experts", counts.size()},
                       {"rows", g.group_dim == gs::GroupDim::M ? g.m : g.k}, {"flops", g.flops()},
                       {"padded_waste_rows", gs::padded_waste(g, p)}, {"ok", cell.ok}};
@@ -89,9 +97,10 @@ int main(int argc, char** argv) {
               r["gate_timed_out"] = cell.gate_timed_out;
               if (cell.dense_equiv_ms) r["dense_equiv_ms"] = *cell.dense_equiv_ms;
               if (cell.clock) r["sm_mhz"] = cell.clock->sm_mhz;
+              if (!cell.kernels.config.empty()) r["kernel_config"] = cell.kernels.config;
             }
-            std::fprintf(stderr, "moe_grouped: %s %s streams %d %s %s: %s\n", c.at("name").get<std::string>().c_str(),
-                         c.at("pass").get<std::string>().c_str(), streams, ps.c_str(), ms.c_str(),
+            std::fprintf(stderr, "moe_grouped: %s %s streams %d %s %s %s: %s\n", c.at("name").get<std::string>().c_str(),
+                         c.at("pass").get<std::string>().c_str(), streams, pv.c_str(), ps.c_str(), ms.c_str(),
                          cell.ok ? fmt::format("{:.3f} ms", cell.stats.mean_ms).c_str() : cell.reason.c_str());
             out.push_back(r);
           }

@@ -12,6 +12,11 @@ routed rows), with the SAME seeded per-expert routed counts on both sides:
   * BF16: gemmscope's grouped time (per-expert cuBLASLt GEMMs over 4 streams as TE GroupedLinear,
     and serially), its dense-equivalent GEMM, and torch._grouped_mm (one CUTLASS grouped launch):
     2D x 3D with offs for Fprop/Dgrad, 2D x 2D along K for Wgrad.
+  * BF16 through gemmscope's CUTLASS provider (--provider cutlass: one sm90 ptr-array grouped
+    launch, per-expert K for Wgrad, FP32 main gradients accumulated with beta = 1 as the default
+    training semantics; torch._grouped_mm's Wgrad writes a BF16 [E, in, out]): the column
+    "torch/gs CUTLASS" is torch's time over gemmscope's (the bar: >= 0.95 per pass). --no-cutlass
+    leaves it out (a build without CUTLASS reports N/A there).
   * FP8 (Fprop): gemmscope FP8Current (per-expert per-tensor scales; GEMM kernels only =
     pre-quantized, and with the per-expert quantization = per-gemm, formerly autocast) vs torch._scaled_grouped_mm
     with ROWWISE scales (its only Hopper recipe) -- a different recipe, labelled as such.
@@ -129,6 +134,10 @@ def main():
     ap.add_argument("--sigma", type=float, default=0.5, help="log-normal routing imbalance (0: near balanced)")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--no-fp8", action="store_true")
+    ap.add_argument("--no-cutlass", action="store_true", help="leave out gemmscope's CUTLASS provider column")
+    ap.add_argument("--wgrad-output", choices=["fp32-accumulate", "bf16"], default="fp32-accumulate",
+                    help="gemmscope's Wgrad output (as gemmscope's flag): FP32 main gradients accumulated (default) "
+                         "or BF16, as torch._grouped_mm writes it")
     args = ap.parse_args()
     if not os.path.exists(args.bin):
         sys.exit(f"moe_peer: {args.bin} not found (build gemmscope with CUDA; --bin)")
@@ -142,7 +151,9 @@ def main():
                 cases.append({"name": f"{name} {proj}", "pass": p, "in": fin, "out": fout, "counts": counts,
                               "precisions": ["BF16", "FP8Current"] if fp8 else ["BF16"],
                               "modes": ["pre-quantized", "per-gemm"] if fp8 else ["per-gemm"]})
-    spec = {"iters": args.iters, "warmup": args.warmup, "gpu_warmup_s": 3, "streams": [4, 0], "cases": cases}
+    providers = ["cublaslt"] if args.no_cutlass else ["cublaslt", "cutlass"]
+    spec = {"iters": args.iters, "warmup": args.warmup, "gpu_warmup_s": 3, "streams": [4, 0], "cases": cases,
+            "providers": providers, "wgrad_fp32_accumulate": args.wgrad_output == "fp32-accumulate"}
     with tempfile.TemporaryDirectory() as d:
         sp, op = os.path.join(d, "spec.json"), os.path.join(d, "out.json")
         with open(sp, "w") as f:
@@ -152,9 +163,10 @@ def main():
             gs = json.load(f)
     peers, torch_version, device = torch_peers(cases, args.iters, args.warmup)
 
-    def gs_cell(c, prec, mode, streams):
+    def gs_cell(c, prec, mode, streams, provider="cublaslt"):
         for r in gs["results"]:
-            if (r["name"], r["pass"], r["precision"], r["mode"], r["streams"]) == (c["name"], c["pass"], prec, mode, streams):
+            if (r["name"], r["pass"], r["precision"], r["mode"], r["streams"], r.get("provider", "cublaslt")) == (
+                    c["name"], c["pass"], prec, mode, streams, provider):
                 return r
         return None
 
@@ -163,19 +175,20 @@ def main():
 
     rows = []
     hdr = ("case", "pass", "gs BF16 s4 ms (TF/s)", "gs BF16 serial ms", "gs dense-eq ms", "torch grouped ms (TF/s)",
-           "gs s4/torch", "gs FP8Cur prequant ms", "gs FP8Cur autocast ms", "torch FP8 rowwise ms")
+           "gs s4/torch", "gs CUTLASS ms (TF/s)", "torch/gs CUTLASS", "gs FP8Cur prequant ms", "gs FP8Cur autocast ms", "torch FP8 rowwise ms")
     for c in cases:
         s4 = gs_cell(c, "BF16", "per-gemm", 4)
         s0 = gs_cell(c, "BF16", "per-gemm", 0)
         pq = gs_cell(c, "FP8Current", "pre-quantized", 4)
         ac = gs_cell(c, "FP8Current", "per-gemm", 4)
+        cu = gs_cell(c, "BF16", "per-gemm", 4, "cutlass")
         pr = peers[(c["name"], c["pass"])]
         ok = lambda r: r is not None and r.get("ok")
         fmt_ms = lambda r: f"{r['mean_ms']:.3f}" + (" GATE-TIMEOUT" if r.get("gate_timed_out") else "") if ok(r) else (r.get("reason", "N/A")[:30] if r else "-")
         row = {
             "case": c["name"], "pass": c["pass"], "experts": len(c["counts"]), "rows": sum(c["counts"]),
             "max_rows": max(c["counts"]), "empty_experts": sum(1 for x in c["counts"] if x == 0),
-            "gs_bf16_s4": s4, "gs_bf16_serial": s0, "gs_fp8_prequant_s4": pq, "gs_fp8_autocast_s4": ac, "torch": pr,
+            "gs_bf16_s4": s4, "gs_bf16_serial": s0, "gs_bf16_cutlass": cu, "gs_fp8_prequant_s4": pq, "gs_fp8_autocast_s4": ac, "torch": pr,
         }
         rows.append(row)
         t_bf16 = pr.get("bf16_ms")
@@ -186,23 +199,29 @@ def main():
             f"{s4['dense_equiv_ms']:.3f}" if ok(s4) and "dense_equiv_ms" in s4 else "-",
             f"{t_bf16:.3f} ({tf(c, t_bf16):.0f})" if t_bf16 else pr.get("bf16_error", "-")[:40],
             f"{s4['mean_ms'] / t_bf16:.2f}x" if t_bf16 and ok(s4) else "-",
+            (f"{cu['mean_ms']:.3f} ({tf(c, cu['mean_ms']):.0f})" if ok(cu) else fmt_ms(cu)) if not args.no_cutlass else "-",
+            f"{t_bf16 / cu['mean_ms']:.2f}" if t_bf16 and ok(cu) else "-",
             fmt_ms(pq) if pq else "-", fmt_ms(ac) if ac else "-",
             (f"{pr['fp8_rowwise_ms']:.3f}" if "fp8_rowwise_ms" in pr else pr.get("fp8_rowwise_error", "-")[:40]),
         )
         rows[-1]["line"] = line
     widths = [max(len(str(x)) for x in col) for col in zip(hdr, *[r["line"] for r in rows])]
     print(f"device: {gs.get('device')} (torch {torch_version}: {device}); cuBLASLt {gs.get('cublaslt_version')}")
-    print(f"routing: log-normal popularity sigma {args.sigma}, seed {args.seed}; {args.iters} timed iterations")
+    print(f"routing: log-normal popularity sigma {args.sigma}, seed {args.seed}; {args.iters} timed iterations; "
+          f"gemmscope Wgrad output {args.wgrad_output}")
     print("  ".join(h.ljust(w) for h, w in zip(hdr, widths)))
     for r in rows:
         print("  ".join(str(x).ljust(w) for x, w in zip(r["line"], widths)))
     print("gs s4/torch > 1: gemmscope's per-expert GEMMs over 4 streams (TE's Hopper schedule) take longer than "
-          "torch's single grouped launch; < 1: shorter. torch FP8 rowwise is a different recipe (per-row/per-column scales) than "
+          "torch's single grouped launch; < 1: shorter. torch/gs CUTLASS >= 0.95: gemmscope's single CUTLASS launch "
+          "is at most ~5% slower than torch's (the bar). With --wgrad-output fp32-accumulate (default) gemmscope's "
+          "Wgrad adds into FP32 main gradients (beta 1) while torch's writes BF16; --wgrad-output bf16 matches torch. torch FP8 rowwise is a different recipe (per-row/per-column scales) than "
           "FP8Current (per-tensor scales per expert).")
     for r in rows:
         del r["line"]
     with open(args.json, "w") as f:
         json.dump({"device": gs.get("device"), "torch": torch_version, "sigma": args.sigma, "seed": args.seed,
+                   "wgrad_output": args.wgrad_output,
                    "iters": args.iters, "gemmscope": gs, "rows": rows}, f, indent=1)
     print(f"wrote {args.json}")
 

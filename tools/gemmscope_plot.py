@@ -273,11 +273,43 @@ def parse_json(data, name):
         raise InputError("%s is not JSON: %s" % (name, clip(e)))
 
 
-def load_result(path):
+def select_provider(doc, name, provider):
+    """Kernel providers: each GEMM's "results" hold the file's first provider's cells and
+    "provider_results" the others'. `provider` (None: the first) becomes "results", so every chart
+    draws that provider; doc["_provider_line"] names it for the footer when it is not plain cuBLASLt."""
+    providers = doc.get("providers")
+    if providers is None:
+        providers = ["cublaslt"]
+    if not isinstance(providers, list) or not providers or not all(isinstance(p, str) for p in providers):
+        raise InputError("%s: \"providers\" must be a non-empty list of strings" % name)
+    if len(set(providers)) != len(providers):
+        raise InputError("%s: \"providers\" lists a provider twice" % name)
+    chosen = provider if provider is not None else providers[0]
+    if chosen not in providers:
+        raise InputError("provider %s is not in %s (providers: %s)" % (
+            clip(chosen, 80), name, clip(", ".join(providers))))
+    if chosen != providers[0]:
+        for i, g in enumerate(doc.get("gemms") or []):
+            if not isinstance(g, dict) or g.get("results") is None:
+                continue
+            pr = g.get("provider_results")
+            if not isinstance(pr, dict) or not isinstance(pr.get(chosen), dict):
+                raise InputError("%s: gemms[%d] has no provider_results.%s" % (name, i, clip(chosen, 80)))
+            g["results"] = pr[chosen]
+    if providers != ["cublaslt"]:
+        others = [p for p in providers if p != chosen]
+        doc["_provider_line"] = "kernel provider: %s%s" % (
+            chosen, " (also measured: %s; gemmscope_plot.py --provider NAME charts another)" % ", ".join(others)
+            if others else "")
+
+
+def load_result(path, provider=None):
     name = os.path.basename(path)
     doc = parse_json(read_input_file(path), name)
     if not isinstance(doc, dict):
         raise InputError("%s is not a gemmscope result (top level is not an object)" % name)
+    if isinstance(doc.get("gemms"), list):
+        select_provider(doc, name, provider)
     schema = doc.get("schema")
     if schema not in SCHEMAS:
         raise InputError("%s has schema %s, expected \"%s\" (or \"%s\")" % (
@@ -674,7 +706,7 @@ def tick_label(doc, mode, prec):
 
 def footer_lines(doc, mode, precs, extra=()):
     """Notes a reader needs: emulated/unverified precisions, skipped precisions, n/a reasons."""
-    lines = list(extra)
+    lines = ([doc["_provider_line"]] if isinstance(doc.get("_provider_line"), str) else []) + list(extra)
     seen = set()
     for p in precs:
         flags, texts = precision_flags(doc, mode, p)
@@ -1616,6 +1648,8 @@ def parse_args(argv):
                     help="which mode to chart (default: training when present, else per-gemm); old names accepted")
     ap.add_argument("--kind", default="auto", choices=KINDS,
                     help="chart kind (default auto: from the JSON)")
+    ap.add_argument("--provider", default=None,
+                    help="kernel provider whose cells to chart (default: the run's first, its main columns)")
     return ap.parse_args(argv)
 
 
@@ -1651,7 +1685,8 @@ def run(argv=None):
         if ext not in OUT_TYPES:
             raise InputError("output %s: unsupported type, use .png, .svg or .pdf" % args.output)
         try:
-            doc = load_result(args.result)
+            # load_result(path) alone unless --provider is given (tests stand in a one-argument one)
+            doc = load_result(args.result) if args.provider is None else load_result(args.result, args.provider)
         except (RecursionError, MemoryError, ArithmeticError) as e:
             raise InputError("%s cannot be read: %s" % (os.path.basename(args.result), clip(type(e).__name__)))
         if args.mode is not None and args.mode not in doc["modes"]:

@@ -20,6 +20,7 @@
 #include "core/model_config.hpp"
 #include "core/output_paths.hpp"
 #include "core/plan.hpp"
+#include "core/provider.hpp"
 #include "core/report.hpp"
 #include "core/runner.hpp"
 #include "core/step_context.hpp"
@@ -71,6 +72,7 @@ struct Options {
   cli::CommFlags comm;  // --comm, --comm-only and the layout flags (cmd_comm.hpp)
   bool all_gpus = false;         // never set here: dispatch() hands --all-gpus to cmd_fleet.cpp
   std::string fleet_threshold;   // idem
+  std::string provider = "cublaslt";  // --provider (core/provider.hpp)
 };
 
 // The first of CLI11's comma-separated option names: "--hidden_size,--hidden-size" -> "--hidden_size".
@@ -357,6 +359,7 @@ RunRequest build_request(const Options& o) {
   if (wo != "fp32-accumulate" && wo != "bf16")
     throw UsageError(fmt::format("--wgrad-output must be fp32-accumulate or bf16, got '{}'", clip_text(o.wgrad_output, 80)));
   r.wgrad_fp32_accumulate = wo == "fp32-accumulate";
+  req.providers = parse_provider_option(o.provider);
   GemmOptions& go = req.options.gemm;
   parse_algo_option(lower(o.algo), go);
   if (o.num_sms < 0 || o.num_sms > 4096) throw UsageError(fmt::format("--num-sms must be from 1 to 4096 (0: all SMs), got {}", o.num_sms));
@@ -524,6 +527,10 @@ int run_main(int argc, char** argv) {
                  "heuristic (cuBLASLt's first choice, as TE; default) | autotune[:K] (time the top K, default 8, keep "
                  "the fastest) | search[:K] (also screen the configurations near them, keep the fastest whose output "
                  "matches)")
+      ->group("Kernels");
+  app.add_option("--provider", o.provider,
+                 "Kernel providers every cell is measured by: cublaslt (default, as TE and PyTorch) | cutlass | all | "
+                 "a comma list; the first is the report's main columns, the others are reported beside it")
       ->group("Kernels");
   add_int(app, "--num-sms", o.num_sms, "Limit every GEMM to N SMs (cuBLASLt SM-count target; default all)")
       ->group("Kernels");

@@ -1,4 +1,5 @@
 #include "core/compare.hpp"
+#include "core/provider.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -83,22 +84,22 @@ std::string group_difference(const Gemm& a, const Gemm& b) {
   return what;
 }
 
-// mean_ms of a cell, nullopt for n/a.
-std::optional<double> cell_ms(const RunResult& r, size_t mode, size_t gemm, size_t prec) {
-  const Cell& c = r.cell(mode, gemm, prec);
+// mean_ms of a cell of providers[provider], nullopt for n/a.
+std::optional<double> cell_ms(const RunResult& r, size_t mode, size_t gemm, size_t prec, size_t provider = 0) {
+  const Cell& c = r.provider_cell(provider, mode, gemm, prec);
   return c.ok ? std::optional<double>(c.stats.mean_ms) : std::nullopt;
 }
 
-// The band of a predicted cell (nullopt: measured, or n/a).
-std::optional<Interval> cell_band(const RunResult& r, size_t mode, size_t gemm, size_t prec) {
-  const Cell& c = r.cell(mode, gemm, prec);
+// The band of a predicted cell of providers[provider] (nullopt: measured, or n/a).
+std::optional<Interval> cell_band(const RunResult& r, size_t mode, size_t gemm, size_t prec, size_t provider = 0) {
+  const Cell& c = r.provider_cell(provider, mode, gemm, prec);
   if (!c.ok || !c.band) return std::nullopt;
   return Interval{c.stats.mean_ms, c.band->low_ms, c.band->high_ms, 0};
 }
 
-// stdev of a cell, 0 for n/a.
-double cell_stdev(const RunResult& r, size_t mode, size_t gemm, size_t prec) {
-  const Cell& c = r.cell(mode, gemm, prec);
+// stdev of a cell of providers[provider], 0 for n/a.
+double cell_stdev(const RunResult& r, size_t mode, size_t gemm, size_t prec, size_t provider = 0) {
+  const Cell& c = r.provider_cell(provider, mode, gemm, prec);
   return c.ok ? c.stats.stdev_ms : 0.0;
 }
 
@@ -206,12 +207,12 @@ const TotalKind kFullModel{"full model", [](const PrecisionSums& p) { return p.f
 
 // The spread of a total: the root-sum-square of the cells' stdevs, each weighted as the total
 // weights its cell (n/a cells contribute nothing; the total is n/a then anyway).
-double total_spread(const RunResult& r, size_t mode, size_t prec, const TotalKind& k) {
+double total_spread(const RunResult& r, size_t mode, size_t prec, const TotalKind& k, size_t provider = 0) {
   double ss = 0;
   for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
     const double w = k.weight(r.plan, r.plan.gemms[g]);
     if (w == 0) continue;
-    const Cell& c = r.cell(mode, g, prec);
+    const Cell& c = r.provider_cell(provider, mode, g, prec);
     if (c.ok) ss += (w * c.stats.stdev_ms) * (w * c.stats.stdev_ms);
   }
   return std::sqrt(ss);
@@ -465,6 +466,8 @@ void note_difference(std::vector<std::string>& out, const std::string& what, con
 // Everything that changes what a time means: the model and batch, the recipes, the timing loop.
 std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
   std::vector<std::string> out;
+  // The main cells come from each file's first provider (core/provider.hpp).
+  note_difference(out, "providers", provider_option_string(a.providers), provider_option_string(b.providers));
   if (a.plan.config && b.plan.config) {
     const ModelConfig &x = *a.plan.config, &y = *b.plan.config;
     note_difference(out, "config.hidden_size", x.hidden_size, y.hidden_size);
@@ -601,6 +604,18 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
   if (r.precisions.empty())
     throw UsageError(
         fmt::format("the files have no precision in common (A: {}; B: {})", join(precs_a), join(precs_b)));
+  // Columns: each common precision of the files' main cells (providers[0] of each), then the same
+  // precisions of every other kernel provider both files measured, as "BF16@cutlass".
+  struct Column { std::string label; size_t pa, pb, va, vb; };
+  std::vector<Column> columns;
+  for (const std::string& p : r.precisions) columns.push_back({p, index_of(precs_a, p), index_of(precs_b, p), 0, 0});
+  for (size_t va = 0; va < a.providers.size(); ++va) {
+    const size_t vb = index_of(b.providers, a.providers[va]);
+    if (vb == b.providers.size() || (va == 0 && vb == 0)) continue;
+    for (const std::string& p : r.precisions)
+      columns.push_back({p + "@" + a.providers[va], index_of(precs_a, p), index_of(precs_b, p), va, vb});
+  }
+  for (size_t i = r.precisions.size(); i < columns.size(); ++i) r.precisions.push_back(columns[i].label);
 
   // Match GEMMs by (pass, op, m, k, n) and, for grouped GEMMs, the per-expert sizes; repeated
   // keys pair up in file order. Grouped GEMMs left over pair up by (pass, op, grouped dimension,
@@ -670,33 +685,36 @@ CompareResult compare_results(const RunResult& a, const RunResult& b, const Comp
       const Gemm& x = ga[i];
       CompareGemmRow row{to_string(x.pass), to_string(x.op), x.label(), x.m, x.k, x.n, x.group.size(), {}, {}};
       if (x.group != gb[j].group) row.group_difference = group_difference(x, gb[j]);
-      for (const std::string& p : r.precisions) {
-        const size_t pa = index_of(precs_a, p), pb = index_of(precs_b, p);
+      for (const Column& c : columns) {
         NoiseInput noise;
-        noise.a_spread = cell_stdev(a, ma, i, pa);
-        noise.b_spread = cell_stdev(b, mb, j, pb);
-        noise.a_band = cell_band(a, ma, i, pa);
-        noise.b_band = cell_band(b, mb, j, pb);
-        row.cells.push_back(make_cell(p, cell_ms(a, ma, i, pa), cell_ms(b, mb, j, pb), t, mode + " " + gemm_key(x), noise));
+        noise.a_spread = cell_stdev(a, ma, i, c.pa, c.va);
+        noise.b_spread = cell_stdev(b, mb, j, c.pb, c.vb);
+        noise.a_band = cell_band(a, ma, i, c.pa, c.va);
+        noise.b_band = cell_band(b, mb, j, c.pb, c.vb);
+        row.cells.push_back(make_cell(c.label, cell_ms(a, ma, i, c.pa, c.va), cell_ms(b, mb, j, c.pb, c.vb), t,
+                                      mode + " " + gemm_key(x), noise));
       }
       cm.gemms.push_back(std::move(row));
     }
     if (a.plan.model_mode) {  // the sums the text report prints, each file over its own GEMMs
       const ModeSummary sa = summarize_mode(a, ma), sb = summarize_mode(b, mb);
+      const ProviderSums psa = summarize_providers(a, ma), psb = summarize_providers(b, mb);
       for (const TotalKind& k : kinds) {
         CompareTotalRow row{k.what, {}};
-        for (const std::string& p : r.precisions) {
-          const size_t pa = index_of(precs_a, p), pb = index_of(precs_b, p);
+        for (const Column& c : columns) {
+          const size_t pa = c.pa, pb = c.pb;
           NoiseInput noise;
-          noise.a_spread = total_spread(a, ma, pa, k);
-          noise.b_spread = total_spread(b, mb, pb, k);
-          if (intervals) {
+          noise.a_spread = total_spread(a, ma, pa, k, c.va);
+          noise.b_spread = total_spread(b, mb, pb, k, c.vb);
+          if (intervals && c.va == 0 && c.vb == 0) {  // repeat intervals: of the main cells only
             noise.a_interval = repeat_interval(reps_a, ma, [&](const ModeSummary& s) { return k.get(s.sums[pa]); });
             noise.b_interval = repeat_interval(reps_b, mb, [&](const ModeSummary& s) { return k.get(s.sums[pb]); });
           }
-          noise.a_band = total_band(a, ma, pa, k);
-          noise.b_band = total_band(b, mb, pb, k);
-          row.cells.push_back(make_cell(p, k.get(sa.sums[pa]), k.get(sb.sums[pb]), t, mode + " " + k.what, noise));
+          // Bands: a prediction holds one provider's grid (the first).
+          noise.a_band = c.va == 0 ? total_band(a, ma, c.pa, k) : std::nullopt;
+          noise.b_band = c.vb == 0 ? total_band(b, mb, c.pb, k) : std::nullopt;
+          row.cells.push_back(make_cell(c.label, k.get(psa.per_provider[c.va][c.pa]), k.get(psb.per_provider[c.vb][c.pb]),
+                                        t, mode + " " + k.what, noise));
         }
         cm.totals.push_back(std::move(row));
       }

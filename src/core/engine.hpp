@@ -32,6 +32,12 @@ class Engine {
   // Measures one GEMM in one precision and mode. Returns an N/A cell (never throws) for
   // anything the GPU or cuBLASLt cannot run: unsupported shapes, NOT_SUPPORTED, out of memory.
   virtual Cell measure(const Gemm& g, Precision p, Mode m) = 0;
+  // The same cell through kernel provider `provider` (core/provider.hpp). cuBLASLt is measure();
+  // an engine without the provider returns an N/A cell saying so. Never throws.
+  virtual Cell measure_with(const Gemm& g, Precision p, Mode m, const std::string& provider) {
+    if (provider == "cublaslt") return measure(g, p, m);
+    return Cell::na("provider " + provider + " is not available in this engine");
+  }
   // The recipe's relative Frobenius error against an FP32 GEMM of the original BF16 operands
   // drawn from `d`. Emulated where the GPU has no kernel for the format. Never throws.
   virtual AccuracyCell accuracy(const Gemm& g, Precision p, Dist d) = 0;

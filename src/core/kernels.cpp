@@ -94,7 +94,7 @@ KernelInputs gemm_kernel_inputs(std::string_view name) {
   }
   if (has(l, "e4m3") || has(l, "e5m2") || has(l, "fp8") || has(l, "f8f6f4")) return KernelInputs::FP8;
   if (has(l, "e2m1") || has(l, "fp4") || has(l, "nvf4")) return KernelInputs::FP4;
-  if (has(l, "bf16")) return KernelInputs::BF16;
+  if (has(l, "bf16") || has(l, "bfloat16")) return KernelInputs::BF16;  // CUTLASS: cutlass::bfloat16_t
   return KernelInputs::Unknown;
 }
 
@@ -246,6 +246,8 @@ AlgoRecord algo_from_json(const json& j, const std::string& where) {
 }
 
 void kernels_to_json(const CellKernels& k, json& cell) {
+  if (!k.provider.empty()) cell["provider"] = k.provider;
+  if (!k.config.empty()) cell["kernel_config"] = k.config;
   if (k.traced) {
     json arr = json::array();
     for (const KernelStat& s : k.kernels)
@@ -279,6 +281,8 @@ void kernels_to_json(const CellKernels& k, json& cell) {
 
 CellKernels kernels_from_json(const json& cell, const std::string& where) {
   CellKernels k;
+  if (field(cell, "provider")) k.provider = str(cell, "provider", where);
+  if (field(cell, "kernel_config")) k.config = str(cell, "kernel_config", where);
   if (const json* arr = field(cell, "kernels")) {
     if (!arr->is_array()) throw UsageError(where + ".kernels must be a list");
     k.traced = true;

@@ -85,6 +85,11 @@ struct AutotuneRecord {
 };
 
 struct CellKernels {
+  // The kernel provider that ran the cell's GEMM (core/provider.hpp; empty: cuBLASLt, files written
+  // before providers existed) and, for providers other than cuBLASLt, its kernel configuration
+  // ("cutlass sm90 ptr-array grouped bf16 ... 128x128x64 cluster 1x1 cooperative").
+  std::string provider;
+  std::string config;
   bool traced = false;
   std::string trace_note;  // why there is no trace (no CUPTI, --profile, ...)
   int trace_iters = 0;
@@ -95,7 +100,7 @@ struct CellKernels {
   std::optional<AlgoRecord> algo;
   std::optional<AutotuneRecord> autotune;
   double class_us(KernelClass c) const;  // sum of mean_us * count over kernels of class c
-  bool empty() const { return !traced && trace_note.empty() && !algo && !autotune; }
+  bool empty() const { return provider.empty() && config.empty() && !traced && trace_note.empty() && !algo && !autotune; }
 };
 
 // The flag for a traced cell of precision p (see CellKernels::flag), or "".

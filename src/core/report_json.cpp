@@ -20,6 +20,7 @@
 #include "core/report.hpp"
 
 #include "core/clocks.hpp"
+#include "core/provider.hpp"
 #include "core/repeats.hpp"
 #include "core/step_context.hpp"
 #include "core/report_step.hpp"
@@ -360,6 +361,7 @@ json to_json(const RunResult& r) {
   for (Mode m : r.modes) j["modes"].push_back(to_string(m));
   j["precisions"] = json::array();
   for (Precision p : r.precisions) j["precisions"].push_back(to_string(p));
+  j["providers"] = r.providers;
   j["config"] = r.plan.config ? config_json(*r.plan.config) : json(nullptr);
   if (r.plan.config) moe_mla_json(j["config"], *r.plan.config);
   j["gemms"] = json::array();
@@ -397,6 +399,21 @@ json to_json(const RunResult& r) {
         res[to_string(r.modes[m])] = jm;
       }
       jg["results"] = res;
+      // providers[1..] (core/provider.hpp): {"cutlass": {mode: {precision: cell}}}.
+      if (r.providers.size() > 1) {
+        json pr = json::object();
+        for (size_t v = 1; v < r.providers.size(); ++v) {
+          json pm = json::object();
+          for (size_t m = 0; m < r.modes.size(); ++m) {
+            json jm = json::object();
+            for (size_t p = 0; p < r.precisions.size(); ++p)
+              jm[to_string(r.precisions[p])] = cell_json(r.provider_cell(v, m, g, p), x);
+            pm[to_string(r.modes[m])] = jm;
+          }
+          pr[r.providers[v]] = pm;
+        }
+        jg["provider_results"] = pr;
+      }
     }
     if (r.has_accuracy) {
       json acc = json::object();
@@ -640,6 +657,19 @@ RunResult read_result(const json& j, const std::string& name) {
       throw UsageError(fmt::format("{}: \"precisions\" lists {} twice", name, to_string(prec)));
     r.precisions.push_back(prec);
   }
+  if (const json* pv = find(j, "providers"); pv && !pv->is_null()) {
+    // Files written before providers existed measured with cuBLASLt only (the default).
+    const std::vector<std::string> names = string_list(j, "providers", name);
+    if (names.empty()) throw UsageError(fmt::format("{}: \"providers\" must not be empty", name));
+    r.providers.clear();
+    for (const std::string& pn : names) {
+      if (!is_known_provider(pn))
+        throw UsageError(fmt::format("{}: \"providers\" names an unknown provider \"{}\"", name, clip_text(pn, 80)));
+      if (std::find(r.providers.begin(), r.providers.end(), pn) != r.providers.end())
+        throw UsageError(fmt::format("{}: \"providers\" lists {} twice", name, pn));
+      r.providers.push_back(pn);
+    }
+  }
   if (r.plan.model_mode) {
     const json* cj = find(j, "config");
     if (!cj || !cj->is_object()) throw UsageError(fmt::format("{}: model run without 'config'", name));
@@ -720,6 +750,25 @@ RunResult read_result(const json& j, const std::string& name) {
   if (!gemms || !gemms->is_array() || gemms->empty())
     throw UsageError(fmt::format("{}: \"gemms\" must be a non-empty list", name));
   r.cells.assign(r.modes.size(), {});  // filled per GEMM below; a dry run gets all "not run" at the end
+  r.provider_cells.assign(r.providers.size() - 1, std::vector<std::vector<std::vector<Cell>>>(r.modes.size()));
+  // One mode's cells of one GEMM, in "precisions" order. Every cell in the object is checked, also
+  // those of precisions the file does not list; the listed ones are read.
+  const auto read_cell_row = [&](const json& cells, const std::string& where) {
+    std::map<std::string, Cell> by_precision;
+    for (auto it = cells.begin(); it != cells.end(); ++it)
+      by_precision.emplace(it.key(), read_cell(it.value(), fmt::format("{}.{}", where, clip_text(it.key(), 80))));
+    std::vector<Cell> row;
+    for (const std::string& pname : precision_names) {
+      const auto c = by_precision.find(pname);
+      if (c == by_precision.end()) throw UsageError(fmt::format("{} has no {} cell", where, pname));
+      const std::vector<double>& rep = c->second.repeat_ms;
+      if (!rep.empty() && rep.size() != static_cast<size_t>(r.timing.repeats))
+        throw UsageError(fmt::format("{}.{}.repeat_ms has {} times but timing.repeats is {}", where, pname, rep.size(),
+                                     r.timing.repeats));
+      row.push_back(c->second);
+    }
+    return row;
+  };
   for (size_t gi = 0; gi < gemms->size(); ++gi) {
     const json& g = (*gemms)[gi];
     const std::string where = fmt::format("{}: gemms[{}]", name, gi);
@@ -781,20 +830,23 @@ RunResult read_result(const json& j, const std::string& name) {
         const json* cells = find(*res, mname.c_str());
         if (!cells || !cells->is_object())
           throw UsageError(fmt::format("{}.results has no object for mode \"{}\"", where, mname));
-        std::map<std::string, Cell> by_precision;
-        for (auto it = cells->begin(); it != cells->end(); ++it)
-          by_precision.emplace(it.key(), read_cell(it.value(), fmt::format("{}.results.{}.{}", where, mname, clip_text(it.key(), 80))));
-        std::vector<Cell> row;
-        for (const std::string& pname : precision_names) {
-          const auto c = by_precision.find(pname);
-          if (c == by_precision.end()) throw UsageError(fmt::format("{}.results.{} has no {} cell", where, mname, pname));
-          const std::vector<double>& rep = c->second.repeat_ms;
-          if (!rep.empty() && rep.size() != static_cast<size_t>(r.timing.repeats))
-            throw UsageError(fmt::format("{}.results.{}.{}.repeat_ms has {} times but timing.repeats is {}", where, mname,
-                                         pname, rep.size(), r.timing.repeats));
-          row.push_back(c->second);
+        r.cells[mi].push_back(read_cell_row(*cells, where + ".results." + mname));
+      }
+      // providers[1..]: "provider_results" holds their cells, shaped as "results".
+      if (r.providers.size() > 1) {
+        const json* pr = find(g, "provider_results");
+        if (!pr || !pr->is_object()) throw UsageError(fmt::format("{} has no \"provider_results\" object", where));
+        for (size_t v = 1; v < r.providers.size(); ++v) {
+          const std::string pw = fmt::format("{}.provider_results.{}", where, r.providers[v]);
+          const json* pm = find(*pr, r.providers[v].c_str());
+          if (!pm || !pm->is_object()) throw UsageError(pw + " must be an object");
+          for (size_t mi = 0; mi < r.modes.size(); ++mi) {
+            const json* cells = find(*pm, mode_names[mi].c_str());
+            if (!cells || !cells->is_object())
+              throw UsageError(fmt::format("{} has no object for mode \"{}\"", pw, mode_names[mi]));
+            r.provider_cells[v - 1][mi].push_back(read_cell_row(*cells, pw + "." + mode_names[mi]));
+          }
         }
-        r.cells[mi].push_back(std::move(row));
       }
     }
     r.plan.gemms.push_back(x);

@@ -7,6 +7,7 @@
 
 #include "core/report.hpp"
 #include "core/report_step.hpp"
+#include "core/provider.hpp"
 #include "core/report_moe.hpp"
 #include "core/grouped.hpp"
 
@@ -525,7 +526,11 @@ std::string render_text(const RunResult& r) {
   for (size_t m = 0; m < r.modes.size(); ++m) {
     if (m) out += "\n";
     out += header_block(r, m);
+    if (r.providers.size() != 1 || r.providers[0] != kProviderCublasLt)
+      out += fmt::format("Kernel providers: {} (the tables below show {})\n",
+                         provider_option_string(r.providers), r.providers[0]);
     out += r.plan.model_mode ? model_block(r, m, fn) : shapes_block(r, m, fn);
+    out += render_provider_block(r, m);
   }
   // Spread of the per-iteration times behind the means (full statistics are in JSON/CSV).
   double worst_cv = -1, worst_gap = 0;

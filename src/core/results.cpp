@@ -40,6 +40,7 @@ Stats summarize(const std::vector<double>& v) {
 void RunResult::allocate_cells() {
   cells.assign(modes.size(), std::vector<std::vector<Cell>>(
                                  plan.gemms.size(), std::vector<Cell>(precisions.size(), Cell::na("not run"))));
+  provider_cells.assign(providers.size() > 1 ? providers.size() - 1 : 0, cells);
 }
 
 std::string Speedup::name() const { return fmt::format("{} vs {}", to_string(num), to_string(den)); }

@@ -137,8 +137,13 @@ struct RunResult {
   GemmOptions gemm_options;  // --algo, --num-sms, kernel tracing (core/kernels.hpp)
   std::vector<Mode> modes;
   std::vector<Precision> precisions;
-  // cells[mode][gemm][precision], indices into modes / plan.gemms / precisions.
+  // cells[mode][gemm][precision], indices into modes / plan.gemms / precisions: the cells of
+  // providers[0].
   std::vector<std::vector<std::vector<Cell>>> cells;
+  // Kernel providers (core/provider.hpp), in --provider order. provider_cells[i - 1] holds the
+  // cells of providers[i] (i >= 1), shaped as `cells`. A file without "providers": cuBLASLt only.
+  std::vector<std::string> providers{"cublaslt"};
+  std::vector<std::vector<std::vector<std::vector<Cell>>>> provider_cells;
   std::vector<std::string> notes;
   std::optional<StepContextInfo> step_context;  // what ran between timed iterations (a step context)
   std::string created;  // ISO 8601 UTC
@@ -152,8 +157,17 @@ struct RunResult {
   // A gemmscope predict document (timing.method "predicted"): its cells hold predicted times and
   // their bands (Cell::band), nothing measured.
   bool predicted() const { return timing.method == "predicted"; }
-  void allocate_cells();  // sizes `cells` for modes x gemms x precisions, all N/A "not run"
+  // Sizes `cells` (and provider_cells, one grid per provider after the first) for modes x gemms x
+  // precisions, all N/A "not run".
+  void allocate_cells();
   const Cell& cell(size_t mode, size_t gemm, size_t prec) const { return cells.at(mode).at(gemm).at(prec); }
+  // The cell of providers[provider]; provider 0 is cell().
+  const Cell& provider_cell(size_t provider, size_t mode, size_t gemm, size_t prec) const {
+    return provider == 0 ? cell(mode, gemm, prec) : provider_cells.at(provider - 1).at(mode).at(gemm).at(prec);
+  }
+  Cell& provider_cell(size_t provider, size_t mode, size_t gemm, size_t prec) {
+    return provider == 0 ? cells.at(mode).at(gemm).at(prec) : provider_cells.at(provider - 1).at(mode).at(gemm).at(prec);
+  }
 };
 
 // Sums of a model-mode run, per precision (index into RunResult::precisions); std::nullopt when

@@ -3,6 +3,7 @@
 #include "core/report_moe.hpp"
 
 #include "core/clocks.hpp"
+#include "core/provider.hpp"
 #include "core/repeats.hpp"
 
 #include <fmt/format.h>
@@ -37,6 +38,7 @@ RunResult base_result(const RunRequest& req) {
   r.recipe_options = req.options.recipe;
   r.gemm_options = req.options.gemm;
   r.modes = req.modes;
+  r.providers = req.providers.empty() ? std::vector<std::string>{"cublaslt"} : req.providers;
   r.created = utc_now_iso8601();
   if (req.plan.config) r.notes = req.plan.config->notes;  // what the plan leaves out of the model
   for (const Gemm& g : req.plan.gemms)
@@ -140,6 +142,8 @@ std::string grouped_note(int streams, bool fused) {
 }
 
 void add_grouped_note(RunResult& r, int streams) {
+  // The note describes cuBLASLt's grouped path: a run without that provider has none of its cells.
+  if (std::find(r.providers.begin(), r.providers.end(), kProviderCublasLt) == r.providers.end()) return;
   for (const Gemm& g : r.plan.gemms)
     if (g.grouped()) {
       r.notes.push_back(grouped_note(streams, r.recipe_options.grouped_quant_fused));
@@ -177,7 +181,8 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
   r.allocate_cells();
   const size_t n_acc = req.accuracy || req.accuracy_only ? r.plan.gemms.size() * req.precisions.size() : 0;
   const size_t reps = static_cast<size_t>(std::max(1, req.options.timing.repeats));
-  const size_t total = reps * r.modes.size() * r.plan.gemms.size() * r.precisions.size() + n_acc;
+  const size_t n_prov = r.providers.size();
+  const size_t total = reps * n_prov * r.modes.size() * r.plan.gemms.size() * r.precisions.size() + n_acc;
   size_t done = 0;
   if (n_acc) {
     r.has_accuracy = true;
@@ -215,31 +220,40 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
   // mode, then repeat 2, ...
   std::vector<Cell> rep_cells;  // the repeats of the current cell
   for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
-    // [repeat][precision][mode] of this GEMM
-    std::vector<std::vector<std::vector<Cell>>> by_rep(reps, std::vector<std::vector<Cell>>(r.precisions.size(),
-                                                                                         std::vector<Cell>(r.modes.size())));
+    // [repeat][provider][precision][mode] of this GEMM: every provider of a cell back to back, so
+    // their times are minutes apart at most.
+    using Grid = std::vector<std::vector<std::vector<Cell>>>;
+    std::vector<Grid> by_rep(reps, Grid(n_prov, std::vector<std::vector<Cell>>(r.precisions.size(),
+                                                                                 std::vector<Cell>(r.modes.size()))));
     for (size_t k = 0; k < reps; ++k)
       for (size_t p = 0; p < r.precisions.size(); ++p)
+        for (size_t m = 0; m < r.modes.size(); ++m)
+          for (size_t v = 0; v < n_prov; ++v) {
+            const Gemm& x = r.plan.gemms[g];
+            if (progress)
+              progress(done, total, fmt::format("{} {} {} {} {}{}{}", to_string(r.modes[m]), pass_label(x.pass), x.label(),
+                                                x.shape(), to_string(r.precisions[p]),
+                                                n_prov > 1 ? " " + r.providers[v] : std::string(),
+                                                reps > 1 ? fmt::format(" (repeat {}/{})", k + 1, reps) : std::string()));
+            Cell c = engine.measure_with(x, r.precisions[p], r.modes[m], r.providers[v]);
+            if (c.kernels.provider.empty()) c.kernels.provider = r.providers[v];
+            by_rep[k][v][p][m] = std::move(c);
+            ++done;
+          }
+    for (size_t v = 0; v < n_prov; ++v)
+      for (size_t p = 0; p < r.precisions.size(); ++p)
         for (size_t m = 0; m < r.modes.size(); ++m) {
-          const Gemm& x = r.plan.gemms[g];
-          if (progress)
-            progress(done, total, fmt::format("{} {} {} {} {}{}", to_string(r.modes[m]), pass_label(x.pass), x.label(),
-                                              x.shape(), to_string(r.precisions[p]),
-                                              reps > 1 ? fmt::format(" (repeat {}/{})", k + 1, reps) : std::string()));
-          by_rep[k][p][m] = engine.measure(x, r.precisions[p], r.modes[m]);
-          ++done;
+          rep_cells.clear();
+          for (size_t k = 0; k < reps; ++k) rep_cells.push_back(std::move(by_rep[k][v][p][m]));
+          r.provider_cell(v, m, g, p) = reps > 1 ? pool_repeats(rep_cells) : std::move(rep_cells[0]);
         }
-    for (size_t p = 0; p < r.precisions.size(); ++p)
-      for (size_t m = 0; m < r.modes.size(); ++m) {
-        rep_cells.clear();
-        for (size_t k = 0; k < reps; ++k) rep_cells.push_back(std::move(by_rep[k][p][m]));
-        r.cells[m][g][p] = reps > 1 ? pool_repeats(rep_cells) : std::move(rep_cells[0]);
-      }
   }
   r.step_context = engine.step_context();
   for (std::string& w : clock_warnings(r)) r.notes.push_back(std::move(w));
   if (std::string n = gate_timeout_note(r); !n.empty()) r.notes.push_back(std::move(n));
   add_grouped_note(r, req.options.grouped_streams);
+  for (const std::string& pv : r.providers)
+    if (std::string n = provider_note(pv); !n.empty()) r.notes.push_back(std::move(n));
   for (std::string& n : moe_fp8_notes(r)) r.notes.push_back(std::move(n));
   finish_kernel_records(r);
   if (progress) progress(total, total, "done");

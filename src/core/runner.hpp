@@ -14,6 +14,8 @@ struct RunRequest {
   std::vector<Precision> precisions;  // requested, in column order
   std::vector<Mode> modes;
   EngineOptions options;
+  // --provider: the kernel providers every cell is measured by, in column order (core/provider.hpp).
+  std::vector<std::string> providers{"cublaslt"};
   bool accuracy = false;       // also run the accuracy pass
   bool accuracy_only = false;  // only the accuracy pass (no timing)
   Dist dist = Dist::Normal;

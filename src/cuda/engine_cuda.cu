@@ -8,6 +8,7 @@
 
 #include "core/grouped.hpp"
 #include "core/modes.hpp"
+#include "core/provider.hpp"
 #include "core/results.hpp"
 #include "core/step_context.hpp"
 #include "cuda/clock_probe.hpp"
@@ -20,6 +21,7 @@
 #include "cuda/gemm_lt.hpp"
 #include "cuda/grouped_gemm.hpp"
 #include "cuda/kernel_trace.hpp"
+#include "cuda/provider.hpp"
 #include "cuda/quantize_mx.cuh"
 #include "cuda/recipe_gemm.hpp"
 #include "cuda/step_context_runner.hpp"
@@ -174,6 +176,13 @@ class CudaEngine final : public Engine {
     }
   }
 
+  Cell measure_with(const Gemm& g, Precision p, Mode mode, const std::string& provider) override {
+    if (provider == kProviderCublasLt) return measure(g, p, mode);
+    GemmProvider* pv = find_provider(provider);
+    if (!pv) return Cell::na(fmt::format("provider {} is not available in this build", provider));
+    return measure_provider(*pv, g, p, mode);
+  }
+
   Cell measure(const Gemm& g, Precision p, Mode mode) override {
     if (g.grouped()) return measure_grouped(g, p, mode);
     const Recipe recipe = make_recipe(p, g, opts_.recipe);
@@ -311,22 +320,9 @@ class CudaEngine final : public Engine {
     if (sum == 0 && g.group_dim == GroupDim::M) return Cell::na("no rows routed to any expert");
     Cell cell = guarded(g, p, mode, recipe, [&] {
       const int streams = std::max(opts_.grouped_streams, 0);
-      size_t need = GroupedGemm::quantized_bytes(g, padded, p, mode) + static_cast<size_t>(streams) * kWorkspaceBytes;
-      const bool fp32 = recipe.fp32_accumulate;
-      if (!grouped_src_ || !grouped_src_->matches(g, padded, fp32)) {
-        grouped_src_.reset();
-        sources_.reset();  // the dense operands are regenerated for the dense equivalent
-        reference_ = DeviceBuffer();
-        need += GroupedSources::bytes_needed(g, padded, fp32);
-      }
-      size_t free_b = 0, total_b = 0;
-      GS_CUDA(cudaMemGetInfo(&free_b, &total_b));
-      const size_t reserve = 256u << 20;  // cuBLASLt, events, fragmentation
-      if (need + reserve > free_b)
-        return Cell::na(fmt::format("grouped {} over {} experts needs {:.1f} GiB of GPU memory ({:.1f} GiB free)",
-                                    g.shape(), g.group.size(), static_cast<double>(need) / (1 << 30),
-                                    static_cast<double>(free_b) / (1 << 30)));
-      if (!grouped_src_) grouped_src_ = GroupedSources::allocate(g, padded, opts_.seed, stream_, fp32);
+      const size_t need = GroupedGemm::quantized_bytes(g, padded, p, mode) + static_cast<size_t>(streams) * kWorkspaceBytes;
+      if (std::string why = ensure_grouped_sources(g, padded, recipe.fp32_accumulate, need); !why.empty())
+        return Cell::na(why);
       GroupedGemm gg(handle_, *grouped_src_, p, mode, opts_.recipe, streams, stream_, workspace_.get(), &algo_cache_);
       gg.prepare();
       return timed_cell(gg.body(), step_gap(g, p, mode));
@@ -339,8 +335,74 @@ class CudaEngine final : public Engine {
     return cell;
   }
 
+  // The operands of grouped GEMM `g` at `padded` in grouped_src_ (kept from the last grouped cell
+  // when they match), after a memory check that counts `extra` bytes the cell needs beyond them.
+  // Returns the N/A reason when they do not fit, "" when grouped_src_ is ready.
+  std::string ensure_grouped_sources(const Gemm& g, const std::vector<int64_t>& padded, bool fp32, size_t extra) {
+    size_t need = extra;
+    if (!grouped_src_ || !grouped_src_->matches(g, padded, fp32)) {
+      grouped_src_.reset();
+      sources_.reset();  // the dense operands are regenerated for the dense equivalent
+      reference_ = DeviceBuffer();
+      need += GroupedSources::bytes_needed(g, padded, fp32);
+    }
+    size_t free_b = 0, total_b = 0;
+    GS_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    const size_t reserve = 256u << 20;  // cuBLASLt, events, fragmentation
+    if (need + reserve > free_b)
+      return fmt::format("grouped {} over {} experts needs {:.1f} GiB of GPU memory ({:.1f} GiB free)", g.shape(),
+                         g.group.size(), static_cast<double>(need) / (1 << 30), static_cast<double>(free_b) / (1 << 30));
+    if (!grouped_src_) grouped_src_ = GroupedSources::allocate(g, padded, opts_.seed, stream_, fp32);
+    return {};
+  }
+
+  GemmProvider* find_provider(const std::string& name) {
+    if (providers_.empty()) providers_ = make_providers();
+    for (auto& pv : providers_)
+      if (name == pv->name()) return pv.get();
+    return nullptr;
+  }
+
+  // A cell through a provider other than cuBLASLt (provider.hpp): the same operands, shape rules,
+  // memory check, timed loop and kernel records as the cuBLASLt path; the provider builds and
+  // launches the kernels. Grouped cells get no dense-equivalent time (that GEMM is cuBLASLt's).
+  Cell measure_provider(GemmProvider& pv, const Gemm& g, Precision p, Mode mode) {
+    if (std::string why = cell_shape_problem(g, p, opts_.recipe); !why.empty()) return Cell::na(why);
+    std::vector<int64_t> padded;
+    int64_t sum = 0;
+    if (g.grouped()) {
+      padded = padded_group(g, p);
+      for (int64_t x : padded) sum += x;
+      if (sum == 0 && g.group_dim == GroupDim::M) return Cell::na("no rows routed to any expert");
+    }
+    const Gemm shape = g.grouped() ? expert_gemm(g, std::max<int64_t>(sum, 1)) : g;
+    const Recipe recipe = make_recipe(p, shape, opts_.recipe);
+    if (std::string why = pv.cannot_run(g, p, mode, recipe, cc_); !why.empty()) return Cell::na(why);
+    const CellRange range(mode, g, p);
+    return guarded(g, p, mode, recipe, [&] {
+      std::unique_ptr<ProviderRun> run;
+      if (g.grouped()) {
+        if (std::string why = ensure_grouped_sources(g, padded, recipe.fp32_accumulate, 0); !why.empty())
+          return Cell::na(why);
+        run = pv.grouped(*grouped_src_, recipe, mode, opts_.device);
+      } else {
+        prepare_sources(g, Dist::Normal, recipe.fp32_accumulate);
+        run = pv.dense(g, recipe, mode, *sources_, opts_.device);
+      }
+      LoopBody body;
+      body.cost = [&](int) { return run->ops(); };
+      body.enqueue = [&](int) { run->iteration(stream_); };
+      Cell cell = timed_cell(body, step_gap(g, p, mode));
+      cell.kernels = trace_cell(opts_.gemm, stream_, [&] { run->iteration(stream_); });
+      cell.kernels.provider = pv.name();
+      cell.kernels.config = run->config();
+      return cell;
+    });
+  }
+
   void release() {
     context_.reset();  // its buffers and attention graphs before the stream
+    providers_.clear();
     sources_.reset();
     grouped_src_.reset();
     if (stream_) cudaStreamDestroy(stream_);
@@ -398,7 +460,8 @@ class CudaEngine final : public Engine {
   EventPool events_;
   std::optional<GemmSources> sources_;
   std::unique_ptr<GroupedSources> grouped_src_;  // the operands of the last grouped GEMM
-  LtAlgoCache algo_cache_;                        // grouped path: heuristic per distinct problem
+  LtAlgoCache algo_cache_;
+  std::vector<std::unique_ptr<GemmProvider>> providers_;  // made on first use (provider.hpp)                        // grouped path: heuristic per distinct problem
   Dist dist_ = Dist::Normal;
   DeviceBuffer reference_;  // FP32 reference output for the current sources (accuracy)
 };

@@ -1,0 +1,144 @@
+// The one template behind every CUTLASS grouped family (cutlass_grouped.hpp): an sm90 ptr-array
+// grouped GEMM, BF16 operands, FP32 accumulation, TMA warp-specialized cooperative kernel. Each
+// family's .cu instantiates it once, so the families compile in parallel.
+#pragma once
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <vector>
+
+#include "cute/tensor.hpp"
+#include "cutlass/cutlass.h"
+#include "cutlass/epilogue/collective/collective_builder.hpp"
+#include "cutlass/gemm/collective/collective_builder.hpp"
+#include "cutlass/gemm/device/gemm_universal_adapter.h"
+#include "cutlass/gemm/group_array_problem_shape.hpp"
+#include "cutlass/gemm/kernel/gemm_universal.hpp"
+#include "cutlass/util/packed_stride.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/cutlass_grouped.hpp"
+#include "cuda/device_buffer.hpp"
+
+namespace gs::cuda::cutlass_kernels {
+
+using namespace cute;
+
+// Tile 128x128x64, cluster 1x1: one configuration for every family. Small experts (hundreds of
+// rows) leave a 256-row tile mostly empty, and a 1x1 cluster needs no multicast partner in a
+// group whose rows end mid-cluster.
+template <class LayoutA, class LayoutB, class OutT>
+struct GroupedBf16 {
+  using ElementD = OutT;
+  using ProblemShape = cutlass::gemm::GroupProblemShape<Shape<int, int, int>>;
+  using ElementA = cutlass::bfloat16_t;
+  using ElementB = cutlass::bfloat16_t;
+  using ElementC = ElementD;
+  using LayoutC = cutlass::layout::RowMajor;
+  using Acc = float;
+  static constexpr int kAlignA = 128 / cutlass::sizeof_bits<ElementA>::value;
+  static constexpr int kAlignB = 128 / cutlass::sizeof_bits<ElementB>::value;
+  static constexpr int kAlignC = 128 / cutlass::sizeof_bits<ElementC>::value;
+  using Tile = Shape<_128, _128, _64>;
+  using Cluster = Shape<_1, _1, _1>;
+  using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
+      cutlass::epilogue::collective::EpilogueTileAuto, Acc, Acc, ElementC, LayoutC*, kAlignC, ElementD, LayoutC*,
+      kAlignC, cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative,
+      cutlass::epilogue::fusion::LinearCombination<ElementD, Acc, ElementC, Acc>>::CollectiveOp;
+  using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA*, kAlignA, ElementB, LayoutB*, kAlignB,
+      Acc, Tile, Cluster,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
+      cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>::CollectiveOp;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, Mainloop, Epilogue>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+  using StrideA = typename Kernel::InternalStrideA;
+  using StrideB = typename Kernel::InternalStrideB;
+  using StrideC = typename Kernel::InternalStrideC;
+  using StrideD = typename Kernel::InternalStrideD;
+  static constexpr const char* kTile = "128x128x64 cluster 1x1 cooperative";
+};
+
+template <class T>
+DeviceBuffer upload(const std::vector<T>& v) {
+  DeviceBuffer b(v.size() * sizeof(T));
+  if (!v.empty()) GS_CUDA(cudaMemcpy(b.get(), v.data(), b.bytes(), cudaMemcpyHostToDevice));
+  return b;
+}
+
+template <class K>
+class Launch final : public CutlassGroupedLaunch {
+ public:
+  Launch(CutlassGroupedFamily f, const std::vector<CutlassGroup>& groups, int device, float beta) : family_(f) {
+    if (groups.empty()) throw std::invalid_argument("CUTLASS grouped GEMM with no non-empty group");
+    using UnderlyingShape = typename K::ProblemShape::UnderlyingProblemShape;
+    std::vector<UnderlyingShape> shapes;
+    std::vector<const typename K::ElementA*> pa;
+    std::vector<const typename K::ElementB*> pb;
+    std::vector<const typename K::ElementC*> pc;
+    std::vector<typename K::ElementD*> pd;
+    std::vector<typename K::StrideA> sa;
+    std::vector<typename K::StrideB> sb;
+    std::vector<typename K::StrideC> sc;
+    std::vector<typename K::StrideD> sd;
+    for (const CutlassGroup& g : groups) {
+      if (g.m <= 0 || g.n <= 0 || g.k <= 0) throw std::invalid_argument("CUTLASS grouped GEMM: an empty group");
+      shapes.push_back({g.m, g.n, g.k});
+      pa.push_back(static_cast<const typename K::ElementA*>(g.a));
+      pb.push_back(static_cast<const typename K::ElementB*>(g.b));
+      pc.push_back(static_cast<const typename K::ElementC*>(g.d));
+      pd.push_back(static_cast<typename K::ElementD*>(g.d));
+      // Packed operands: the leading dimension is the contiguous extent of each layout.
+      sa.push_back(cutlass::make_cute_packed_stride(typename K::StrideA{}, {g.m, g.k, 1}));
+      sb.push_back(cutlass::make_cute_packed_stride(typename K::StrideB{}, {g.n, g.k, 1}));
+      sc.push_back(cutlass::make_cute_packed_stride(typename K::StrideC{}, {g.m, g.n, 1}));
+      sd.push_back(cutlass::make_cute_packed_stride(typename K::StrideD{}, {g.m, g.n, 1}));
+    }
+    host_shapes_ = shapes;
+    shapes_ = upload(shapes);
+    pa_ = upload(pa); pb_ = upload(pb); pc_ = upload(pc); pd_ = upload(pd);
+    sa_ = upload(sa); sb_ = upload(sb); sc_ = upload(sc); sd_ = upload(sd);
+
+    cutlass::KernelHardwareInfo hw;
+    hw.device_id = device;
+    hw.sm_count = cutlass::KernelHardwareInfo::query_device_multiprocessor_count(device);
+    typename K::Gemm::Arguments args;
+    args.mode = cutlass::gemm::GemmUniversalMode::kGrouped;
+    args.problem_shape = {static_cast<int>(groups.size()), shapes_.get<UnderlyingShape>(), host_shapes_.data()};
+    args.mainloop = {pa_.get<const typename K::ElementA*>(), sa_.get<typename K::StrideA>(),
+                     pb_.get<const typename K::ElementB*>(), sb_.get<typename K::StrideB>()};
+    args.epilogue.ptr_C = pc_.get<const typename K::ElementC*>();
+    args.epilogue.dC = sc_.get<typename K::StrideC>();
+    args.epilogue.ptr_D = pd_.get<typename K::ElementD*>();
+    args.epilogue.dD = sd_.get<typename K::StrideD>();
+    args.epilogue.thread.alpha = 1.0f;
+    args.epilogue.thread.beta = beta;
+    args.hw_info = hw;
+    cutlass::Status st = gemm_.can_implement(args);
+    if (st != cutlass::Status::kSuccess)
+      throw std::invalid_argument(fmt::format("CUTLASS cannot implement this grouped GEMM ({})",
+                                              cutlass::cutlassGetStatusString(st)));
+    workspace_ = DeviceBuffer(K::Gemm::get_workspace_size(args));
+    st = gemm_.initialize(args, workspace_.get());
+    if (st != cutlass::Status::kSuccess)
+      throw std::runtime_error(fmt::format("CUTLASS grouped GEMM initialize: {}", cutlass::cutlassGetStatusString(st)));
+  }
+
+  void run(cudaStream_t s) override {
+    const cutlass::Status st = gemm_.run(s);
+    if (st != cutlass::Status::kSuccess)
+      throw std::runtime_error(fmt::format("CUTLASS grouped GEMM launch: {}", cutlass::cutlassGetStatusString(st)));
+  }
+
+  std::string config() const override {
+    return fmt::format("cutlass sm90 ptr-array grouped {} {}", to_string(family_), K::kTile);
+  }
+
+ private:
+  CutlassGroupedFamily family_;
+  std::vector<typename K::ProblemShape::UnderlyingProblemShape> host_shapes_;
+  DeviceBuffer shapes_, pa_, pb_, pc_, pd_, sa_, sb_, sc_, sd_, workspace_;
+  typename K::Gemm gemm_;
+};
+
+}  // namespace gs::cuda::cutlass_kernels

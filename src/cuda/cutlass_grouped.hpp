@@ -1,0 +1,54 @@
+// CUTLASS sm90 grouped GEMMs as one launch (ptr-array grouped, TMA warp-specialized cooperative):
+// the interface the CUTLASS provider (cutlass_provider.cpp) uses. No CUTLASS header is included
+// here: the kernels live in src/cuda/cutlass/*.cu, one translation unit per kernel family, built
+// for sm_90a only and only when the build found CUTLASS (GEMMSCOPE_HAVE_CUTLASS).
+//
+// A group is one expert's GEMM in gemmscope's terms: D[m,n] (row-major) = A[m,k] . B[k,n], with
+// each operand's storage order fixed by the family. Families (CUTLASS layouts in brackets):
+//   Bf16RowCol  A token-major [m,k], B K-major (stored [n,k])   [A RowMajor, B ColumnMajor]: Fprop
+//   Bf16RowRow  A token-major [m,k], B N-major (stored [k,n])   [A RowMajor, B RowMajor]:    Dgrad
+//   Bf16ColRowF32Acc  A stored [k,m], B stored [k,n], D FP32 accumulated (beta = 1)           : Wgrad
+//               into FP32 main gradients (per-group K: each expert's token count)
+//   Bf16ColRowBf16    the same with a BF16 D written (beta = 0)                                : Wgrad
+// Every group is given with its own m, n, k (ptr-array: CUTLASS reads the shapes from device
+// memory), so uneven experts cost nothing extra; an empty group (a zero size) must not be passed.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gs::cuda {
+
+enum class CutlassGroupedFamily { Bf16RowCol, Bf16RowRow, Bf16ColRowF32Acc, Bf16ColRowBf16 };
+const char* to_string(CutlassGroupedFamily f);
+
+struct CutlassGroup {
+  int m = 0, n = 0, k = 0;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* d = nullptr;  // FP32 accumulate: also C (read, beta = 1)
+};
+
+// One grouped problem, set up once (shapes, pointer and stride arrays on the device, workspace),
+// then launched any number of times: each run() is a single kernel launch.
+class CutlassGroupedLaunch {
+ public:
+  virtual ~CutlassGroupedLaunch() = default;
+  virtual void run(cudaStream_t s) = 0;
+  // The kernel configuration, as the cell's kernel record names it
+  // ("cutlass sm90 ptr-array grouped bf16 128x128x64 cluster 1x1 cooperative").
+  virtual std::string config() const = 0;
+};
+
+// Whether this build holds the CUTLASS kernels (false: built without CUTLASS, say so).
+bool cutlass_built();
+
+// Builds family `f` for `groups` (all non-empty) on device `device`. Throws std::invalid_argument
+// for what CUTLASS cannot implement (its can_implement status: alignment, sizes), CudaError for
+// CUDA failures. Only callable where cutlass_built().
+std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily f, const std::vector<CutlassGroup>& groups,
+                                                           int device);
+
+}  // namespace gs::cuda
