@@ -25,7 +25,9 @@ TEST(DeepGemmHost, MissingToolkitHeadersAreNamed) {
   ASSERT_FALSE(why.empty());
   int count = 0;
   gs::dg::embedded_headers(count);
-  if (count > 0 && gs::dg::Nvrtc::get().available()) EXPECT_NE(why.find("toolkit headers"), std::string::npos) << why;
+  if (count > 0 && gs::dg::Nvrtc::get().available()) {
+    EXPECT_NE(why.find("toolkit headers"), std::string::npos) << why;
+  }
 }
 
 // Compiles one dense and one Wgrad kernel from the embedded headers: proves the embedding and the
