@@ -180,3 +180,16 @@ Instantiation instantiation(const Problem& p, const Config& c) {
 }
 
 }  // namespace gs::dg
+
+namespace gs::dg {
+
+GroupedPadding grouped_padding(const std::vector<int64_t>& tokens_per_expert, int alignment) {
+  GroupedPadding g;
+  for (int64_t t : tokens_per_expert) {
+    g.useful_rows += t;
+    g.padded_rows += (t + alignment - 1) / alignment * alignment;
+  }
+  return g;
+}
+
+}  // namespace gs::dg

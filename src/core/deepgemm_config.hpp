@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace gs::dg {
 
@@ -53,5 +54,17 @@ struct Instantiation {
   std::string name_expression;
 };
 Instantiation instantiation(const Problem& p, const Config& c);
+
+}  // namespace gs::dg
+
+namespace gs::dg {
+
+// DeepGEMM's M-grouped contiguous layout: each expert's rows padded to kMGroupedAlignment.
+// The padding rows are computed for no token: the waste the report shows beside FP8's padding.
+struct GroupedPadding {
+  int64_t useful_rows = 0, padded_rows = 0;
+  double waste() const { return padded_rows ? static_cast<double>(padded_rows - useful_rows) / static_cast<double>(padded_rows) : 0.0; }
+};
+GroupedPadding grouped_padding(const std::vector<int64_t>& tokens_per_expert, int alignment = kMGroupedAlignment);
 
 }  // namespace gs::dg

@@ -196,3 +196,16 @@ TEST(DeepGemmConfig, InstantiationNamesTheChosenTemplate) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(DeepGemmConfig, GroupedPaddingWaste) {
+  const auto g = gs::dg::grouped_padding({0, 200, 37, 128, 0, 300});
+  EXPECT_EQ(g.useful_rows, 665);
+  EXPECT_EQ(g.padded_rows, 256 + 128 + 128 + 384);
+  EXPECT_NEAR(g.waste(), (896.0 - 665.0) / 896.0, 1e-12);
+  EXPECT_EQ(gs::dg::grouped_padding({}).waste(), 0.0);
+  EXPECT_EQ(gs::dg::grouped_padding({128, 256}).waste(), 0.0);
+}
+
+}  // namespace
