@@ -22,7 +22,7 @@ set(GEMMSCOPE_CUTLASS_DIR "${GEMMSCOPE_CUTLASS_DIR}" CACHE PATH "CUTLASS checkou
 
 file(GLOB GS_DG_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/cuda/deepgemm/*.cpp ${CMAKE_SOURCE_DIR}/src/cuda/deepgemm/*.cu)
 set(_dg_gen "${CMAKE_BINARY_DIR}/generated/deepgemm_embedded.cpp")
-set(_dg_roots "deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh;deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh")
+set(_dg_roots "deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh,deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh")
 if(GEMMSCOPE_DEEPGEMM_DIR AND GEMMSCOPE_CUTLASS_DIR
    AND EXISTS "${GEMMSCOPE_DEEPGEMM_DIR}/deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh"
    AND EXISTS "${GEMMSCOPE_CUTLASS_DIR}/include/cute/config.hpp")
@@ -47,6 +47,7 @@ if(GEMMSCOPE_DEEPGEMM_DIR AND GEMMSCOPE_CUTLASS_DIR
             "-DROOTS=${_dg_roots}" -DOUT=${_dg_gen} -DCOMMIT=${GEMMSCOPE_DEEPGEMM_COMMIT}
             -P ${CMAKE_SOURCE_DIR}/cmake/embed_deepgemm.cmake
     DEPENDS ${CMAKE_SOURCE_DIR}/cmake/embed_deepgemm.cmake ${_dg_headers}
+    VERBATIM
     COMMENT "Embedding DeepGEMM ${GEMMSCOPE_DEEPGEMM_COMMIT} and CUTLASS headers for NVRTC")
   message(STATUS "gemmscope: DeepGEMM provider from ${GEMMSCOPE_DEEPGEMM_DIR} (${GEMMSCOPE_DEEPGEMM_COMMIT}), CuTe from ${GEMMSCOPE_CUTLASS_DIR}")
 else()

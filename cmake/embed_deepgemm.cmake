@@ -1,13 +1,13 @@
 # Build-time generator (cmake -P): embeds the DeepGEMM kernel headers, and the CUTLASS/CuTe
 # headers they transitively include, into a C++ source as in-memory NVRTC headers.
-# Inputs: DG_DIR (DeepGEMM checkout), CUTLASS_DIR, ROOTS (;-separated headers relative to
+# Inputs: DG_DIR (DeepGEMM checkout), CUTLASS_DIR, ROOTS (comma-separated headers relative to
 # DG_DIR/deep_gemm/include), OUT (the .cpp to write), COMMIT.
 # Includes that resolve in neither tree (cuda_bf16.h, cuda/std/..., <utility>) are left to the
 # CUDA toolkit's include folder at run time. Nothing here is committed: it is regenerated.
 cmake_minimum_required(VERSION 3.25)
 set(_dg_inc "${DG_DIR}/deep_gemm/include")
 set(_search "${_dg_inc};${CUTLASS_DIR}/include")
-set(_queue ${ROOTS})
+string(REPLACE "," ";" _queue "${ROOTS}")
 set(_done "")
 set(_files "")
 while(_queue)
