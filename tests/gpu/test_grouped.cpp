@@ -225,8 +225,12 @@ TEST(GroupedEngine, RefusesWhatDoesNotFitWithAReason) {
   std::string why;
   auto engine = make_engine(o, why);
   ASSERT_NE(engine, nullptr) << why;
-  // 256 experts with 16384 x 16384 BF16 weights: 128 GiB of weights alone.
-  const Gemm g = grouped_gemm(Pass::Fprop, std::vector<int64_t>(256, 16), 16384, 16384);
+  // Experts with 16384 x 16384 BF16 weights (512 MiB each), twice the GPU's memory in weights alone
+  // (an H200 holds the 128 GiB of 256 such experts).
+  size_t free_b = 0, total_b = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free_b, &total_b), cudaSuccess);
+  const int64_t experts = static_cast<int64_t>(2 * total_b / (size_t{16384} * 16384 * 2)) + 1;
+  const Gemm g = grouped_gemm(Pass::Fprop, std::vector<int64_t>(static_cast<size_t>(experts), 16), 16384, 16384);
   const Cell c = engine->measure(g, Precision::BF16, Mode::Autocast);
   EXPECT_FALSE(c.ok);
   EXPECT_NE(c.reason.find("GiB of GPU memory"), std::string::npos) << c.reason;
