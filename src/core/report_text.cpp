@@ -688,9 +688,9 @@ std::string render_plan_text(const RunResult& r) {
                        f.model_once > 0 ? " + LM head" : "", f.full_model(r.plan.layers()) / 1e12);
     // Attention's own GEMMs: stated, never planned or measured (flash attention fuses them).
     const double att = attention_score_flops(*r.plan.config);
-    out += fmt::format("Not planned, not measured: attention's QK^T and PV (fused in flash attention), {:.2f}T per layer "
+    out += fmt::format("Not in the GEMM plan: attention's QK^T and PV (fused in flash attention), {:.2f}T per layer "
                        "with the causal mask (half the s x s scores; {:.2f}T without), 3 passes; {:.2f}T per step, {:.0f}% "
-                       "on top of the linear layers\n",
+                       "on top of the linear layers; the step context times them as one fused kernel (step estimate)\n",
                        att / 1e12, 2 * att / 1e12, att * static_cast<double>(r.plan.layers()) / 1e12,
                        100 * att * static_cast<double>(r.plan.layers()) / f.full_model(r.plan.layers()));
     // Quantization traffic model per layer: every GEMM quantizing its own operands vs each tensor

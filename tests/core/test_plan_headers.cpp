@@ -113,7 +113,7 @@ TEST(PlanHeaders, AttentionsOwnGemmsAreStatedNotPlanned) {
   const test::Out o = dry("--model qwen3-30b-a3b");
   ASSERT_EQ(o.rc, 0) << o.err;
   EXPECT_NE(o.out.find("the linear layers only (attention's QK^T and PV not included)"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("Not planned, not measured: attention's QK^T and PV (fused in flash attention), 0.41T per layer "
+  EXPECT_NE(o.out.find("Not in the GEMM plan: attention's QK^T and PV (fused in flash attention), 0.41T per layer "
                        "with the causal mask"),
             std::string::npos)
       << o.out;
