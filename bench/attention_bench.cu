@@ -48,7 +48,7 @@ Timing time_calls(const std::function<void()>& fn, cudaStream_t s, int warmup, i
   GS_CUDA(cudaEventCreate(&b));
   for (int i = 0; i < warmup; ++i) fn();
   GS_CUDA(cudaStreamSynchronize(s));
-  std::vector<double> ms(size_t(iters));
+  std::vector<double> ms(static_cast<size_t>(iters));
   for (int i = 0; i < iters; ++i) {
     spin_kernel<<<1, 32, 0, s>>>(100000);
     GS_CUDA_LAUNCH();
