@@ -300,7 +300,7 @@ struct CudnnAttention::Impl {
     if (st.is_good()) st = g.build_operation_graph(handle);
     if (st.is_good()) st = g.create_execution_plans({fe::HeurMode_t::A});
     if (st.is_good()) st = g.check_support(handle);
-    if (st.is_good()) st = g.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE);
+    if (st.is_good()) st = g.build_plans(fe::BuildPlanPolicy_t::HEURISTICS_CHOICE);
     if (st.is_good()) return {};
     return std::string("cuDNN ") + to_string(dtype) + " SDPA " + what + " graph not supported here: " + fe_message(st);
   }
@@ -330,9 +330,9 @@ std::unique_ptr<CudnnAttention> CudnnAttention::create(const AttentionDims& dims
   impl->dtype = dtype;
   impl->scale = 1.0f / std::sqrt(static_cast<float>(dims.d_qk));
   try {
-    if (fe::detail::create_handle(&impl->handle) != CUDNN_STATUS_SUCCESS) {
+    if (cudnnStatus_t st = fe::detail::create_handle(&impl->handle); st != CUDNN_STATUS_SUCCESS) {
       impl->handle = nullptr;
-      why_not = "cudnnCreate failed (cuDNN " + lib.version + ")";
+      why_not = std::string("cudnnCreate failed: ") + fe::detail::get_error_string(st) + " (cuDNN " + lib.version + ")";
       return nullptr;
     }
     impl->fwd = impl->make_forward();
@@ -413,6 +413,7 @@ std::unique_ptr<CudnnAttention> CudnnAttention::create(const AttentionDims& dims
     m.run(*m.fwd, m.fwd_pack, s0, "forward");
     GS_CUDA(cudaDeviceSynchronize());
   } catch (const CudaError& e) {
+    cudaGetLastError();  // an allocation failure must not linger as the thread's last error
     why_not = e.oom() ? std::string("out of device memory for the attention tensors") : std::string(e.what());
     return nullptr;
   } catch (const std::exception& e) {

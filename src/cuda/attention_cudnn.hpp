@@ -8,8 +8,13 @@
 // "built without cuDNN attention (GEMMSCOPE_CUDNN_FRONTEND_DIR)".
 //
 // Layout: Q, K, V, O, dO, dQ, dK, dV are separate contiguous BSHD tensors
-// ([batch, seq, heads, head_dim], TE's qkv_format "bshd", layout "bshd_bshd_bshd"); the softmax
-// statistics (log-sum-exp, written by the forward and read by the backward) are FP32 [b, h_q, s_q].
+// ([batch, seq, heads, head_dim], TE's qkv_format "bshd", layout "bshd_bshd_bshd"; TE's
+// DotProductAttention defaults to "sbhd", which differs only in the batch and sequence strides and
+// is the same memory when batch is 1). The softmax statistics (log-sum-exp, written by the
+// forward and read by the backward) are FP32 [b, h_q, s_q].
+//
+// Enqueue cost on the host: the frontend builds a cuDNN variant pack per call (host objects, no
+// device memory); a timed loop hides it behind a gate or a spin kernel as it does for GEMMs.
 #pragma once
 #include <cuda_runtime.h>
 
