@@ -300,7 +300,7 @@ struct CudnnAttention::Impl {
     if (st.is_good()) st = g.build_operation_graph(handle);
     if (st.is_good()) st = g.create_execution_plans({fe::HeurMode_t::A});
     if (st.is_good()) st = g.check_support(handle);
-    if (st.is_good()) st = g.build_plans(fe::BuildPlanPolicy_t::HEURISTICS_CHOICE);
+    if (st.is_good()) st = g.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE);
     if (st.is_good()) return {};
     return std::string("cuDNN ") + to_string(dtype) + " SDPA " + what + " graph not supported here: " + fe_message(st);
   }
