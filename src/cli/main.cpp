@@ -1,5 +1,6 @@
 // gemmscope: transformer config -> GEMM plan -> measurements on the local GPU -> reports.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -232,7 +233,16 @@ int grouped_streams(const std::string& v) {
                                                                                            : std::stoll(num);
     if (n >= 1 && n <= 64) return static_cast<int>(n);
   }
-  throw UsageError(fmt::format("--grouped must be serial or streams:N with N in 1..64, got '{}'", clip_text(v, 80)));
+  throw UsageError(fmt::format("--grouped must be serial, streams:N with N in 1..64, or cutlass, got '{}'", clip_text(v, 80)));
+}
+
+// --grouped cutlass is --provider cutlass: the default provider list becomes CUTLASS alone; a list
+// that names CUTLASS already is kept; any other list contradicts it.
+std::vector<std::string> grouped_cutlass_providers(const std::vector<std::string>& providers) {
+  if (providers == std::vector<std::string>{kProviderCublasLt}) return {kProviderCutlass};
+  if (std::find(providers.begin(), providers.end(), kProviderCutlass) != providers.end()) return providers;
+  throw UsageError(fmt::format("--grouped cutlass is --provider cutlass, but --provider {} has no cutlass",
+                               provider_option_string(providers)));
 }
 
 
@@ -307,7 +317,9 @@ RunRequest build_request(const Options& o) {
   if (lower(o.timing) != "cuda-events") throw UsageError("--timing: only 'cuda-events' is implemented");
   if (o.repeats < 1 || o.repeats > 1000) throw UsageError(fmt::format("--repeats must be between 1 and 1000, got {}", o.repeats));
   if (o.repeats > 1 && o.accuracy_only) throw UsageError("--repeats repeats timed cells: --accuracy-only times nothing");
-  req.options.grouped_streams = grouped_streams(lower(o.grouped));
+  // --grouped cutlass: the single CUTLASS launch for the experts, i.e. the CUTLASS provider (below).
+  const bool grouped_cutlass = lower(o.grouped) == kProviderCutlass;
+  req.options.grouped_streams = grouped_cutlass ? 4 : grouped_streams(lower(o.grouped));
   req.options.timing = {"cuda-events", static_cast<int>(o.warmup), static_cast<int>(o.iters), o.gpu_warmup,
                         static_cast<int>(o.repeats)};
   const std::string l2 = lower(o.l2);  // names in any case, as everywhere
@@ -360,6 +372,7 @@ RunRequest build_request(const Options& o) {
     throw UsageError(fmt::format("--wgrad-output must be fp32-accumulate or bf16, got '{}'", clip_text(o.wgrad_output, 80)));
   r.wgrad_fp32_accumulate = wo == "fp32-accumulate";
   req.providers = parse_provider_option(o.provider);
+  if (grouped_cutlass) req.providers = grouped_cutlass_providers(req.providers);
   GemmOptions& go = req.options.gemm;
   parse_algo_option(lower(o.algo), go);
   if (o.num_sms < 0 || o.num_sms > 4096) throw UsageError(fmt::format("--num-sms must be from 1 to 4096 (0: all SMs), got {}", o.num_sms));
@@ -484,7 +497,8 @@ int run_main(int argc, char** argv) {
       ->group("Node");
   app.add_option("--grouped", o.grouped,
                  "Grouped (MoE expert) GEMMs: serial | streams:N, per-expert GEMMs over N streams (default streams:4, "
-                 "as TE GroupedLinear)")
+                 "as TE GroupedLinear) | cutlass, every expert in one CUTLASS launch as torch._grouped_mm (the same as "
+                 "--provider cutlass: dense cells run through CUTLASS too)")
       ->group("Measurement");
   app.add_option_function<std::string>(
          "--seed", [&o](const std::string& v) { o.seed = parse_decimal_uint(v, "--seed"); },

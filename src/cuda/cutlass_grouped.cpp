@@ -12,8 +12,29 @@ const char* to_string(CutlassGroupedFamily f) {
     case CutlassGroupedFamily::Bf16RowRow: return "bf16 A[m,k] B[k,n]";
     case CutlassGroupedFamily::Bf16ColRowF32Acc: return "bf16 A[k,m] B[k,n] D fp32 beta=1";
     case CutlassGroupedFamily::Bf16ColRowBf16: return "bf16 A[k,m] B[k,n] D bf16";
+    case CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast: return "fp8 e4m3 A[m,k] x e4m3 B[n,k] D bf16";
+    case CutlassGroupedFamily::Fp8E5m2E4m3Bf16: return "fp8 e5m2 A[m,k] x e4m3 B[n,k] D bf16";
+    case CutlassGroupedFamily::Fp8E4m3E5m2F32Acc: return "fp8 e4m3 A[m,k] x e5m2 B[n,k] D fp32 beta=1";
+    case CutlassGroupedFamily::Fp8E4m3E5m2Bf16: return "fp8 e4m3 A[m,k] x e5m2 B[n,k] D bf16";
   }
   return "?";
+}
+
+std::optional<CutlassGroupedFamily> cutlass_fp8_family(const Recipe& r) {
+  if (r.precision != Precision::FP8Current && r.precision != Precision::FP8Delayed) return std::nullopt;
+  const ElemFormat a = r.a.format, b = r.b.format;
+  if (a == ElemFormat::E4M3 && b == ElemFormat::E4M3 && r.fast_accum && !r.fp32_accumulate)
+    return CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast;
+  if (a == ElemFormat::E5M2 && b == ElemFormat::E4M3 && !r.fast_accum && !r.fp32_accumulate)
+    return CutlassGroupedFamily::Fp8E5m2E4m3Bf16;
+  if (a == ElemFormat::E4M3 && b == ElemFormat::E5M2 && !r.fast_accum)
+    return r.fp32_accumulate ? CutlassGroupedFamily::Fp8E4m3E5m2F32Acc : CutlassGroupedFamily::Fp8E4m3E5m2Bf16;
+  return std::nullopt;
+}
+
+std::string cutlass_fp8_families_built() {
+  return "e4m3 x e4m3 fast-accum bf16 out (Fprop), e5m2 x e4m3 split bf16 (Dgrad), e4m3 x e5m2 split fp32+=/bf16 "
+         "(Wgrad): TE's hybrid recipe with --fp8-accum auto";
 }
 
 #ifdef GEMMSCOPE_HAVE_CUTLASS
@@ -22,25 +43,37 @@ std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_rowcol(const std::vector
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_rowrow(const std::vector<CutlassGroup>&, int);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_colrow_f32acc(const std::vector<CutlassGroup>&, int);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_colrow_bf16(const std::vector<CutlassGroup>&, int);
+std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e4m3_e4m3_bf16_fast(const std::vector<CutlassGroup>&, int, const float*);
+std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e5m2_e4m3_bf16(const std::vector<CutlassGroup>&, int, const float*);
+std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e4m3_e5m2_f32acc(const std::vector<CutlassGroup>&, int, const float*);
+std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e4m3_e5m2_bf16(const std::vector<CutlassGroup>&, int, const float*);
 }  // namespace cutlass_kernels
 
 bool cutlass_built() { return true; }
 
 std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily f, const std::vector<CutlassGroup>& groups,
-                                                           int device) {
+                                                           int device, const float* alpha) {
   using namespace cutlass_kernels;
+  const bool fp8 = f != CutlassGroupedFamily::Bf16RowCol && f != CutlassGroupedFamily::Bf16RowRow &&
+                   f != CutlassGroupedFamily::Bf16ColRowF32Acc && f != CutlassGroupedFamily::Bf16ColRowBf16;
+  if (alpha && !fp8) throw std::invalid_argument("the CUTLASS BF16 grouped families take no alpha array");
   switch (f) {
     case CutlassGroupedFamily::Bf16RowCol: return make_grouped_bf16_rowcol(groups, device);
     case CutlassGroupedFamily::Bf16RowRow: return make_grouped_bf16_rowrow(groups, device);
     case CutlassGroupedFamily::Bf16ColRowF32Acc: return make_grouped_bf16_colrow_f32acc(groups, device);
     case CutlassGroupedFamily::Bf16ColRowBf16: return make_grouped_bf16_colrow_bf16(groups, device);
+    case CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast: return make_grouped_fp8_e4m3_e4m3_bf16_fast(groups, device, alpha);
+    case CutlassGroupedFamily::Fp8E5m2E4m3Bf16: return make_grouped_fp8_e5m2_e4m3_bf16(groups, device, alpha);
+    case CutlassGroupedFamily::Fp8E4m3E5m2F32Acc: return make_grouped_fp8_e4m3_e5m2_f32acc(groups, device, alpha);
+    case CutlassGroupedFamily::Fp8E4m3E5m2Bf16: return make_grouped_fp8_e4m3_e5m2_bf16(groups, device, alpha);
   }
   throw std::invalid_argument("unknown CUTLASS grouped family");
 }
 #else
 bool cutlass_built() { return false; }
 
-std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily, const std::vector<CutlassGroup>&, int) {
+std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily, const std::vector<CutlassGroup>&, int,
+                                                           const float*) {
   throw std::invalid_argument("this build has no CUTLASS kernels (GEMMSCOPE_CUTLASS_DIR not found at build time)");
 }
 #endif

@@ -10,18 +10,33 @@
 //   Bf16ColRowF32Acc  A stored [k,m], B stored [k,n], D FP32 accumulated (beta = 1)           : Wgrad
 //               into FP32 main gradients (per-group K: each expert's token count)
 //   Bf16ColRowBf16    the same with a BF16 D written (beta = 0)                                : Wgrad
+// FP8 per-tensor families: both operands quantized K-major, A [m,k], B stored [n,k] (CUTLASS A
+// RowMajor, B ColumnMajor: the one FP8 layout wgmma reads), so every pass is this layout; alpha per
+// group = the product of the two operands' scale_inv (a device array, computed by the caller):
+//   Fp8E4m3E4m3Bf16Fast  E4M3 x E4M3, BF16 D, fast accumulation            : Fprop (TE's default)
+//   Fp8E5m2E4m3Bf16      E5M2 (dY) x E4M3 (W), BF16 D, split accumulation  : Dgrad (hybrid format)
+//   Fp8E4m3E5m2F32Acc    E4M3 (X) x E5M2 (dY), FP32 D accumulated (beta 1) : Wgrad (hybrid format)
+//   Fp8E4m3E5m2Bf16      the same with a BF16 D written (beta = 0)         : Wgrad, --wgrad-output bf16
+// Other FP8 combinations (--fp8-format e4m3, --fp8-accum overrides) are not instantiated (build
+// time): the provider says so.
 // Every group is given with its own m, n, k (ptr-array: CUTLASS reads the shapes from device
 // memory), so uneven experts cost nothing extra; an empty group (a zero size) must not be passed.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/recipe.hpp"
+
 namespace gs::cuda {
 
-enum class CutlassGroupedFamily { Bf16RowCol, Bf16RowRow, Bf16ColRowF32Acc, Bf16ColRowBf16 };
+enum class CutlassGroupedFamily {
+  Bf16RowCol, Bf16RowRow, Bf16ColRowF32Acc, Bf16ColRowBf16,
+  Fp8E4m3E4m3Bf16Fast, Fp8E5m2E4m3Bf16, Fp8E4m3E5m2F32Acc, Fp8E4m3E5m2Bf16,
+};
 const char* to_string(CutlassGroupedFamily f);
 
 struct CutlassGroup {
@@ -42,13 +57,20 @@ class CutlassGroupedLaunch {
   virtual std::string config() const = 0;
 };
 
+// The FP8 per-tensor family that runs recipe `r` (FP8Current / FP8Delayed: operand formats, output,
+// accumulation), or nullopt when none is instantiated. Defined whether or not CUTLASS is built.
+std::optional<CutlassGroupedFamily> cutlass_fp8_family(const Recipe& r);
+// The instantiated FP8 per-tensor combinations, for an N/A reason.
+std::string cutlass_fp8_families_built();
+
 // Whether this build holds the CUTLASS kernels (false: built without CUTLASS, say so).
 bool cutlass_built();
 
-// Builds family `f` for `groups` (all non-empty) on device `device`. Throws std::invalid_argument
-// for what CUTLASS cannot implement (its can_implement status: alignment, sizes), CudaError for
-// CUDA failures. Only callable where cutlass_built().
+// Builds family `f` for `groups` (all non-empty) on device `device`. `alpha`: null (alpha = 1) or a
+// device array of one FP32 alpha per group, read by every launch (the FP8 families' scales). Throws
+// std::invalid_argument for what CUTLASS cannot implement (its can_implement status: alignment,
+// sizes), CudaError for CUDA failures. Only callable where cutlass_built().
 std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily f, const std::vector<CutlassGroup>& groups,
-                                                           int device);
+                                                           int device, const float* alpha = nullptr);
 
 }  // namespace gs::cuda

@@ -384,10 +384,10 @@ class CudaEngine final : public Engine {
       if (g.grouped()) {
         if (std::string why = ensure_grouped_sources(g, padded, recipe.fp32_accumulate, 0); !why.empty())
           return Cell::na(why);
-        run = pv.grouped(*grouped_src_, recipe, mode, opts_.device);
+        run = pv.grouped(*grouped_src_, recipe, mode, opts_.recipe, opts_.device);
       } else {
         prepare_sources(g, Dist::Normal, recipe.fp32_accumulate);
-        run = pv.dense(g, recipe, mode, *sources_, opts_.device);
+        run = pv.dense(g, recipe, mode, *sources_, opts_.recipe, opts_.device);
       }
       LoopBody body;
       body.cost = [&](int) { return run->ops(); };

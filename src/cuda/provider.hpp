@@ -44,11 +44,14 @@ class GemmProvider {
   // one expert for a grouped GEMM). The engine has already applied the shape rules
   // (cell_shape_problem). The reason is the N/A cell's text: it names the provider.
   virtual std::string cannot_run(const Gemm& g, Precision p, Mode m, const Recipe& r, int cc) const = 0;
-  // A dense GEMM on `src` (C written as the recipe says). Throws std::exception for what it cannot
+  // A dense GEMM on `src` (C written as the recipe says). `opts`: the run's recipe options (what a
+  // provider needs to quantize as the cuBLASLt cell does). Throws std::exception for what it cannot
   // do after all (an N/A cell with the message), CudaError for CUDA failures.
-  virtual std::unique_ptr<ProviderRun> dense(const Gemm& g, const Recipe& r, Mode m, GemmSources& src, int device) = 0;
+  virtual std::unique_ptr<ProviderRun> dense(const Gemm& g, const Recipe& r, Mode m, GemmSources& src,
+                                             const RecipeOptions& opts, int device) = 0;
   // A grouped GEMM on `src` (per-expert sizes already padded to the recipe's alignment).
-  virtual std::unique_ptr<ProviderRun> grouped(GroupedSources& src, const Recipe& r, Mode m, int device) = 0;
+  virtual std::unique_ptr<ProviderRun> grouped(GroupedSources& src, const Recipe& r, Mode m, const RecipeOptions& opts,
+                                               int device) = 0;
 };
 
 // Every provider this build knows besides cuBLASLt, in core/provider.hpp's order. A provider whose

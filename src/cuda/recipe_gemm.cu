@@ -347,16 +347,16 @@ void RecipeGemm::autocast_step(cudaStream_t s) {
   if (l_) l_->quantize(s);
   if (r_) r_->quantize(s);
   update_alpha(s);
-  mm_->run(s);
+  run_gemm(s);
   if (l_) l_->after_gemm(s);
   if (r_) r_->after_gemm(s);
 }
 
-void RecipeGemm::gemm_only(cudaStream_t s) { mm_->run(s); }  // callers built with_gemm
+void RecipeGemm::gemm_only(cudaStream_t s) { run_gemm(s); }  // built with_gemm, or use_kernel()
 
 void RecipeGemm::step(cudaStream_t s) {
   if (external_quant_) {
-    mm_->run(s);
+    run_gemm(s);
     return;
   }
   auto work = [&](QuantizedOperand* q, QuantizedOperand* sib, const OperandWork& w) {
@@ -367,20 +367,20 @@ void RecipeGemm::step(cudaStream_t s) {
   work(l_.get(), l_sib_.get(), wl_);
   work(r_.get(), r_sib_.get(), wr_);
   if (wl_.work != QuantWork::None || wr_.work != QuantWork::None) update_alpha(s);
-  mm_->run(s);
+  run_gemm(s);
   if (l_ && wl_.work != QuantWork::None) l_->after_gemm(s);
   if (r_ && wr_.work != QuantWork::None) r_->after_gemm(s);
 }
 
 int RecipeGemm::step_ops() const {
-  if (external_quant_) return 2;  // the matmul (cuBLASLt may add a split-K reduction kernel)
+  if (external_quant_) return kernel_ ? kernel_ops_ : 2;  // the matmul (cuBLASLt may add a split-K reduction kernel)
   auto work = [&](const QuantizedOperand* q, const QuantizedOperand* sib, const OperandWork& w) {
     if (!q || w.work == QuantWork::None) return 0;
     int n = q->quantize_ops(w.producer_amax) + q->after_gemm_ops();
     if (w.work == QuantWork::Dual && sib) n += sib->quantize_ops();  // fused passes launch fewer
     return n;
   };
-  const int matmul = 2;  // cuBLASLt may add a split-K reduction kernel
+  const int matmul = kernel_ ? kernel_ops_ : 2;  // cuBLASLt may add a split-K reduction kernel
   return work(l_.get(), l_sib_.get(), wl_) + work(r_.get(), r_sib_.get(), wr_) + (alpha_ ? 1 : 0) + matmul;
 }
 

@@ -118,7 +118,7 @@ TEST_P(CutlassGroupedTest, EveryExpertMatchesTheFp64Reference) {
   ASSERT_EQ(r.fp32_accumulate, c.fp32_acc && c.pass == Pass::Wgrad);
   auto provider = make_cutlass_provider();
   ASSERT_EQ(provider->cannot_run(g, Precision::BF16, Mode::Autocast, r, 90), "");
-  auto run = provider->grouped(*src, r, Mode::Autocast, 0);
+  auto run = provider->grouped(*src, r, Mode::Autocast, opts, 0);
   EXPECT_NE(run->config().find("ptr-array grouped"), std::string::npos) << run->config();
   EXPECT_EQ(run->ops(), c.pass == Pass::Wgrad && !c.fp32_acc ? 3 : 1) << "one launch (+ a memset per empty BF16 gradient)";
   const int iterations = c.fp32_acc ? 2 : 1;
@@ -188,7 +188,7 @@ TEST(CutlassGrouped, SkewedRoutingOverManyExperts) {
     RecipeOptions opts;
     opts.wgrad_fp32_accumulate = false;
     auto run = make_cutlass_provider()->grouped(*src, make_recipe(Precision::BF16, expert_gemm(g, 64), opts),
-                                                Mode::Autocast, 0);
+                                                Mode::Autocast, opts, 0);
     run->iteration(s);
     GS_CUDA(cudaStreamSynchronize(s));
     const auto out_m = g.group_dim == GroupDim::M ? to_double(to_host_u16(src->out)) : std::vector<double>();
@@ -236,7 +236,7 @@ TEST(CutlassDense, EveryLayoutMatchesTheFp64Reference) {
     r.fp32_accumulate = lay.fp32;
     auto provider = make_cutlass_provider();
     ASSERT_EQ(provider->cannot_run(g, Precision::BF16, Mode::Autocast, r, 90), "");
-    auto run = provider->dense(g, r, Mode::Autocast, src, 0);
+    auto run = provider->dense(g, r, Mode::Autocast, src, RecipeOptions{}, 0);
     run->iteration(nullptr);
     GS_CUDA(cudaDeviceSynchronize());
     const auto ref = ref_gemm(bf16_operand(to_host_u16(src.l), m, k, lay.l_k), bf16_operand(to_host_u16(src.r), n, k, lay.r_k),
@@ -288,7 +288,7 @@ TEST(CutlassEngine, CellsRecordTheProviderOrSayWhyNot) {
   EXPECT_TRUE(lt.ok) << lt.reason;
   std::printf("    grouped Fprop %s over %zu experts: cuBLASLt %.1f us, CUTLASS %.1f us\n", g.shape().c_str(),
               g.group.size(), lt.stats.mean_ms * 1e3, c.stats.mean_ms * 1e3);
-  const Cell fp8 = engine->measure_with(g, Precision::FP8Current, Mode::Autocast, kProviderCutlass);
+  const Cell fp8 = engine->measure_with(g, Precision::FP8Block, Mode::Autocast, kProviderCutlass);
   EXPECT_FALSE(fp8.ok);
   EXPECT_NE(fp8.reason.find("CUTLASS"), std::string::npos) << fp8.reason;
   const Cell dense = engine->measure_with(build_shapes_plan("1024").gemms[0], Precision::BF16, Mode::Autocast, kProviderCutlass);

@@ -1,10 +1,12 @@
 // The one template behind every CUTLASS grouped family (cutlass_grouped.hpp): an sm90 ptr-array
-// grouped GEMM, BF16 operands, FP32 accumulation, TMA warp-specialized cooperative kernel. Each
-// family's .cu instantiates it once, so the families compile in parallel.
+// grouped GEMM, BF16 or FP8 operands, FP32 accumulation, TMA warp-specialized cooperative kernel.
+// Each family's .cu instantiates it once, so the families compile in parallel.
 #pragma once
 #include <fmt/format.h>
 
 #include <stdexcept>
+#include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cute/tensor.hpp"
@@ -23,22 +25,25 @@ namespace gs::cuda::cutlass_kernels {
 
 using namespace cute;
 
-// Tile 128x128x64, cluster 1x1: one configuration for every family. Small experts (hundreds of
-// rows) leave a 256-row tile mostly empty, and a 1x1 cluster needs no multicast partner in a
-// group whose rows end mid-cluster.
-template <class LayoutA, class LayoutB, class OutT>
-struct GroupedBf16 {
+// One ptr-array grouped GEMM: A[m,k] (LayoutA) x B (LayoutB) -> D[m,n] row-major, FP32
+// accumulation, TMA warp-specialized, schedule `Schedule` (cooperative; the FP8 fast-accumulation
+// variant where the recipe accumulates fast), tile `Tile`, cluster 1x1: a 1x1 cluster needs no
+// multicast partner in a group whose rows end mid-cluster. The epilogue is alpha * acc + beta * C,
+// alpha from a per-group device array when the launch is given one (FP8: the product of the two
+// operands' per-tensor scales), else 1.
+template <class ElementA_, class ElementB_, class LayoutA, class LayoutB, class OutT, class Schedule, class Tile_>
+struct GroupedKernel {
   using ElementD = OutT;
   using ProblemShape = cutlass::gemm::GroupProblemShape<Shape<int, int, int>>;
-  using ElementA = cutlass::bfloat16_t;
-  using ElementB = cutlass::bfloat16_t;
+  using ElementA = ElementA_;
+  using ElementB = ElementB_;
   using ElementC = ElementD;
   using LayoutC = cutlass::layout::RowMajor;
   using Acc = float;
   static constexpr int kAlignA = 128 / cutlass::sizeof_bits<ElementA>::value;
   static constexpr int kAlignB = 128 / cutlass::sizeof_bits<ElementB>::value;
   static constexpr int kAlignC = 128 / cutlass::sizeof_bits<ElementC>::value;
-  using Tile = Shape<_128, _128, _64>;
+  using Tile = Tile_;
   using Cluster = Shape<_1, _1, _1>;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
@@ -49,15 +54,34 @@ struct GroupedBf16 {
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA*, kAlignA, ElementB, LayoutB*, kAlignB,
       Acc, Tile, Cluster,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
-      cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>::CollectiveOp;
+      Schedule>::CollectiveOp;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, Mainloop, Epilogue>;
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
   using StrideA = typename Kernel::InternalStrideA;
   using StrideB = typename Kernel::InternalStrideB;
   using StrideC = typename Kernel::InternalStrideC;
   using StrideD = typename Kernel::InternalStrideD;
-  static constexpr const char* kTile = "128x128x64 cluster 1x1 cooperative";
+  static std::string tile() {
+    return fmt::format("{}x{}x{} cluster 1x1 cooperative{}", int(size<0>(Tile{})), int(size<1>(Tile{})),
+                       int(size<2>(Tile{})),
+                       std::is_same_v<Schedule, cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperativeFP8FastAccum>
+                           ? " fast-accum" : "");
+  }
 };
+
+// BF16: tile 128x128x64 for every family (small experts leave a 256-row tile mostly empty).
+template <class LayoutA, class LayoutB, class OutT>
+using GroupedBf16 = GroupedKernel<cutlass::bfloat16_t, cutlass::bfloat16_t, LayoutA, LayoutB, OutT,
+                                  cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative, Shape<_128, _128, _64>>;
+
+// FP8 per-tensor: both operands K-major (A[m,k], B stored [n,k]: the only FP8 layout wgmma reads),
+// tile 128x128x128 (128 bytes of K per stage, as CUTLASS's FP8 examples).
+template <class ElementA, class ElementB, class OutT, bool kFastAccum>
+using GroupedFp8 = GroupedKernel<
+    ElementA, ElementB, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor, OutT,
+    std::conditional_t<kFastAccum, cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperativeFP8FastAccum,
+                       cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>,
+    Shape<_128, _128, _128>>;
 
 template <class T>
 DeviceBuffer upload(const std::vector<T>& v) {
@@ -69,7 +93,10 @@ DeviceBuffer upload(const std::vector<T>& v) {
 template <class K>
 class Launch final : public CutlassGroupedLaunch {
  public:
-  Launch(CutlassGroupedFamily f, const std::vector<CutlassGroup>& groups, int device, float beta) : family_(f) {
+  // alpha: null (alpha = 1), or a device array of one FP32 alpha per group, read at every launch.
+  Launch(CutlassGroupedFamily f, const std::vector<CutlassGroup>& groups, int device, float beta,
+         const float* alpha = nullptr)
+      : family_(f) {
     if (groups.empty()) throw std::invalid_argument("CUTLASS grouped GEMM with no non-empty group");
     using UnderlyingShape = typename K::ProblemShape::UnderlyingProblemShape;
     std::vector<UnderlyingShape> shapes;
@@ -112,6 +139,10 @@ class Launch final : public CutlassGroupedLaunch {
     args.epilogue.ptr_D = pd_.get<typename K::ElementD*>();
     args.epilogue.dD = sd_.get<typename K::StrideD>();
     args.epilogue.thread.alpha = 1.0f;
+    if (alpha) {
+      args.epilogue.thread.alpha_ptr = alpha;
+      args.epilogue.thread.dAlpha = {_0{}, _0{}, 1};  // group l reads alpha[l]
+    }
     args.epilogue.thread.beta = beta;
     args.hw_info = hw;
     cutlass::Status st = gemm_.can_implement(args);
@@ -131,7 +162,7 @@ class Launch final : public CutlassGroupedLaunch {
   }
 
   std::string config() const override {
-    return fmt::format("cutlass sm90 ptr-array grouped {} {}", to_string(family_), K::kTile);
+    return fmt::format("cutlass sm90 ptr-array grouped {} {}", to_string(family_), K::tile());
   }
 
  private:
