@@ -17,7 +17,8 @@ routed rows), with the SAME seeded per-expert routed counts on both sides:
     training semantics; torch._grouped_mm's Wgrad writes a BF16 [E, in, out]): the column
     "torch/gs CUTLASS" is torch's time over gemmscope's (the bar: >= 0.95 per pass). --no-cutlass
     leaves it out (a build without CUTLASS reports N/A there).
-  * FP8 (Fprop): gemmscope FP8Current (per-expert per-tensor scales; GEMM kernels only =
+  * FP8 (Fprop): gemmscope FP8Current through cuBLASLt and, unless --no-cutlass, CUTLASS's single
+    ptr-array launch (the same multi-tensor quantization); gemmscope FP8Current (per-expert per-tensor scales; GEMM kernels only =
     pre-quantized, and with the per-expert quantization = per-gemm, formerly autocast) vs torch._scaled_grouped_mm
     with ROWWISE scales (its only Hopper recipe) -- a different recipe, labelled as such.
 
@@ -175,20 +176,24 @@ def main():
 
     rows = []
     hdr = ("case", "pass", "gs BF16 s4 ms (TF/s)", "gs BF16 serial ms", "gs dense-eq ms", "torch grouped ms (TF/s)",
-           "gs s4/torch", "gs CUTLASS ms (TF/s)", "torch/gs CUTLASS", "gs FP8Cur prequant ms", "gs FP8Cur autocast ms", "torch FP8 rowwise ms")
+           "gs s4/torch", "gs CUTLASS ms (TF/s)", "torch/gs CUTLASS", "gs FP8Cur prequant ms", "gs FP8Cur autocast ms",
+           "gs CUTLASS FP8Cur prequant ms", "gs CUTLASS FP8Cur autocast ms", "torch FP8 rowwise ms")
     for c in cases:
         s4 = gs_cell(c, "BF16", "per-gemm", 4)
         s0 = gs_cell(c, "BF16", "per-gemm", 0)
         pq = gs_cell(c, "FP8Current", "pre-quantized", 4)
         ac = gs_cell(c, "FP8Current", "per-gemm", 4)
         cu = gs_cell(c, "BF16", "per-gemm", 4, "cutlass")
+        cpq = gs_cell(c, "FP8Current", "pre-quantized", 4, "cutlass")
+        cac = gs_cell(c, "FP8Current", "per-gemm", 4, "cutlass")
         pr = peers[(c["name"], c["pass"])]
         ok = lambda r: r is not None and r.get("ok")
         fmt_ms = lambda r: f"{r['mean_ms']:.3f}" + (" GATE-TIMEOUT" if r.get("gate_timed_out") else "") if ok(r) else (r.get("reason", "N/A")[:30] if r else "-")
         row = {
             "case": c["name"], "pass": c["pass"], "experts": len(c["counts"]), "rows": sum(c["counts"]),
             "max_rows": max(c["counts"]), "empty_experts": sum(1 for x in c["counts"] if x == 0),
-            "gs_bf16_s4": s4, "gs_bf16_serial": s0, "gs_bf16_cutlass": cu, "gs_fp8_prequant_s4": pq, "gs_fp8_autocast_s4": ac, "torch": pr,
+            "gs_bf16_s4": s4, "gs_bf16_serial": s0, "gs_bf16_cutlass": cu, "gs_fp8_prequant_s4": pq, "gs_fp8_autocast_s4": ac,
+            "gs_fp8_prequant_cutlass": cpq, "gs_fp8_autocast_cutlass": cac, "torch": pr,
         }
         rows.append(row)
         t_bf16 = pr.get("bf16_ms")
@@ -202,6 +207,7 @@ def main():
             (f"{cu['mean_ms']:.3f} ({tf(c, cu['mean_ms']):.0f})" if ok(cu) else fmt_ms(cu)) if not args.no_cutlass else "-",
             f"{t_bf16 / cu['mean_ms']:.2f}" if t_bf16 and ok(cu) else "-",
             fmt_ms(pq) if pq else "-", fmt_ms(ac) if ac else "-",
+            fmt_ms(cpq) if cpq else "-", fmt_ms(cac) if cac else "-",
             (f"{pr['fp8_rowwise_ms']:.3f}" if "fp8_rowwise_ms" in pr else pr.get("fp8_rowwise_error", "-")[:40]),
         )
         rows[-1]["line"] = line
