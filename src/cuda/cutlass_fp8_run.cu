@@ -22,6 +22,17 @@ __global__ void scale_products(const float* const* sa, const float* const* sb, f
   if (i < n) alpha[i] = *sa[i] * *sb[i];
 }
 
+// dst[t] = src[t] without its row padding: rows x cols of a [rows, src_ld] block-scale matrix (tensor
+// t = blockIdx.y).
+__global__ void compact_rows(const float* const* src, float* dst, int rows, int src_ld, int cols) {
+  const int t = static_cast<int>(blockIdx.y);
+  const float* in = src[t];
+  float* out = dst + static_cast<size_t>(t) * rows * cols;
+  for (int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x); i < rows * cols;
+       i += static_cast<int>(gridDim.x * blockDim.x))
+    out[i] = in[(i / cols) * src_ld + i % cols];
+}
+
 template <class T>
 DeviceBuffer upload(const std::vector<T>& v) {
   DeviceBuffer b(v.size() * sizeof(T));
@@ -29,29 +40,78 @@ DeviceBuffer upload(const std::vector<T>& v) {
   return b;
 }
 
-// The per-group alpha array of a launch and the kernel that fills it.
-class GroupAlphas {
+int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The scales of a launch's groups as its family reads them. Per-tensor: an alpha array, one
+// scale_inv product per group, computed by one small kernel. Block scaling: each group's own
+// 1x128 / 128x128 scale buffers, except 128x128 weight scales whose rows the quantizer pads to a
+// multiple of 4 blocks (cuBLASLt's layout) where ceil(k/128) is not: those are compacted into
+// CUTLASS's layout by one small kernel.
+class Fp8Scales {
  public:
-  GroupAlphas(const std::vector<const float*>& sa, const std::vector<const float*>& sb)
-      : n_(static_cast<int>(sa.size())), sa_(upload(sa)), sb_(upload(sb)), alpha_(sa.size() * sizeof(float)) {}
-  void compute(cudaStream_t s) const {
-    if (n_ == 0) return;
-    scale_products<<<(n_ + 127) / 128, 128, 0, s>>>(sa_.get<const float* const>(), sb_.get<const float* const>(),
-                                                   alpha_.get<float>(), n_);
-    GS_CUDA_LAUNCH();
+  // a[i], b[i]: group i's quantized operands ([m, k] and [n, k]); all b share n and k.
+  Fp8Scales(const Recipe& r, const std::vector<const QuantizedOperand*>& a, const std::vector<const QuantizedOperand*>& b)
+      : n_(static_cast<int>(a.size())), block_(r.precision == Precision::FP8Block) {
+    std::vector<const float*> sa, sb;
+    for (size_t i = 0; i < a.size(); ++i) {
+      sa.push_back(static_cast<const float*>(a[i]->lt().scale));
+      sb.push_back(static_cast<const float*>(b[i]->lt().scale));
+    }
+    sa_host_ = sa;
+    sb_host_ = sb;
+    if (!block_) {
+      sa_ = upload(sa);
+      sb_ = upload(sb);
+      alpha_ = DeviceBuffer(sa.size() * sizeof(float));
+    } else if (!b.empty() && r.b.scaling == Scaling::Block128x128) {
+      const int64_t kb = cdiv(b[0]->k(), 128), ld = cdiv(kb, 4) * 4;
+      if (kb != ld) {
+        rows_ = static_cast<int>(cdiv(b[0]->outer(), 128));
+        cols_ = static_cast<int>(kb);
+        ld_ = static_cast<int>(ld);
+        sb_ = upload(sb);
+        compact_ = DeviceBuffer(sb.size() * static_cast<size_t>(rows_ * cols_) * sizeof(float));
+      }
+    }
   }
-  const float* get() const { return alpha_.get<float>(); }
+  // Group i's scale arguments.
+  void set(size_t i, CutlassGroup& g) const {
+    if (!block_) return;
+    g.sfa = sa_host_[i];
+    g.sfb = compact_ ? compact_.get<float>() + i * static_cast<size_t>(rows_ * cols_) : sb_host_[i];
+  }
+  const float* alpha() const { return block_ ? nullptr : alpha_.get<float>(); }
+  // Recomputes what derives from the quantizer's scales (after each quantization).
+  void refresh(cudaStream_t s) const {
+    if (n_ == 0) return;
+    if (!block_) {
+      scale_products<<<(n_ + 127) / 128, 128, 0, s>>>(sa_.get<const float* const>(), sb_.get<const float* const>(),
+                                                     alpha_.get<float>(), n_);
+      GS_CUDA_LAUNCH();
+    } else if (compact_) {
+      compact_rows<<<dim3(static_cast<unsigned>(cdiv(rows_ * cols_, 256)), static_cast<unsigned>(n_)), 256, 0, s>>>(
+          sb_.get<const float* const>(), compact_.get<float>(), rows_, ld_, cols_);
+      GS_CUDA_LAUNCH();
+    }
+  }
+  int refresh_ops() const { return n_ > 0 && (!block_ || compact_) ? 1 : 0; }
+  std::string describe() const {
+    if (!block_) return "alpha = scale_a x scale_b per group";
+    return compact_ ? "block scales in the mainloop; 128x128 scale rows compacted to CUTLASS's layout"
+                    : "block scales in the mainloop, read in place";
+  }
 
  private:
   int n_;
-  DeviceBuffer sa_, sb_, alpha_;
+  bool block_;
+  std::vector<const float*> sa_host_, sb_host_;
+  DeviceBuffer sa_, sb_, alpha_, compact_;
+  int rows_ = 0, cols_ = 0, ld_ = 0;
 };
 
 bool quantizes(const RecipeGemm& rg) {
   return rg.work(Side::Left).work != QuantWork::None || rg.work(Side::Right).work != QuantWork::None;
 }
-
-const char* kAlphaNote = "alpha = scale_a x scale_b per group";
 
 class DenseRun final : public ProviderRun {
  public:
@@ -59,32 +119,35 @@ class DenseRun final : public ProviderRun {
            CutlassGroupedFamily f, int device)
       : rg_(nullptr, g, r, src, nullptr, opts, /*with_gemm=*/false, operand_work(m, g, Side::Left, r, opts),
             operand_work(m, g, Side::Right, r, opts)),
-        alphas_({static_cast<const float*>(rg_.l()->lt().scale)}, {static_cast<const float*>(rg_.r()->lt().scale)}),
+        scales_(r, {rg_.l()}, {rg_.r()}),
         quantizes_(quantizes(rg_)) {
     // The quantized copies are [m, k] and [n, k], K-contiguous: CUTLASS's A RowMajor, B ColumnMajor.
-    launch_ = make_cutlass_grouped(f, {{static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k),
-                                        rg_.l()->lt().data, rg_.r()->lt().data, src.c.get()}},
-                                   device, alphas_.get());
+    CutlassGroup group{static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k),
+                       rg_.l()->lt().data, rg_.r()->lt().data, src.c.get()};
+    scales_.set(0, group);
+    launch_ = make_cutlass_grouped(f, {group}, device, scales_.alpha());
     rg_.use_kernel(
         [this](cudaStream_t s) {
-          if (quantizes_) alphas_.compute(s);
+          if (quantizes_) scales_.refresh(s);
           launch_->run(s);
         },
-        quantizes_ ? 2 : 1);
+        (quantizes_ ? scales_.refresh_ops() : 0) + 1);
     if (rg_.needs_prequantize()) rg_.prequantize(nullptr);
-    if (!quantizes_) alphas_.compute(nullptr);
+    if (!quantizes_) scales_.refresh(nullptr);
     GS_CUDA(cudaStreamSynchronize(nullptr));
   }
   void iteration(cudaStream_t s) override { rg_.step(s); }
   int ops() const override { return rg_.step_ops(); }
   std::string config() const override {
-    return fmt::format("{}; a dense GEMM as one group; {} ({})", launch_->config(), kAlphaNote,
-                       quantizes_ ? "one kernel per iteration" : "computed before the timed loop");
+    return fmt::format("{}; a dense GEMM as one group; {}{}", launch_->config(), scales_.describe(),
+                       scales_.refresh_ops() == 0 ? ""
+                       : quantizes_             ? " (one kernel per iteration)"
+                                                : " (before the timed loop)");
   }
 
  private:
   RecipeGemm rg_;
-  GroupAlphas alphas_;
+  Fp8Scales scales_;
   bool quantizes_;
   std::unique_ptr<CutlassGroupedLaunch> launch_;
 };
@@ -98,7 +161,7 @@ class GroupedRun final : public ProviderRun {
         family_(f) {
     const Gemm& g = src.gemm;
     std::vector<CutlassGroup> groups;
-    std::vector<const float*> sa, sb;
+    std::vector<const QuantizedOperand*> qa, qb;
     auto* out = src.out.get<char>();
     for (int e = 0; e < gg_.experts(); ++e) {
       const RecipeGemm* rg = gg_.expert(e);
@@ -115,8 +178,8 @@ class GroupedRun final : public ProviderRun {
                                            : c.get();
       groups.push_back({static_cast<int>(eg.m), static_cast<int>(eg.n), static_cast<int>(eg.k), rg->l()->lt().data,
                         rg->r()->lt().data, d});
-      sa.push_back(static_cast<const float*>(rg->l()->lt().scale));
-      sb.push_back(static_cast<const float*>(rg->r()->lt().scale));
+      qa.push_back(rg->l());
+      qb.push_back(rg->r());
     }
     quant_ = gg_.quantizer();
     if (quantizes_ && !(quant_ && quant_->has_quantize()))
@@ -124,10 +187,11 @@ class GroupedRun final : public ProviderRun {
           "CUTLASS: a grouped FP8 launch quantizes its experts with the multi-tensor kernels only "
           "(--grouped-quant fused, the default)");
     groups_ = groups.size();
-    alphas_ = std::make_unique<GroupAlphas>(sa, sb);
-    if (!groups.empty()) launch_ = make_cutlass_grouped(f, groups, device, alphas_->get());
+    scales_ = std::make_unique<Fp8Scales>(r, qa, qb);
+    for (size_t i = 0; i < groups.size(); ++i) scales_->set(i, groups[i]);
+    if (!groups.empty()) launch_ = make_cutlass_grouped(f, groups, device, scales_->alpha());
     gg_.prepare();
-    if (!quantizes_) alphas_->compute(nullptr);
+    if (!quantizes_) scales_->refresh(nullptr);
     GS_CUDA(cudaStreamSynchronize(nullptr));
   }
 
@@ -136,7 +200,7 @@ class GroupedRun final : public ProviderRun {
     if (!launch_) return;
     if (quantizes_) {
       quant_->quantize(s);
-      alphas_->compute(s);
+      scales_->refresh(s);
     }
     launch_->run(s);
     if (quantizes_ && quant_->has_after()) quant_->after_gemms(s);
@@ -144,14 +208,15 @@ class GroupedRun final : public ProviderRun {
   int ops() const override {
     int n = static_cast<int>(zero_.size());
     if (!launch_) return n;
-    if (quantizes_) n += quant_->quantize_ops() + 1 + quant_->after_ops();
+    if (quantizes_) n += quant_->quantize_ops() + scales_->refresh_ops() + quant_->after_ops();
     return n + 1;
   }
   std::string config() const override {
     if (!launch_) return fmt::format("cutlass {}: no group with work", to_string(family_));
-    return fmt::format("{}; {} groups in one launch; {} ({})", launch_->config(), groups_, kAlphaNote,
-                       quantizes_ ? "one kernel per iteration, after the multi-tensor quantization"
-                                  : "computed before the timed loop");
+    return fmt::format("{}; {} groups in one launch; {}{}", launch_->config(), groups_, scales_->describe(),
+                       scales_->refresh_ops() == 0 ? ""
+                       : quantizes_               ? " (one kernel per iteration, after the multi-tensor quantization)"
+                                                  : " (before the timed loop)");
   }
 
  private:
@@ -160,7 +225,7 @@ class GroupedRun final : public ProviderRun {
   const GroupedQuantizer* quant_ = nullptr;
   bool quantizes_ = false;
   size_t groups_ = 0;
-  std::unique_ptr<GroupAlphas> alphas_;
+  std::unique_ptr<Fp8Scales> scales_;
   std::unique_ptr<CutlassGroupedLaunch> launch_;
   std::vector<const DeviceBuffer*> zero_;
 };

@@ -1,8 +1,10 @@
-// The CUTLASS provider's FP8 per-tensor cells (FP8Current, FP8Delayed): the recipe's quantization
+// The CUTLASS provider's FP8 cells (FP8Current, FP8Delayed, FP8Block): the recipe's quantization
 // exactly as the cuBLASLt cell runs it (RecipeGemm / GroupedGemm built without their cuBLASLt GEMMs,
 // so the same kernels, copies and scales), then one CUTLASS ptr-array launch (cutlass_grouped.hpp)
-// on the quantized K-major copies. The per-tensor scales reach CUTLASS as alpha: one small kernel
-// multiplies each group's two scale_inv values into a device alpha array. It runs in the timed
+// on the quantized K-major copies. Per-tensor scales reach CUTLASS as alpha: one small kernel
+// multiplies each group's two scale_inv values into a device alpha array. Block scales are read
+// in place by the blockwise mainloop, except 128x128 weight scales whose padded rows (cuBLASLt's
+// layout) differ from CUTLASS's: one small kernel compacts them. That kernel runs in the timed
 // iteration when the iteration quantizes (the scales change), once before the timed loop in
 // pre-quantized mode. Grouped cells need the multi-tensor quantization (--grouped-quant fused, the
 // default) when the timed iteration quantizes: the single launch has no per-expert quantization.

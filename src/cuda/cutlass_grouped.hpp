@@ -19,6 +19,13 @@
 //   Fp8E4m3E5m2Bf16      the same with a BF16 D written (beta = 0)         : Wgrad, --wgrad-output bf16
 // Other FP8 combinations (--fp8-format e4m3, --fp8-accum overrides) are not instantiated (build
 // time): the provider says so.
+// FP8 block scaling (E4M3 x E4M3, TE's Float8BlockScaling default; scales in the mainloop, each
+// group's CutlassGroup::sfa / sfb, no alpha):
+//   Fp8Block1x128x128x128Bf16   A 1x128 scales [ceil(k/128), m], B 128x128 scales [ceil(n/128),
+//                               ceil(k/128)] (compact rows), BF16 D                  : Fprop, Dgrad
+//   Fp8Block1x128x1x128F32Acc   A and B 1x128 scales ([ceil(k/128), m], [ceil(k/128), n]), FP32 D
+//                               accumulated (beta 1)                                 : Wgrad
+//   Fp8Block1x128x1x128Bf16     the same with a BF16 D                               : Wgrad, bf16
 // Every group is given with its own m, n, k (ptr-array: CUTLASS reads the shapes from device
 // memory), so uneven experts cost nothing extra; an empty group (a zero size) must not be passed.
 #pragma once
@@ -36,6 +43,7 @@ namespace gs::cuda {
 enum class CutlassGroupedFamily {
   Bf16RowCol, Bf16RowRow, Bf16ColRowF32Acc, Bf16ColRowBf16,
   Fp8E4m3E4m3Bf16Fast, Fp8E5m2E4m3Bf16, Fp8E4m3E5m2F32Acc, Fp8E4m3E5m2Bf16,
+  Fp8Block1x128x128x128Bf16, Fp8Block1x128x1x128F32Acc, Fp8Block1x128x1x128Bf16,
 };
 const char* to_string(CutlassGroupedFamily f);
 
@@ -44,6 +52,9 @@ struct CutlassGroup {
   const void* a = nullptr;
   const void* b = nullptr;
   void* d = nullptr;  // FP32 accumulate: also C (read, beta = 1)
+  // FP8 block scaling: the FP32 block scales of a and b in the layouts the Fp8Block families read.
+  const float* sfa = nullptr;
+  const float* sfb = nullptr;
 };
 
 // One grouped problem, set up once (shapes, pointer and stride arrays on the device, workspace),
@@ -57,10 +68,11 @@ class CutlassGroupedLaunch {
   virtual std::string config() const = 0;
 };
 
-// The FP8 per-tensor family that runs recipe `r` (FP8Current / FP8Delayed: operand formats, output,
-// accumulation), or nullopt when none is instantiated. Defined whether or not CUTLASS is built.
+// The FP8 family that runs recipe `r` (FP8Current / FP8Delayed: operand formats, output,
+// accumulation; FP8Block: scalings, formats, output), or nullopt when none is instantiated. Defined
+// whether or not CUTLASS is built.
 std::optional<CutlassGroupedFamily> cutlass_fp8_family(const Recipe& r);
-// The instantiated FP8 per-tensor combinations, for an N/A reason.
+// The instantiated FP8 combinations, for an N/A reason.
 std::string cutlass_fp8_families_built();
 
 // Whether this build holds the CUTLASS kernels (false: built without CUTLASS, say so).

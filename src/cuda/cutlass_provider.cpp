@@ -5,9 +5,9 @@
 // training semantics) or a BF16 gradient. CUTLASS has no K-grouped kernel as such on sm90: the
 // ptr-array grouped kernel takes every group's (m, n, k) from device memory, which serves the same
 // purpose in one launch. A dense GEMM runs as the same kernel with one group (no further
-// instantiation; its configuration says so). FP8 per-tensor (FP8Current, FP8Delayed) quantizes as
-// the cuBLASLt cell does and runs the same single launch on the K-major copies (cutlass_fp8_run.hpp).
-// FP8 block scaling is not built yet: N/A, saying so.
+// instantiation; its configuration says so). FP8 per-tensor (FP8Current, FP8Delayed) and FP8 block
+// scaling (FP8Block, CUTLASS's blockwise ptr-array kernel) quantize as the cuBLASLt cell does and run
+// the same single launch on the K-major copies (cutlass_fp8_run.hpp).
 #include <fmt/format.h>
 
 #include <climits>
@@ -115,9 +115,10 @@ class CutlassProvider final : public GemmProvider {
   // (core/recipe.hpp shape_constraint, per expert for grouped GEMMs).
   static std::string cannot_run_fp8(const Gemm& g, const Recipe& r) {
     if (!cutlass_fp8_family(r))
-      return fmt::format("CUTLASS: no FP8 kernel instantiated for {} x {}, {} accumulation, {} output (built: {})",
-                         to_string(r.a.format), to_string(r.b.format), r.fast_accum ? "fast" : "split",
-                         r.fp32_accumulate ? "FP32 accumulated" : "BF16", cutlass_fp8_families_built());
+      return fmt::format("CUTLASS: no FP8 kernel instantiated for {} {} x {} {}, {} accumulation, {} output (built: {})",
+                         to_string(r.a.format), to_string(r.a.scaling), to_string(r.b.format), to_string(r.b.scaling),
+                         r.fast_accum ? "fast" : "split", r.fp32_accumulate ? "FP32 accumulated" : "BF16",
+                         cutlass_fp8_families_built());
     if (g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX) return "CUTLASS: a dimension above 2^31";
     return {};
   }
@@ -128,8 +129,8 @@ class CutlassProvider final : public GemmProvider {
   std::string cannot_run(const Gemm& g, Precision, Mode, const Recipe& r, int cc) const override {
     if (!cutlass_built()) return "CUTLASS: not in this build (GEMMSCOPE_CUTLASS_DIR was not found when it was built)";
     if (cc != 90) return fmt::format("CUTLASS: the kernels are built for sm_90a (Hopper) only; this device is sm_{}", cc);
-    if (r.precision == Precision::FP8Block) return "CUTLASS: FP8 block scaling (1x128 / 128x128) is not built yet";
-    if (r.precision != Precision::BF16 && r.precision != Precision::FP8Current && r.precision != Precision::FP8Delayed)
+    if (r.precision != Precision::BF16 && r.precision != Precision::FP8Current && r.precision != Precision::FP8Delayed &&
+        r.precision != Precision::FP8Block)
       return fmt::format("CUTLASS: no {} kernel on sm_90 (Blackwell block-scaled formats)", to_string(r.precision));
     if (r.precision != Precision::BF16) return cannot_run_fp8(g, r);
     if (!g.grouped()) {

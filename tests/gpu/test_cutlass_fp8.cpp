@@ -1,7 +1,9 @@
-// The CUTLASS provider's FP8 per-tensor GEMMs (cuda/cutlass_fp8_run.hpp): dense GEMMs as one group
-// and grouped GEMMs as one ptr-array launch, in each pass's format pair of TE's hybrid recipe
+// The CUTLASS provider's FP8 GEMMs (cuda/cutlass_fp8_run.hpp): dense GEMMs as one group and grouped
+// GEMMs as one ptr-array launch, per-tensor in each pass's format pair of TE's hybrid recipe
 // (Fprop E4M3 x E4M3 fast accumulation, Dgrad E5M2 x E4M3, Wgrad E4M3 x E5M2 into a BF16 gradient
-// or an FP32 main gradient with beta = 1). Every output equals an FP64 GEMM of the same quantized
+// or an FP32 main gradient with beta = 1) and block-scaled (1x128 x 128x128 for Fprop/Dgrad, whose
+// K of 256 / 384 / 320 makes the weight scales' padded rows compacted; 1x128 x 1x128 for Wgrad; K
+// 512 reads them in place). Every output equals an FP64 GEMM of the same quantized
 // operands (the recipe's own quantization, decoded with its scales: 4e-3 as test_grouped) and
 // stays within the recipe's error of the BF16 sources (0.12, with a trace of quantization), with
 // empty and uneven experts; current scaling quantized in the timed iteration (autocast) and delayed
@@ -116,7 +118,10 @@ const auto kCases = ::testing::Values(
     Case{Precision::FP8Current, Pass::Wgrad, false, Mode::Autocast}, Case{Precision::FP8Current, Pass::Wgrad, true, Mode::Autocast},
     Case{Precision::FP8Delayed, Pass::Fprop, false, Mode::PreQuantized},
     Case{Precision::FP8Delayed, Pass::Dgrad, false, Mode::PreQuantized},
-    Case{Precision::FP8Delayed, Pass::Wgrad, true, Mode::PreQuantized});
+    Case{Precision::FP8Delayed, Pass::Wgrad, true, Mode::PreQuantized},
+    Case{Precision::FP8Block, Pass::Fprop, false, Mode::Autocast}, Case{Precision::FP8Block, Pass::Dgrad, false, Mode::Autocast},
+    Case{Precision::FP8Block, Pass::Wgrad, true, Mode::Autocast}, Case{Precision::FP8Block, Pass::Wgrad, false, Mode::Autocast},
+    Case{Precision::FP8Block, Pass::Fprop, false, Mode::PreQuantized});
 
 class CutlassFp8Grouped : public ::testing::TestWithParam<Case> {};
 
@@ -141,6 +146,9 @@ TEST_P(CutlassFp8Grouped, EveryExpertMatchesTheFp64ReferenceOfItsQuantizedOperan
   auto run = provider->grouped(*src, r, c.mode, opts, 0);
   EXPECT_NE(run->config().find("fp8"), std::string::npos) << run->config();
   EXPECT_NE(run->config().find("groups in one launch"), std::string::npos) << run->config();
+  if (c.precision == Precision::FP8Block && c.pass != Pass::Wgrad) {
+    EXPECT_NE(run->config().find("compacted"), std::string::npos) << run->config();
+  }
   const int iterations = fp32 ? 2 : 1;  // FP32 main gradients: two iterations add twice
   for (int i = 0; i < iterations; ++i) run->iteration(s);
   GS_CUDA(cudaStreamSynchronize(s));
@@ -222,6 +230,28 @@ TEST_P(CutlassFp8Dense, MatchesTheFp64ReferenceOfItsQuantizedOperands) {
 
 INSTANTIATE_TEST_SUITE_P(Hopper, CutlassFp8Dense, kCases, case_name);
 
+// FP8Block with K a multiple of 512: the weight's 128x128 scales are read in place (no compaction).
+TEST(CutlassFp8, BlockScalesReadInPlaceWhereTheLayoutsAgree) {
+  GS_REQUIRE_CUTLASS();
+  const Gemm g = pass_gemm(Pass::Fprop, 200, 512, 256);
+  GemmSources src = GemmSources::allocate(g);
+  fill_normal_bf16(src.l.get<__nv_bfloat16>(), static_cast<size_t>(g.m * g.k), 8, 1.0f, nullptr);
+  fill_normal_bf16(src.r.get<__nv_bfloat16>(), static_cast<size_t>(g.k * g.n), 9, 0.02f, nullptr);
+  poison_or_init(src.c, false);
+  GS_CUDA(cudaDeviceSynchronize());
+  const RecipeOptions opts;
+  const Recipe r = make_recipe(Precision::FP8Block, g, opts);
+  auto run = make_cutlass_provider()->dense(g, r, Mode::Autocast, src, opts, 0);
+  EXPECT_NE(run->config().find("read in place"), std::string::npos) << run->config();
+  run->iteration(nullptr);
+  GS_CUDA(cudaDeviceSynchronize());
+  RecipeGemm ref(nullptr, g, r, src, nullptr, opts, /*with_gemm=*/false, QuantWork::None, QuantWork::None);
+  ref.prequantize(nullptr);
+  expect_fp8_close(output(src.c, false, 1), ref_gemm(dequantize(*ref.l()), dequantize(*ref.r()), g.m, g.n, g.k),
+                   ref_gemm(bf16_operand(to_host_u16(src.l), g.m, g.k, true), bf16_operand(to_host_u16(src.r), g.n, g.k, true),
+                            g.m, g.n, g.k));
+}
+
 // What the provider does not build is N/A with a reason (no GPU needed).
 TEST(CutlassFp8, CannotRunSaysWhy) {
   auto provider = make_cutlass_provider();
@@ -234,9 +264,16 @@ TEST(CutlassFp8, CannotRunSaysWhy) {
   EXPECT_NE(why.find("no FP8 kernel instantiated"), std::string::npos) << why;
   EXPECT_EQ(provider->cannot_run(d, Precision::FP8Current, Mode::Autocast,
                                  make_recipe(Precision::FP8Current, d, RecipeOptions{}), 90), "");
+  EXPECT_EQ(provider->cannot_run(d, Precision::FP8Block, Mode::Autocast,
+                                 make_recipe(Precision::FP8Block, d, RecipeOptions{}), 90), "");
+  RecipeOptions hybrid_block;
+  hybrid_block.block_fp8_format = Fp8Format::Hybrid;  // E5M2 gradients: not instantiated
   const std::string block = provider->cannot_run(d, Precision::FP8Block, Mode::Autocast,
-                                                 make_recipe(Precision::FP8Block, d, RecipeOptions{}), 90);
-  EXPECT_NE(block.find("CUTLASS"), std::string::npos) << block;
+                                                 make_recipe(Precision::FP8Block, d, hybrid_block), 90);
+  EXPECT_NE(block.find("no FP8 kernel instantiated"), std::string::npos) << block;
+  const std::string mx = provider->cannot_run(d, Precision::MXFP8, Mode::Autocast,
+                                              make_recipe(Precision::MXFP8, d, RecipeOptions{}), 90);
+  EXPECT_NE(mx.find("CUTLASS: no MXFP8 kernel"), std::string::npos) << mx;
   EXPECT_NE(provider->cannot_run(d, Precision::FP8Current, Mode::Autocast,
                                  make_recipe(Precision::FP8Current, d, RecipeOptions{}), 89).find("sm_90a"),
             std::string::npos);
@@ -270,9 +307,10 @@ TEST(CutlassFp8, EngineCellsRecordTheProvider) {
   std::string why;
   auto engine = make_engine(o, why);
   ASSERT_NE(engine, nullptr) << why;
+  for (Precision p : {Precision::FP8Current, Precision::FP8Block}) {
   for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
-    SCOPED_TRACE(pass_label(pass));
-    const Cell c = engine->measure_with(grouped_gemm(pass), Precision::FP8Current, Mode::Autocast, kProviderCutlass);
+    SCOPED_TRACE(std::string(to_string(p)) + " " + pass_label(pass));
+    const Cell c = engine->measure_with(grouped_gemm(pass), p, Mode::Autocast, kProviderCutlass);
     ASSERT_TRUE(c.ok) << c.reason;
     EXPECT_EQ(c.kernels.provider, "cutlass");
     EXPECT_NE(c.kernels.config.find("fp8"), std::string::npos) << c.kernels.config;
@@ -282,6 +320,7 @@ TEST(CutlassFp8, EngineCellsRecordTheProvider) {
         if (k.cls == KernelClass::Gemm) gemm_kernels += static_cast<int>(std::lround(k.count));
       EXPECT_EQ(gemm_kernels, 1) << "the single launch";
     }
+  }
   }
   const Cell dense = engine->measure_with(build_shapes_plan("1024").gemms[0], Precision::FP8Delayed, Mode::PreQuantized,
                                           kProviderCutlass);

@@ -288,7 +288,7 @@ TEST(CutlassEngine, CellsRecordTheProviderOrSayWhyNot) {
   EXPECT_TRUE(lt.ok) << lt.reason;
   std::printf("    grouped Fprop %s over %zu experts: cuBLASLt %.1f us, CUTLASS %.1f us\n", g.shape().c_str(),
               g.group.size(), lt.stats.mean_ms * 1e3, c.stats.mean_ms * 1e3);
-  const Cell fp8 = engine->measure_with(g, Precision::FP8Block, Mode::Autocast, kProviderCutlass);
+  const Cell fp8 = engine->measure_with(g, Precision::MXFP8, Mode::Autocast, kProviderCutlass);
   EXPECT_FALSE(fp8.ok);
   EXPECT_NE(fp8.reason.find("CUTLASS"), std::string::npos) << fp8.reason;
   const Cell dense = engine->measure_with(build_shapes_plan("1024").gemms[0], Precision::BF16, Mode::Autocast, kProviderCutlass);

@@ -17,6 +17,7 @@
 #include "cutlass/gemm/group_array_problem_shape.hpp"
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/util/packed_stride.hpp"
+#include "cutlass/detail/blockwise_scale_layout.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cutlass_grouped.hpp"
 #include "cuda/device_buffer.hpp"
@@ -83,6 +84,58 @@ using GroupedFp8 = GroupedKernel<
                        cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>,
     Shape<_128, _128, _128>>;
 
+// FP8 block scaling (CUTLASS's blockwise ptr-array kernel, as its example 68): E4M3 x E4M3, FP32 scales
+// applied in the mainloop per 128 elements of K (promotion to FP32 every 128), A with 1x128 scales,
+// B with 1x128 (kScaleN = 1: Wgrad's gradient) or 128x128 (kScaleN = 128: a weight) scales. Scales
+// M/N-major as CUTLASS lays them out: A's [ceil(K/128), m] (the quantizer's 1x128 layout), B's
+// [ceil(K/128), n] for 1x128, [ceil(N/128), ceil(K/128)] K-major for 128x128 (the quantizer pads
+// its rows to a multiple of 4 blocks: the caller compacts them when that differs). Tile 128x128x128.
+template <int kScaleN, class OutT>
+struct GroupedFp8Block {
+  static constexpr bool kBlockwise = true;
+  using ElementD = OutT;
+  using ProblemShape = cutlass::gemm::GroupProblemShape<Shape<int, int, int>>;
+  using ElementA = cutlass::float_e4m3_t;
+  using ElementB = cutlass::float_e4m3_t;
+  using ElementC = ElementD;
+  using LayoutA = cutlass::layout::RowMajor;
+  using LayoutB = cutlass::layout::ColumnMajor;
+  using LayoutC = cutlass::layout::RowMajor;
+  using Acc = float;
+  using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, kScaleN, 128, cute::GMMA::Major::MN,
+                                                                kScaleN == 1 ? cute::GMMA::Major::MN : cute::GMMA::Major::K>;
+  using LayoutSFA = decltype(ScaleConfig::deduce_layoutSFA());
+  using LayoutSFB = decltype(ScaleConfig::deduce_layoutSFB());
+  static constexpr int kAlignA = 16, kAlignB = 16;
+  static constexpr int kAlignC = 128 / cutlass::sizeof_bits<ElementC>::value;
+  using Tile = Shape<_128, _128, _128>;
+  using Cluster = Shape<_1, _1, _1>;
+  using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
+      cutlass::epilogue::collective::EpilogueTileAuto, Acc, Acc, ElementC, LayoutC*, kAlignC, ElementD, LayoutC*,
+      kAlignC, cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative,
+      cutlass::epilogue::fusion::LinearCombination<ElementD, Acc, ElementC, Acc>>::CollectiveOp;
+  using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, cute::tuple<LayoutA*, LayoutSFA*>, kAlignA,
+      ElementB, cute::tuple<LayoutB*, LayoutSFB*>, kAlignB, Acc, Tile, Cluster,
+      cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
+      cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperativeFP8Blockwise>::CollectiveOp;
+  using Kernel = cutlass::gemm::kernel::GemmUniversal<ProblemShape, Mainloop, Epilogue>;
+  using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
+  using StrideA = typename Kernel::InternalStrideA;
+  using StrideB = typename Kernel::InternalStrideB;
+  using StrideC = typename Kernel::InternalStrideC;
+  using StrideD = typename Kernel::InternalStrideD;
+  static std::string tile() {
+    return fmt::format("128x128x128 cluster 1x1 cooperative blockwise 1x128 x {}", kScaleN == 1 ? "1x128" : "128x128");
+  }
+};
+
+template <class K, class = void>
+struct IsBlockwise : std::false_type {};
+template <class K>
+struct IsBlockwise<K, std::void_t<decltype(K::kBlockwise)>> : std::true_type {};
+
 template <class T>
 DeviceBuffer upload(const std::vector<T>& v) {
   DeviceBuffer b(v.size() * sizeof(T));
@@ -132,8 +185,26 @@ class Launch final : public CutlassGroupedLaunch {
     typename K::Gemm::Arguments args;
     args.mode = cutlass::gemm::GemmUniversalMode::kGrouped;
     args.problem_shape = {static_cast<int>(groups.size()), shapes_.get<UnderlyingShape>(), host_shapes_.data()};
-    args.mainloop = {pa_.get<const typename K::ElementA*>(), sa_.get<typename K::StrideA>(),
-                     pb_.get<const typename K::ElementB*>(), sb_.get<typename K::StrideB>()};
+    if constexpr (IsBlockwise<K>::value) {
+      std::vector<const float*> sfa, sfb;
+      std::vector<typename K::LayoutSFA> lsfa;
+      std::vector<typename K::LayoutSFB> lsfb;
+      for (const CutlassGroup& g : groups) {
+        if (!g.sfa || !g.sfb) throw std::invalid_argument("CUTLASS blockwise GEMM: a group without its block scales");
+        sfa.push_back(g.sfa);
+        sfb.push_back(g.sfb);
+        lsfa.push_back(K::ScaleConfig::tile_atom_to_shape_SFA(make_shape(g.m, g.n, g.k, 1)));
+        lsfb.push_back(K::ScaleConfig::tile_atom_to_shape_SFB(make_shape(g.m, g.n, g.k, 1)));
+      }
+      psfa_ = upload(sfa); psfb_ = upload(sfb); lsfa_ = upload(lsfa); lsfb_ = upload(lsfb);
+      args.mainloop = {pa_.get<const typename K::ElementA*>(), sa_.get<typename K::StrideA>(),
+                       pb_.get<const typename K::ElementB*>(), sb_.get<typename K::StrideB>(),
+                       psfa_.get<const float*>(), lsfa_.get<typename K::LayoutSFA>(),
+                       psfb_.get<const float*>(), lsfb_.get<typename K::LayoutSFB>()};
+    } else {
+      args.mainloop = {pa_.get<const typename K::ElementA*>(), sa_.get<typename K::StrideA>(),
+                       pb_.get<const typename K::ElementB*>(), sb_.get<typename K::StrideB>()};
+    }
     args.epilogue.ptr_C = pc_.get<const typename K::ElementC*>();
     args.epilogue.dC = sc_.get<typename K::StrideC>();
     args.epilogue.ptr_D = pd_.get<typename K::ElementD*>();
@@ -169,6 +240,7 @@ class Launch final : public CutlassGroupedLaunch {
   CutlassGroupedFamily family_;
   std::vector<typename K::ProblemShape::UnderlyingProblemShape> host_shapes_;
   DeviceBuffer shapes_, pa_, pb_, pc_, pd_, sa_, sb_, sc_, sd_, workspace_;
+  DeviceBuffer psfa_, psfb_, lsfa_, lsfb_;  // blockwise: per-group scale pointers and layouts
   typename K::Gemm gemm_;
 };
 
