@@ -2,6 +2,9 @@
 // same functions say so; the kernels themselves are in src/cuda/cutlass/.
 #include "cuda/cutlass_grouped.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <stdexcept>
 
 namespace gs::cuda {
@@ -49,6 +52,33 @@ std::string cutlass_fp8_families_built() {
          "1x128 x 1x128 fp32+=/bf16 (Wgrad)";
 }
 
+const char* to_string(CutlassTile t) { return t == CutlassTile::Wide ? "128x256" : "128x128"; }
+
+bool cutlass_has_wide_tile(CutlassGroupedFamily f) {
+  switch (f) {
+    case CutlassGroupedFamily::Bf16RowCol:
+    case CutlassGroupedFamily::Bf16RowRow:
+    case CutlassGroupedFamily::Bf16ColRowF32Acc:
+    case CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast:
+    case CutlassGroupedFamily::Fp8E5m2E4m3Bf16:
+    case CutlassGroupedFamily::Fp8E4m3E5m2F32Acc:
+    case CutlassGroupedFamily::Fp8Block1x128x128x128Bf16:
+    case CutlassGroupedFamily::Fp8Block1x128x1x128F32Acc: return true;
+    default: return false;
+  }
+}
+
+CutlassTile cutlass_pick_tile(CutlassGroupedFamily f, const std::vector<CutlassGroup>& groups) {
+  if (!cutlass_has_wide_tile(f) || groups.empty()) return CutlassTile::Square;
+  int64_t rows = 0;
+  int n = groups[0].n;
+  for (const CutlassGroup& g : groups) {
+    rows += g.m;
+    n = std::min(n, g.n);
+  }
+  return rows >= 1024 * static_cast<int64_t>(groups.size()) && n >= 2048 ? CutlassTile::Wide : CutlassTile::Square;
+}
+
 #ifdef GEMMSCOPE_HAVE_CUTLASS
 namespace cutlass_kernels {
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_rowcol(const std::vector<CutlassGroup>&, int);
@@ -62,16 +92,40 @@ std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e4m3_e5m2_bf16(const std:
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_block_w128_bf16(const std::vector<CutlassGroup>&, int);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_block_row_f32acc(const std::vector<CutlassGroup>&, int);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_block_row_bf16(const std::vector<CutlassGroup>&, int);
+std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_rowcol_wide(const std::vector<CutlassGroup>&, int);
+std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_rowrow_wide(const std::vector<CutlassGroup>&, int);
+std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_colrow_f32acc_wide(const std::vector<CutlassGroup>&, int);
+std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e4m3_e4m3_bf16_fast_wide(const std::vector<CutlassGroup>&, int, const float*);
+std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e5m2_e4m3_bf16_wide(const std::vector<CutlassGroup>&, int, const float*);
+std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e4m3_e5m2_f32acc_wide(const std::vector<CutlassGroup>&, int, const float*);
+std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_block_w128_bf16_wide(const std::vector<CutlassGroup>&, int);
+std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_block_row_f32acc_wide(const std::vector<CutlassGroup>&, int);
 }  // namespace cutlass_kernels
 
 bool cutlass_built() { return true; }
 
 std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily f, const std::vector<CutlassGroup>& groups,
-                                                           int device, const float* alpha) {
+                                                           int device, const float* alpha, std::optional<CutlassTile> tile) {
   using namespace cutlass_kernels;
+  const CutlassTile t = tile ? *tile : cutlass_pick_tile(f, groups);
+  if (t == CutlassTile::Wide && !cutlass_has_wide_tile(f))
+    throw std::invalid_argument(fmt::format("CUTLASS family {} has no 128x256 tile", to_string(f)));
   const bool per_tensor = f == CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast || f == CutlassGroupedFamily::Fp8E5m2E4m3Bf16 ||
                           f == CutlassGroupedFamily::Fp8E4m3E5m2F32Acc || f == CutlassGroupedFamily::Fp8E4m3E5m2Bf16;
   if (alpha && !per_tensor) throw std::invalid_argument("only the CUTLASS FP8 per-tensor families take an alpha array");
+  if (t == CutlassTile::Wide) {
+    switch (f) {
+      case CutlassGroupedFamily::Bf16RowCol: return make_grouped_bf16_rowcol_wide(groups, device);
+      case CutlassGroupedFamily::Bf16RowRow: return make_grouped_bf16_rowrow_wide(groups, device);
+      case CutlassGroupedFamily::Bf16ColRowF32Acc: return make_grouped_bf16_colrow_f32acc_wide(groups, device);
+      case CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast: return make_grouped_fp8_e4m3_e4m3_bf16_fast_wide(groups, device, alpha);
+      case CutlassGroupedFamily::Fp8E5m2E4m3Bf16: return make_grouped_fp8_e5m2_e4m3_bf16_wide(groups, device, alpha);
+      case CutlassGroupedFamily::Fp8E4m3E5m2F32Acc: return make_grouped_fp8_e4m3_e5m2_f32acc_wide(groups, device, alpha);
+      case CutlassGroupedFamily::Fp8Block1x128x128x128Bf16: return make_grouped_fp8_block_w128_bf16_wide(groups, device);
+      case CutlassGroupedFamily::Fp8Block1x128x1x128F32Acc: return make_grouped_fp8_block_row_f32acc_wide(groups, device);
+      default: break;
+    }
+  }
   switch (f) {
     case CutlassGroupedFamily::Bf16RowCol: return make_grouped_bf16_rowcol(groups, device);
     case CutlassGroupedFamily::Bf16RowRow: return make_grouped_bf16_rowrow(groups, device);
@@ -91,7 +145,7 @@ std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily 
 bool cutlass_built() { return false; }
 
 std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily, const std::vector<CutlassGroup>&, int,
-                                                           const float*) {
+                                                           const float*, std::optional<CutlassTile>) {
   throw std::invalid_argument("this build has no CUTLASS kernels (GEMMSCOPE_CUTLASS_DIR not found at build time)");
 }
 #endif

@@ -78,11 +78,27 @@ std::string cutlass_fp8_families_built();
 // Whether this build holds the CUTLASS kernels (false: built without CUTLASS, say so).
 bool cutlass_built();
 
+// Tile configurations: every family has the 128-wide one (BF16 128x128x64, FP8 128x128x128); the
+// families of the default recipes (BF16 Bf16RowCol, Bf16RowRow, Bf16ColRowF32Acc; FP8
+// Fp8E4m3E4m3Bf16Fast, Fp8E5m2E4m3Bf16, Fp8E4m3E5m2F32Acc, Fp8Block1x128x128x128Bf16,
+// Fp8Block1x128x1x128F32Acc) also a 256-wide one (128x256). The rule (cutlass_pick_tile): Wide when
+// the family has it, the groups average at least 1024 rows (m) and n >= 2048, i.e. large GEMMs
+// where half as many 128x256 tiles still fill an H100's 132 SMs more than once; else Square (small
+// experts and small GEMMs: more, smaller tiles keep the SMs busy). Unverified on hardware: the
+// GPU run's dense CUTLASS vs cuBLASLt table is its check.
+enum class CutlassTile { Square, Wide };
+const char* to_string(CutlassTile t);  // "128x128", "128x256"
+bool cutlass_has_wide_tile(CutlassGroupedFamily f);
+CutlassTile cutlass_pick_tile(CutlassGroupedFamily f, const std::vector<CutlassGroup>& groups);
+
 // Builds family `f` for `groups` (all non-empty) on device `device`. `alpha`: null (alpha = 1) or a
-// device array of one FP32 alpha per group, read by every launch (the FP8 families' scales). Throws
-// std::invalid_argument for what CUTLASS cannot implement (its can_implement status: alignment,
-// sizes), CudaError for CUDA failures. Only callable where cutlass_built().
+// device array of one FP32 alpha per group, read by every launch (the FP8 families' scales).
+// `tile`: the configuration (default: cutlass_pick_tile's); Wide for a family without it is an
+// std::invalid_argument. Throws std::invalid_argument for what CUTLASS cannot implement (its
+// can_implement status: alignment, sizes), CudaError for CUDA failures. Only callable where
+// cutlass_built().
 std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily f, const std::vector<CutlassGroup>& groups,
-                                                           int device, const float* alpha = nullptr);
+                                                           int device, const float* alpha = nullptr,
+                                                           std::optional<CutlassTile> tile = std::nullopt);
 
 }  // namespace gs::cuda

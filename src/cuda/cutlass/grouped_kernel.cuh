@@ -70,19 +70,24 @@ struct GroupedKernel {
   }
 };
 
-// BF16: tile 128x128x64 for every family (small experts leave a 256-row tile mostly empty).
-template <class LayoutA, class LayoutB, class OutT>
+// The N extent of a family's tile: 128 (every family) or 256 (the wide variant of the default-recipe
+// families, cutlass_grouped.hpp CutlassTile).
+template <int kTileN, int kTileK>
+using TileOf = Shape<_128, Int<kTileN>, Int<kTileK>>;
+
+// BF16: tile 128x128x64 (small experts leave a 256-row tile mostly empty), or 128x256x64.
+template <class LayoutA, class LayoutB, class OutT, int kTileN = 128>
 using GroupedBf16 = GroupedKernel<cutlass::bfloat16_t, cutlass::bfloat16_t, LayoutA, LayoutB, OutT,
-                                  cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative, Shape<_128, _128, _64>>;
+                                  cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative, TileOf<kTileN, 64>>;
 
 // FP8 per-tensor: both operands K-major (A[m,k], B stored [n,k]: the only FP8 layout wgmma reads),
 // tile 128x128x128 (128 bytes of K per stage, as CUTLASS's FP8 examples).
-template <class ElementA, class ElementB, class OutT, bool kFastAccum>
+template <class ElementA, class ElementB, class OutT, bool kFastAccum, int kTileN = 128>
 using GroupedFp8 = GroupedKernel<
     ElementA, ElementB, cutlass::layout::RowMajor, cutlass::layout::ColumnMajor, OutT,
     std::conditional_t<kFastAccum, cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperativeFP8FastAccum,
                        cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperative>,
-    Shape<_128, _128, _128>>;
+    TileOf<kTileN, 128>>;
 
 // FP8 block scaling (CUTLASS's blockwise ptr-array kernel, as its example 68): E4M3 x E4M3, FP32 scales
 // applied in the mainloop per 128 elements of K (promotion to FP32 every 128), A with 1x128 scales,
@@ -90,7 +95,7 @@ using GroupedFp8 = GroupedKernel<
 // M/N-major as CUTLASS lays them out: A's [ceil(K/128), m] (the quantizer's 1x128 layout), B's
 // [ceil(K/128), n] for 1x128, [ceil(N/128), ceil(K/128)] K-major for 128x128 (the quantizer pads
 // its rows to a multiple of 4 blocks: the caller compacts them when that differs). Tile 128x128x128.
-template <int kScaleN, class OutT>
+template <int kScaleN, class OutT, int kTileN = 128>
 struct GroupedFp8Block {
   static constexpr bool kBlockwise = true;
   using ElementD = OutT;
@@ -108,7 +113,7 @@ struct GroupedFp8Block {
   using LayoutSFB = decltype(ScaleConfig::deduce_layoutSFB());
   static constexpr int kAlignA = 16, kAlignB = 16;
   static constexpr int kAlignC = 128 / cutlass::sizeof_bits<ElementC>::value;
-  using Tile = Shape<_128, _128, _128>;
+  using Tile = TileOf<kTileN, 128>;
   using Cluster = Shape<_1, _1, _1>;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
@@ -127,7 +132,7 @@ struct GroupedFp8Block {
   using StrideC = typename Kernel::InternalStrideC;
   using StrideD = typename Kernel::InternalStrideD;
   static std::string tile() {
-    return fmt::format("128x128x128 cluster 1x1 cooperative blockwise 1x128 x {}", kScaleN == 1 ? "1x128" : "128x128");
+    return fmt::format("128x{}x128 cluster 1x1 cooperative blockwise 1x128 x {}", kTileN, kScaleN == 1 ? "1x128" : "128x128");
   }
 };
 

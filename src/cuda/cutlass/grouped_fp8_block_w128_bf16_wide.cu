@@ -1,0 +1,12 @@
+// CUTLASS grouped family Fp8Block1x128x128x128Bf16, wide tile (128x256, cutlass_grouped.hpp CutlassTile): one instantiation
+// per translation unit.
+#include "cuda/cutlass/grouped_kernel.cuh"
+
+namespace gs::cuda::cutlass_kernels {
+
+std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_block_w128_bf16_wide(const std::vector<CutlassGroup>& groups, int device) {
+  using K = GroupedFp8Block</*kScaleN=*/128, cutlass::bfloat16_t, 256>;
+  return std::make_unique<Launch<K>>(CutlassGroupedFamily::Fp8Block1x128x128x128Bf16, groups, device, /*beta=*/0.0f);
+}
+
+}  // namespace gs::cuda::cutlass_kernels
