@@ -55,6 +55,10 @@ std::string cutlass_fp8_families_built() {
 const char* to_string(CutlassTile t) { return t == CutlassTile::Wide ? "128x256" : "128x128"; }
 
 bool cutlass_has_wide_tile(CutlassGroupedFamily f) {
+#ifdef GEMMSCOPE_CUTLASS_NO_WIDE
+  (void)f;
+  return false;  // built with GEMMSCOPE_CUTLASS_WIDE_TILES=OFF
+#endif
   switch (f) {
     case CutlassGroupedFamily::Bf16RowCol:
     case CutlassGroupedFamily::Bf16RowRow:
@@ -113,6 +117,7 @@ std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily 
   const bool per_tensor = f == CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast || f == CutlassGroupedFamily::Fp8E5m2E4m3Bf16 ||
                           f == CutlassGroupedFamily::Fp8E4m3E5m2F32Acc || f == CutlassGroupedFamily::Fp8E4m3E5m2Bf16;
   if (alpha && !per_tensor) throw std::invalid_argument("only the CUTLASS FP8 per-tensor families take an alpha array");
+#ifndef GEMMSCOPE_CUTLASS_NO_WIDE
   if (t == CutlassTile::Wide) {
     switch (f) {
       case CutlassGroupedFamily::Bf16RowCol: return make_grouped_bf16_rowcol_wide(groups, device);
@@ -126,6 +131,7 @@ std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily 
       default: break;
     }
   }
+#endif
   switch (f) {
     case CutlassGroupedFamily::Bf16RowCol: return make_grouped_bf16_rowcol(groups, device);
     case CutlassGroupedFamily::Bf16RowRow: return make_grouped_bf16_rowrow(groups, device);
