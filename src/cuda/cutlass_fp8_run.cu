@@ -113,6 +113,13 @@ bool quantizes(const RecipeGemm& rg) {
   return rg.work(Side::Left).work != QuantWork::None || rg.work(Side::Right).work != QuantWork::None;
 }
 
+// Whether the scales Fp8Scales derives change within an iteration: per-tensor alphas when either
+// operand is quantized in it, compacted 128x128 scales when the right operand (the weight) is.
+bool scales_change(const Recipe& r, const RecipeGemm& rg) {
+  if (r.precision != Precision::FP8Block) return quantizes(rg);
+  return rg.work(Side::Right).work != QuantWork::None;
+}
+
 class DenseRun final : public ProviderRun {
  public:
   DenseRun(const Gemm& g, const Recipe& r, Mode m, GemmSources& src, const RecipeOptions& opts,
@@ -120,7 +127,7 @@ class DenseRun final : public ProviderRun {
       : rg_(nullptr, g, r, src, nullptr, opts, /*with_gemm=*/false, operand_work(m, g, Side::Left, r, opts),
             operand_work(m, g, Side::Right, r, opts)),
         scales_(r, {rg_.l()}, {rg_.r()}),
-        quantizes_(quantizes(rg_)) {
+        in_loop_(scales_change(r, rg_)) {
     // The quantized copies are [m, k] and [n, k], K-contiguous: CUTLASS's A RowMajor, B ColumnMajor.
     CutlassGroup group{static_cast<int>(g.m), static_cast<int>(g.n), static_cast<int>(g.k),
                        rg_.l()->lt().data, rg_.r()->lt().data, src.c.get()};
@@ -128,12 +135,12 @@ class DenseRun final : public ProviderRun {
     launch_ = make_cutlass_grouped(f, {group}, device, scales_.alpha());
     rg_.use_kernel(
         [this](cudaStream_t s) {
-          if (quantizes_) scales_.refresh(s);
+          if (in_loop_) scales_.refresh(s);
           launch_->run(s);
         },
-        (quantizes_ ? scales_.refresh_ops() : 0) + 1);
+        (in_loop_ ? scales_.refresh_ops() : 0) + 1);
     if (rg_.needs_prequantize()) rg_.prequantize(nullptr);
-    if (!quantizes_) scales_.refresh(nullptr);
+    if (!in_loop_) scales_.refresh(nullptr);
     GS_CUDA(cudaStreamSynchronize(nullptr));
   }
   void iteration(cudaStream_t s) override { rg_.step(s); }
@@ -141,14 +148,14 @@ class DenseRun final : public ProviderRun {
   std::string config() const override {
     return fmt::format("{}; a dense GEMM as one group; {}{}", launch_->config(), scales_.describe(),
                        scales_.refresh_ops() == 0 ? ""
-                       : quantizes_             ? " (one kernel per iteration)"
+                       : in_loop_               ? " (one kernel per iteration)"
                                                 : " (before the timed loop)");
   }
 
  private:
   RecipeGemm rg_;
   Fp8Scales scales_;
-  bool quantizes_;
+  bool in_loop_;  // the scales' derived values change every iteration
   std::unique_ptr<CutlassGroupedLaunch> launch_;
 };
 
@@ -173,6 +180,7 @@ class GroupedRun final : public ProviderRun {
         continue;
       }
       quantizes_ = quantizes_ || quantizes(*rg);
+      in_loop_ = in_loop_ || scales_change(r, *rg);
       const Gemm eg = gg_.expert_gemm_of(e);
       void* d = g.group_dim == GroupDim::M ? static_cast<void*>(out + src.offsets[static_cast<size_t>(e)] * g.n * 2)
                                            : c.get();
@@ -191,31 +199,30 @@ class GroupedRun final : public ProviderRun {
     for (size_t i = 0; i < groups.size(); ++i) scales_->set(i, groups[i]);
     if (!groups.empty()) launch_ = make_cutlass_grouped(f, groups, device, scales_->alpha());
     gg_.prepare();
-    if (!quantizes_) scales_->refresh(nullptr);
+    if (!in_loop_) scales_->refresh(nullptr);
     GS_CUDA(cudaStreamSynchronize(nullptr));
   }
 
   void iteration(cudaStream_t s) override {
     for (const DeviceBuffer* z : zero_) GS_CUDA(cudaMemsetAsync(z->get(), 0, z->bytes(), s));
     if (!launch_) return;
-    if (quantizes_) {
-      quant_->quantize(s);
-      scales_->refresh(s);
-    }
+    if (quantizes_) quant_->quantize(s);
+    if (in_loop_) scales_->refresh(s);
     launch_->run(s);
     if (quantizes_ && quant_->has_after()) quant_->after_gemms(s);
   }
   int ops() const override {
     int n = static_cast<int>(zero_.size());
     if (!launch_) return n;
-    if (quantizes_) n += quant_->quantize_ops() + scales_->refresh_ops() + quant_->after_ops();
+    if (quantizes_) n += quant_->quantize_ops() + quant_->after_ops();
+    if (in_loop_) n += scales_->refresh_ops();
     return n + 1;
   }
   std::string config() const override {
     if (!launch_) return fmt::format("cutlass {}: no group with work", to_string(family_));
     return fmt::format("{}; {} groups in one launch; {}{}", launch_->config(), groups_, scales_->describe(),
                        scales_->refresh_ops() == 0 ? ""
-                       : quantizes_               ? " (one kernel per iteration, after the multi-tensor quantization)"
+                       : in_loop_                 ? " (one kernel per iteration, after the multi-tensor quantization)"
                                                   : " (before the timed loop)");
   }
 
@@ -223,7 +230,8 @@ class GroupedRun final : public ProviderRun {
   GroupedGemm gg_;
   CutlassGroupedFamily family_;
   const GroupedQuantizer* quant_ = nullptr;
-  bool quantizes_ = false;
+  bool quantizes_ = false;  // the iteration quantizes (multi-tensor launches)
+  bool in_loop_ = false;    // the scales' derived values change every iteration
   size_t groups_ = 0;
   std::unique_ptr<Fp8Scales> scales_;
   std::unique_ptr<CutlassGroupedLaunch> launch_;
