@@ -558,7 +558,7 @@ int run_main(int argc, char** argv) {
   app.add_flag("--dry-run", o.dry_run, "Print the plan (FLOPs, bytes); touch no GPU")->group("Output");
   app.add_option("-o,--output", o.out_chart, "Chart file (.png/.svg/.pdf)")->group("Output");
   app.add_option("--json", o.out_json, "Write the result JSON here")->group("Output");
-  app.add_option("--csv", o.out_csv, "Write one CSV row per (mode, GEMM, precision)")->group("Output");
+  app.add_option("--csv", o.out_csv, "Write one CSV row per (mode, GEMM, precision, provider)")->group("Output");
   app.add_flag("-q,--quiet", o.quiet, "No progress on stderr")->group("Output");
 
   app.allow_extras();  // unknown options: reject_extras() names them with a suggestion
