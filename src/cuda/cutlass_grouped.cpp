@@ -65,9 +65,7 @@ bool cutlass_has_wide_tile(CutlassGroupedFamily f) {
     case CutlassGroupedFamily::Bf16ColRowF32Acc:
     case CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast:
     case CutlassGroupedFamily::Fp8E5m2E4m3Bf16:
-    case CutlassGroupedFamily::Fp8E4m3E5m2F32Acc:
-    case CutlassGroupedFamily::Fp8Block1x128x128x128Bf16:
-    case CutlassGroupedFamily::Fp8Block1x128x1x128F32Acc: return true;
+    case CutlassGroupedFamily::Fp8E4m3E5m2F32Acc: return true;
     default: return false;
   }
 }
@@ -102,8 +100,6 @@ std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_colrow_f32acc_wide(const
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e4m3_e4m3_bf16_fast_wide(const std::vector<CutlassGroup>&, int, const float*);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e5m2_e4m3_bf16_wide(const std::vector<CutlassGroup>&, int, const float*);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e4m3_e5m2_f32acc_wide(const std::vector<CutlassGroup>&, int, const float*);
-std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_block_w128_bf16_wide(const std::vector<CutlassGroup>&, int);
-std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_block_row_f32acc_wide(const std::vector<CutlassGroup>&, int);
 }  // namespace cutlass_kernels
 
 bool cutlass_built() { return true; }
@@ -126,8 +122,6 @@ std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily 
       case CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast: return make_grouped_fp8_e4m3_e4m3_bf16_fast_wide(groups, device, alpha);
       case CutlassGroupedFamily::Fp8E5m2E4m3Bf16: return make_grouped_fp8_e5m2_e4m3_bf16_wide(groups, device, alpha);
       case CutlassGroupedFamily::Fp8E4m3E5m2F32Acc: return make_grouped_fp8_e4m3_e5m2_f32acc_wide(groups, device, alpha);
-      case CutlassGroupedFamily::Fp8Block1x128x128x128Bf16: return make_grouped_fp8_block_w128_bf16_wide(groups, device);
-      case CutlassGroupedFamily::Fp8Block1x128x1x128F32Acc: return make_grouped_fp8_block_row_f32acc_wide(groups, device);
       default: break;
     }
   }

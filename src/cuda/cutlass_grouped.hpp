@@ -79,9 +79,10 @@ std::string cutlass_fp8_families_built();
 bool cutlass_built();
 
 // Tile configurations: every family has the 128-wide one (BF16 128x128x64, FP8 128x128x128); the
-// families of the default recipes (BF16 Bf16RowCol, Bf16RowRow, Bf16ColRowF32Acc; FP8
-// Fp8E4m3E4m3Bf16Fast, Fp8E5m2E4m3Bf16, Fp8E4m3E5m2F32Acc, Fp8Block1x128x128x128Bf16,
-// Fp8Block1x128x1x128F32Acc) also a 256-wide one (128x256). The rule (cutlass_pick_tile): Wide when
+// BF16 and FP8 per-tensor families of the default recipes (Bf16RowCol, Bf16RowRow, Bf16ColRowF32Acc,
+// Fp8E4m3E4m3Bf16Fast, Fp8E5m2E4m3Bf16, Fp8E4m3E5m2F32Acc) also a 256-wide one (128x256). FP8Block
+// has none: CUTLASS 4.2.1's blockwise mainloop rejects 128x128 B scales in a 256-wide tile
+// (static assertion "Accumulator and scaleB must have same shape"). The rule (cutlass_pick_tile): Wide when
 // the family has it, the groups average at least 1024 rows (m) and n >= 2048, i.e. large GEMMs
 // where half as many 128x256 tiles still fill an H100's 132 SMs more than once; else Square (small
 // experts and small GEMMs: more, smaller tiles keep the SMs busy). Unverified on hardware: the

@@ -71,7 +71,7 @@ struct GroupedKernel {
 };
 
 // The N extent of a family's tile: 128 (every family) or 256 (the wide variant of the default-recipe
-// families, cutlass_grouped.hpp CutlassTile).
+// BF16 and FP8 per-tensor families, cutlass_grouped.hpp CutlassTile).
 template <int kTileN, int kTileK>
 using TileOf = Shape<_128, Int<kTileN>, Int<kTileK>>;
 
