@@ -9,7 +9,12 @@
 # 4. the per-layer best available FP8 vs BF16 for the 5B and Qwen3-30B-A3B (the provider block of
 #    each report: per-provider totals and the best available).
 # Binaries from $BIN (default build/): gemmscope, gemmscope_gpu_tests, moe_grouped. Every step has
-# a timeout, about 8 minutes in all at worst on an H100.
+# a timeout, about 8 minutes in all at worst on an H100. The three stripped binaries are ~70 MB, about
+# 18 MB gzipped: carry them as one tarball and unpack it first, e.g.
+#   (build machine) d=$(mktemp -d); for b in gemmscope gemmscope_gpu_tests moe_grouped; do
+#                     strip -o $d/$b build/$b; done; tar -czf out/gpu-cutlass/bins.tgz -C $d .
+#   (GPU machine)   mkdir -p /tmp/gs && tar -xzf out/gpu-cutlass/bins.tgz -C /tmp/gs &&
+#                   BIN=/tmp/gs bench/cutlass_gpu_run.sh "$OUT"
 set -uo pipefail
 BIN=${BIN:-build}
 OUT=${1:-cutlass-results}
