@@ -325,7 +325,11 @@ class CudaEngine final : public Engine {
         return Cell::na(why);
       GroupedGemm gg(handle_, *grouped_src_, p, mode, opts_.recipe, streams, stream_, workspace_.get(), &algo_cache_);
       gg.prepare();
-      return timed_cell(gg.body(), step_gap(g, p, mode));
+      Cell timed = timed_cell(gg.body(), step_gap(g, p, mode));
+      // Kernel records of whole iterations (every expert's launches): their GEMM time beside the
+      // cell's event time tells the launch gaps between experts apart from the kernels.
+      timed.kernels = trace_cell(opts_.gemm, stream_, [&] { gg.run_once(); });
+      return timed;
     });
     if (!cell.ok || sum == 0) return cell;
     // Grouping efficiency = dense / grouped: one GEMM with the summed (padded) size, same recipe

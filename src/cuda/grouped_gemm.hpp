@@ -71,7 +71,7 @@ class GroupedGemm {
   // reused copies, delayed scaling's history). Synchronizes.
   void prepare();
   LoopBody body();             // one iteration: every expert's work, as pieces
-  void run_once();             // one iteration on `main`, synchronized (tests)
+  void run_once();             // one iteration on `main`, synchronized (tests, kernel records)
   int experts() const { return static_cast<int>(src_.sizes.size()); }
   // Per-expert access for tests: null for an expert with no GEMM (empty).
   const RecipeGemm* expert(int e) const { return gemms_[static_cast<size_t>(e)].get(); }
