@@ -45,7 +45,7 @@ std::string deepgemm_cell_problem(const Gemm& g, const Recipe& r, int cc) {
                        "128x128 weights); it has no {} kernel",
                        to_string(r.precision));
   if (r.a.format != ElemFormat::E4M3 || r.b.format != ElemFormat::E4M3)
-    return fmt::format("DeepGEMM: E4M3 operands only; this recipe gives {} x {} (--fp8-format e4m3 for FP8Block)",
+    return fmt::format("DeepGEMM: E4M3 operands only; this recipe gives {} x {} (--block-fp8-format e4m3, the default, runs it)",
                        to_string(r.a.format), to_string(r.b.format));
   const auto kernel = deepgemm_kernel(r);
   if (!kernel) {
