@@ -20,14 +20,14 @@ step() {  # step NAME SECONDS CMD...: output in $D/NAME.txt, exit status and tim
   echo "$name rc=$rc ${limit}s-limit took=$((SECONDS - t0))s: $*" | tee -a "$D/steps.txt"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv > "$D/gpu.txt" 2>&1
-step gpu_tests 150 "$BIN/gemmscope_gpu_tests" --gtest_filter='DeepGemmProvider.*:DeepGemm.*:DeepGemmHost*'
+step gpu_tests 170 "$BIN/gemmscope_gpu_tests" --gtest_filter='DeepGemmProvider.*:DeepGemm.*:DeepGemmHost*'
 common=(--precisions BF16,FP8Block --mode both --num-warmup 5 --num-iters 20 --gpu-warmup 2)
-step 5b_all 100 "$BIN/gemmscope" --model codonfm-5b --provider all "${common[@]}" --json "$D/5b_all.json"
-step deepseek_v3 130 "$BIN/gemmscope" --model deepseek-v3 --provider cublaslt,deepgemm "${common[@]}" \
+step 5b_all 90 "$BIN/gemmscope" --model codonfm-5b --provider all "${common[@]}" --json "$D/5b_all.json"
+step deepseek_v3 150 "$BIN/gemmscope" --model deepseek-v3 --provider cublaslt,deepgemm "${common[@]}" \
   --json "$D/deepseek_v3.json"
-step 5b_cache 30 "$BIN/gemmscope" --model codonfm-5b --provider deepgemm --precisions FP8Block --mode pre-quantized \
+step 5b_cache 25 "$BIN/gemmscope" --model codonfm-5b --provider deepgemm --precisions FP8Block --mode pre-quantized \
   --num-iters 10 --gpu-warmup 0 --json "$D/5b_cache.json"
 grep -h "deepgemm: " "$D/5b_all.txt" "$D/5b_cache.txt" > "$D/cache_notes.txt" 2>/dev/null
-step bench 60 "$BIN/deepgemm_bench" --iters 20
+step bench 40 "$BIN/deepgemm_bench" --iters 20
 tar czf "$OUT/deepgemm.tgz" --exclude=cache -C "$OUT" deepgemm
 echo "results: $OUT/deepgemm.tgz"; cat "$D/steps.txt"
