@@ -529,10 +529,10 @@ int run_main(int argc, char** argv) {
                  "matches)")
       ->group("Kernels");
   app.add_option("--provider", o.provider,
-                 "Kernel providers every cell is measured by: cublaslt (default, as TE and PyTorch) | cutlass | all | "
+                 "Kernel providers every cell is measured by: cublaslt (default, as TE and PyTorch) | cutlass | deepgemm | all | "
                  "a comma list; the first is the report's main columns, the others are reported beside it")
       ->group("Kernels");
-  add_int(app, "--num-sms", o.num_sms, "Limit every GEMM to N SMs (cuBLASLt SM-count target; default all)")
+  add_int(app, "--num-sms", o.num_sms, "Limit every GEMM to N SMs (cuBLASLt SM-count target; DeepGEMM's set_num_sms, even; default all)")
       ->group("Kernels");
   app.add_flag("--profile", o.profile,
                "cudaProfilerStart/Stop around the timed loops only (nsys --capture-range=cudaProfilerApi, "

@@ -156,7 +156,7 @@ Instantiation instantiation(const Problem& p, const Config& c) {
   const char* type = p.layout == Layout::Normal ? "Normal"
                      : p.layout == Layout::MGroupedContiguous ? "MGroupedContiguous" : "KGroupedContiguous";
   const int groups = p.layout == Layout::Normal ? 1 : p.num_groups;
-  const int k_compiled = p.layout == Layout::KGroupedContiguous ? 0 : p.k;
+  const int k_compiled = p.layout == Layout::KGroupedContiguous || p.runtime_k ? 0 : p.k;
   if (p.kernel == Kernel::FP8_1D2D) {
     in.kernel_name = p.layout == Layout::Normal ? "sm90_fp8_gemm_1d2d" : "sm90_m_grouped_fp8_gemm_contiguous_1d2d";
     in.name_expression = fmt::format(

@@ -22,6 +22,9 @@ struct Problem {
   Layout layout = Layout::Normal;
   int m = 0, n = 0, k = 0, num_groups = 1;
   int num_sms = 132;  // DeepGEMM requires an even count (set_num_sms)
+  // K a run-time argument (template SHAPE_K = 0) instead of compiled in: one kernel serves every
+  // K, as the per-expert Wgrad launches of a grouped Wgrad need (k is then the tile choice's K).
+  bool runtime_k = false;
 };
 
 struct Config {

@@ -63,8 +63,8 @@ bool is_gemm_name(const std::string& l) {
 KernelClass classify_kernel(std::string_view name) {
   const std::string l = lower(name);
   // gemmscope's own kernels first: their namespace says it (demangled "gs::cuda::", mangled
-  // "_ZN2gs4cuda"). The launch gate and the operand fills are not quantization.
-  const bool ours = has(l, "gs::cuda::") || has(l, "_zn2gs4cuda");
+  // "_ZN2gs4cuda"; the DeepGEMM provider's scale-layout conversions "gs::dg::"). The launch gate and the operand fills are not quantization.
+  const bool ours = has(l, "gs::cuda::") || has(l, "_zn2gs4cuda") || has(l, "gs::dg::") || has(l, "_zn2gs2dg");
   if (ours) {
     if (has(l, "gate_kernel") || has(l, "fill_kernel") || has(l, "error_kernel")) return KernelClass::Other;
     return KernelClass::Quantize;

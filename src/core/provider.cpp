@@ -10,7 +10,7 @@
 namespace gs {
 
 const std::vector<std::string>& known_providers() {
-  static const std::vector<std::string> names{kProviderCublasLt, kProviderCutlass};
+  static const std::vector<std::string> names{kProviderCublasLt, kProviderCutlass, kProviderDeepGemm};
   return names;
 }
 
@@ -25,6 +25,14 @@ std::string provider_note(const std::string& name) {
            "cluster 1x1), BF16 only: a grouped GEMM is one launch for all experts (Wgrad: each expert's tokens as its "
            "K, into FP32 main gradients with beta 1 or BF16 as --wgrad-output says), a dense GEMM one launch of one "
            "group; no dense-equivalent time for its grouped cells";
+  if (name == kProviderDeepGemm)
+    return "deepgemm: DeepGEMM's sm90 FP8 kernels (DeepSeek's recipe: 1x128 activations/gradients, 128x128 weights, "
+           "E4M3), compiled with NVRTC at prepare time (never in a timed loop) and cached on disk: Fprop/Dgrad "
+           "gemm_fp8_fp8_bf16_nt (grouped: the M-grouped contiguous kernel, each expert's rows padded to 128), Wgrad "
+           "wgrad_gemm_fp8_fp8_fp32_nt into the FP32 main gradient (grouped: one launch per expert, tokens padded "
+           "to 128). Timed: the kernel only in pre-quantized mode; in per-gemm/training modes the engine's FP8Block "
+           "quantization of the operands the mode quantizes (as the cuBLASLt cell), the scale-layout conversion "
+           "DeepGEMM needs, then the kernel. BF16 and the other recipes: N/A";
   return {};
 }
 

@@ -14,6 +14,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/deepgemm_cells.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/output_paths.hpp"
@@ -490,6 +491,15 @@ json to_json(const RunResult& r) {
     j["plan"]["dense_layers"] = r.plan.layers() - f.moe_layers;
   }
   if (r.plan.routing) j["plan"]["routing"] = routing_json(*r.plan.routing);
+  // Rows padded for alignment in the expert up projection's Fprop, per recipe and provider
+  // (core/deepgemm_cells.hpp; derived from the plan, so a reader recomputes it).
+  if (const std::vector<PaddingWaste> pw = padding_waste(r); !pw.empty()) {
+    json arr = json::array();
+    for (const PaddingWaste& w : pw)
+      arr.push_back({{"provider", w.provider}, {"precision", to_string(w.precision)}, {"alignment", w.alignment},
+                     {"rows", w.rows}, {"waste_rows", w.waste_rows}, {"waste_fraction", w.fraction()}});
+    j["plan"]["padding_waste"] = arr;
+  }
   if (!r.plan.model_mode) {
     double tot = 0;
     for (const Gemm& g : r.plan.gemms) tot += g.flops();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/deepgemm_cells.hpp"
 #include "core/grouped.hpp"
 #include "core/report.hpp"
 
@@ -73,16 +74,17 @@ std::string moe_routing_text(const RunResult& r) {
     if (g.grouped() && g.pass == Pass::Fprop && g.op == Op::ExpertUp) up = &g;
   if (up) {
     std::string waste;
-    for (Precision p : kAllPrecisions) {
-      if (!r.precisions.empty() && std::find(r.precisions.begin(), r.precisions.end(), p) == r.precisions.end()) continue;
-      if (group_alignment(p) == 1) continue;
-      const int64_t w = padded_waste(*up, p);
-      waste += fmt::format("{}{} +{} rows ({:.2f}%)", waste.empty() ? "" : ", ", to_string(p), format_thousands(w),
-                           up->m ? 100.0 * static_cast<double>(w) / static_cast<double>(up->m) : 0.0);
+    bool dg = false;
+    for (const PaddingWaste& w : padding_waste(r)) {  // core/deepgemm_cells.hpp: one place for every provider's
+      dg |= w.provider == kProviderDeepGemm;
+      waste += fmt::format("{}{}{} +{} rows ({:.2f}%)", waste.empty() ? "" : ", ",
+                           w.provider == kProviderDeepGemm ? "DeepGEMM " : "", to_string(w.precision),
+                           format_thousands(w.waste_rows), 100.0 * w.fraction());
     }
     if (!waste.empty())
-      out += fmt::format("Padding waste per expert GEMM (rows padded to 16 for FP8, 32 for MXFP8/NVFP4, computed but not "
-                         "counted as FLOPs): {}\n", waste);
+      out += fmt::format("Padding waste per expert GEMM (rows padded to 16 for FP8, 32 for MXFP8/NVFP4{}, computed but not "
+                         "counted as FLOPs): {}\n",
+                         dg ? ", 128 for DeepGEMM's contiguous segments" : "", waste);
     // Quantization launches of the expert up projection's Fprop (training mode), as run.
     std::string launches;
     for (Precision p : r.precisions) {

@@ -99,6 +99,13 @@ class CudaEngine final : public Engine {
     return context_->info();
   }
 
+  std::vector<std::string> provider_notes() const override {
+    std::vector<std::string> out;
+    for (const auto& pv : providers_)
+      for (std::string& n : pv->notes()) out.push_back(std::move(n));
+    return out;
+  }
+
   AccuracyCell accuracy(const Gemm& g, Precision p, Dist d) override {
     if (g.grouped())  // per-expert numerics are those of the dense recipe (checked by the GPU tests)
       return AccuracyCell::na("grouped GEMM: accuracy is measured on dense GEMMs only");
@@ -361,7 +368,10 @@ class CudaEngine final : public Engine {
   }
 
   GemmProvider* find_provider(const std::string& name) {
-    if (providers_.empty()) providers_ = make_providers();
+    if (providers_.empty()) {
+      providers_ = make_providers();
+      for (auto& pv : providers_) pv->configure(opts_);
+    }
     for (auto& pv : providers_)
       if (name == pv->name()) return pv.get();
     return nullptr;

@@ -290,10 +290,15 @@ void Runtime::launch_dense(const LoadedKernel& k, const DenseArgs& a, int m, cud
   launch(k, params, s);
 }
 
-void Runtime::launch_wgrad(const LoadedKernel& k, const WgradArgs& a, int m, cudaStream_t s) const {
-  const Problem& p = k.problem;
+void Runtime::launch_wgrad(const LoadedKernel& k, const WgradArgs& a, int m, cudaStream_t s, int k_run) const {
+  Problem p = k.problem;
   const Config& c = k.config;
   if (p.kernel != Kernel::FP8_1D1D || p.layout != Layout::Normal) throw std::logic_error("launch_wgrad: not a dense 1d1d kernel");
+  if (k_run > 0 && k_run != p.k) {
+    if (!p.runtime_k) throw std::logic_error("launch_wgrad: another K needs a runtime_k kernel");
+    if (k_run % 128 != 0) throw std::logic_error("launch_wgrad: K must be a multiple of 128");
+    p.k = k_run;
+  }
   if (m == 0) return;
   const CUtensorMap tm_a = tensor_map_2d(a.a, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.k, m, p.k, c.block_k, c.block_m, c.swizzle_a);
   const CUtensorMap tm_b = tensor_map_2d(a.b, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.k, p.n, p.k, c.block_k, c.block_n, c.swizzle_b);

@@ -68,7 +68,8 @@ class Runtime {
   const LoadedKernel& prepare(Problem p, PrepareInfo* info = nullptr);
 
   void launch_dense(const LoadedKernel& k, const DenseArgs& args, int m, cudaStream_t s) const;
-  void launch_wgrad(const LoadedKernel& k, const WgradArgs& args, int m, cudaStream_t s) const;
+  // k: the contraction of this launch (0: the problem's); another K only for a runtime_k kernel.
+  void launch_wgrad(const LoadedKernel& k, const WgradArgs& args, int m, cudaStream_t s, int k_run = 0) const;
 
   const jit::DiskCache& cache() const { return cache_; }
   int compiles() const { return compiles_; }  // NVRTC compilations done by this process
