@@ -24,6 +24,7 @@
 #include "core/repeats.hpp"
 #include "core/step_context.hpp"
 #include "core/report_step.hpp"
+#include "core/report_attention.hpp"
 
 namespace gs {
 
@@ -490,6 +491,11 @@ json to_json(const RunResult& r) {
     j["plan"]["dense_layers"] = r.plan.layers() - f.moe_layers;
   }
   if (r.plan.routing) j["plan"]["routing"] = routing_json(*r.plan.routing);
+  if (r.plan.model_mode) {
+    // The linear layers only: attention's own matmuls have a key of their own, never in the totals.
+    j["plan"]["flops_full_model_includes_attention"] = false;
+    j["attention_matmuls"] = attention_matmuls_json(r);
+  }
   if (!r.plan.model_mode) {
     double tot = 0;
     for (const Gemm& g : r.plan.gemms) tot += g.flops();

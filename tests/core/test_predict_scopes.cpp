@@ -178,3 +178,23 @@ TEST(PredictScopes, CommandLineDatasheetOnlyMoeConfig) {
   EXPECT_NE(o.out.find("Routed experts"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST(PredictScopes, SpeedupsCarryTheirBand) {
+  // Qwen3-30B-A3B measured on an H100, predicted on a B300: NVFP4's speedup is printed with its band,
+  // BF16's low over NVFP4's high to BF16's high over NVFP4's low (the full-model bands of the JSON).
+  const RunResult run = shipped("h100_moe_qwen3-30b-a3b.json");
+  const Prediction p = predict_from_run(run, "q.json", db().find("H100"), db().find("B300"));
+  const std::string text = render_prediction_text(p);
+  const json j = prediction_json(p);
+  const std::string mode = to_string(run.modes[0]);
+  const json& bf = j["prediction"]["full_model"][mode]["BF16"];
+  const json& nv = j["prediction"]["full_model"][mode]["NVFP4"];
+  ASSERT_TRUE(bf.is_object() && nv.is_object()) << j["prediction"]["full_model"].dump();
+  const double point = bf["ms"].get<double>() / nv["ms"].get<double>();
+  const double lo = bf["low_ms"].get<double>() / nv["high_ms"].get<double>();
+  const double hi = bf["high_ms"].get<double>() / nv["low_ms"].get<double>();
+  EXPECT_LT(lo, point);
+  EXPECT_GT(hi, point);
+  const std::string want = fmt::format("NVFP4 {:.2f}x ({:.2f}-{:.2f}x)", point, lo, hi);
+  EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+}
