@@ -233,3 +233,39 @@ TEST(AttentionMatmuls, DryRunPlansTheRowsUnmeasured) {
   EXPECT_TRUE(j["attention_matmuls"]["backward"]["time_ms"].is_null());
   EXPECT_EQ(j["attention_matmuls"]["backward"]["time_source"], "not measured");
 }
+
+TEST(AttentionMatmuls, SlidingWindowLayersAreSaidNotHidden) {
+  // The rows plan full causal attention in every layer; a config whose layers slide says so.
+  auto notes_of = [](const std::string& text) {
+    std::string all;
+    for (const std::string& n : parse_hf_config(text, "c.json").notes) all += n + "\n";
+    return all;
+  };
+  const std::string base =
+      R"("hidden_size":1024,"intermediate_size":4096,"num_attention_heads":8,"num_key_value_heads":8,)"
+      R"("num_hidden_layers":4,"vocab_size":1000,"max_position_embeddings":4096)";
+  // layer_types: the sliding layers counted.
+  const std::string gpt_oss = notes_of(R"({"model_type":"llama",)" + base +
+                                       R"(,"sliding_window":128,"layer_types":["sliding_attention","full_attention",)"
+                                       R"("sliding_attention","full_attention"]})");
+  EXPECT_TRUE(has(gpt_oss, "c.json: 'sliding_window' = 128 in 2 of 4 layers (layer_types): those layers attend over at "
+                           "most 128 keys; attention's own matmuls and the step context's attention are planned as full "
+                           "causal attention"))
+      << gpt_oss;
+  // No layer_types (Mistral v0.1): said for the family's layers.
+  EXPECT_TRUE(has(notes_of(R"({"model_type":"mistral",)" + base + R"(,"sliding_window":4096})"),
+                  "'sliding_window' = 4096 in the layers its family applies it to"));
+  // Switched off (Qwen2/3's use_sliding_window false), null, or every layer full: no note.
+  EXPECT_FALSE(has(notes_of(R"({"model_type":"qwen2",)" + base + R"(,"sliding_window":4096,"use_sliding_window":false})"),
+                   "sliding_window"));
+  EXPECT_FALSE(has(notes_of(R"({"model_type":"qwen2",)" + base + R"(,"sliding_window":null})"), "sliding_window"));
+  EXPECT_FALSE(has(notes_of(R"({"model_type":"llama",)" + base +
+                            R"(,"sliding_window":128,"layer_types":["full_attention","full_attention",)"
+                            R"("full_attention","full_attention"]})"),
+                   "sliding_window"));
+  // The gpt-oss-120b preset (alternating sliding layers) says it too, in its dry run.
+  static const auto dir = test::scratch_dir("attention_sliding");
+  const test::Out o = test::run_gemmscope("--model gpt-oss-120b --dry-run", dir);
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_TRUE(has(o.out, "Config note: sliding_window = 128 in 18 of 36 layers")) << o.out;
+}
