@@ -69,7 +69,8 @@ AttentionPassTimes attention_pass_times(const RunResult& r) {
     return t;
   }
   if (!r.step_context || r.step_context->attention_ms() <= 0) {
-    t.why = would_run ? "the step context of this run timed no attention" : "--step-context none runs no attention";
+    t.why = would_run ? "the step context of this run timed no attention"
+                      : "no step context in this run: --step-context none or an older file";
     return t;
   }
   const StepContextInfo& c = *r.step_context;
