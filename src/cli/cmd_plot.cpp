@@ -138,6 +138,20 @@ int render_chart(const std::string& json_path, const std::string& out_path, cons
   return rc;
 }
 
+namespace {
+
+// --kind in any case; an unknown kind is refused with a suggestion, as every enum value is.
+std::string chart_kind(const std::string& typed) {
+  static const std::vector<std::string> kinds = {"auto", "model", "shapes", "sweep", "modes", "roofline", "experts"};
+  std::string k = typed;
+  for (char& ch : k) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (std::find(kinds.begin(), kinds.end(), k) != kinds.end()) return k;
+  throw UsageError(fmt::format("--kind must be auto, model, shapes, sweep, modes, roofline or experts, got '{}'{}",
+                               clip_text(typed, 80), did_you_mean(typed, kinds)));
+}
+
+}  // namespace
+
 int run_plot(int argc, char** argv) {
   CLI::App app{"Draw a chart from a gemmscope result JSON.\n"
                "Kinds: model (stacked per-layer bars per precision), shapes (grouped TFLOP/s bars),\n"
@@ -153,9 +167,9 @@ int run_plot(int argc, char** argv) {
   app.add_option("--mode", mode,
                  "mode to chart: training, per-gemm or pre-quantized (default training when present, else per-gemm; "
                  "any case; old names autocast-shared, autocast too)");
-  app.add_option("--kind", kind, "chart kind (default auto: from the JSON)")
-      ->transform(CLI::IsMember({"auto", "model", "shapes", "sweep", "modes", "roofline", "experts"}, CLI::ignore_case))
+  app.add_option("--kind", kind, "chart kind: auto (default: from the JSON), model, shapes, sweep, modes, roofline, experts")
       ->capture_default_str();
+  app.allow_extras();  // unknown options: reject_extras() names them with a suggestion
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -164,7 +178,9 @@ int run_plot(int argc, char** argv) {
     return kChartBadInput;
   }
   try {
+    reject_extras(app);
     reject_empty_values(app);
+    kind = chart_kind(kind);
     if (!mode.empty()) mode = to_string(mode_from_string(mode));            // case-insensitive, old names too
     if (!baseline.empty()) baseline = to_string(precision_from_string(baseline));
     check_chart_path(out, "-o");  // the same rule as `gemmscope -o`

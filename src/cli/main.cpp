@@ -312,7 +312,7 @@ RunRequest build_request(const Options& o) {
                         static_cast<int>(o.repeats)};
   const std::string l2 = lower(o.l2);  // names in any case, as everywhere
   if (!l2.empty() && l2 != "warm" && l2 != "cold")
-    throw UsageError(fmt::format("--l2 must be warm or cold, got '{}'", clip_text(o.l2, 80)));
+    throw UsageError(fmt::format("--l2 must be warm or cold, got '{}'{}", clip_text(o.l2, 80), did_you_mean(o.l2, {"warm", "cold"})));
   // Standalone shapes default to a cold L2: a GEMM of a training step finds its weight (read once
   // per step) and most of its activations in HBM, not in the L2 a back-to-back loop leaves warm.
   // Model plans keep the layer's own loop warm, as validated against a training step.
@@ -332,13 +332,16 @@ RunRequest build_request(const Options& o) {
   const std::string fp8_format = lower(o.fp8_format), fp8_accum = lower(o.fp8_accum), lm_head = lower(o.lm_head_precision);
   if (fp8_format == "hybrid") r.fp8_format = Fp8Format::Hybrid;
   else if (fp8_format == "e4m3") r.fp8_format = Fp8Format::E4M3;
-  else throw UsageError(fmt::format("--fp8-format must be e4m3 or hybrid, got '{}'", clip_text(o.fp8_format, 80)));
+  else throw UsageError(fmt::format("--fp8-format must be e4m3 or hybrid, got '{}'{}", clip_text(o.fp8_format, 80),
+                                    did_you_mean(o.fp8_format, {"e4m3", "hybrid"})));
   if (fp8_accum == "auto") r.fp8_accum = Accumulation::Auto;
   else if (fp8_accum == "fast") r.fp8_accum = Accumulation::Fast;
   else if (fp8_accum == "split") r.fp8_accum = Accumulation::Split;
-  else throw UsageError(fmt::format("--fp8-accum must be auto, fast or split, got '{}'", clip_text(o.fp8_accum, 80)));
+  else throw UsageError(fmt::format("--fp8-accum must be auto, fast or split, got '{}'{}", clip_text(o.fp8_accum, 80),
+                                    did_you_mean(o.fp8_accum, {"auto", "fast", "split"})));
   if (lm_head != "bf16" && lm_head != "same")
-    throw UsageError(fmt::format("--lm-head-precision must be bf16 or same, got '{}'", clip_text(o.lm_head_precision, 80)));
+    throw UsageError(fmt::format("--lm-head-precision must be bf16 or same, got '{}'{}", clip_text(o.lm_head_precision, 80),
+                                 did_you_mean(o.lm_head_precision, {"bf16", "same"})));
   r.lm_head_bf16 = lm_head == "bf16";
   r.amax_history_len = static_cast<int>(o.amax_history);
   r.nvfp4_2d_weights = !o.nvfp4_no_2d;
@@ -348,16 +351,20 @@ RunRequest build_request(const Options& o) {
   const std::string block_fmt = lower(o.block_fp8_format), block_scales = lower(o.fp8_block_scales);
   if (block_fmt == "hybrid") r.block_fp8_format = Fp8Format::Hybrid;
   else if (block_fmt == "e4m3") r.block_fp8_format = Fp8Format::E4M3;
-  else throw UsageError(fmt::format("--block-fp8-format must be e4m3 or hybrid, got '{}'", clip_text(o.block_fp8_format, 80)));
+  else throw UsageError(fmt::format("--block-fp8-format must be e4m3 or hybrid, got '{}'{}", clip_text(o.block_fp8_format, 80),
+                                    did_you_mean(o.block_fp8_format, {"e4m3", "hybrid"})));
   if (block_scales == "pow2") r.fp8_block_pow2_scales = true;
   else if (block_scales == "fp32") r.fp8_block_pow2_scales = false;
-  else throw UsageError(fmt::format("--fp8-block-scales must be pow2 or fp32, got '{}'", clip_text(o.fp8_block_scales, 80)));
+  else throw UsageError(fmt::format("--fp8-block-scales must be pow2 or fp32, got '{}'{}", clip_text(o.fp8_block_scales, 80),
+                                    did_you_mean(o.fp8_block_scales, {"pow2", "fp32"})));
   const std::string gq = lower(o.grouped_quant), wo = lower(o.wgrad_output);
   if (gq != "fused" && gq != "per-expert")
-    throw UsageError(fmt::format("--grouped-quant must be fused or per-expert, got '{}'", clip_text(o.grouped_quant, 80)));
+    throw UsageError(fmt::format("--grouped-quant must be fused or per-expert, got '{}'{}", clip_text(o.grouped_quant, 80),
+                                 did_you_mean(o.grouped_quant, {"fused", "per-expert"})));
   r.grouped_quant_fused = gq == "fused";
   if (wo != "fp32-accumulate" && wo != "bf16")
-    throw UsageError(fmt::format("--wgrad-output must be fp32-accumulate or bf16, got '{}'", clip_text(o.wgrad_output, 80)));
+    throw UsageError(fmt::format("--wgrad-output must be fp32-accumulate or bf16, got '{}'{}", clip_text(o.wgrad_output, 80),
+                                 did_you_mean(o.wgrad_output, {"fp32-accumulate", "bf16"})));
   r.wgrad_fp32_accumulate = wo == "fp32-accumulate";
   req.providers = parse_provider_option(o.provider);
   GemmOptions& go = req.options.gemm;

@@ -9,6 +9,7 @@
 
 #include "core/input_file.hpp"
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 #include "core/results.hpp"
 #include "core/text_util.hpp"
 
@@ -173,7 +174,8 @@ void parse_algo_option(const std::string& v, GemmOptions& o) {
       return;
     }
   }
-  throw UsageError(fmt::format("--algo must be heuristic, autotune[:K] or search[:K], got '{}'", clip_text(v, 80)));
+  throw UsageError(fmt::format("--algo must be heuristic, autotune[:K] or search[:K], got '{}'{}", clip_text(v, 80),
+                               did_you_mean(v.substr(0, v.find(':')), {"heuristic", "autotune", "search"})));
 }
 
 std::string algo_option_string(const GemmOptions& o) {

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 
 namespace gs {
 
@@ -66,7 +67,11 @@ std::vector<std::string> parse_provider_option(const std::string& v) {
     std::vector<std::string> add;
     if (item == "all") add = known_providers();
     else if (is_known_provider(item)) add = {item};
-    else throw UsageError(fmt::format("--provider: unknown provider '{}' (use {})", item, known_list()));
+    else {
+      std::vector<std::string> names = known_providers();
+      names.push_back("all");
+      throw UsageError(fmt::format("--provider: unknown provider '{}'{} (use {})", item, did_you_mean(item, names), known_list()));
+    }
     for (std::string& a : add) {
       if (std::find(out.begin(), out.end(), a) != out.end())
         throw UsageError(fmt::format("--provider: {} is named twice", a));

@@ -25,6 +25,7 @@
 #include "core/repeats.hpp"
 #include "core/step_context.hpp"
 #include "core/report_step.hpp"
+#include "core/report_attention.hpp"
 
 namespace gs {
 
@@ -499,6 +500,11 @@ json to_json(const RunResult& r) {
       arr.push_back({{"provider", w.provider}, {"precision", to_string(w.precision)}, {"alignment", w.alignment},
                      {"rows", w.rows}, {"waste_rows", w.waste_rows}, {"waste_fraction", w.fraction()}});
     j["plan"]["padding_waste"] = arr;
+  }
+  if (r.plan.model_mode) {
+    // The linear layers only: attention's own matmuls have a key of their own, never in the totals.
+    j["plan"]["flops_full_model_includes_attention"] = false;
+    j["attention_matmuls"] = attention_matmuls_json(r);
   }
   if (!r.plan.model_mode) {
     double tot = 0;
