@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/cli_util.hpp"
+#include "cli/mpi_plugin.hpp"
 #include "core/collectives.hpp"
 #include "core/error.hpp"
 #include "core/output_paths.hpp"
@@ -76,7 +77,10 @@ std::string comm_section(const Plan& plan, const CommFlags& f, bool measure) {
   std::string why_not;
   if (measure && !r.collectives.empty()) {
 #ifdef GEMMSCOPE_WITH_CUDA
-    std::unique_ptr<CommEngine> engine = cuda::make_nccl_engine(why_not);
+    // Under MPI (cmd_mpi.cpp) every rank drives its own GPU and the communicators are bootstrapped
+    // through MPI; otherwise this process drives every GPU of the node.
+    ProcessGroup* pg = current_process_group();
+    std::unique_ptr<CommEngine> engine = pg ? cuda::make_nccl_engine(*pg, why_not) : cuda::make_nccl_engine(why_not);
     if (engine) r = measure_collectives(plan, l, *engine, static_cast<int>(f.warmup), static_cast<int>(f.iters));
 #else
     why_not = "this build has no CUDA backend";

@@ -27,6 +27,8 @@ struct FleetGpuSummary {
   std::vector<std::optional<double>> layer_ms;
   std::optional<double> mean_sm_mhz;  // over the measured cells with a clock sample
   int max_sm_mhz = 0;
+  std::optional<double> mean_temp_c;   // over the cells with a temperature sample
+  std::optional<double> mean_power_w;  // over the cells with a power sample
   int clock_cells = 0, power_capped_cells = 0, thermal_cells = 0;
 };
 

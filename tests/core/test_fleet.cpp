@@ -145,3 +145,50 @@ TEST(Fleet, ReportAndCompareReadFleetFiles) {
   EXPECT_NE(r.out.find("B: GPU 1"), std::string::npos) << r.out;
 }
 #endif
+
+TEST(Fleet, TemperatureAndPowerPerGpu) {
+  // GPU 1 runs hot and at a lower power draw (a power-capped board): its evidence says so, the table
+  // shows each GPU's means, and the result JSON keeps the samples through a round trip.
+  class HotEngine : public gs::test::FakeEngineBase {
+   public:
+    HotEngine(double scale, int temp, double watts) : scale_(scale), temp_(temp), watts_(watts) {}
+    Cell measure(const Gemm& g, Precision, Mode) override {
+      Stats s;
+      s.mean_ms = s.median_ms = s.min_ms = s.max_ms = scale_ * g.flops() / 1e12;
+      s.iters = 10;
+      Cell c = Cell::measured(s);
+      ClockSample k{1700, 1980, 0};
+      k.temp_c = temp_;
+      k.power_w = watts_;
+      c.clock = k;
+      return c;
+    }
+
+   private:
+    double scale_;
+    int temp_;
+    double watts_;
+  };
+  HotEngine cool(1.0, 45, 690), hot(1.2, 83, 520), mid(1.0, 47, 700);
+  std::vector<FleetRun> runs = {{"GPU 0", run(cool, request())}, {"GPU 1", run(hot, request())},
+                                {"GPU 2", run(mid, request())}};
+  const FleetSummary s = summarize_fleet(runs, 0.05);
+  ASSERT_TRUE(s.gpus[1].mean_temp_c.has_value());
+  EXPECT_DOUBLE_EQ(*s.gpus[1].mean_temp_c, 83);
+  EXPECT_DOUBLE_EQ(*s.gpus[1].mean_power_w, 520);
+  ASSERT_EQ(s.slow.size(), 1u);
+  EXPECT_NE(s.slow[0].evidence.find("83 C against 47 C"), std::string::npos) << s.slow[0].evidence;
+  EXPECT_NE(s.slow[0].evidence.find("520 W against 690 W"), std::string::npos) << s.slow[0].evidence;
+  const std::string text = render_fleet_text(s);
+  EXPECT_NE(text.find("temp C"), std::string::npos) << text;
+  const nlohmann::json j = fleet_to_json(runs, s);
+  EXPECT_DOUBLE_EQ(j["gpus"][1]["mean_temp_c"].get<double>(), 83);
+  const std::vector<FleetRun> back = fleet_from_json(nlohmann::json::parse(j.dump()), "f.json");
+  const FleetSummary s2 = summarize_fleet(back, 0.05);
+  EXPECT_DOUBLE_EQ(*s2.gpus[1].mean_power_w, 520);
+  // An older file without the samples: no temperature, no power, and no error.
+  const RunResult plain = run_on("x", 1.0, 1700).run;
+  const FleetSummary s3 = summarize_fleet({{"a", plain}, {"b", plain}}, 0.05);
+  EXPECT_FALSE(s3.gpus[0].mean_temp_c.has_value());
+  EXPECT_EQ(render_fleet_text(s3).find(" 83 "), std::string::npos);
+}
