@@ -70,7 +70,7 @@ void check_comm_flags(const CLI::App& app, const CommFlags& f) {
   if (!f.json.empty()) check_output_path(f.json, "--comm-json");
 }
 
-std::string comm_section(const Plan& plan, const CommFlags& f, bool measure) {
+std::string comm_section(const Plan& plan, const CommFlags& f, bool measure, CommResult* out) {
   const CommLayout l = layout_for(plan, f.data_parallel, lower(f.sequence_parallel) == "on",
                                   static_cast<int>(f.zero_stage), comm_type_from_string(f.grad_type));
   CommResult r = plan_comm(plan, l);
@@ -89,6 +89,7 @@ std::string comm_section(const Plan& plan, const CommFlags& f, bool measure) {
   std::string text = render_comm_text(r, plan);
   if (!why_not.empty()) text += fmt::format("  collectives not measured: {}\n", why_not);
   if (!f.json.empty()) write_file_atomic(f.json, comm_to_json(r, plan).dump(2) + "\n");
+  if (out) *out = std::move(r);
   return text;
 }
 

@@ -16,6 +16,7 @@
 #include "cli/cli_util.hpp"
 #include "cli/cmd_comm.hpp"
 #include "cli/cmd_mpi.hpp"
+#include "core/comm_step.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/model_config.hpp"
@@ -583,8 +584,9 @@ int run_main(int argc, char** argv) {
   // The layout's collectives (cmd_comm.cpp), before any GEMM is timed: a layout this node cannot
   // run is refused first. --comm-only stops there.
   std::string comm_text;
+  CommResult comm_result;
   if (o.comm.enabled()) {
-    comm_text = cli::comm_section(req.plan, o.comm, !o.dry_run);
+    comm_text = cli::comm_section(req.plan, o.comm, !o.dry_run, &comm_result);
     if (o.comm.only) {
       std::cout << comm_text << std::flush;
       return 0;
@@ -645,6 +647,7 @@ int run_main(int argc, char** argv) {
   if (measured && o.kernels) report += render_kernel_table(result);
   else if (measured) report += render_autotune_table(result);
   report += comm_text;
+  if (measured && o.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/comm_step.hpp
   // The files before the report: a write that fails (a full disk) is the run's error, said
   // before anything is printed; a measured run still prints its report, so no measurement is lost.
   try {

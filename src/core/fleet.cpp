@@ -193,6 +193,35 @@ nlohmann::json fleet_to_json(const std::vector<FleetRun>& runs, const FleetSumma
   return j;
 }
 
+nlohmann::json fleet_chart_json(const FleetSummary& s) {
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+  nlohmann::json j;
+  j["schema"] = "gemmscope-fleet-chart/1";
+  j["mode"] = s.mode;
+  j["threshold"] = s.threshold;
+  nlohmann::json precs = nlohmann::json::array();
+  for (Precision p : s.precisions) precs.push_back(to_string(p));
+  j["precisions"] = precs;
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const FleetGpuSummary& g : s.gpus) {
+    nlohmann::json ms = nlohmann::json::array();
+    for (const auto& v : g.layer_ms) ms.push_back(opt(v));
+    gpus.push_back({{"label", g.label},
+                    {"layer_ms", ms},
+                    {"mean_sm_mhz", opt(g.mean_sm_mhz)},
+                    {"mean_temp_c", opt(g.mean_temp_c)},
+                    {"mean_power_w", opt(g.mean_power_w)}});
+  }
+  j["gpus"] = gpus;
+  nlohmann::json med = nlohmann::json::array();
+  for (const auto& v : s.median_ms) med.push_back(opt(v));
+  j["median_ms"] = med;
+  nlohmann::json slow = nlohmann::json::array();
+  for (const SlowGpu& w : s.slow) slow.push_back({{"gpu", w.gpu}, {"precision", w.precision}, {"over_median", w.over_median}});
+  j["slow"] = slow;
+  return j;
+}
+
 bool is_fleet_json(const nlohmann::json& j) {
   return j.is_object() && j.contains("schema") && j["schema"].is_string() &&
          j["schema"].get<std::string>() == "gemmscope-fleet/1";

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "core/error.hpp"
@@ -12,6 +13,7 @@
 #include "test_util.hpp"
 
 using namespace gs;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -143,6 +145,34 @@ TEST(Fleet, ReportAndCompareReadFleetFiles) {
   EXPECT_EQ(r.rc, 1) << r.err;  // GPU 1 is 20% slower than the single run
   EXPECT_NE(r.out.find("== A: " + single + "  B: GPU 0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("B: GPU 1"), std::string::npos) << r.out;
+}
+
+TEST(Fleet, PlotDrawsFleetFiles) {
+  const auto dir = gs::test::scratch_dir("fleet_plot");
+  const std::vector<FleetRun> runs = {run_on("GPU 0", 1.0, 1755), run_on("GPU 1", 1.2, 1500)};
+  const std::string fleet = (dir / "fleet.json").string(), single = (dir / "single.json").string();
+  std::ofstream(fleet) << fleet_to_json(runs, summarize_fleet(runs, 0.05)).dump(2);
+  std::ofstream(single) << to_json(runs[0].run).dump(2);
+  // The chart document the script gets: per GPU and precision, the median and the slow GPU.
+  const nlohmann::json chart = fleet_chart_json(summarize_fleet(runs, 0.05));
+  EXPECT_EQ(chart["schema"], "gemmscope-fleet-chart/1");
+  ASSERT_EQ(chart["gpus"].size(), 2u);
+  ASSERT_EQ(chart["slow"].size(), 1u);
+  EXPECT_EQ(chart["slow"][0]["gpu"], 1);
+  EXPECT_GT(chart["gpus"][1]["layer_ms"][0].get<double>(), chart["gpus"][0]["layer_ms"][0].get<double>());
+  // Other kinds are refused for a fleet file, and the fleet kind for a single run, before any Python.
+  gs::test::Out r = gs::test::run_gemmscope("plot " + fleet + " -o " + (dir / "x.png").string() + " --kind model", dir);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("is a fleet file"), std::string::npos) << r.err;
+  r = gs::test::run_gemmscope("plot " + single + " -o " + (dir / "x.png").string() + " --kind fleet", dir);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("needs a fleet file"), std::string::npos) << r.err;
+  const fs::path png = dir / "fleet.png";
+  r = gs::test::run_gemmscope("plot " + fleet + " -o " + png.string(), dir);
+  if (r.rc == 3) GTEST_SKIP() << "no Python with matplotlib: " << r.err;
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("fleet chart"), std::string::npos) << r.out;
+  EXPECT_GT(fs::file_size(png), 1000u);
 }
 #endif
 
