@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/input_file.hpp"
 #include "core/modes.hpp"
 #include "core/recipe.hpp"
 #include "core/text_util.hpp"

@@ -2,6 +2,9 @@
 // Built only when CMake finds MPI; gemmscope loads it with dlopen (src/cli/mpi_plugin.cpp).
 #include "mpi/gemmscope_mpi.h"
 
+// MPI's C API only: no C++ bindings (they would need libmpi_cxx).
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <climits>
