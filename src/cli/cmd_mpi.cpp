@@ -218,9 +218,12 @@ int run_mpi(int argc, char** argv, int (*run_main)(int, char**)) {
   for (int r = 0; r < size; ++r) reports.push_back(decode_rank_report(all.at(static_cast<size_t>(r)), r));
   const MergedRanks m = merge_rank_reports(reports);
   std::string text = reports[0].output;
-  text += fmt::format("\nMPI: {} ranks on {} host{} ({}), {}; each rank measured its node-local GPU\n", size,
+  text += fmt::format("\nMPI: {} ranks on {} host{} ({}), {}; one rank per node-local GPU\n", size,
                       m.hosts.size(), m.hosts.size() == 1 ? "" : "s", clip_text(join(m.hosts, ", "), 300),
                       pg->library().empty() ? "MPI" : pg->library());
+  std::fwrite(text.data(), 1, text.size(), stdout);  // rank 0's report first, whatever follows
+  std::fflush(stdout);
+  text.clear();
   if (!m.runs.empty() && m.failures.empty()) {
     const FleetSummary s = summarize_fleet(m.runs, f.threshold);
     text += render_fleet_text(s);
