@@ -65,7 +65,7 @@ step() {
 # One plan for the single-GPU, fleet and MPI runs (Llama 3 8B under TP 2), so that they compare.
 Q="--gpu-warmup 1 --precisions BF16,FP8Current"
 if [[ -x "$BIN/gemmscope_gpu_tests" ]]; then
-  step gpu_tests_nccl 90 env GS_EXPECT_GPU=1 "$BIN/gemmscope_gpu_tests" --gtest_filter='NcclComm.*'
+  step gpu_tests_nccl 90 env GS_EXPECT_GPU=1 "$BIN/gemmscope_gpu_tests" --gtest_filter='NcclComm.*:NcclRanks.*'
 else
   skip gpu_tests_nccl "no $BIN/gemmscope_gpu_tests"
 fi
