@@ -235,6 +235,8 @@ int run_mpi(int argc, char** argv, int (*run_main)(int, char**)) {
     }
   }
   std::fwrite(text.data(), 1, text.size(), stdout);
+  if (m.runs.empty() && m.failures.empty() && !f.json.empty())
+    fmt::print(stderr, "gemmscope: --json not written: no rank timed GEMMs (--comm-only writes --comm-json)\n");
   if (!m.failures.empty()) {
     fmt::print(stderr, "gemmscope: MPI: {} of {} ranks failed: {}\n", m.failures.size(), size,
                clip_text(join(m.failures, "; "), 2000));
