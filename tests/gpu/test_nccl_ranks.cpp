@@ -167,5 +167,5 @@ TEST(NcclRanks, ExpertAllToAllvOneRankPerThread) {
     EXPECT_GT(m.timing.ms, 0.0);
     a2a += x.kind == CollKind::AllToAll;
   }
-  EXPECT_EQ(a2a, 6);
+  EXPECT_EQ(a2a, 5);  // dispatch in BF16 and FP8, combine, the two backward
 }
