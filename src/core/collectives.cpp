@@ -454,7 +454,7 @@ std::string render_comm_text(const CommResult& r, const Plan& plan) {
     return o.str();
   }
   o << (r.measured.empty() ? "  sizes modelled from the plan; nothing measured\n"
-                           : fmt::format("  measured with {} (CUDA events, slowest rank, median)\n", r.engine));
+                           : fmt::format("  measured with {} (CUDA events around 10 back-to-back collectives, as nccl-tests times them; slowest rank, median)\n", r.engine));
   const bool m = !r.measured.empty();
   o << fmt::format("  {:<4} {:<4} {:<15} {:<46} {:>5} {:>10} {:>10}", "pass", "grp", "collective", "what", "x/step",
                    "BF16 MiB", "FP8 MiB");
