@@ -15,6 +15,8 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/cmd_comm.hpp"
+#include "cli/cmd_mpi.hpp"
+#include "core/comm_step.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/model_config.hpp"
@@ -72,6 +74,7 @@ struct Options {
   cli::CommFlags comm;  // --comm, --comm-only and the layout flags (cmd_comm.hpp)
   bool all_gpus = false;         // never set here: dispatch() hands --all-gpus to cmd_fleet.cpp
   std::string fleet_threshold;   // idem
+  bool mpi = false;              // never set here: dispatch() hands --mpi to cmd_mpi.cpp
   std::string provider = "cublaslt";  // --provider (core/provider.hpp)
 };
 
@@ -489,6 +492,9 @@ int run_main(int argc, char** argv) {
       ->group("Node");
   app.add_option("--fleet-threshold", o.fleet_threshold, "With --all-gpus: name GPUs slower than the median by more than this (3%)")
       ->group("Node");
+  // Handled by dispatch() (cmd_mpi.cpp), which passes every other flag to each rank's run.
+  app.add_flag("--mpi", o.mpi, "One rank per GPU under mpirun/srun (automatic under a launcher); needs libgemmscope_mpi.so (docs/node.md)")
+      ->group("Node");
   app.add_option("--grouped", o.grouped,
                  "Grouped (MoE expert) GEMMs: serial | streams:N, per-expert GEMMs over N streams (default streams:4, "
                  "as TE GroupedLinear)")
@@ -585,8 +591,9 @@ int run_main(int argc, char** argv) {
   // The layout's collectives (cmd_comm.cpp), before any GEMM is timed: a layout this node cannot
   // run is refused first. --comm-only stops there.
   std::string comm_text;
+  CommResult comm_result;
   if (o.comm.enabled()) {
-    comm_text = cli::comm_section(req.plan, o.comm, !o.dry_run);
+    comm_text = cli::comm_section(req.plan, o.comm, !o.dry_run, &comm_result);
     if (o.comm.only) {
       std::cout << comm_text << std::flush;
       return 0;
@@ -647,6 +654,7 @@ int run_main(int argc, char** argv) {
   if (measured && o.kernels) report += render_kernel_table(result);
   else if (measured) report += render_autotune_table(result);
   report += comm_text;
+  if (measured && o.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/comm_step.hpp
   // The files before the report: a write that fails (a full disk) is the run's error, said
   // before anything is printed; a measured run still prints its report, so no measurement is lost.
   try {
@@ -694,6 +702,7 @@ int dispatch(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "compare") return gs::cli::run_compare(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "report") return gs::cli::run_report(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "predict") return gs::cli::run_predict(argc - 1, argv + 1);
+    if (gs::cli::mpi_wanted(argc, argv)) return gs::cli::run_mpi(argc, argv, run_main);
     for (int i = 1; i < argc; ++i)
       if (std::string(argv[i]) == "--all-gpus") return gs::cli::run_fleet(argc, argv);
     // A first word that is no option and no subcommand: a mistyped subcommand (gemmscope takes no
