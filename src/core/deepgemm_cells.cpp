@@ -31,17 +31,19 @@ std::string scaling_text(Scaling s) {
   }
 }
 
-// sm90_bf16_gemm: dense (any operand majors), M-grouped contiguous (K-major A, BF16 out); the
-// Wgrad into the FP32 main gradient with its accumulating (TMA reduce-add) FP32 output.
+// sm90_bf16_gemm: dense (any operand majors), M-grouped contiguous (K-major A, BF16 out),
+// K-grouped (MN-major operands: the grouped Wgrad, each expert's tokens padded to 128); the Wgrad
+// into the FP32 main gradient with its accumulating (TMA reduce-add) FP32 output.
 std::string bf16_cell_problem(const Gemm& g, const Recipe& r) {
   if (g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX)
     return fmt::format("DeepGEMM: a dimension above 2^31 ({})", g.shape());
-  if (g.grouped() && g.group_dim == GroupDim::K)
-    return "DeepGEMM: its K-grouped BF16 Wgrad (sm90_bf16_k_grouped_gemm, one launch for every expert) is not run by "
-           "this provider yet";
-  if (g.grouped() && !g.a.k_major)
+  if (g.grouped() && g.group_dim == GroupDim::M && !g.a.k_major)
     return "DeepGEMM: its M-grouped contiguous BF16 GEMM needs a K-major left operand";
-  if (g.k % 64 != 0) return fmt::format("DeepGEMM: its BF16 GEMM is run with K % 64 == 0 only (K = {})", g.k);
+  if (g.grouped() && g.group_dim == GroupDim::K && (g.a.k_major || g.b.k_major))
+    return "DeepGEMM: its K-grouped BF16 GEMM takes token-major (MN-major) operands only";
+  // (A K-grouped Wgrad's K is each expert's tokens, padded to 128.)
+  if (!(g.grouped() && g.group_dim == GroupDim::K) && g.k % 64 != 0)
+    return fmt::format("DeepGEMM: its BF16 GEMM is run with K % 64 == 0 only (K = {})", g.k);
   if (r.fp32_accumulate) {
     if (g.n % 4 != 0) return fmt::format("DeepGEMM: its FP32 output needs N % 4 == 0 (N = {})", g.n);
   } else if (g.n % 64 != 0) {

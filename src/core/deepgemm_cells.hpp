@@ -19,7 +19,8 @@ namespace gs {
 // BF16 out; M-grouped contiguous for grouped Fprop/Dgrad), FP8_1D1D (wgrad_gemm_fp8_fp8_fp32_nt:
 // 1x128 on both, FP32 accumulate; K-grouped contiguous for grouped Wgrad), BF16 (sm90_bf16_gemm,
 // BF16 out; M-grouped contiguous for grouped Fprop/Dgrad) or BF16_FP32 (the same kernel
-// accumulating into the FP32 main gradient: BF16 Wgrad under --wgrad-output fp32-accumulate).
+// accumulating into the FP32 main gradient: BF16 Wgrad under --wgrad-output fp32-accumulate;
+// K-grouped for grouped Wgrad, either output).
 // nullopt: no DeepGEMM kernel for it.
 std::optional<dg::Kernel> deepgemm_kernel(const Recipe& r);
 
@@ -27,7 +28,7 @@ std::optional<dg::Kernel> deepgemm_kernel(const Recipe& r);
 // on a device of compute capability `cc` (major*10+minor), or "" when it can. Covers the
 // architecture, the recipe (precision, formats, scalings, Wgrad output) and the shape rules of
 // DeepGEMM's kernels (FP8: K and contiguous segments multiples of 128; BF16: K % 64, MN-major
-// operands' M/N % 8; N % 64 for BF16 output; no K-grouped BF16 Wgrad yet). Every
+// operands' M/N % 8; N % 64 for BF16 output). Every
 // reason names the provider. Whether NVRTC and the toolkit headers are on the node is the
 // backend's, checked before this (deepgemm_runtime.hpp).
 std::string deepgemm_cell_problem(const Gemm& g, const Recipe& r, int cc);

@@ -130,7 +130,12 @@ std::string unsupported_bf16(const Problem& p) {
     if (p.m % kMGroupedAlignment != 0)
       return fmt::format("M-grouped contiguous: M a multiple of {} (M = {})", kMGroupedAlignment, p.m);
   }
-  if (p.layout == Layout::KGroupedContiguous) return "the K-grouped BF16 GEMM is not run by this provider";
+  if (p.layout == Layout::KGroupedContiguous) {
+    // DeepGEMM's sm90_bf16_k_grouped_gemm: MN-major operands (token-major, as a Wgrad has them),
+    // each expert's K a multiple of 128 (k here: the largest expert's).
+    if (p.a_k_major || p.b_k_major) return "DeepGEMM's K-grouped BF16 GEMM takes MN-major operands only";
+    if (p.k % 128 != 0) return fmt::format("DeepGEMM's K-grouped BF16 GEMM needs each K % 128 == 0 (K = {})", p.k);
+  }
   if (p.runtime_k) return "a run-time K is for the FP8 Wgrad kernel only";
   if (candidates(p).empty()) return "DeepGEMM: no tile fits shared memory for this shape";
   return {};
@@ -188,8 +193,9 @@ Instantiation instantiation(const Problem& p, const Config& c) {
   const int k_compiled = p.layout == Layout::KGroupedContiguous || p.runtime_k ? 0 : p.k;
   if (is_bf16(p.kernel)) {
     const bool fp32 = p.kernel == Kernel::BF16_FP32;
-    in.kernel_name = p.layout == Layout::Normal ? (fp32 ? "sm90_bf16_gemm_fp32_acc" : "sm90_bf16_gemm")
-                                                : "sm90_m_grouped_bf16_gemm_contiguous";
+    in.kernel_name = p.layout == Layout::Normal               ? (fp32 ? "sm90_bf16_gemm_fp32_acc" : "sm90_bf16_gemm")
+                     : p.layout == Layout::MGroupedContiguous ? "sm90_m_grouped_bf16_gemm_contiguous"
+                                                              : (fp32 ? "sm90_bf16_k_grouped_gemm_fp32_acc" : "sm90_bf16_k_grouped_gemm");
     auto major = [](bool k_major) { return k_major ? "cute::UMMA::Major::K" : "cute::UMMA::Major::MN"; };
     in.name_expression = fmt::format(
         "&deep_gemm::sm90_bf16_gemm_impl<{}, {}, 0, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, "

@@ -112,14 +112,21 @@ TEST(DeepGemmProvider, Bf16CellsFollowItsBf16KernelsRules) {
   EXPECT_EQ(why(dense(Pass::Wgrad, 2048 + 8, 4096, 7168 + 8), o), "");
   // Wgrad's A is token-major (MN-major): its rows are M elements apart, a 16-byte TMA stride.
   EXPECT_TRUE(contains(why(dense(Pass::Wgrad, 2048 + 4, 4096, 7168), o), "M % 8"));
-  // Grouped: Fprop/Dgrad by the M-grouped contiguous form; Wgrad (K-grouped) N/A, naming the kernel.
+  // Grouped: Fprop/Dgrad by the M-grouped contiguous form, Wgrad by the K-grouped form (either output).
   const Plan p = build_model_plan(small_moe());
-  for (Op op : {Op::ExpertUp, Op::ExpertDown}) {
-    EXPECT_EQ(why(find(p, op, Pass::Fprop), o), "");
-    EXPECT_EQ(why(find(p, op, Pass::Dgrad), o), "");
-    const std::string kw = why(find(p, op, Pass::Wgrad), o);
-    EXPECT_TRUE(contains(kw, "DeepGEMM") && contains(kw, "K-grouped BF16")) << kw;
-  }
+  for (Op op : {Op::ExpertUp, Op::ExpertDown})
+    for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
+      EXPECT_EQ(why(find(p, op, pass), o), "") << pass_label(pass);
+      EXPECT_EQ(why(find(p, op, pass), bf16_out), "") << pass_label(pass);
+    }
+  // A K-grouped Wgrad's total tokens need not be a multiple of 64 (each expert is padded to 128),
+  // but its operands must be token-major.
+  Gemm kg = find(p, Op::ExpertUp, Pass::Wgrad);
+  kg.group[0] += 3;
+  kg.k += 3;
+  EXPECT_EQ(why(kg, o), "");
+  kg.a.k_major = true;
+  EXPECT_TRUE(contains(why(kg, o), "MN-major")) << why(kg, o);
 }
 
 TEST(DeepGemmProvider, WgradFollowsTheWgradOutputAndFormatsMustBeE4M3) {
@@ -232,9 +239,9 @@ TEST(DeepGemmProvider, MultiProviderRunRoundTripsThroughJson) {
     if (r.provider_cell(1, 0, g, 1).ok) ++measured;
     const Gemm& gg = r.plan.gemms[g];
     const Cell& bf = r.provider_cell(1, 0, g, 0);
-    if (gg.grouped() && gg.group_dim == GroupDim::K) {
-      EXPECT_FALSE(bf.ok) << "grouped BF16 Wgrad through DeepGEMM: N/A";
-      EXPECT_TRUE(contains(bf.reason, "K-grouped BF16")) << bf.reason;
+    if (gg.grouped()) {
+      EXPECT_TRUE(bf.ok) << "grouped BF16 through DeepGEMM (M- and K-grouped forms): " << bf.reason;
+      if (bf.ok) ++bf16_measured;
     } else if (bf.ok) {
       ++bf16_measured;
     } else {

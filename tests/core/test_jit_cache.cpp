@@ -222,6 +222,25 @@ TEST(DeepGemmConfig, Bf16FollowsDeepGemmsBf16Choice) {
   Problem mn = w;
   mn.m = 4096 + 4;
   EXPECT_NE(gs::dg::unsupported_reason(mn).find("M % 8"), std::string::npos);
+  // K-grouped (the grouped Wgrad): MN-major operands, K at run time, each expert's K % 128.
+  Problem kg = dense(768, 2048, 512);
+  kg.kernel = Kernel::BF16_FP32;
+  kg.layout = Layout::KGroupedContiguous;
+  kg.num_groups = 8;
+  kg.a_k_major = kg.b_k_major = false;
+  ASSERT_EQ(gs::dg::unsupported_reason(kg), "");
+  const auto kgc = gs::dg::best_config(kg);
+  EXPECT_EQ(kgc.cluster_size(), 1) << "no multicast with more than 4 K groups";
+  const auto kgi = gs::dg::instantiation(kg, kgc);
+  EXPECT_EQ(kgi.kernel_name, "sm90_bf16_k_grouped_gemm_fp32_acc");
+  EXPECT_NE(kgi.name_expression.find("cute::UMMA::Major::MN, cute::UMMA::Major::MN, 0, 2048, 0, 8, "), std::string::npos)
+      << kgi.name_expression;
+  EXPECT_NE(kgi.name_expression.find("GemmType::KGroupedContiguous, true, float>"), std::string::npos);
+  kg.a_k_major = true;
+  EXPECT_NE(gs::dg::unsupported_reason(kg).find("MN-major"), std::string::npos);
+  kg.a_k_major = false;
+  kg.k = 576;
+  EXPECT_NE(gs::dg::unsupported_reason(kg).find("K % 128"), std::string::npos);
   // The FP8 kernels still refuse MN-major operands.
   Problem f = dense(4096, 4096, 4096);
   f.b_k_major = false;

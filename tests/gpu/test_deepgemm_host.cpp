@@ -57,7 +57,8 @@ TEST(DeepGemmHost, EmbeddedHeadersCompileWithNvrtc) {
 
 // The instantiations this provider adds beyond the dense FP8 pair: the BF16 GEMM (K-major, BF16
 // out; MN-major operands into FP32 with accumulation, as Wgrad; M-grouped contiguous with an
-// MN-major stacked weight, as grouped Dgrad) and the K-grouped contiguous FP8 Wgrad. Each must
+// MN-major stacked weight, as grouped Dgrad; K-grouped into FP32, as grouped Wgrad) and the
+// K-grouped contiguous FP8 Wgrad. Each must
 // compile from the embedded headers and lower to a DeepGEMM symbol.
 TEST(DeepGemmHost, Bf16AndKGroupedInstantiationsCompileWithNvrtc) {
   int count = 0;
@@ -81,6 +82,12 @@ TEST(DeepGemmHost, Bf16AndKGroupedInstantiationsCompileWithNvrtc) {
   mg.num_groups = 4;
   mg.b_k_major = false;
   ps.push_back(mg);
+  gs::dg::Problem bkg;
+  bkg.kernel = gs::dg::Kernel::BF16_FP32;
+  bkg.layout = gs::dg::Layout::KGroupedContiguous;
+  bkg.m = 768; bkg.n = 2048; bkg.k = 512; bkg.num_groups = 8; bkg.num_sms = 132;
+  bkg.a_k_major = bkg.b_k_major = false;
+  ps.push_back(bkg);
   gs::dg::Problem kg;
   kg.kernel = gs::dg::Kernel::FP8_1D1D;
   kg.layout = gs::dg::Layout::KGroupedContiguous;

@@ -336,6 +336,76 @@ TEST(DeepGemmProvider, Bf16MGroupedCellsWithEmptyAndUnevenExpertsMatchTheReferen
   for (Pass pass : {Pass::Fprop, Pass::Dgrad}) check_bf16_m_grouped(pass);
 }
 
+// The BF16 grouped Wgrad: DeepGEMM's K-grouped BF16 GEMM, one launch, empty, uneven and last-empty
+// experts; FP32 main gradients (prior + product) or BF16 out (--wgrad-output bf16).
+void check_bf16_k_grouped(bool fp32) {
+  SCOPED_TRACE(fp32 ? "BF16 K-grouped into FP32" : "BF16 K-grouped, BF16 out");
+  EngineOptions eo;
+  eo.recipe.wgrad_fp32_accumulate = fp32;
+  auto pv = provider(eo);
+  const std::vector<int64_t> tokens = {0, 200, 37, 300, 128, 0};
+  const Gemm g = grouped(Pass::Wgrad, tokens, 256, 384);  // m = in, n = out, K = tokens
+  const Recipe r = make_recipe(Precision::BF16, expert_gemm(g, 128), eo.recipe);
+  ASSERT_EQ(r.fp32_accumulate, fp32);
+  ASSERT_EQ(pv->cannot_run(g, Precision::BF16, Mode::PreQuantized, r, compute_capability()), "");
+  auto src = GroupedSources::allocate(g, padded_group(g, Precision::BF16), 13, nullptr, fp32);
+  const size_t mn = static_cast<size_t>(g.m * g.n);
+  std::vector<std::vector<float>> prior;
+  for (size_t e = 0; e < tokens.size(); ++e) {
+    prior.push_back(prior_pattern(mn, static_cast<int>(e) + 7));
+    if (fp32) GS_CUDA(cudaMemcpy(src->per_expert[e].get(), prior[e].data(), mn * 4, cudaMemcpyHostToDevice));
+  }
+  auto run = pv->grouped(*src, r, Mode::PreQuantized, 0);
+  std::printf("    %s\n", run->config().c_str());
+  EXPECT_NE(run->config().find("sm90_bf16_k_grouped_gemm"), std::string::npos);
+  EXPECT_NE(run->config().find("in one launch"), std::string::npos);
+  run->iteration(nullptr);
+  GS_CUDA(cudaDeviceSynchronize());
+  const auto xl = to_host_u16(src->tokens_l), xr = to_host_u16(src->tokens_r);
+  for (size_t e = 0; e < tokens.size(); ++e) {
+    SCOPED_TRACE(testing::Message() << "expert " << e << " with " << tokens[e] << " tokens");
+    if (tokens[e] == 0) {
+      if (fp32) {
+        std::vector<float> out(mn);
+        GS_CUDA(cudaMemcpy(out.data(), src->per_expert[e].get(), mn * 4, cudaMemcpyDeviceToHost));
+        EXPECT_EQ(out, prior[e]) << "an expert without tokens adds nothing";
+      }
+      continue;
+    }
+    auto slice = [&](const std::vector<uint16_t>& all, int64_t width) {
+      return std::vector<uint16_t>(all.begin() + static_cast<std::ptrdiff_t>(src->offsets[e] * width),
+                                   all.begin() + static_cast<std::ptrdiff_t>((src->offsets[e] + tokens[e]) * width));
+    };
+    const auto prod = ref_gemm(bf16_operand(slice(xl, g.m), g.m, tokens[e], false),
+                               bf16_operand(slice(xr, g.n), g.n, tokens[e], false), g.m, g.n, tokens[e]);
+    if (!fp32) {
+      const double err = rel_frobenius(bf16_host(src->per_expert[e].get(), mn), prod);
+      std::printf("    expert %zu (%lld tokens), BF16 out: %.2e\n", e, static_cast<long long>(tokens[e]), err);
+      EXPECT_LT(err, kTol);
+      continue;
+    }
+    std::vector<float> out(mn);
+    GS_CUDA(cudaMemcpy(out.data(), src->per_expert[e].get(), mn * 4, cudaMemcpyDeviceToHost));
+    std::vector<double> got(mn), want(mn), got_prod(mn);
+    for (size_t i = 0; i < mn; ++i) {
+      got[i] = out[i];
+      want[i] = prior[e][i] + prod[i];
+      got_prod[i] = static_cast<double>(out[i]) - prior[e][i];
+    }
+    const double ep = rel_frobenius(got_prod, prod), et = rel_frobenius(got, want);
+    std::printf("    expert %zu (%lld tokens): product %.2e, prior + product %.2e\n", e, static_cast<long long>(tokens[e]),
+                ep, et);
+    EXPECT_LT(ep, kFp32Tol);
+    EXPECT_LT(et, kFp32Tol);
+  }
+}
+
+TEST(DeepGemmProvider, Bf16GroupedWgradIsOneKGroupedLaunch) {
+  GS_REQUIRE_DEEPGEMM_PROVIDER();
+  check_bf16_k_grouped(true);
+  check_bf16_k_grouped(false);
+}
+
 RunRequest small_moe_request() {
   RunRequest req;
   ModelConfig c = find_preset("qwen3-30b-a3b").config;  // 128 experts of 768, EP 8: 16 local experts

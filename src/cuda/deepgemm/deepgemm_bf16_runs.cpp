@@ -8,9 +8,13 @@
 // - Grouped Fprop/Dgrad: the M-grouped contiguous form (sm90_m_grouped_bf16_gemm_contiguous), one
 //   launch: each expert's rows copied (once, untimed) into 128-row segments, the experts' weights
 //   stacked (once, untimed: a model keeps them stacked), m_indices -1 on padding rows.
+// - Grouped Wgrad: the K-grouped form (sm90_bf16_k_grouped_gemm), one launch: each expert's tokens
+//   copied (once, untimed) into 128-token segments of the token-major operands, into the
+//   sources' per-expert gradients (one tensor).
 // - Timed: the kernel only, in every mode (BF16 has nothing to quantize).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 #include <stdexcept>
 
@@ -131,15 +135,88 @@ class Bf16MGroupedRun final : public ProviderRun {
   std::string b_major_;
 };
 
+// Wgrad of the experts: DeepGEMM's K-grouped BF16 GEMM, one launch for every expert: the experts'
+// token-major operands (MN-major) one after another along K, each padded to 128 tokens (copied
+// once, untimed), into the sources' per-expert gradients (one tensor [experts*m, n]): FP32 main
+// gradients accumulated into, or BF16 written.
+class Bf16KGroupedRun final : public ProviderRun {
+ public:
+  Bf16KGroupedRun(GroupedSources& src, const Recipe& r, PrepareTotals& totals) {
+    const Gemm& g = src.gemm;
+    const int64_t m = g.m, n = g.n;
+    m_ = static_cast<int>(m);
+    fp32_ = r.fp32_accumulate;
+    if (fp32_ != src.fp32_out) throw std::invalid_argument("DeepGEMM: the output type differs from the recipe's");
+    const size_t each = static_cast<size_t>(m * n) * (fp32_ ? 4 : 2);
+    for (size_t e = 0; e + 1 < src.per_expert.size(); ++e)
+      if (src.per_expert[e + 1].get<char>() != src.per_expert[e].get<char>() + each)
+        throw std::invalid_argument("DeepGEMM: its K-grouped Wgrad needs the experts' gradients as one tensor");
+    d_ = src.per_expert.empty() ? nullptr : src.per_expert.front().get();
+    const std::vector<int64_t> padded = deepgemm_padded_group(g);
+    groups_ = static_cast<int>(padded.size());
+    const cudaStream_t s = nullptr;
+    GS_CUDA(cudaDeviceSynchronize());
+    copy_segments(src, src.tokens_l, m, padded, a_, s);
+    copy_segments(src, src.tokens_r, n, padded, b_, s);
+    std::vector<int> ks;
+    int64_t max_k = 0;
+    for (int64_t x : padded) {
+      ks.push_back(static_cast<int>(x));
+      sum_k_ += static_cast<int>(x);
+      max_k = std::max(max_k, x);
+      if (x > 0) ++with_tokens_;
+    }
+    ks_ = DeviceBuffer(ks.size() * sizeof(int));
+    if (!ks.empty()) GS_CUDA(cudaMemcpy(ks_.get(), ks.data(), ks_.bytes(), cudaMemcpyHostToDevice));
+    GS_CUDA(cudaStreamSynchronize(s));
+    if (sum_k_ > 0) {
+      dg::Problem p;
+      p.kernel = fp32_ ? dg::Kernel::BF16_FP32 : dg::Kernel::BF16;
+      p.layout = dg::Layout::KGroupedContiguous;
+      p.m = static_cast<int>(m);
+      p.n = static_cast<int>(n);
+      p.k = static_cast<int>(max_k);  // DeepGEMM's tile choice for K-grouped: the largest expert's K
+      p.num_groups = groups_;
+      p.a_k_major = p.b_k_major = false;
+      kern_ = &dg::Runtime::get().prepare(p, &info_);
+      totals.add(info_);
+      name_ = dg::instantiation(p, info_.config).kernel_name;
+    }
+  }
+  void iteration(cudaStream_t s) override {
+    if (!kern_) return;
+    dg::Bf16Args a;
+    a.a = a_.get(); a.b = b_.get(); a.d = d_; a.ks = ks_.get<int>(); a.sum_k = sum_k_;
+    dg::Runtime::get().launch_bf16(*kern_, a, m_, s);
+  }
+  int ops() const override { return 1; }
+  std::string config() const override {
+    if (!kern_) return "deepgemm: no expert with tokens (nothing to write)";
+    return fmt::format("deepgemm {} ({}; A, B MN-major{}); {} experts in one launch ({} with tokens), each expert's "
+                       "tokens padded to 128; {}; timed: the DeepGEMM kernel only (tokens laid out before the timed loop)",
+                       name_, info_.config.describe(), fp32_ ? "; FP32 D += A·Bᵀ by TMA reduce-add" : "", groups_,
+                       with_tokens_, prepare_text(info_));
+  }
+
+ private:
+  bool fp32_ = false;
+  int m_ = 0, groups_ = 0, with_tokens_ = 0, sum_k_ = 0;
+  void* d_ = nullptr;
+  DeviceBuffer a_, b_, ks_;
+  const dg::LoadedKernel* kern_ = nullptr;
+  dg::PrepareInfo info_;
+  std::string name_;
+};
+
 }  // namespace
 
 std::unique_ptr<ProviderRun> make_bf16_dense(const Gemm& g, const Recipe& r, GemmSources& src, PrepareTotals& totals) {
   return std::make_unique<Bf16DenseRun>(g, r, src, totals);
 }
 
-std::unique_ptr<ProviderRun> make_bf16_m_grouped(GroupedSources& src, const Recipe& r, PrepareTotals& totals) {
-  if (r.precision != Precision::BF16 || src.gemm.group_dim != GroupDim::M)
-    throw std::invalid_argument("DeepGEMM: the BF16 grouped GEMM run here is the M-grouped contiguous one");
+std::unique_ptr<ProviderRun> make_bf16_grouped(GroupedSources& src, const Recipe& r, PrepareTotals& totals) {
+  if (r.precision != Precision::BF16) throw std::invalid_argument("DeepGEMM: not a BF16 recipe");
+  if (src.gemm.group_dim == GroupDim::K) return std::make_unique<Bf16KGroupedRun>(src, r, totals);
   return std::make_unique<Bf16MGroupedRun>(src, totals);
 }
 

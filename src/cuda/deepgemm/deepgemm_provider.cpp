@@ -13,7 +13,7 @@
 // - Grouped Wgrad: the K-grouped contiguous 1d1d kernel, one launch for every expert (each
 //   expert's tokens padded to 128; the kernel rewrites its A/B tensor maps per expert in a global
 //   buffer of two descriptors per CTA, Runtime::launch_k_grouped).
-// - BF16 cells: sm90_bf16_gemm (deepgemm_bf16_runs.cpp).
+// - BF16 cells: sm90_bf16_gemm, dense, M-grouped and K-grouped (deepgemm_bf16_runs.cpp).
 // - Timed: pre-quantized mode, the kernel(s) only (quantization and layout conversion done once
 //   before the timed loop). Per-gemm / training: the operands the mode quantizes (operand_work),
 //   quantized every iteration by the engine's quantizer, their scales converted to DeepGEMM's
@@ -400,7 +400,7 @@ class DeepGemmProvider final : public GemmProvider {
     const auto k = deepgemm_kernel(r);
     if (!k) throw std::invalid_argument("DeepGEMM: no kernel for this recipe");
     used_ = true;
-    if (r.precision == Precision::BF16) return dgrun::make_bf16_m_grouped(src, r, totals_);
+    if (r.precision == Precision::BF16) return dgrun::make_bf16_grouped(src, r, totals_);
     if (src.gemm.group_dim == GroupDim::M) return std::make_unique<MGroupedRun>(src, r, m, opts_, totals_);
     if (!src.fp32_out) throw std::invalid_argument("DeepGEMM: its Wgrad accumulates into FP32 main gradients only");
     return std::make_unique<KGroupedRun>(src, r, m, opts_, totals_);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,9 +37,9 @@ std::vector<int64_t> copy_segments(const GroupedSources& src, const DeviceBuffer
                                    const std::vector<int64_t>& padded, DeviceBuffer& to, cudaStream_t s);
 
 // BF16 cells (sm90_bf16_gemm): dense Fprop/Dgrad/Wgrad on the engine's BF16 operands as they are
-// stored (K- or MN-major), and the M-grouped contiguous Fprop/Dgrad.
+// stored (K- or MN-major); grouped: the M-grouped contiguous Fprop/Dgrad, the K-grouped Wgrad.
 std::unique_ptr<ProviderRun> make_bf16_dense(const Gemm& g, const Recipe& r, GemmSources& src, PrepareTotals& totals);
-std::unique_ptr<ProviderRun> make_bf16_m_grouped(GroupedSources& src, const Recipe& r, PrepareTotals& totals);
+std::unique_ptr<ProviderRun> make_bf16_grouped(GroupedSources& src, const Recipe& r, PrepareTotals& totals);
 // The BF16 M-grouped run's output (nullopt for any other run).
 std::optional<DeepGemmGroupedOutput> bf16_grouped_output(const ProviderRun& run);
 

@@ -326,6 +326,22 @@ void Runtime::launch_bf16(const LoadedKernel& k, const Bf16Args& a, int m, cudaS
   const Config& c = k.config;
   if (!is_bf16(p.kernel)) throw std::logic_error("launch_bf16: not a BF16 kernel");
   if (m == 0) return;
+  if (p.layout == Layout::KGroupedContiguous) {
+    if (a.sum_k == 0) return;  // no expert has tokens: nothing is written
+    const uint64_t mm = static_cast<uint64_t>(p.m), nn = static_cast<uint64_t>(p.n), sk = static_cast<uint64_t>(a.sum_k);
+    const uint64_t rows = mm * static_cast<uint64_t>(p.num_groups);
+    const CUtensorMap tm_a = tensor_map_2d(a.a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, mm, sk, mm, c.block_m, c.block_k, c.swizzle_a);
+    const CUtensorMap tm_b = tensor_map_2d(a.b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, nn, sk, nn, c.block_n, c.block_k, c.swizzle_b);
+    const CUtensorMap tm_d = p.kernel == Kernel::BF16
+                                 ? tensor_map_2d(a.d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, nn, rows, nn, c.block_n, c.block_m, c.swizzle_cd)
+                                 : tensor_map_2d(a.d, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, nn, rows, nn, c.block_n, c.block_m, 0);
+    int* layout = const_cast<int*>(a.ks);
+    uint32_t m32 = static_cast<uint32_t>(p.m), n32 = static_cast<uint32_t>(p.n), k32 = static_cast<uint32_t>(a.sum_k);
+    void* params[] = {&layout, &m32, &n32, &k32, const_cast<CUtensorMap*>(&tm_a), const_cast<CUtensorMap*>(&tm_b),
+                      const_cast<CUtensorMap*>(&tm_d)};
+    launch(k, params, s);
+    return;
+  }
   const uint64_t groups = p.layout == Layout::MGroupedContiguous ? static_cast<uint64_t>(p.num_groups) : 1;
   const auto bf16 = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   const uint64_t mm = static_cast<uint64_t>(m), nn = static_cast<uint64_t>(p.n), kk = static_cast<uint64_t>(p.k);

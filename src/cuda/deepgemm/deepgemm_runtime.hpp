@@ -54,11 +54,16 @@ struct WgradArgs {
 // BF16 GEMM (sm90_bf16_gemm): d = a·bᵀ (BF16 out) or d += a·bᵀ (FP32, BF16_FP32). a is [m, k]
 // when the problem's a_k_major, else [k, m]; b is [g*n, k] when b_k_major, else [g*k, n] (the
 // experts' weights stacked for the M-grouped layout); d [m, n]; m_indices as DenseArgs.
+// K-grouped (MN-major only): a [Σk, m], b [Σk, n], the experts one after another along K; d
+// [experts*m, n]; ks: int32 per expert on the device (a multiple of 128; 0 skips the expert),
+// sum_k = Σ ks.
 struct Bf16Args {
   const void* a = nullptr;
   const void* b = nullptr;
   void* d = nullptr;
   const int* m_indices = nullptr;
+  const int* ks = nullptr;
+  int sum_k = 0;
 };
 // K-grouped contiguous Wgrad (1d1d, one launch): for each expert e with ks[e] > 0 (a multiple of
 // 128; 0 skips the expert), d[e] FP32 [m, n] += a_e[m, ks[e]] · b_e[n, ks[e]]ᵀ. a, b: the experts'
