@@ -12,6 +12,7 @@
 namespace gs {
 
 std::optional<dg::Kernel> deepgemm_kernel(const Recipe& r) {
+  if (r.precision == Precision::BF16) return r.fp32_accumulate ? dg::Kernel::BF16_FP32 : dg::Kernel::BF16;
   if (r.precision != Precision::FP8Block) return std::nullopt;
   if (r.a.format != ElemFormat::E4M3 || r.b.format != ElemFormat::E4M3) return std::nullopt;
   if (r.a.scaling != Scaling::Block1x128) return std::nullopt;
@@ -30,6 +31,31 @@ std::string scaling_text(Scaling s) {
   }
 }
 
+// sm90_bf16_gemm: dense (any operand majors), M-grouped contiguous (K-major A, BF16 out),
+// K-grouped (MN-major operands: the grouped Wgrad, each expert's tokens padded to 128); the Wgrad
+// into the FP32 main gradient with its accumulating (TMA reduce-add) FP32 output.
+std::string bf16_cell_problem(const Gemm& g, const Recipe& r) {
+  if (g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX)
+    return fmt::format("DeepGEMM: a dimension above 2^31 ({})", g.shape());
+  if (g.grouped() && g.group_dim == GroupDim::M && !g.a.k_major)
+    return "DeepGEMM: its M-grouped contiguous BF16 GEMM needs a K-major left operand";
+  if (g.grouped() && g.group_dim == GroupDim::K && (g.a.k_major || g.b.k_major))
+    return "DeepGEMM: its K-grouped BF16 GEMM takes token-major (MN-major) operands only";
+  // (A K-grouped Wgrad's K is each expert's tokens, padded to 128.)
+  if (!(g.grouped() && g.group_dim == GroupDim::K) && g.k % 64 != 0)
+    return fmt::format("DeepGEMM: its BF16 GEMM is run with K % 64 == 0 only (K = {})", g.k);
+  if (r.fp32_accumulate) {
+    if (g.n % 4 != 0) return fmt::format("DeepGEMM: its FP32 output needs N % 4 == 0 (N = {})", g.n);
+  } else if (g.n % 64 != 0) {
+    return fmt::format("DeepGEMM: its BF16-output TMA store needs N % 64 == 0 (N = {})", g.n);
+  }
+  if (!g.a.k_major && g.m % 8 != 0)
+    return fmt::format("DeepGEMM: an M-major BF16 left operand needs M % 8 == 0 (16-byte TMA strides; M = {})", g.m);
+  if (!g.b.k_major && g.n % 8 != 0)
+    return fmt::format("DeepGEMM: an N-major BF16 right operand needs N % 8 == 0 (16-byte TMA strides; N = {})", g.n);
+  return {};
+}
+
 }  // namespace
 
 std::string deepgemm_cell_problem(const Gemm& g, const Recipe& r, int cc) {
@@ -37,9 +63,7 @@ std::string deepgemm_cell_problem(const Gemm& g, const Recipe& r, int cc) {
     return fmt::format("DeepGEMM: the provider builds DeepGEMM's sm90 kernels, which run on Hopper (sm_90) only; this "
                        "device is sm_{}",
                        cc);
-  if (r.precision == Precision::BF16)
-    return "DeepGEMM: BF16 GEMMs are not run by this provider yet (DeepGEMM 54e2261 has an sm90 BF16 GEMM, "
-           "sm90_bf16_gemm.cuh, that gemmscope does not compile)";
+  if (r.precision == Precision::BF16) return bf16_cell_problem(g, r);
   if (r.precision != Precision::FP8Block)
     return fmt::format("DeepGEMM: runs DeepSeek's FP8 block recipe only (FP8Block: 1x128 activations and gradients, "
                        "128x128 weights); it has no {} kernel",

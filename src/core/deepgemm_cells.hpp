@@ -16,14 +16,19 @@
 namespace gs {
 
 // The DeepGEMM kernel a recipe maps to: FP8_1D2D (gemm_fp8_fp8_bf16_nt: 1x128 left, 128x128 right,
-// BF16 out; M-grouped contiguous for grouped Fprop/Dgrad) or FP8_1D1D (wgrad_gemm_fp8_fp8_fp32_nt:
-// 1x128 on both, FP32 accumulate). nullopt: no DeepGEMM kernel for it.
+// BF16 out; M-grouped contiguous for grouped Fprop/Dgrad), FP8_1D1D (wgrad_gemm_fp8_fp8_fp32_nt:
+// 1x128 on both, FP32 accumulate; K-grouped contiguous for grouped Wgrad), BF16 (sm90_bf16_gemm,
+// BF16 out; M-grouped contiguous for grouped Fprop/Dgrad) or BF16_FP32 (the same kernel
+// accumulating into the FP32 main gradient: BF16 Wgrad under --wgrad-output fp32-accumulate;
+// K-grouped for grouped Wgrad, either output).
+// nullopt: no DeepGEMM kernel for it.
 std::optional<dg::Kernel> deepgemm_kernel(const Recipe& r);
 
 // Why the DeepGEMM provider cannot measure `g` under recipe `r` (the cell's recipe, make_recipe)
 // on a device of compute capability `cc` (major*10+minor), or "" when it can. Covers the
 // architecture, the recipe (precision, formats, scalings, Wgrad output) and the shape rules of
-// DeepGEMM's kernels (K and contiguous segments multiples of 128, N % 64 for BF16 output). Every
+// DeepGEMM's kernels (FP8: K and contiguous segments multiples of 128; BF16: K % 64, MN-major
+// operands' M/N % 8; N % 64 for BF16 output). Every
 // reason names the provider. Whether NVRTC and the toolkit headers are on the node is the
 // backend's, checked before this (deepgemm_runtime.hpp).
 std::string deepgemm_cell_problem(const Gemm& g, const Recipe& r, int cc);

@@ -152,7 +152,8 @@ std::string moe_grouped_block(const RunResult& r, size_t mode) {
                            to_string(r.precisions[p]), kernel_ms, cell_ms, 100.0 * kernel_ms / cell_ms, launches);
   }
   if (!kernels.empty())
-    out += "Kernel time in the grouped cells (measured: CUPTI records of iterations traced after each timed loop): " +
+    out += "Kernel time in the grouped cells (measured: CUPTI records of iterations traced after each timed loop, "
+           "experts run one after another): " +
            kernels + ". The rest is the gaps between the experts' launches, which a step pays too.\n";
   out += std::string(90, '=') + "\n";
   return out;

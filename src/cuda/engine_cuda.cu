@@ -333,9 +333,11 @@ class CudaEngine final : public Engine {
       GroupedGemm gg(handle_, *grouped_src_, p, mode, opts_.recipe, streams, stream_, workspace_.get(), &algo_cache_);
       gg.prepare();
       Cell timed = timed_cell(gg.body(), step_gap(g, p, mode));
-      // Kernel records of whole iterations (every expert's launches): their GEMM time beside the
-      // cell's event time tells the launch gaps between experts apart from the kernels.
-      timed.kernels = trace_cell(opts_.gemm, stream_, [&] { gg.run_once(); });
+      // Kernel records of whole iterations (every expert's launches) when the experts run one after
+      // another: their GEMM time beside the cell's event time tells the gaps between the experts'
+      // launches apart from the kernels. On several streams the experts' kernels overlap, and their
+      // summed durations compare with nothing in the cell: no records.
+      if (streams <= 1) timed.kernels = trace_cell(opts_.gemm, stream_, [&] { gg.run_once(); });
       return timed;
     });
     if (!cell.ok || sum == 0) return cell;

@@ -71,9 +71,10 @@ TEST(DeepGemmProvider, RunsDeepSeeksRecipeOnHopperOnly) {
       const std::string why = deepgemm_cell_problem(g, make_recipe(Precision::FP8Block, g, o), cc);
       EXPECT_TRUE(contains(why, "DeepGEMM") && contains(why, "sm_" + std::to_string(cc))) << why;
     }
-    // BF16: DeepGEMM has a BF16 GEMM, not compiled here: said so.
-    const std::string bf = deepgemm_cell_problem(g, make_recipe(Precision::BF16, g, o), 90);
-    EXPECT_TRUE(contains(bf, "DeepGEMM") && contains(bf, "BF16")) << bf;
+    // BF16: DeepGEMM's sm90_bf16_gemm runs every dense pass (Dgrad's and Wgrad's MN-major operands too).
+    EXPECT_EQ(deepgemm_cell_problem(g, make_recipe(Precision::BF16, g, o), 90), "");
+    const std::string bf_cc = deepgemm_cell_problem(g, make_recipe(Precision::BF16, g, o), 100);
+    EXPECT_TRUE(contains(bf_cc, "DeepGEMM") && contains(bf_cc, "sm_100")) << bf_cc;
     for (Precision p : {Precision::FP8Current, Precision::FP8Delayed, Precision::MXFP8, Precision::NVFP4}) {
       const std::string why = deepgemm_cell_problem(g, make_recipe(p, g, o), 90);
       EXPECT_TRUE(contains(why, "DeepGEMM") && contains(why, to_string(p))) << why;
@@ -84,6 +85,48 @@ TEST(DeepGemmProvider, RunsDeepSeeksRecipeOnHopperOnly) {
   EXPECT_EQ(deepgemm_kernel(make_recipe(Precision::FP8Block, d, o)), dg::Kernel::FP8_1D2D);
   EXPECT_EQ(deepgemm_kernel(make_recipe(Precision::FP8Block, w, o)), dg::Kernel::FP8_1D1D);
   EXPECT_FALSE(deepgemm_kernel(make_recipe(Precision::FP8Current, f, o)));
+  // BF16: BF16 out for Fprop/Dgrad, FP32 accumulation for Wgrad into the main gradient (the default).
+  EXPECT_EQ(deepgemm_kernel(make_recipe(Precision::BF16, f, o)), dg::Kernel::BF16);
+  EXPECT_EQ(deepgemm_kernel(make_recipe(Precision::BF16, d, o)), dg::Kernel::BF16);
+  EXPECT_EQ(deepgemm_kernel(make_recipe(Precision::BF16, w, o)), dg::Kernel::BF16_FP32);
+}
+
+TEST(DeepGemmProvider, Bf16CellsFollowItsBf16KernelsRules) {
+  const RecipeOptions o;
+  auto why = [&](const Gemm& g, const RecipeOptions& ro) {
+    return deepgemm_cell_problem(g, make_recipe(Precision::BF16, g.grouped() ? expert_gemm(g, 128) : g, ro), 90);
+  };
+  // --wgrad-output bf16: the BF16 kernel writes BF16 (no accumulation), so the Wgrad still runs.
+  RecipeOptions bf16_out;
+  bf16_out.wgrad_fp32_accumulate = false;
+  const Gemm w = dense(Pass::Wgrad, 2048, 4096, 7168);
+  EXPECT_EQ(deepgemm_kernel(make_recipe(Precision::BF16, w, bf16_out)), dg::Kernel::BF16);
+  EXPECT_EQ(why(w, bf16_out), "");
+  // K % 64 (whole BF16 K blocks), N % 64 for BF16 out, N % 4 for the FP32 main gradient.
+  EXPECT_TRUE(contains(why(dense(Pass::Fprop, 4096, 7168 + 32, 2048), o), "K % 64"));
+  EXPECT_EQ(why(dense(Pass::Fprop, 4096, 7168 + 64, 2048), o), "") << "K % 64 is enough for BF16";
+  EXPECT_TRUE(contains(why(dense(Pass::Fprop, 4096, 7168, 2048 + 32), o), "N % 64"));
+  EXPECT_TRUE(contains(why(dense(Pass::Wgrad, 2048, 4096, 7168 + 2), o), "N % 4")) << "FP32 out";
+  // Wgrad's B is token-major (N-major) too: N % 8 for its 16-byte TMA row stride.
+  EXPECT_TRUE(contains(why(dense(Pass::Wgrad, 2048, 4096, 7168 + 4), o), "N % 8"));
+  EXPECT_EQ(why(dense(Pass::Wgrad, 2048 + 8, 4096, 7168 + 8), o), "");
+  // Wgrad's A is token-major (MN-major): its rows are M elements apart, a 16-byte TMA stride.
+  EXPECT_TRUE(contains(why(dense(Pass::Wgrad, 2048 + 4, 4096, 7168), o), "M % 8"));
+  // Grouped: Fprop/Dgrad by the M-grouped contiguous form, Wgrad by the K-grouped form (either output).
+  const Plan p = build_model_plan(small_moe());
+  for (Op op : {Op::ExpertUp, Op::ExpertDown})
+    for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
+      EXPECT_EQ(why(find(p, op, pass), o), "") << pass_label(pass);
+      EXPECT_EQ(why(find(p, op, pass), bf16_out), "") << pass_label(pass);
+    }
+  // A K-grouped Wgrad's total tokens need not be a multiple of 64 (each expert is padded to 128),
+  // but its operands must be token-major.
+  Gemm kg = find(p, Op::ExpertUp, Pass::Wgrad);
+  kg.group[0] += 3;
+  kg.k += 3;
+  EXPECT_EQ(why(kg, o), "");
+  kg.a.k_major = true;
+  EXPECT_TRUE(contains(why(kg, o), "MN-major")) << why(kg, o);
 }
 
 TEST(DeepGemmProvider, WgradFollowsTheWgradOutputAndFormatsMustBeE4M3) {
@@ -119,9 +162,11 @@ TEST(DeepGemmProvider, ShapeRulesOfItsKernels) {
       const Recipe r = make_recipe(Precision::FP8Block, expert_gemm(g, 128), o);
       EXPECT_EQ(deepgemm_cell_problem(g, r, 90), "") << pass_label(pass) << " " << g.shape();
     }
-  // The router stays BF16 in every column: N/A with the BF16 reason.
+  // The router stays BF16 in every column: DeepGEMM's BF16 GEMM runs it there too.
   const Gemm& router = find(p, Op::Router, Pass::Fprop);
-  EXPECT_TRUE(contains(deepgemm_cell_problem(router, make_recipe(Precision::FP8Block, router, o), 90), "BF16"));
+  const Recipe rr = make_recipe(Precision::FP8Block, router, o);
+  EXPECT_EQ(rr.precision, Precision::BF16);
+  EXPECT_EQ(deepgemm_cell_problem(router, rr, 90), "");
 }
 
 TEST(DeepGemmProvider, ContiguousSegmentsArePaddedTo128) {
@@ -189,14 +234,30 @@ TEST(DeepGemmProvider, MultiProviderRunRoundTripsThroughJson) {
   // The engine's provider notes and the provider's description are in the run's notes.
   EXPECT_NE(std::find(r.notes.begin(), r.notes.end(), "deepgemm: 3 kernel(s) compiled (test)"), r.notes.end());
   EXPECT_TRUE(std::any_of(r.notes.begin(), r.notes.end(), [](const std::string& n) { return n == provider_note("deepgemm"); }));
-  size_t measured = 0, na = 0;
+  size_t measured = 0, bf16_measured = 0;
   for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
-    (r.provider_cell(1, 0, g, 1).ok ? measured : na)++;
-    EXPECT_FALSE(r.provider_cell(1, 0, g, 0).ok) << "BF16 through DeepGEMM: N/A";
-    EXPECT_TRUE(contains(r.provider_cell(1, 0, g, 0).reason, "DeepGEMM"));
+    if (r.provider_cell(1, 0, g, 1).ok) ++measured;
+    const Gemm& gg = r.plan.gemms[g];
+    const Cell& bf = r.provider_cell(1, 0, g, 0);
+    if (gg.grouped()) {
+      EXPECT_TRUE(bf.ok) << "grouped BF16 through DeepGEMM (M- and K-grouped forms): " << bf.reason;
+      if (bf.ok) ++bf16_measured;
+    } else if (bf.ok) {
+      ++bf16_measured;
+    } else {
+      EXPECT_TRUE(contains(bf.reason, "DeepGEMM")) << bf.reason;
+    }
   }
   EXPECT_GT(measured, 0u);
-  EXPECT_GT(na, 0u) << "the router (BF16 in every column) and the LM head are N/A";
+  EXPECT_GT(bf16_measured, 0u) << "DeepGEMM's BF16 GEMM runs the BF16 column";
+  // The router is BF16 in every column: DeepGEMM's BF16 GEMM measures it in the FP8Block column too.
+  size_t routers = 0;
+  for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+    if (r.plan.gemms[g].op == Op::Router) {
+      EXPECT_TRUE(r.provider_cell(1, 0, g, 1).ok) << r.provider_cell(1, 0, g, 1).reason;
+      ++routers;
+    }
+  EXPECT_GT(routers, 0u);
   const nlohmann::json j = to_json(r);
   ASSERT_EQ(j["providers"], (nlohmann::json{"cublaslt", "deepgemm"}));
   const RunResult back = from_json(j, "dg.json");

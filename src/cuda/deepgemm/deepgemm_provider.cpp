@@ -10,9 +10,10 @@
 // - Grouped Fprop/Dgrad: the M-grouped contiguous kernel, one launch for every expert: each
 //   expert's real rows copied (once, untimed) into segments padded to 128 rows (DeepGEMM's M
 //   alignment; the padding rows are zero and marked -1 in m_indices), the experts' weights stacked.
-// - Grouped Wgrad: one 1d1d launch per expert with rows (K = its tokens padded to 128, a run-time
-//   argument of one compiled kernel). DeepGEMM 54e2261 also has a K-grouped contiguous Wgrad (one
-//   launch); this provider does not run it yet (it rewrites tensor maps in a global buffer).
+// - Grouped Wgrad: the K-grouped contiguous 1d1d kernel, one launch for every expert (each
+//   expert's tokens padded to 128; the kernel rewrites its A/B tensor maps per expert in a global
+//   buffer of two descriptors per CTA, Runtime::launch_k_grouped).
+// - BF16 cells: sm90_bf16_gemm, dense, M-grouped and K-grouped (deepgemm_bf16_runs.cpp).
 // - Timed: pre-quantized mode, the kernel(s) only (quantization and layout conversion done once
 //   before the timed loop). Per-gemm / training: the operands the mode quantizes (operand_work),
 //   quantized every iteration by the engine's quantizer, their scales converted to DeepGEMM's
@@ -33,6 +34,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/deepgemm/deepgemm_layouts.cuh"
 #include "cuda/deepgemm/deepgemm_provider.hpp"
+#include "cuda/deepgemm/deepgemm_runs.hpp"
 #include "cuda/deepgemm/deepgemm_runtime.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/grouped_gemm.hpp"
@@ -43,24 +45,9 @@ namespace gs::cuda {
 
 namespace {
 
-// What the provider's prepares did over the run (the run's notes).
-struct PrepareTotals {
-  int compiled = 0, disk_hits = 0, memory_hits = 0;
-  double compile_s = 0;
-  std::vector<std::string> store_notes;
-  void add(const dg::PrepareInfo& i) {
-    if (i.memory_hit) ++memory_hits;
-    else if (i.cache_hit) ++disk_hits;
-    else { ++compiled; compile_s += i.compile_seconds; }
-    if (!i.cache_note.empty() && store_notes.size() < 3) store_notes.push_back(i.cache_note);
-  }
-};
-
-std::string prepare_text(const dg::PrepareInfo& i) {
-  if (i.memory_hit) return "kernel already loaded";
-  if (i.cache_hit) return "cubin from the disk cache";
-  return fmt::format("NVRTC compile {:.1f} s at prepare time", i.compile_seconds);
-}
+using dgrun::copy_segments;
+using dgrun::prepare_text;
+using dgrun::PrepareTotals;
 
 // DeepGEMM's scale count for a quantized operand, and the conversion into `dst`.
 size_t dg_scale_floats(const QuantizedOperand& q) {
@@ -148,27 +135,6 @@ class DenseRun final : public ProviderRun {
 };
 
 constexpr size_t kBf16 = 2;
-
-// Copies each expert's real rows of a token-major [sum(src sizes), width] BF16 buffer into a
-// zeroed buffer whose segments are `padded` rows (DeepGEMM's 128-row alignment). Returns the offsets.
-std::vector<int64_t> copy_segments(const GroupedSources& src, const DeviceBuffer& from, int64_t width,
-                                   const std::vector<int64_t>& padded, DeviceBuffer& to, cudaStream_t s) {
-  const int64_t total = std::accumulate(padded.begin(), padded.end(), int64_t{0});
-  to = DeviceBuffer(static_cast<size_t>(total * width) * kBf16);
-  if (to.bytes()) GS_CUDA(cudaMemsetAsync(to.get(), 0, to.bytes(), s));
-  std::vector<int64_t> off;
-  int64_t o = 0;
-  for (size_t e = 0; e < padded.size(); ++e) {
-    off.push_back(o);
-    const int64_t rows = src.gemm.group[e];
-    if (rows > 0)
-      GS_CUDA(cudaMemcpyAsync(to.get<char>() + static_cast<size_t>(o * width) * kBf16,
-                              from.get<char>() + static_cast<size_t>(src.offsets[e] * width) * kBf16,
-                              static_cast<size_t>(rows * width) * kBf16, cudaMemcpyDeviceToDevice, s));
-    o += padded[e];
-  }
-  return off;
-}
 
 // Fprop / Dgrad of the experts: DeepGEMM's M-grouped contiguous kernel, one launch.
 class MGroupedRun final : public ProviderRun {
@@ -276,7 +242,11 @@ class MGroupedRun final : public ProviderRun {
   std::string timed_;
 };
 
-// Wgrad of the experts: one 1d1d launch per expert with tokens, into its FP32 main gradient.
+// Wgrad of the experts: DeepGEMM's K-grouped contiguous 1d1d kernel, one launch for every expert,
+// each expert's FP32 main gradient += its product. The experts' tokens are padded to 128 (zero
+// tokens); each expert's operands are quantized by the engine's quantizer along its tokens (as the
+// per-expert GEMMs would be) and laid one after another, as the kernel reads them; the outputs are
+// the sources' per-expert gradients, one tensor [experts*m, n] (GroupedSources::allocate).
 class KGroupedRun final : public ProviderRun {
  public:
   KGroupedRun(GroupedSources& src, const Recipe& r, Mode mode, const RecipeOptions& opts, PrepareTotals& totals) {
@@ -284,84 +254,116 @@ class KGroupedRun final : public ProviderRun {
     const int64_t m = g.m, n = g.n;
     m_ = static_cast<int>(m);
     const std::vector<int64_t> padded = deepgemm_padded_group(g);
+    groups_ = static_cast<int>(padded.size());
+    for (size_t e = 0; e + 1 < src.per_expert.size(); ++e)
+      if (src.per_expert[e + 1].get<char>() != src.per_expert[e].get<char>() + static_cast<size_t>(m * n) * 4)
+        throw std::invalid_argument("DeepGEMM: its K-grouped Wgrad needs the experts' FP32 gradients as one tensor");
+    d_ = src.per_expert.empty() ? nullptr : src.per_expert.front().get<float>();
     const cudaStream_t s = nullptr;
     GS_CUDA(cudaDeviceSynchronize());
-    const std::vector<int64_t> off_l = copy_segments(src, src.tokens_l, m, padded, l_src_, s);
+    const std::vector<int64_t> off = copy_segments(src, src.tokens_l, m, padded, l_src_, s);
     copy_segments(src, src.tokens_r, n, padded, r_src_, s);
     const int64_t max_k = padded.empty() ? 0 : *std::max_element(padded.begin(), padded.end());
+    const int64_t sum_k = std::accumulate(padded.begin(), padded.end(), int64_t{0});
     const Gemm eg = expert_gemm(g, std::max<int64_t>(max_k, 128));
     const OperandWork wl = operand_work(mode, eg, Side::Left, r, opts);
     const OperandWork wr = operand_work(mode, eg, Side::Right, r, opts);
     timed_l_ = wl.work != QuantWork::None;
     timed_r_ = wr.work != QuantWork::None;
+    // The concatenated FP8 operands and their DeepGEMM-layout 1x128 scales, expert after expert.
+    a_ = DeviceBuffer(static_cast<size_t>(m * sum_k));
+    b_ = DeviceBuffer(static_cast<size_t>(n * sum_k));
+    sfa_ = DeviceBuffer(static_cast<size_t>(sum_k / 128 * ((m + 3) / 4 * 4)) * sizeof(float));
+    sfb_ = DeviceBuffer(static_cast<size_t>(sum_k / 128 * ((n + 3) / 4 * 4)) * sizeof(float));
+    int64_t k_off = 0, sfa_off = 0, sfb_off = 0;
     for (size_t e = 0; e < padded.size(); ++e) {
-      if (padded[e] == 0) continue;  // no tokens: the FP32 gradient gets nothing added
+      ks_.push_back(static_cast<int>(padded[e]));
+      if (padded[e] == 0) continue;  // no tokens: the kernel skips the expert, its gradient gets nothing
       Expert x;
-      x.k = static_cast<int>(padded[e]);
-      x.l = std::make_unique<QuantizedOperand>(r.a, l_src_.get<__nv_bfloat16>() + off_l[e] * m, m, padded[e], false, opts);
-      x.r = std::make_unique<QuantizedOperand>(r.b, r_src_.get<__nv_bfloat16>() + off_l[e] * n, n, padded[e], false, opts);
-      x.sfa = DeviceBuffer(dg_scale_floats(*x.l) * sizeof(float));
-      x.sfb = DeviceBuffer(dg_scale_floats(*x.r) * sizeof(float));
-      x.d = src.per_expert[e].get<float>();
+      x.l = std::make_unique<QuantizedOperand>(r.a, l_src_.get<__nv_bfloat16>() + off[e] * m, m, padded[e], false, opts);
+      x.r = std::make_unique<QuantizedOperand>(r.b, r_src_.get<__nv_bfloat16>() + off[e] * n, n, padded[e], false, opts);
+      x.a = a_.get<char>() + k_off * m;
+      x.b = b_.get<char>() + k_off * n;
+      x.sfa = sfa_.get<float>() + sfa_off;
+      x.sfb = sfb_.get<float>() + sfb_off;
+      x.a_bytes = static_cast<size_t>(m * padded[e]);
+      x.b_bytes = static_cast<size_t>(n * padded[e]);
+      k_off += padded[e];
+      sfa_off += static_cast<int64_t>(dg_scale_floats(*x.l));
+      sfb_off += static_cast<int64_t>(dg_scale_floats(*x.r));
       experts_.push_back(std::move(x));
     }
-    for (Expert& x : experts_) {
-      quantize(x, true, true, s);
-    }
+    for (Expert& x : experts_) quantize(x, true, true, s);
+    ks_dev_ = DeviceBuffer(ks_.size() * sizeof(int));
+    if (!ks_.empty()) GS_CUDA(cudaMemcpy(ks_dev_.get(), ks_.data(), ks_dev_.bytes(), cudaMemcpyHostToDevice));
     GS_CUDA(cudaStreamSynchronize(s));
     if (!experts_.empty()) {
       dg::Problem p;
       p.kernel = dg::Kernel::FP8_1D1D;
+      p.layout = dg::Layout::KGroupedContiguous;
       p.m = m_;
       p.n = static_cast<int>(n);
-      p.k = static_cast<int>(max_k);
-      p.runtime_k = true;
+      p.k = static_cast<int>(max_k);  // DeepGEMM's tile choice for K-grouped: the largest expert's K
+      p.num_groups = groups_;
       kern_ = &dg::Runtime::get().prepare(p, &info_);
       totals.add(info_);
+      tensor_maps_ = DeviceBuffer(dg::Runtime::tensor_map_buffer_bytes(*kern_));
     }
-    groups_ = padded.size();
     timed_ = timed_text(mode, timed_l_ || timed_r_);
-    if (mode != Mode::PreQuantized && (timed_l_ || timed_r_)) timed_ += " (per expert, one quantization launch per operand)";
+    if (mode != Mode::PreQuantized && (timed_l_ || timed_r_))
+      timed_ += " (per expert: one quantization per operand, then a copy into the concatenated operand)";
   }
 
   void iteration(cudaStream_t s) override {
-    auto& rt = dg::Runtime::get();
-    for (Expert& x : experts_) {
-      if (timed_l_ || timed_r_) quantize(x, timed_l_, timed_r_, s);
-      dg::WgradArgs a;
-      a.a = x.l->lt().data; a.sfa = x.sfa.get<float>(); a.b = x.r->lt().data; a.sfb = x.sfb.get<float>(); a.d = x.d;
-      rt.launch_wgrad(*kern_, a, m_, s, x.k);
-    }
+    if (!kern_) return;
+    if (timed_l_ || timed_r_)
+      for (Expert& x : experts_) quantize(x, timed_l_, timed_r_, s);
+    dg::KGroupedArgs a;
+    a.a = a_.get(); a.sfa = sfa_.get<float>(); a.b = b_.get(); a.sfb = sfb_.get<float>(); a.d = d_;
+    a.ks = ks_dev_.get<int>();
+    a.tensor_maps = tensor_maps_.get();
+    dg::Runtime::get().launch_k_grouped(*kern_, a, ks_, s);
   }
   int ops() const override {
-    int n = 0;
+    int n = 1;
     for (const Expert& x : experts_)
-      n += 1 + (timed_l_ ? x.l->quantize_ops() + 1 : 0) + (timed_r_ ? x.r->quantize_ops() + 1 : 0);
-    return std::max(n, 1);
+      n += (timed_l_ ? x.l->quantize_ops() + 2 : 0) + (timed_r_ ? x.r->quantize_ops() + 2 : 0);
+    return n;
   }
   std::string config() const override {
     if (experts_.empty()) return "deepgemm: no expert with tokens (nothing to add to the FP32 gradients)";
-    return fmt::format("deepgemm sm90_fp8_gemm_1d1d, K at run time ({}); one launch per expert with tokens ({} of {}), "
-                       "each expert's tokens padded to 128 (not DeepGEMM's K-grouped contiguous kernel); {}; {}",
-                       info_.config.describe(), experts_.size(), groups_, prepare_text(info_), timed_);
+    return fmt::format("deepgemm sm90_k_grouped_fp8_gemm_contiguous_1d1d ({}); {} experts in one launch ({} with tokens), "
+                       "each expert's tokens padded to 128; {}; {}",
+                       info_.config.describe(), groups_, experts_.size(), prepare_text(info_), timed_);
   }
 
  private:
   struct Expert {
-    int k = 0;
     std::unique_ptr<QuantizedOperand> l, r;
-    DeviceBuffer sfa, sfb;
-    float* d = nullptr;
+    char* a = nullptr;
+    char* b = nullptr;
+    float* sfa = nullptr;
+    float* sfb = nullptr;
+    size_t a_bytes = 0, b_bytes = 0;
   };
   static void quantize(Expert& x, bool l, bool r, cudaStream_t s) {
-    if (l) { x.l->quantize(s); convert_scales(*x.l, x.sfa.get<float>(), s); }
-    if (r) { x.r->quantize(s); convert_scales(*x.r, x.sfb.get<float>(), s); }
+    if (l) {
+      x.l->quantize(s);
+      GS_CUDA(cudaMemcpyAsync(x.a, x.l->lt().data, x.a_bytes, cudaMemcpyDeviceToDevice, s));
+      convert_scales(*x.l, x.sfa, s);
+    }
+    if (r) {
+      x.r->quantize(s);
+      GS_CUDA(cudaMemcpyAsync(x.b, x.r->lt().data, x.b_bytes, cudaMemcpyDeviceToDevice, s));
+      convert_scales(*x.r, x.sfb, s);
+    }
   }
 
-  int m_ = 0;
-  size_t groups_ = 0;
+  int m_ = 0, groups_ = 0;
   bool timed_l_ = false, timed_r_ = false;
-  DeviceBuffer l_src_, r_src_;
+  DeviceBuffer l_src_, r_src_, a_, b_, sfa_, sfb_, ks_dev_, tensor_maps_;
+  std::vector<int> ks_;
+  float* d_ = nullptr;
   std::vector<Expert> experts_;
   const dg::LoadedKernel* kern_ = nullptr;
   dg::PrepareInfo info_;
@@ -390,6 +392,7 @@ class DeepGemmProvider final : public GemmProvider {
   std::unique_ptr<ProviderRun> dense(const Gemm& g, const Recipe& r, Mode m, GemmSources& src, int) override {
     if (!deepgemm_kernel(r)) throw std::invalid_argument("DeepGEMM: no kernel for this recipe");
     used_ = true;
+    if (r.precision == Precision::BF16) return dgrun::make_bf16_dense(g, r, src, totals_);
     return std::make_unique<DenseRun>(g, r, m, src, opts_, totals_);
   }
 
@@ -397,6 +400,7 @@ class DeepGemmProvider final : public GemmProvider {
     const auto k = deepgemm_kernel(r);
     if (!k) throw std::invalid_argument("DeepGEMM: no kernel for this recipe");
     used_ = true;
+    if (r.precision == Precision::BF16) return dgrun::make_bf16_grouped(src, r, totals_);
     if (src.gemm.group_dim == GroupDim::M) return std::make_unique<MGroupedRun>(src, r, m, opts_, totals_);
     if (!src.fp32_out) throw std::invalid_argument("DeepGEMM: its Wgrad accumulates into FP32 main gradients only");
     return std::make_unique<KGroupedRun>(src, r, m, opts_, totals_);
@@ -437,7 +441,7 @@ std::unique_ptr<GemmProvider> make_deepgemm_provider() { return std::make_unique
 
 std::optional<DeepGemmGroupedOutput> deepgemm_grouped_output(const ProviderRun& run) {
   if (const auto* m = dynamic_cast<const MGroupedRun*>(&run)) return m->output();
-  return std::nullopt;
+  return dgrun::bf16_grouped_output(run);
 }
 
 }  // namespace gs::cuda
