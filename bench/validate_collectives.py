@@ -8,9 +8,12 @@ Run with one process per GPU, e.g. on a 2-GPU node:
 Rank 0 first runs `gemmscope ... --comm-only --comm-json` for each layout below (before any
 torch process touches a GPU; the other ranks wait for it), then every rank replays each measured
 collective whose communicator size equals the world size with torch.distributed at the same byte
-counts and types, timed the same way: CUDA events around each call on every rank, the slowest
-rank per iteration, the median over iterations. A collective passes when the two medians agree
-within --tolerance (5%). Bus bandwidth is stated as nccl-tests defines it (size / time x
+counts and types. torch is timed as nccl-tests times: --iters collectives back to back between
+two CUDA events on every rank, the mean per collective, the slowest rank, the median of --rounds
+such runs (timing each call alone after a barrier would add the ranks' launch skew and torch's
+stream hand-off to every sample; gemmscope launches every GPU's collective from one thread and
+times each one with events on its stream, the slowest rank, the median over iterations). A
+collective passes when the two agree within --tolerance (5%). Bus bandwidth is stated as nccl-tests defines it (size / time x
 2(n-1)/n for all-reduce, (n-1)/n for all-gather, reduce-scatter and all-to-all). Collectives
 smaller than --min-bytes are latency-bound and reported without a verdict.
 
@@ -71,7 +74,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--gemmscope", required=True, help="the gemmscope binary (a CUDA build)")
     ap.add_argument("--out", default="/tmp/gs_validate_collectives", help="scratch folder for the comm JSON files")
-    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--iters", type=int, default=20, help="collectives per timed run (torch side, as nccl-tests' -n)")
+    ap.add_argument("--rounds", type=int, default=5, help="timed runs; the median is kept (torch side)")
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--tolerance", type=float, default=0.05)
     ap.add_argument("--min-bytes", type=int, default=1 << 20)
@@ -116,21 +120,28 @@ def main():
     dtypes = {"FP32": torch.float32, "BF16": torch.bfloat16}
 
     def timed(fn):
+        # As nccl-tests times: a run of --iters collectives back to back between two events, the
+        # mean per collective; one such run per round, the median of --rounds rounds (the slowest
+        # rank's). Timing each collective alone between a barrier and an event would add the ranks'
+        # launch skew and torch's stream hand-off to every sample (tens of us on a 0.2 ms collective);
+        # gemmscope launches both GPUs' collectives from one thread, which has neither.
+        for _ in range(args.warmup):
+            fn()
         samples = []
         start = torch.cuda.Event(enable_timing=True)
         stop = torch.cuda.Event(enable_timing=True)
-        for it in range(args.warmup + args.iters):
+        for _ in range(args.rounds):
             torch.cuda.synchronize()
             dist.barrier(device_ids=[local])
             torch.cuda.synchronize()
             start.record()
-            fn()
+            for _ in range(args.iters):
+                fn()
             stop.record()
             stop.synchronize()
-            if it >= args.warmup:
-                samples.append(start.elapsed_time(stop))
+            samples.append(start.elapsed_time(stop) / args.iters)
         t = torch.tensor(samples, dtype=torch.float64, device=dev)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)  # the slowest rank of each iteration
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)  # the slowest rank of each round
         return statistics.median(t.tolist())
 
     rows = []

@@ -22,7 +22,7 @@ set(GEMMSCOPE_CUTLASS_DIR "${GEMMSCOPE_CUTLASS_DIR}" CACHE PATH "CUTLASS checkou
 
 file(GLOB GS_DG_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/cuda/deepgemm/*.cpp ${CMAKE_SOURCE_DIR}/src/cuda/deepgemm/*.cu)
 set(_dg_gen "${CMAKE_BINARY_DIR}/generated/deepgemm_embedded.cpp")
-set(_dg_roots "deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh,deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh")
+set(_dg_roots "deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh,deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh,deep_gemm/impls/sm90_bf16_gemm.cuh")
 if(GEMMSCOPE_DEEPGEMM_DIR AND GEMMSCOPE_CUTLASS_DIR
    AND EXISTS "${GEMMSCOPE_DEEPGEMM_DIR}/deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh"
    AND EXISTS "${GEMMSCOPE_CUTLASS_DIR}/include/cute/config.hpp")

@@ -21,7 +21,9 @@ for a in "$@"; do
   esac
 done
 if [[ $deps == 1 ]]; then
-  pkgs=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev python3 python3-matplotlib)
+  # libopenmpi-dev, openmpi-bin: the optional MPI plugin (libgemmscope_mpi.so) and its mpirun test.
+  pkgs=(cmake ninja-build g++ libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev python3 python3-matplotlib
+        libopenmpi-dev openmpi-bin)
   missing=()
   for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
   if ((${#missing[@]})); then

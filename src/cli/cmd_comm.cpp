@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/cli_util.hpp"
+#include "cli/mpi_plugin.hpp"
 #include "core/collectives.hpp"
 #include "core/error.hpp"
 #include "core/output_paths.hpp"
@@ -69,14 +70,17 @@ void check_comm_flags(const CLI::App& app, const CommFlags& f) {
   if (!f.json.empty()) check_output_path(f.json, "--comm-json");
 }
 
-std::string comm_section(const Plan& plan, const CommFlags& f, bool measure) {
+std::string comm_section(const Plan& plan, const CommFlags& f, bool measure, CommResult* out) {
   const CommLayout l = layout_for(plan, f.data_parallel, lower(f.sequence_parallel) == "on",
                                   static_cast<int>(f.zero_stage), comm_type_from_string(f.grad_type));
   CommResult r = plan_comm(plan, l);
   std::string why_not;
   if (measure && !r.collectives.empty()) {
 #ifdef GEMMSCOPE_WITH_CUDA
-    std::unique_ptr<CommEngine> engine = cuda::make_nccl_engine(why_not);
+    // Under MPI (cmd_mpi.cpp) every rank drives its own GPU and the communicators are bootstrapped
+    // through MPI; otherwise this process drives every GPU of the node.
+    ProcessGroup* pg = current_process_group();
+    std::unique_ptr<CommEngine> engine = pg ? cuda::make_nccl_engine(*pg, why_not) : cuda::make_nccl_engine(why_not);
     if (engine) r = measure_collectives(plan, l, *engine, static_cast<int>(f.warmup), static_cast<int>(f.iters));
 #else
     why_not = "this build has no CUDA backend";
@@ -85,6 +89,7 @@ std::string comm_section(const Plan& plan, const CommFlags& f, bool measure) {
   std::string text = render_comm_text(r, plan);
   if (!why_not.empty()) text += fmt::format("  collectives not measured: {}\n", why_not);
   if (!f.json.empty()) write_file_atomic(f.json, comm_to_json(r, plan).dump(2) + "\n");
+  if (out) *out = std::move(r);
   return text;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/collectives.hpp"
 #include "core/plan.hpp"
 
 namespace gs::cli {
@@ -30,7 +31,8 @@ void check_comm_flags(const CLI::App& app, const CommFlags& f);
 
 // The layout's collectives for `plan`: measured with NCCL when `measure` (a CUDA build; GPUs too
 // few for a communicator: UsageError; NCCL absent: the sizes and a line saying why), else sizes
-// only. Writes --comm-json. Returns the report section.
-std::string comm_section(const Plan& plan, const CommFlags& f, bool measure);
+// only. Writes --comm-json. Returns the report section; `out` (when given) gets the result, for the
+// per-layer summary beside the GEMMs (core/comm_step.hpp).
+std::string comm_section(const Plan& plan, const CommFlags& f, bool measure, CommResult* out = nullptr);
 
 }  // namespace gs::cli

@@ -63,6 +63,7 @@ int run_compare(int argc, char** argv) {
   app.add_option("--threshold", threshold, "relative change that is flagged: 5% (percent) or 0.05 (fraction); a bare 5 is refused")->capture_default_str();
   app.add_flag("--markdown", markdown, "print markdown tables instead of text");
   app.add_option("--mode", mode, "compare only this mode (training, per-gemm or pre-quantized; any case, old names too)");
+  app.allow_extras();  // unknown options: reject_extras() names them with a suggestion
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -71,6 +72,7 @@ int run_compare(int argc, char** argv) {
     return 2;
   }
   try {
+    reject_extras(app);
     reject_empty_values(app);
     CompareOptions opt;
     opt.threshold = parse_threshold(threshold);

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/argv_scan.hpp"
 #include "core/error.hpp"
 #include "core/fleet.hpp"
 #include "core/input_file.hpp"
@@ -43,31 +44,13 @@ struct FleetArgs {
   double threshold = 0.03;
 };
 
-// "--name VALUE" or "--name=VALUE" at argv[i]: the value (i advanced past it), or nullopt.
-std::optional<std::string> take_value(int argc, char** argv, int& i, const std::string& name) {
-  const std::string a = argv[i];
-  if (a == name) {
-    if (i + 1 >= argc) throw UsageError(name + " needs a value");
-    return std::string(argv[++i]);
-  }
-  if (a.rfind(name + "=", 0) == 0) return a.substr(name.size() + 1);
-  return std::nullopt;
-}
-
 FleetArgs parse(int argc, char** argv) {
   FleetArgs f;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--all-gpus" || a == "-q" || a == "--quiet") continue;  // every worker gets --quiet
     if (auto v = take_value(argc, argv, i, "--fleet-threshold")) {
-      std::string t = trim(*v);
-      const bool pct = !t.empty() && t.back() == '%';
-      if (pct) t.pop_back();
-      const double x = parse_decimal_number(t, "--fleet-threshold");
-      f.threshold = pct ? x / 100 : x;
-      if (!(f.threshold > 0) || f.threshold >= 10)
-        throw UsageError(fmt::format("--fleet-threshold must be above 0 (a fraction or a percentage), got '{}'",
-                                     clip_text(printable(*v), 40)));
+      f.threshold = parse_fleet_threshold(*v);
       continue;
     }
     if (auto v = take_value(argc, argv, i, "--json")) {

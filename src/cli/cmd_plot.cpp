@@ -17,6 +17,8 @@
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/fleet.hpp"
+#include "core/input_file.hpp"
 #include "core/modes.hpp"
 #include "core/output_paths.hpp"
 #include "core/recipe.hpp"
@@ -138,6 +140,20 @@ int render_chart(const std::string& json_path, const std::string& out_path, cons
   return rc;
 }
 
+namespace {
+
+// --kind in any case; an unknown kind is refused with a suggestion, as every enum value is.
+std::string chart_kind(const std::string& typed) {
+  static const std::vector<std::string> kinds = {"auto", "model", "shapes", "sweep", "modes", "roofline", "experts", "fleet"};
+  std::string k = typed;
+  for (char& ch : k) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (std::find(kinds.begin(), kinds.end(), k) != kinds.end()) return k;
+  throw UsageError(fmt::format("--kind must be auto, model, shapes, sweep, modes, roofline, experts or fleet, got '{}'{}",
+                               clip_text(typed, 80), did_you_mean(typed, kinds)));
+}
+
+}  // namespace
+
 int run_plot(int argc, char** argv) {
   CLI::App app{"Draw a chart from a gemmscope result JSON.\n"
                "Kinds: model (stacked per-layer bars per precision), shapes (grouped TFLOP/s bars),\n"
@@ -153,9 +169,9 @@ int run_plot(int argc, char** argv) {
   app.add_option("--mode", mode,
                  "mode to chart: training, per-gemm or pre-quantized (default training when present, else per-gemm; "
                  "any case; old names autocast-shared, autocast too)");
-  app.add_option("--kind", kind, "chart kind (default auto: from the JSON)")
-      ->transform(CLI::IsMember({"auto", "model", "shapes", "sweep", "modes", "roofline", "experts"}, CLI::ignore_case))
+  app.add_option("--kind", kind, "chart kind: auto (default: from the JSON), model, shapes, sweep, modes, roofline, experts, fleet")
       ->capture_default_str();
+  app.allow_extras();  // unknown options: reject_extras() names them with a suggestion
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -164,7 +180,9 @@ int run_plot(int argc, char** argv) {
     return kChartBadInput;
   }
   try {
+    reject_extras(app);
     reject_empty_values(app);
+    kind = chart_kind(kind);
     if (!mode.empty()) mode = to_string(mode_from_string(mode));            // case-insensitive, old names too
     if (!baseline.empty()) baseline = to_string(precision_from_string(baseline));
     check_chart_path(out, "-o");  // the same rule as `gemmscope -o`
@@ -176,6 +194,38 @@ int run_plot(int argc, char** argv) {
   // A result written before the roofline existed (or elsewhere) gets it from the spec database
   // here, into a temporary copy; the file itself is not changed.
   std::string chart_input = result, temp;
+  // A fleet file (--all-gpus, MPI): the per-GPU chart of its summary (core/fleet.hpp), computed here
+  // and handed to the script as a small chart document in a temporary file.
+  {
+    nlohmann::json doc;
+    bool fleet = false;
+    try {
+      doc = read_json_file(result, "result JSON");
+      fleet = is_fleet_json(doc);
+    } catch (const UsageError&) {
+      // not read here: the script reads the file and names the problem
+    }
+    if (fleet || kind == "fleet") {
+      try {
+        if (!fleet) throw UsageError(fmt::format("--kind fleet needs a fleet file (gemmscope --all-gpus --json, or MPI); {} is not one", result));
+        if (kind != "auto" && kind != "fleet")
+          throw UsageError(fmt::format("{} is a fleet file: its chart is --kind fleet (per GPU)", result));
+        const double t = doc.contains("threshold") && doc["threshold"].is_number() ? doc["threshold"].get<double>() : 0.03;
+        const nlohmann::json chart = fleet_chart_json(summarize_fleet(fleet_from_json(doc, result), t));
+        char tmpl[] = "/tmp/gemmscope-fleet-XXXXXX";
+        const int fd = mkstemp(tmpl);
+        if (fd < 0) throw UsageError("cannot create a temporary file for the fleet chart");
+        close(fd);
+        temp = chart_input = tmpl;
+        write_file_atomic(temp, chart.dump() + "\n");
+        kind = "fleet";
+      } catch (const UsageError& e) {
+        if (!temp.empty()) std::remove(temp.c_str());
+        fmt::print(stderr, "gemmscope plot: error: {}\n", clip_text(e.what(), 1000));
+        return kChartBadInput;
+      }
+    }
+  }
   if (kind == "roofline") {
     try {
       nlohmann::json doc = read_json_file(result);

@@ -79,6 +79,7 @@ int run_predict(int argc, char** argv) {
   app.add_option("--config", config, "datasheet-only: Hugging Face config.json");
   app.add_option("--shapes", shapes, "datasheet-only: 'MxKxN,...'");
   app.add_flag("--list-gpus", list, "list the GPUs of the spec database and exit");
+  app.allow_extras();  // unknown options: reject_extras() names them with a suggestion
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -87,6 +88,7 @@ int run_predict(int argc, char** argv) {
     return 2;
   }
   try {
+    reject_extras(app);
     reject_empty_values(app);
     const GpuDb db = load_db();
     if (list) {

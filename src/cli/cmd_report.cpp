@@ -22,6 +22,7 @@ int run_report(int argc, char** argv) {
                "gemmscope report"};
   std::string path;
   app.add_option("result", path, "result JSON written by gemmscope --json")->required();
+  app.allow_extras();  // unknown options: reject_extras() names them with a suggestion
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -30,6 +31,7 @@ int run_report(int argc, char** argv) {
     return 2;
   }
   try {
+    reject_extras(app);
     reject_empty_values(app);
     const nlohmann::json j = read_json_file(path, "result JSON");
     std::string text;

@@ -16,6 +16,8 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/cmd_comm.hpp"
+#include "cli/cmd_mpi.hpp"
+#include "core/comm_step.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/model_config.hpp"
@@ -73,6 +75,7 @@ struct Options {
   cli::CommFlags comm;  // --comm, --comm-only and the layout flags (cmd_comm.hpp)
   bool all_gpus = false;         // never set here: dispatch() hands --all-gpus to cmd_fleet.cpp
   std::string fleet_threshold;   // idem
+  bool mpi = false;              // never set here: dispatch() hands --mpi to cmd_mpi.cpp
   std::string provider = "cublaslt";  // --provider (core/provider.hpp)
 };
 
@@ -324,7 +327,7 @@ RunRequest build_request(const Options& o) {
                         static_cast<int>(o.repeats)};
   const std::string l2 = lower(o.l2);  // names in any case, as everywhere
   if (!l2.empty() && l2 != "warm" && l2 != "cold")
-    throw UsageError(fmt::format("--l2 must be warm or cold, got '{}'", clip_text(o.l2, 80)));
+    throw UsageError(fmt::format("--l2 must be warm or cold, got '{}'{}", clip_text(o.l2, 80), did_you_mean(o.l2, {"warm", "cold"})));
   // Standalone shapes default to a cold L2: a GEMM of a training step finds its weight (read once
   // per step) and most of its activations in HBM, not in the L2 a back-to-back loop leaves warm.
   // Model plans keep the layer's own loop warm, as validated against a training step.
@@ -344,13 +347,16 @@ RunRequest build_request(const Options& o) {
   const std::string fp8_format = lower(o.fp8_format), fp8_accum = lower(o.fp8_accum), lm_head = lower(o.lm_head_precision);
   if (fp8_format == "hybrid") r.fp8_format = Fp8Format::Hybrid;
   else if (fp8_format == "e4m3") r.fp8_format = Fp8Format::E4M3;
-  else throw UsageError(fmt::format("--fp8-format must be e4m3 or hybrid, got '{}'", clip_text(o.fp8_format, 80)));
+  else throw UsageError(fmt::format("--fp8-format must be e4m3 or hybrid, got '{}'{}", clip_text(o.fp8_format, 80),
+                                    did_you_mean(o.fp8_format, {"e4m3", "hybrid"})));
   if (fp8_accum == "auto") r.fp8_accum = Accumulation::Auto;
   else if (fp8_accum == "fast") r.fp8_accum = Accumulation::Fast;
   else if (fp8_accum == "split") r.fp8_accum = Accumulation::Split;
-  else throw UsageError(fmt::format("--fp8-accum must be auto, fast or split, got '{}'", clip_text(o.fp8_accum, 80)));
+  else throw UsageError(fmt::format("--fp8-accum must be auto, fast or split, got '{}'{}", clip_text(o.fp8_accum, 80),
+                                    did_you_mean(o.fp8_accum, {"auto", "fast", "split"})));
   if (lm_head != "bf16" && lm_head != "same")
-    throw UsageError(fmt::format("--lm-head-precision must be bf16 or same, got '{}'", clip_text(o.lm_head_precision, 80)));
+    throw UsageError(fmt::format("--lm-head-precision must be bf16 or same, got '{}'{}", clip_text(o.lm_head_precision, 80),
+                                 did_you_mean(o.lm_head_precision, {"bf16", "same"})));
   r.lm_head_bf16 = lm_head == "bf16";
   r.amax_history_len = static_cast<int>(o.amax_history);
   r.nvfp4_2d_weights = !o.nvfp4_no_2d;
@@ -360,16 +366,20 @@ RunRequest build_request(const Options& o) {
   const std::string block_fmt = lower(o.block_fp8_format), block_scales = lower(o.fp8_block_scales);
   if (block_fmt == "hybrid") r.block_fp8_format = Fp8Format::Hybrid;
   else if (block_fmt == "e4m3") r.block_fp8_format = Fp8Format::E4M3;
-  else throw UsageError(fmt::format("--block-fp8-format must be e4m3 or hybrid, got '{}'", clip_text(o.block_fp8_format, 80)));
+  else throw UsageError(fmt::format("--block-fp8-format must be e4m3 or hybrid, got '{}'{}", clip_text(o.block_fp8_format, 80),
+                                    did_you_mean(o.block_fp8_format, {"e4m3", "hybrid"})));
   if (block_scales == "pow2") r.fp8_block_pow2_scales = true;
   else if (block_scales == "fp32") r.fp8_block_pow2_scales = false;
-  else throw UsageError(fmt::format("--fp8-block-scales must be pow2 or fp32, got '{}'", clip_text(o.fp8_block_scales, 80)));
+  else throw UsageError(fmt::format("--fp8-block-scales must be pow2 or fp32, got '{}'{}", clip_text(o.fp8_block_scales, 80),
+                                    did_you_mean(o.fp8_block_scales, {"pow2", "fp32"})));
   const std::string gq = lower(o.grouped_quant), wo = lower(o.wgrad_output);
   if (gq != "fused" && gq != "per-expert")
-    throw UsageError(fmt::format("--grouped-quant must be fused or per-expert, got '{}'", clip_text(o.grouped_quant, 80)));
+    throw UsageError(fmt::format("--grouped-quant must be fused or per-expert, got '{}'{}", clip_text(o.grouped_quant, 80),
+                                 did_you_mean(o.grouped_quant, {"fused", "per-expert"})));
   r.grouped_quant_fused = gq == "fused";
   if (wo != "fp32-accumulate" && wo != "bf16")
-    throw UsageError(fmt::format("--wgrad-output must be fp32-accumulate or bf16, got '{}'", clip_text(o.wgrad_output, 80)));
+    throw UsageError(fmt::format("--wgrad-output must be fp32-accumulate or bf16, got '{}'{}", clip_text(o.wgrad_output, 80),
+                                 did_you_mean(o.wgrad_output, {"fp32-accumulate", "bf16"})));
   r.wgrad_fp32_accumulate = wo == "fp32-accumulate";
   req.providers = parse_provider_option(o.provider);
   if (grouped_cutlass) req.providers = grouped_cutlass_providers(req.providers);
@@ -495,6 +505,9 @@ int run_main(int argc, char** argv) {
       ->group("Node");
   app.add_option("--fleet-threshold", o.fleet_threshold, "With --all-gpus: name GPUs slower than the median by more than this (3%)")
       ->group("Node");
+  // Handled by dispatch() (cmd_mpi.cpp), which passes every other flag to each rank's run.
+  app.add_flag("--mpi", o.mpi, "One rank per GPU under mpirun/srun (automatic under a launcher); needs libgemmscope_mpi.so (docs/node.md)")
+      ->group("Node");
   app.add_option("--grouped", o.grouped,
                  "Grouped (MoE expert) GEMMs: serial | streams:N, per-expert GEMMs over N streams (default streams:4, "
                  "as TE GroupedLinear) | cutlass, every expert in one CUTLASS launch as torch._grouped_mm (the same as "
@@ -543,10 +556,10 @@ int run_main(int argc, char** argv) {
                  "matches)")
       ->group("Kernels");
   app.add_option("--provider", o.provider,
-                 "Kernel providers every cell is measured by: cublaslt (default, as TE and PyTorch) | cutlass | all | "
+                 "Kernel providers every cell is measured by: cublaslt (default, as TE and PyTorch) | cutlass | deepgemm | all | "
                  "a comma list; the first is the report's main columns, the others are reported beside it")
       ->group("Kernels");
-  add_int(app, "--num-sms", o.num_sms, "Limit every GEMM to N SMs (cuBLASLt SM-count target; default all)")
+  add_int(app, "--num-sms", o.num_sms, "Limit every GEMM to N SMs (cuBLASLt SM-count target; DeepGEMM's set_num_sms, even; default all)")
       ->group("Kernels");
   app.add_flag("--profile", o.profile,
                "cudaProfilerStart/Stop around the timed loops only (nsys --capture-range=cudaProfilerApi, "
@@ -592,8 +605,9 @@ int run_main(int argc, char** argv) {
   // The layout's collectives (cmd_comm.cpp), before any GEMM is timed: a layout this node cannot
   // run is refused first. --comm-only stops there.
   std::string comm_text;
+  CommResult comm_result;
   if (o.comm.enabled()) {
-    comm_text = cli::comm_section(req.plan, o.comm, !o.dry_run);
+    comm_text = cli::comm_section(req.plan, o.comm, !o.dry_run, &comm_result);
     if (o.comm.only) {
       std::cout << comm_text << std::flush;
       return 0;
@@ -654,6 +668,7 @@ int run_main(int argc, char** argv) {
   if (measured && o.kernels) report += render_kernel_table(result);
   else if (measured) report += render_autotune_table(result);
   report += comm_text;
+  if (measured && o.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/comm_step.hpp
   // The files before the report: a write that fails (a full disk) is the run's error, said
   // before anything is printed; a measured run still prints its report, so no measurement is lost.
   try {
@@ -701,6 +716,7 @@ int dispatch(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "compare") return gs::cli::run_compare(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "report") return gs::cli::run_report(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "predict") return gs::cli::run_predict(argc - 1, argv + 1);
+    if (gs::cli::mpi_wanted(argc, argv)) return gs::cli::run_mpi(argc, argv, run_main);
     for (int i = 1; i < argc; ++i)
       if (std::string(argv[i]) == "--all-gpus") return gs::cli::run_fleet(argc, argv);
     // A first word that is no option and no subcommand: a mistyped subcommand (gemmscope takes no

@@ -96,9 +96,33 @@ void read_falcon(const json& j, ModelConfig& c, const std::string& origin) {
   set_kv(c, mq ? 1 : c.num_attention_heads, mq ? "'multi_query' = true" : "'multi_query' = false", origin);
 }
 
+// Sliding-window layers (sliding_window with use_sliding_window not false; layer_types when given):
+// the linear layers are the same, attention's own matmuls are not. gemmscope plans full causal
+// attention in every layer, so the file says so in a note rather than leave it unsaid.
+void note_sliding_window(const json& j, ModelConfig& c, const std::string& origin) {
+  if (!present(j, "sliding_window") || !j["sliding_window"].is_number_integer() ||
+      j["sliding_window"].get<int64_t>() < 1)
+    return;
+  if (present(j, "use_sliding_window") && j["use_sliding_window"] == json(false)) return;
+  std::string where = "in the layers its family applies it to";
+  if (present(j, "layer_types") && j["layer_types"].is_array()) {
+    size_t sliding = 0;
+    for (const json& t : j["layer_types"])
+      if (t == json("sliding_attention") || t == json("chunked_attention")) ++sliding;
+    if (sliding == 0) return;
+    where = fmt::format("in {} of {} layers (layer_types)", sliding, j["layer_types"].size());
+  }
+  c.notes.push_back(fmt::format(
+      "{}: 'sliding_window' = {} {}: those layers attend over at most {} keys; attention's own matmuls and the step "
+      "context's attention are planned as full causal attention over the sequence, more than those layers compute "
+      "where the sequence is longer (not modelled; the linear layers are the same)",
+      origin, j["sliding_window"].get<int64_t>(), where, j["sliding_window"].get<int64_t>()));
+}
+
 }  // namespace
 
 void read_hf_attention_layout(const json& j, const std::string& type, ModelConfig& c, const std::string& origin) {
+  note_sliding_window(j, c, origin);
   if (type == "gpt_bigcode") return read_gpt_bigcode(j, c, origin);
   if (type == "falcon") return read_falcon(j, c, origin);
   // Any other family: num_key_value_heads (already read) is the one spelling. Another spelling

@@ -31,8 +31,8 @@ double attention_score_pairs(const AttentionShape& a);
 //   backward: S recomputed, dP = dO V^T, dV = P^T dO,
 //             dQ = dS K, dK = dS^T Q                           2 x pairs x (3 d_qk + 2 d_v)
 // The backward is 2.5x the forward when d_qk == d_v, FlashAttention's convention for quoting a
-// fused kernel's TFLOP/s. (attention_score_flops in plan.hpp counts the model's matmuls instead:
-// the backward as twice the forward, without the recomputed S.)
+// fused kernel's TFLOP/s. (attention_matmuls.hpp plans the model's matmuls instead, one row each:
+// the backward as twice the forward, the recomputed S apart.)
 double attention_fwd_flops(const AttentionShape& a);
 double attention_bwd_flops(const AttentionShape& a);
 

@@ -425,6 +425,23 @@ nlohmann::json comm_to_json(const CommResult& r, const Plan& plan) {
   return j;
 }
 
+LayerComm layer_comm(const CommResult& r, bool moe_layer) {
+  LayerComm s;
+  s.measured = !r.measured.empty();
+  for (size_t i = 0; i < r.collectives.size(); ++i) {
+    const Collective& c = r.collectives[i];
+    if (c.scope != Scope::Layer && c.scope != (moe_layer ? Scope::MoeLayer : Scope::DenseLayer)) continue;
+    const CommMeasurement* a = r.find(i, c.type_bf16);
+    if (!a) continue;
+    const CommMeasurement* b = r.find(i, c.type_fp8);
+    s.bf16_ms += a->timing.ms;
+    s.fp8_ms += (b ? b : a)->timing.ms;
+    s.exposed_bf16_ms += a->overlap ? a->overlap->exposed_ms() : a->timing.ms;
+    s.overlap_measured |= a->overlap.has_value();
+  }
+  return s;
+}
+
 std::string render_comm_text(const CommResult& r, const Plan& plan) {
   const CommLayout& l = r.layout;
   std::ostringstream o;
@@ -437,7 +454,7 @@ std::string render_comm_text(const CommResult& r, const Plan& plan) {
     return o.str();
   }
   o << (r.measured.empty() ? "  sizes modelled from the plan; nothing measured\n"
-                           : fmt::format("  measured with {} (CUDA events, slowest rank, median)\n", r.engine));
+                           : fmt::format("  measured with {} (CUDA events around 10 back-to-back collectives, as nccl-tests times them; slowest rank, median)\n", r.engine));
   const bool m = !r.measured.empty();
   o << fmt::format("  {:<4} {:<4} {:<15} {:<46} {:>5} {:>10} {:>10}", "pass", "grp", "collective", "what", "x/step",
                    "BF16 MiB", "FP8 MiB");
@@ -447,8 +464,7 @@ std::string render_comm_text(const CommResult& r, const Plan& plan) {
   if (any_overlap) o << fmt::format(" {:>8} {:>10}", "GEMM +%", "exposed ms");
   o << "\n";
   double bytes16 = 0, bytes8 = 0, ms16 = 0, ms8 = 0, exposed16 = 0;
-  // Per dense layer (every layer of a dense model; collectives of scope Layer and DenseLayer).
-  double layer16 = 0, layer8 = 0, layer_exposed = 0;
+
   for (size_t i = 0; i < r.collectives.size(); ++i) {
     const Collective& c = r.collectives[i];
     const int64_t n = times_per_step(c, plan);
@@ -463,12 +479,7 @@ std::string render_comm_text(const CommResult& r, const Plan& plan) {
     if (m) {
       const CommMeasurement* a = r.find(i, c.type_bf16);
       const CommMeasurement* b = r.find(i, c.type_fp8);
-      const bool in_layer = c.scope == Scope::Layer || c.scope == Scope::DenseLayer;
-      if (a && in_layer) {
-        layer16 += a->timing.ms;
-        layer8 += (b ? b : a)->timing.ms;
-        layer_exposed += a->overlap ? a->overlap->exposed_ms() : a->timing.ms;
-      }
+
       if (a) {
         ms16 += a->timing.ms * static_cast<double>(n);
         o << fmt::format(" {:>9.3f} {:>8.1f}", a->timing.ms, c.bus_bandwidth_gbs(c.type_bf16, a->timing.ms));
@@ -493,12 +504,15 @@ std::string render_comm_text(const CommResult& r, const Plan& plan) {
                    bytes8 / 1048576.0);
   if (m) o << fmt::format("; {:.2f} ms and {:.2f} ms of communication if none overlapped (measured)", ms16, ms8);
   o << "\n";
-  if (m)
+  const auto layer_line = [&](const char* kind, const LayerComm& s) {
     o << fmt::format("  per {}layer (measured): communication {:.3f} ms in BF16 recipes, {:.3f} ms in FP8 recipes{}\n",
-                     plan.has_moe() ? "dense " : "", layer16, layer8,
+                     kind, s.bf16_ms, s.fp8_ms,
                      any_overlap ? fmt::format("; exposed {:.3f} ms in BF16 (beside the per-layer GEMM time above)",
-                                               layer_exposed)
+                                               s.exposed_bf16_ms)
                                  : std::string());
+  };
+  if (m && plan.dense_layers() > 0) layer_line(plan.has_moe() ? "dense " : "", layer_comm(r, false));
+  if (m && plan.has_moe()) layer_line("MoE ", layer_comm(r, true));
   if (any_overlap)
     o << fmt::format("  exposed per step (BF16 recipe): {:.2f} ms. Overlap model: each collective hides only behind "
                      "the GEMM it runs beside (GEMM +%: that GEMM's slowdown); exposed = the pair's time beyond the GEMM "

@@ -173,6 +173,18 @@ const Gemm* overlapped_gemm(const Collective& c, const Plan& plan);
 // The same result with sizes only.
 CommResult plan_comm(const Plan& plan, const CommLayout& l);
 
+// The measured communication of one layer of a kind: a dense layer runs the collectives of scope
+// Layer and DenseLayer, a MoE layer those of scope Layer and MoeLayer (its all-to-alls). Exposed time
+// under the overlap model (OverlapTiming) in the BF16 recipe: a collective without an overlap figure
+// counts whole.
+struct LayerComm {
+  double bf16_ms = 0, fp8_ms = 0;  // in the BF16 recipe's and the FP8 recipes' wire types
+  double exposed_bf16_ms = 0;
+  bool overlap_measured = false;  // some collective of the layer was timed beside its GEMM
+  bool measured = false;          // the result holds times
+};
+LayerComm layer_comm(const CommResult& r, bool moe_layer);
+
 // {"schema": "gemmscope-comm/1", "engine", "layout", "collectives": [{kind, group, ranks, scope,
 // backward, what, per_step, rows, width, block_scales, matrix, types: {"BF16": {size_bytes,
 // ms, ms_min, ms_max, bus_gbs}, ...}}], "notes"}: what bench/validate_collectives.py replays.

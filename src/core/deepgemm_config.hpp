@@ -9,7 +9,11 @@
 
 namespace gs::dg {
 
-enum class Kernel { FP8_1D2D, FP8_1D1D };        // 1d2d: BF16 out; 1d1d: FP32 accumulate (Wgrad)
+// FP8_1D2D: gemm_fp8_fp8_bf16_nt (BF16 out); FP8_1D1D: wgrad_gemm_fp8_fp8_fp32_nt (FP32 D += A·Bᵀ);
+// BF16: sm90_bf16_gemm with BF16 out; BF16_FP32: the same kernel into FP32 with accumulation
+// (D += A·Bᵀ, its TMA reduce-add store: the Wgrad into the FP32 main gradient).
+enum class Kernel { FP8_1D2D, FP8_1D1D, BF16, BF16_FP32 };
+inline bool is_bf16(Kernel k) { return k == Kernel::BF16 || k == Kernel::BF16_FP32; }
 enum class Layout { Normal, MGroupedContiguous, KGroupedContiguous };
 
 // DeepGEMM's M alignment of contiguous expert segments on sm90 (its legacy 128).
@@ -22,6 +26,12 @@ struct Problem {
   Layout layout = Layout::Normal;
   int m = 0, n = 0, k = 0, num_groups = 1;
   int num_sms = 132;  // DeepGEMM requires an even count (set_num_sms)
+  // K a run-time argument (template SHAPE_K = 0) instead of compiled in: one kernel serves every
+  // K, as the per-expert Wgrad launches of a grouped Wgrad need (k is then the tile choice's K).
+  bool runtime_k = false;
+  // Operand majors (BF16 kernels only: the FP8 kernels take K-major operands): A [m, k] is
+  // K-major when k is contiguous, else MN-major ([k, m], m contiguous); B likewise with n.
+  bool a_k_major = true, b_k_major = true;
 };
 
 struct Config {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/plan.hpp"
 #include "core/recipe.hpp"
@@ -43,6 +44,9 @@ class Engine {
   virtual AccuracyCell accuracy(const Gemm& g, Precision p, Dist d) = 0;
   // The step context as it ran (after the cells that used one); nullopt when none did.
   virtual std::optional<StepContextInfo> step_context() const { return std::nullopt; }
+  // Notes of the kernel providers other than cuBLASLt that ran cells (e.g. compile time and
+  // cache hits of run-time compiled kernels); the runner adds them to the run's notes.
+  virtual std::vector<std::string> provider_notes() const { return {}; }
 };
 
 // Why no engine could be made when the CUDA runtime cannot count devices (make_engine): without

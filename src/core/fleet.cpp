@@ -68,17 +68,22 @@ FleetSummary summarize_fleet(const std::vector<FleetRun>& runs, double threshold
   for (const FleetRun& fr : runs) {
     FleetGpuSummary g;
     g.label = fr.label;
-    double mhz = 0;
+    double mhz = 0, temp = 0, power = 0;
+    int temps = 0, powers = 0;
     for (const auto& per_gemm : fr.run.cells.at(0))
       for (const Cell& c : per_gemm) {
         if (!c.ok || !c.clock) continue;
         ++g.clock_cells;
         mhz += c.clock->sm_mhz;
+        if (c.clock->temp_c) temp += *c.clock->temp_c, ++temps;
+        if (c.clock->power_w) power += *c.clock->power_w, ++powers;
         g.max_sm_mhz = std::max(g.max_sm_mhz, c.clock->max_sm_mhz);
         g.power_capped_cells += c.clock->power_capped();
         g.thermal_cells += c.clock->thermal();
       }
     if (g.clock_cells > 0) g.mean_sm_mhz = mhz / g.clock_cells;
+    if (temps > 0) g.mean_temp_c = temp / temps;
+    if (powers > 0) g.mean_power_w = power / powers;
     for (size_t p = 0; p < s.precisions.size(); ++p) g.layer_ms.push_back(layer_total(fr.run, p));
     s.gpus.push_back(std::move(g));
   }
@@ -86,6 +91,12 @@ FleetSummary summarize_fleet(const std::vector<FleetRun>& runs, double threshold
   for (const FleetGpuSummary& g : s.gpus)
     if (g.mean_sm_mhz) clocks.push_back(*g.mean_sm_mhz);
   const std::optional<double> median_clock = median_of(clocks);
+  std::vector<double> temps, powers;
+  for (const FleetGpuSummary& g : s.gpus) {
+    if (g.mean_temp_c) temps.push_back(*g.mean_temp_c);
+    if (g.mean_power_w) powers.push_back(*g.mean_power_w);
+  }
+  const std::optional<double> median_temp = median_of(temps), median_power = median_of(powers);
   for (size_t p = 0; p < s.precisions.size(); ++p) {
     std::vector<double> v;
     for (const FleetGpuSummary& g : s.gpus)
@@ -105,6 +116,10 @@ FleetSummary summarize_fleet(const std::vector<FleetRun>& runs, double threshold
                            ? fmt::format("mean SM clock {:.0f} MHz against the median GPU's {:.0f} MHz",
                                          *g.mean_sm_mhz, *median_clock)
                            : std::string("no clock samples");
+      if (g.mean_temp_c && median_temp)
+        ev += fmt::format("; {:.0f} C against {:.0f} C", *g.mean_temp_c, *median_temp);
+      if (g.mean_power_w && median_power)
+        ev += fmt::format("; {:.0f} W against {:.0f} W", *g.mean_power_w, *median_power);
       if (g.clock_cells > 0)
         ev += fmt::format("; {} of {} cells power-capped, {} thermally slowed", g.power_capped_cells, g.clock_cells,
                           g.thermal_cells);
@@ -120,11 +135,13 @@ std::string render_fleet_text(const FleetSummary& s) {
                    s.gpus.size(), s.mode);
   o << fmt::format("  {:<44}", "GPU");
   for (Precision p : s.precisions) o << fmt::format(" {:>11}", to_string(p));
-  o << fmt::format(" {:>9} {:>11}\n", "SM MHz", "capped/therm");
+  o << fmt::format(" {:>9} {:>6} {:>7} {:>11}\n", "SM MHz", "temp C", "power W", "capped/therm");
   for (const FleetGpuSummary& g : s.gpus) {
     o << fmt::format("  {:<44}", clip_text(g.label, 44));
     for (const auto& v : g.layer_ms) o << (v ? fmt::format(" {:>11.3f}", *v) : fmt::format(" {:>11}", "N/A"));
     o << (g.mean_sm_mhz ? fmt::format(" {:>9.0f}", *g.mean_sm_mhz) : fmt::format(" {:>9}", "-"));
+    o << (g.mean_temp_c ? fmt::format(" {:>6.0f}", *g.mean_temp_c) : fmt::format(" {:>6}", "-"));
+    o << (g.mean_power_w ? fmt::format(" {:>7.0f}", *g.mean_power_w) : fmt::format(" {:>7}", "-"));
     o << (g.clock_cells ? fmt::format(" {:>5}/{:<5}\n", g.power_capped_cells, g.thermal_cells) : fmt::format(" {:>11}\n", "-"));
   }
   o << fmt::format("  {:<44}", "median");
@@ -157,6 +174,8 @@ nlohmann::json fleet_to_json(const std::vector<FleetRun>& runs, const FleetSumma
       totals[to_string(s.precisions[p])] = s.gpus[i].layer_ms[p] ? nlohmann::json(*s.gpus[i].layer_ms[p]) : nlohmann::json();
     g["layer_ms"] = totals;
     if (s.gpus[i].mean_sm_mhz) g["mean_sm_mhz"] = *s.gpus[i].mean_sm_mhz;
+    if (s.gpus[i].mean_temp_c) g["mean_temp_c"] = *s.gpus[i].mean_temp_c;
+    if (s.gpus[i].mean_power_w) g["mean_power_w"] = *s.gpus[i].mean_power_w;
     g["power_capped_cells"] = s.gpus[i].power_capped_cells;
     g["thermal_cells"] = s.gpus[i].thermal_cells;
     g["clock_cells"] = s.gpus[i].clock_cells;
@@ -171,6 +190,35 @@ nlohmann::json fleet_to_json(const std::vector<FleetRun>& runs, const FleetSumma
                     {"over_median", w.over_median},
                     {"evidence", w.evidence}});
   j["slow"] = std::move(slow);
+  return j;
+}
+
+nlohmann::json fleet_chart_json(const FleetSummary& s) {
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+  nlohmann::json j;
+  j["schema"] = "gemmscope-fleet-chart/1";
+  j["mode"] = s.mode;
+  j["threshold"] = s.threshold;
+  nlohmann::json precs = nlohmann::json::array();
+  for (Precision p : s.precisions) precs.push_back(to_string(p));
+  j["precisions"] = precs;
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const FleetGpuSummary& g : s.gpus) {
+    nlohmann::json ms = nlohmann::json::array();
+    for (const auto& v : g.layer_ms) ms.push_back(opt(v));
+    gpus.push_back({{"label", g.label},
+                    {"layer_ms", ms},
+                    {"mean_sm_mhz", opt(g.mean_sm_mhz)},
+                    {"mean_temp_c", opt(g.mean_temp_c)},
+                    {"mean_power_w", opt(g.mean_power_w)}});
+  }
+  j["gpus"] = gpus;
+  nlohmann::json med = nlohmann::json::array();
+  for (const auto& v : s.median_ms) med.push_back(opt(v));
+  j["median_ms"] = med;
+  nlohmann::json slow = nlohmann::json::array();
+  for (const SlowGpu& w : s.slow) slow.push_back({{"gpu", w.gpu}, {"precision", w.precision}, {"over_median", w.over_median}});
+  j["slow"] = slow;
   return j;
 }
 

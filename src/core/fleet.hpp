@@ -27,6 +27,8 @@ struct FleetGpuSummary {
   std::vector<std::optional<double>> layer_ms;
   std::optional<double> mean_sm_mhz;  // over the measured cells with a clock sample
   int max_sm_mhz = 0;
+  std::optional<double> mean_temp_c;   // over the cells with a temperature sample
+  std::optional<double> mean_power_w;  // over the cells with a power sample
   int clock_cells = 0, power_capped_cells = 0, thermal_cells = 0;
 };
 
@@ -56,6 +58,12 @@ std::string render_fleet_text(const FleetSummary& s);
 
 // {"schema": "gemmscope-fleet/1", "threshold", "gpus": [{"label", "run": <result JSON>}], "summary"}.
 nlohmann::json fleet_to_json(const std::vector<FleetRun>& runs, const FleetSummary& s);
+// What `gemmscope plot` hands the chart script for a fleet file (a per-GPU chart): {"schema":
+// "gemmscope-fleet-chart/1", "mode", "threshold", "precisions", "gpus": [{"label", "layer_ms": [per
+// precision, null where N/A], "mean_sm_mhz", "mean_temp_c", "mean_power_w"}], "median_ms", "slow":
+// [{"gpu", "precision", "over_median"}]}, indices into "gpus" and "precisions".
+nlohmann::json fleet_chart_json(const FleetSummary& s);
+
 // Whether `j` is a fleet document; fleet_from_json reads its runs back (UsageError on a bad one).
 bool is_fleet_json(const nlohmann::json& j);
 std::vector<FleetRun> fleet_from_json(const nlohmann::json& j, const std::string& name);

@@ -9,6 +9,7 @@
 
 #include "core/input_file.hpp"
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 #include "core/results.hpp"
 #include "core/text_util.hpp"
 
@@ -63,8 +64,8 @@ bool is_gemm_name(const std::string& l) {
 KernelClass classify_kernel(std::string_view name) {
   const std::string l = lower(name);
   // gemmscope's own kernels first: their namespace says it (demangled "gs::cuda::", mangled
-  // "_ZN2gs4cuda"). The launch gate and the operand fills are not quantization.
-  const bool ours = has(l, "gs::cuda::") || has(l, "_zn2gs4cuda");
+  // "_ZN2gs4cuda"; the DeepGEMM provider's scale-layout conversions "gs::dg::"). The launch gate and the operand fills are not quantization.
+  const bool ours = has(l, "gs::cuda::") || has(l, "_zn2gs4cuda") || has(l, "gs::dg::") || has(l, "_zn2gs2dg");
   if (ours) {
     if (has(l, "gate_kernel") || has(l, "fill_kernel") || has(l, "error_kernel")) return KernelClass::Other;
     return KernelClass::Quantize;
@@ -173,7 +174,8 @@ void parse_algo_option(const std::string& v, GemmOptions& o) {
       return;
     }
   }
-  throw UsageError(fmt::format("--algo must be heuristic, autotune[:K] or search[:K], got '{}'", clip_text(v, 80)));
+  throw UsageError(fmt::format("--algo must be heuristic, autotune[:K] or search[:K], got '{}'{}", clip_text(v, 80),
+                               did_you_mean(v.substr(0, v.find(':')), {"heuristic", "autotune", "search"})));
 }
 
 std::string algo_option_string(const GemmOptions& o) {

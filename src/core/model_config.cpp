@@ -66,6 +66,12 @@ ModelConfig moe(ModelConfig c, int64_t experts, int64_t top_k, int64_t expert_ff
   return c;
 }
 
+// A preset with a note its header prints (what the plan leaves out).
+ModelConfig noted(ModelConfig c, std::string note) {
+  c.notes.push_back(std::move(note));
+  return c;
+}
+
 ModelConfig mla(ModelConfig c, int64_t q_lora, int64_t kv_lora, int64_t nope, int64_t rope, int64_t v) {
   c.mla = {q_lora, kv_lora, nope, rope, v};
   return c;
@@ -103,8 +109,12 @@ const std::vector<Preset>& presets() {
        moe(make("qwen3-235b-a22b", 4096, 12288, 64, 4, 128, 94, 151936, true, 1, 4096), 128, 8, 1536, 0, 0, 8,
            "typical: Qwen published no training layout; EP 8 (one node)")},
       {"gpt-oss-120b", "gpt-oss-120b: 128 experts of 2880, top-4, GQA 64/8, head_dim 64, vocab 201088, batch 1x4096",
-       moe(make("gpt-oss-120b", 2880, 2880, 64, 8, 64, 36, 201088, true, 1, 4096), 128, 4, 2880, 0, 0, 8,
-           "typical: OpenAI published no training layout; EP 8 (one node)")},
+       noted(moe(make("gpt-oss-120b", 2880, 2880, 64, 8, 64, 36, 201088, true, 1, 4096), 128, 4, 2880, 0, 0, 8,
+                 "typical: OpenAI published no training layout; EP 8 (one node)"),
+             "sliding_window = 128 in 18 of 36 layers (alternating, as its config.json's layer_types): those layers "
+             "attend over at most 128 keys; attention's own matmuls and the step context's attention are planned as "
+             "full causal attention over the sequence, more than those layers compute (not modelled; the linear "
+             "layers are the same)")},
   };
   return p;
 }

@@ -305,16 +305,6 @@ Plan build_shapes_plan(const std::vector<int64_t>& sizes) {
   return p;
 }
 
-double attention_score_flops(const ModelConfig& c, bool causal) {
-  const double heads = static_cast<double>(c.num_attention_heads / c.tensor_parallel);
-  const double d_qk = static_cast<double>(c.mla.enabled() ? c.mla.qk_nope_head_dim + c.mla.qk_rope_head_dim
-                                                          : c.head_dimension());
-  const double d_v = static_cast<double>(c.mla.enabled() ? c.mla.v_head_dim : c.head_dimension());
-  const double s = static_cast<double>(c.sequence_length), b = static_cast<double>(c.micro_batch_size);
-  const double forward = 2.0 * b * s * s * heads * (d_qk + d_v);
-  return 3.0 * forward * (causal ? 0.5 : 1.0);
-}
-
 PlanFlops plan_flops(const Plan& p) {
   PlanFlops f;
   f.moe_layers = p.moe_layers();

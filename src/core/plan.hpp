@@ -123,11 +123,6 @@ struct PlanFlops {
 };
 PlanFlops plan_flops(const Plan& p);
 
-// Attention's own GEMMs, which the plan does not hold (flash attention fuses them; nothing here
-// measures them): per layer and tensor-parallel rank, Q.K^T (scores, qk head size) and P.V (v head
-// size) over b sequences of s tokens, 2 x b x s^2 x heads x (d_qk + d_v) FLOPs forward, twice that
-// backward (dQ, dK; dP, dV), halved for a causal mask (only the lower triangle of the scores).
-// Flash attention's backward also recomputes Q.K^T (one sixth more), not counted.
-double attention_score_flops(const ModelConfig& c, bool causal = true);
+// Attention's own matmuls (Q K^T, P V), which the plan does not hold: core/attention_matmuls.hpp.
 
 }  // namespace gs

@@ -556,9 +556,17 @@ std::string render_prediction_text(const Prediction& pr) {
     const auto& bfs = bf ? sums[*bf].ms.full_model : std::optional<double>();
     if (bfs) {
       std::string sp = fmt::format("Predicted speedups vs BF16 ({}):", r.plan.model_mode ? "full model" : "sum of all GEMMs");
+      // Each speedup with its band: BF16's low over this precision's high, BF16's high over its low.
+      const auto& bf_lo = sums[*bf].lo.full_model;
+      const auto& bf_hi = sums[*bf].hi.full_model;
       for (size_t p = 0; p < r.precisions.size(); ++p)
-        if (p != *bf && sums[p].ms.full_model && *sums[p].ms.full_model > 0)
-          sp += fmt::format(" {} {:.2f}x;", to_string(r.precisions[p]), *bfs / *sums[p].ms.full_model);
+        if (p != *bf && sums[p].ms.full_model && *sums[p].ms.full_model > 0) {
+          const auto& lo = sums[p].lo.full_model;
+          const auto& hi = sums[p].hi.full_model;
+          sp += fmt::format(" {} {:.2f}x", to_string(r.precisions[p]), *bfs / *sums[p].ms.full_model);
+          if (bf_lo && bf_hi && lo && hi && *lo > 0 && *hi > 0) sp += fmt::format(" ({:.2f}-{:.2f}x)", *bf_lo / *hi, *bf_hi / *lo);
+          sp += ";";
+        }
       if (sp.back() == ';') sp.pop_back();
       out += sp + "\n";
     }

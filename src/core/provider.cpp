@@ -6,11 +6,12 @@
 #include <cctype>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 
 namespace gs {
 
 const std::vector<std::string>& known_providers() {
-  static const std::vector<std::string> names{kProviderCublasLt, kProviderCutlass};
+  static const std::vector<std::string> names{kProviderCublasLt, kProviderCutlass, kProviderDeepGemm};
   return names;
 }
 
@@ -26,6 +27,15 @@ std::string provider_note(const std::string& name) {
            "a grouped GEMM is one launch for all experts (Wgrad: each expert's tokens as its K, into FP32 main gradients "
            "with beta 1 or BF16 as --wgrad-output says), a dense GEMM one launch of one group; no dense-equivalent time "
            "for its grouped cells";
+  if (name == kProviderDeepGemm)
+    return "deepgemm: DeepGEMM's sm90 kernels, compiled with NVRTC at prepare time (never in a timed loop) and "
+           "cached on disk. FP8Block (DeepSeek's recipe: 1x128 activations/gradients, 128x128 weights, E4M3): "
+           "Fprop/Dgrad gemm_fp8_fp8_bf16_nt (grouped: the M-grouped contiguous kernel, each expert's rows padded to "
+           "128), Wgrad wgrad_gemm_fp8_fp8_fp32_nt into the FP32 main gradient (grouped: one K-grouped launch, each "
+           "expert's tokens padded to 128). BF16: its BF16 GEMM, dense, M-grouped and K-grouped. Timed: the kernel "
+           "only in pre-quantized mode; in per-gemm/training modes the engine's FP8Block quantization of the "
+           "operands the mode quantizes (as the cuBLASLt cell), the scale-layout conversion DeepGEMM needs, then the "
+           "kernel. The other recipes: N/A";
   return {};
 }
 
@@ -59,7 +69,11 @@ std::vector<std::string> parse_provider_option(const std::string& v) {
     std::vector<std::string> add;
     if (item == "all") add = known_providers();
     else if (is_known_provider(item)) add = {item};
-    else throw UsageError(fmt::format("--provider: unknown provider '{}' (use {})", item, known_list()));
+    else {
+      std::vector<std::string> names = known_providers();
+      names.push_back("all");
+      throw UsageError(fmt::format("--provider: unknown provider '{}'{} (use {})", item, did_you_mean(item, names), known_list()));
+    }
     for (std::string& a : add) {
       if (std::find(out.begin(), out.end(), a) != out.end())
         throw UsageError(fmt::format("--provider: {} is named twice", a));

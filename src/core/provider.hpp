@@ -14,6 +14,7 @@ namespace gs {
 
 inline constexpr const char* kProviderCublasLt = "cublaslt";  // the default: what TE and PyTorch run
 inline constexpr const char* kProviderCutlass = "cutlass";
+inline constexpr const char* kProviderDeepGemm = "deepgemm";  // DeepSeek's FP8 kernels (core/deepgemm_cells.hpp)
 
 // Every provider name gemmscope knows, in the order "all" lists them (the default first). A new
 // library adds its name here and its backend in src/cuda (provider.hpp).

@@ -14,6 +14,7 @@
 #include <tuple>
 #include <utility>
 
+#include "core/deepgemm_cells.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/output_paths.hpp"
@@ -24,6 +25,7 @@
 #include "core/repeats.hpp"
 #include "core/step_context.hpp"
 #include "core/report_step.hpp"
+#include "core/report_attention.hpp"
 
 namespace gs {
 
@@ -115,8 +117,11 @@ json cell_json(const Cell& c, const Gemm& g) {
   json j = {{"status", "ok"},          {"mean_ms", c.stats.mean_ms},   {"median_ms", c.stats.median_ms},
             {"min_ms", c.stats.min_ms}, {"max_ms", c.stats.max_ms},     {"stdev_ms", c.stats.stdev_ms},
             {"iters", c.stats.iters},   {"tflops", tflops(g, c.stats.mean_ms)}};
-  if (c.clock)
+  if (c.clock) {
     j["clock"] = {{"sm_mhz", c.clock->sm_mhz}, {"max_sm_mhz", c.clock->max_sm_mhz}, {"reasons", c.clock->reasons}};
+    if (c.clock->temp_c) j["clock"]["temp_c"] = *c.clock->temp_c;
+    if (c.clock->power_w) j["clock"]["power_w"] = *c.clock->power_w;
+  }
   if (c.dense_equiv_ms) {
     j["dense_equiv_ms"] = *c.dense_equiv_ms;
     j["grouping_efficiency"] = *c.dense_equiv_ms / c.stats.mean_ms;
@@ -287,6 +292,8 @@ Cell read_cell(const json& c, const std::string& where) {
     cs.sm_mhz = get_or<int>(*ck, "sm_mhz", cw, 0);
     cs.max_sm_mhz = get_or<int>(*ck, "max_sm_mhz", cw, 0);
     cs.reasons = get_or<uint64_t>(*ck, "reasons", cw, 0);
+    if (find(*ck, "temp_c")) cs.temp_c = static_cast<int>(number_in(*ck, "temp_c", cw, 0, -50, 200, " C"));
+    if (find(*ck, "power_w")) cs.power_w = number_in(*ck, "power_w", cw, 0, 0, 100000, " W");
     cell.clock = cs;
   }
   // A predicted cell's band (low_ms <= mean_ms <= high_ms; min_ms / max_ms hold it too, and stand
@@ -490,6 +497,20 @@ json to_json(const RunResult& r) {
     j["plan"]["dense_layers"] = r.plan.layers() - f.moe_layers;
   }
   if (r.plan.routing) j["plan"]["routing"] = routing_json(*r.plan.routing);
+  // Rows padded for alignment in the expert up projection's Fprop, per recipe and provider
+  // (core/deepgemm_cells.hpp; derived from the plan, so a reader recomputes it).
+  if (const std::vector<PaddingWaste> pw = padding_waste(r); !pw.empty()) {
+    json arr = json::array();
+    for (const PaddingWaste& w : pw)
+      arr.push_back({{"provider", w.provider}, {"precision", to_string(w.precision)}, {"alignment", w.alignment},
+                     {"rows", w.rows}, {"waste_rows", w.waste_rows}, {"waste_fraction", w.fraction()}});
+    j["plan"]["padding_waste"] = arr;
+  }
+  if (r.plan.model_mode) {
+    // The linear layers only: attention's own matmuls have a key of their own, never in the totals.
+    j["plan"]["flops_full_model_includes_attention"] = false;
+    j["attention_matmuls"] = attention_matmuls_json(r);
+  }
   if (!r.plan.model_mode) {
     double tot = 0;
     for (const Gemm& g : r.plan.gemms) tot += g.flops();

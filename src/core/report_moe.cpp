@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/deepgemm_cells.hpp"
 #include "core/grouped.hpp"
 #include "core/report.hpp"
 
@@ -73,16 +74,17 @@ std::string moe_routing_text(const RunResult& r) {
     if (g.grouped() && g.pass == Pass::Fprop && g.op == Op::ExpertUp) up = &g;
   if (up) {
     std::string waste;
-    for (Precision p : kAllPrecisions) {
-      if (!r.precisions.empty() && std::find(r.precisions.begin(), r.precisions.end(), p) == r.precisions.end()) continue;
-      if (group_alignment(p) == 1) continue;
-      const int64_t w = padded_waste(*up, p);
-      waste += fmt::format("{}{} +{} rows ({:.2f}%)", waste.empty() ? "" : ", ", to_string(p), format_thousands(w),
-                           up->m ? 100.0 * static_cast<double>(w) / static_cast<double>(up->m) : 0.0);
+    bool dg = false;
+    for (const PaddingWaste& w : padding_waste(r)) {  // core/deepgemm_cells.hpp: one place for every provider's
+      dg |= w.provider == kProviderDeepGemm;
+      waste += fmt::format("{}{}{} +{} rows ({:.2f}%)", waste.empty() ? "" : ", ",
+                           w.provider == kProviderDeepGemm ? "DeepGEMM " : "", to_string(w.precision),
+                           format_thousands(w.waste_rows), 100.0 * w.fraction());
     }
     if (!waste.empty())
-      out += fmt::format("Padding waste per expert GEMM (rows padded to 16 for FP8, 32 for MXFP8/NVFP4, computed but not "
-                         "counted as FLOPs): {}\n", waste);
+      out += fmt::format("Padding waste per expert GEMM (rows padded to 16 for FP8, 32 for MXFP8/NVFP4{}, computed but not "
+                         "counted as FLOPs): {}\n",
+                         dg ? ", 128 for DeepGEMM's contiguous segments" : "", waste);
     // Quantization launches of the expert up projection's Fprop (training mode), as run.
     std::string launches;
     for (Precision p : r.precisions) {
@@ -124,6 +126,35 @@ std::string moe_grouped_block(const RunResult& r, size_t mode) {
     }
     out += row + "\n";
   }
+  // Kernel time against cell time: a grouped cell's events span every expert's launches, and the
+  // gaps between them (about 1-2 us each) are part of its time, not of any kernel's.
+  std::string kernels;
+  for (size_t p = 0; p < r.precisions.size(); ++p) {
+    double cell_ms = 0, kernel_ms = 0, launches = 0;
+    bool all = true, any_cell = false;
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+      if (!r.plan.gemms[g].grouped()) continue;
+      const Cell& c = r.cell(mode, g, p);
+      if (!c.ok) continue;
+      any_cell = true;
+      if (!c.kernels.traced) {
+        all = false;
+        break;
+      }
+      cell_ms += c.stats.mean_ms;
+      for (const KernelStat& k : c.kernels.kernels) {
+        kernel_ms += k.mean_us * k.count * 1e-3;
+        launches += k.count;
+      }
+    }
+    if (!any_cell || !all || !(cell_ms > 0)) continue;
+    kernels += fmt::format("{}{} {:.3f} of {:.3f} ms ({:.0f}%, {:.0f} launches)", kernels.empty() ? "" : ", ",
+                           to_string(r.precisions[p]), kernel_ms, cell_ms, 100.0 * kernel_ms / cell_ms, launches);
+  }
+  if (!kernels.empty())
+    out += "Kernel time in the grouped cells (measured: CUPTI records of iterations traced after each timed loop, "
+           "experts run one after another): " +
+           kernels + ". The rest is the gaps between the experts' launches, which a step pays too.\n";
   out += std::string(90, '=') + "\n";
   return out;
 }

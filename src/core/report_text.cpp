@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/report.hpp"
+#include "core/report_attention.hpp"
 #include "core/report_step.hpp"
 #include "core/provider.hpp"
 #include "core/report_moe.hpp"
@@ -532,6 +533,8 @@ std::string render_text(const RunResult& r) {
     out += r.plan.model_mode ? model_block(r, m, fn) : shapes_block(r, m, fn);
     out += render_provider_block(r, m);
   }
+  // Attention's own matmuls once for all modes: not GEMM rows, timed (if at all) by the step context.
+  if (r.plan.model_mode && !r.modes.empty()) out += attention_matmuls_block(r);
   // Spread of the per-iteration times behind the means (full statistics are in JSON/CSV).
   double worst_cv = -1, worst_gap = 0;
   std::string worst_where;
@@ -682,17 +685,12 @@ std::string render_plan_text(const RunResult& r) {
                          f.moe_fprop / 1e12, f.moe_dgrad / 1e12, f.moe_wgrad / 1e12, f.per_moe_layer() / 1e12);
     if (f.model_once > 0) out += fmt::format("FLOPs once per step (LM head, 3 passes): {:.2f}T\n", f.model_once / 1e12);
     out += fmt::format("FLOPs full model ({}{}): {:.2f}T per step, the linear layers only (attention's QK^T and PV "
-                       "not included)\n",
+                       "not included: below)\n",
                        f.moe_layers ? fmt::format("{} dense + {} MoE layers", r.plan.layers() - f.moe_layers, f.moe_layers)
                                     : fmt::format("{} layers", r.plan.layers()),
                        f.model_once > 0 ? " + LM head" : "", f.full_model(r.plan.layers()) / 1e12);
-    // Attention's own GEMMs: stated, never planned or measured (flash attention fuses them).
-    const double att = attention_score_flops(*r.plan.config);
-    out += fmt::format("Not in the GEMM plan: attention's QK^T and PV (fused in flash attention), {:.2f}T per layer "
-                       "with the causal mask (half the s x s scores; {:.2f}T without), 3 passes; {:.2f}T per step, {:.0f}% "
-                       "on top of the linear layers; the step context times them as one fused kernel (step estimate)\n",
-                       att / 1e12, 2 * att / 1e12, att * static_cast<double>(r.plan.layers()) / 1e12,
-                       100 * att * static_cast<double>(r.plan.layers()) / f.full_model(r.plan.layers()));
+    // Attention's own matmuls: planned rows of their own, never GEMM rows (core/report_attention.hpp).
+    out += attention_matmuls_block(r);
     // Quantization traffic model per layer: every GEMM quantizing its own operands vs each tensor
     // once (both copies), the difference between the per-gemm and training modes.
     std::vector<Precision> modelled;  // the selected precisions the traffic model covers

@@ -29,6 +29,8 @@ struct ClockSample {
   int sm_mhz = 0;         // SM clock at the sample
   int max_sm_mhz = 0;     // the device's maximum SM clock
   uint64_t reasons = 0;   // NVML clocks-event reasons (bitmask, nvml.h nvmlClocksEventReason*)
+  std::optional<int> temp_c;      // GPU temperature (NVML), when it could be read
+  std::optional<double> power_w;  // board power draw (NVML), when it could be read
   static constexpr uint64_t kPowerCap = 0x4 | 0x80;         // SW power cap, HW power brake
   static constexpr uint64_t kThermal = 0x8 | 0x20 | 0x40;   // HW slowdown, SW / HW thermal slowdown
   bool power_capped() const { return (reasons & kPowerCap) != 0; }

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 #include "core/moe_config.hpp"
 
 namespace gs {
@@ -131,7 +132,8 @@ RoutingSpec parse_routing(const std::string& s) {
     r.kind = RoutingKind::File;
     r.path = arg;
   } else {
-    throw UsageError(fmt::format("unknown --routing '{}' (balanced, random, lognormal:SIGMA, hot:FRACTION, file:PATH)", shown));
+    throw UsageError(fmt::format("unknown --routing '{}'{} (balanced, random, lognormal:SIGMA, hot:FRACTION, file:PATH)", shown,
+                                 did_you_mean(name, {"balanced", "random", "lognormal", "hot", "file"})));
   }
   return r;
 }

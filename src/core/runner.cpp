@@ -254,6 +254,7 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
   add_grouped_note(r, req.options.grouped_streams);
   for (const std::string& pv : r.providers)
     if (std::string n = provider_note(pv); !n.empty()) r.notes.push_back(std::move(n));
+  for (std::string& n : engine.provider_notes()) r.notes.push_back(std::move(n));
   for (std::string& n : moe_fp8_notes(r)) r.notes.push_back(std::move(n));
   finish_kernel_records(r);
   if (progress) progress(total, total, "done");

@@ -15,11 +15,16 @@ double step_gap_ms_per_gflop(const Plan& plan, double other_ms_per_layer) {
   if (!plan.model_mode)
     throw UsageError("--step-other-ms needs a model plan: it is the non-GEMM time of a layer's training step, and "
                      "--shapes/--sweep GEMMs stand alone");
-  const PlanFlops f = plan_flops(plan);
+  const double layer_gflops = average_layer_gflops(plan);
+  if (!(layer_gflops > 0)) throw UsageError("--step-other-ms: the plan has no layer GEMMs to spread the work over");
+  return other_ms_per_layer / layer_gflops;
+}
+
+double average_layer_gflops(const Plan& plan) {
   const int64_t layers = plan.layers();
-  const double layer_flops = layers > 0 ? (f.full_model(layers) - f.model_once) / static_cast<double>(layers) : 0;
-  if (!(layer_flops > 0)) throw UsageError("--step-other-ms: the plan has no layer GEMMs to spread the work over");
-  return other_ms_per_layer / (layer_flops * 1e-9);
+  if (layers <= 0) return 0;
+  const PlanFlops f = plan_flops(plan);
+  return (f.full_model(layers) - f.model_once) / static_cast<double>(layers) * 1e-9;
 }
 
 double step_gap_ms(const TimingConfig& t, const Gemm& g) { return t.step_gap_ms_per_gflop * g.flops() * 1e-9; }

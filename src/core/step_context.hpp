@@ -1,15 +1,15 @@
-// The power context of a training step (--step-other-ms).
+// The spread of a step's non-GEMM work over the GEMMs of a layer (--step-other-ms, and the step
+// context's modelled work: core/step_model.hpp).
 //
 // A training step does not run its GEMMs back to back: norms, activations, residual adds and
 // quantization kernels run between them. On a power-capped GPU that memory-bound work lowers the
 // average power, and the GPU holds a higher SM clock through the GEMMs too: on an H100, a BF16
 // 15872x4096x16384 GEMM followed by memory-bound copies lasting 10/25/50% of its time ran 1.5/3.8/
-// 7.5% faster than back to back (bench/step_context_probe.py). gemmscope's default times GEMMs
-// back to back, the sustained-GEMM-power bound; given the step's non-GEMM kernel time per layer
-// (from a profile of the user's own step), it runs that much memory-bound work between timed
-// iterations, outside the samples, spread over the GEMMs in proportion to their FLOPs, so the
-// GEMMs run in the power state of the step. Attention kernels are not "other" work: they are
-// compute-bound and draw power like GEMMs. Pure, so the arithmetic is tested on CPU.
+// 7.5% faster than back to back (bench/step_context_probe.py). The work of an average layer is run
+// between timed iterations, outside the samples, spread over the GEMMs in proportion to their
+// FLOPs, so the GEMMs run in the power state of the step. Given the user's own non-GEMM time per
+// layer (--step-other-ms), that time replaces the modelled one. Pure, so the arithmetic is tested
+// on CPU.
 #pragma once
 #include "core/plan.hpp"
 #include "core/results.hpp"
@@ -24,6 +24,10 @@ constexpr double kMaxStepOtherMs = 1e4;
 // counts; the LM head is not a layer's). 0 for 0. UsageError for a plan without layers
 // (--shapes/--sweep: a standalone GEMM has no step around it) or an out-of-range value.
 double step_gap_ms_per_gflop(const Plan& plan, double other_ms_per_layer);
+
+// The GEMM GFLOPs of an average layer: dense and MoE layers weighted by their counts, the LM head
+// (a model-once GEMM) left out; 0 for a plan without layers. The denominator of every share.
+double average_layer_gflops(const Plan& plan);
 
 // The memory-bound work that follows each timed iteration of `g` under `t` (ms); 0 without
 // --step-other-ms.

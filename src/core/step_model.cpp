@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/step_context.hpp"
 #include "core/suggest.hpp"
 
 namespace gs {
@@ -133,10 +134,7 @@ StepWorkModel step_work_model(const Plan& plan, StepContextKind kind) {
   StepWorkModel m;
   m.kind = kind;
   if (kind == StepContextKind::None) {  // only the spread's denominator (--step-other-ms alone)
-    if (plan.model_mode && plan.config) {
-      const PlanFlops f = plan_flops(plan);
-      m.layer_gflops = (f.full_model(plan.layers()) - f.model_once) / static_cast<double>(plan.layers()) * 1e-9;
-    }
+    if (plan.model_mode && plan.config) m.layer_gflops = average_layer_gflops(plan);
     return m;
   }
   if (!plan.model_mode || !plan.config)
@@ -183,8 +181,7 @@ StepWorkModel step_work_model(const Plan& plan, StepContextKind kind) {
   }
   m.cast_bytes = cast / layers;
   m.attention = a;
-  const PlanFlops f = plan_flops(plan);
-  m.layer_gflops = (f.full_model(plan.layers()) - f.model_once) / layers * 1e-9;
+  m.layer_gflops = average_layer_gflops(plan);
   if (!(m.layer_gflops > 0)) throw UsageError("--step-context: the plan has no layer GEMMs to spread the work over");
   m.efficiency = kind == StepContextKind::Eager ? kEagerRate : kFusedRate;
   return m;

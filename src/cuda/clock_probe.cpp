@@ -27,6 +27,8 @@ ClockProbe::ClockProbe(int cuda_device) {
   reasons_ = symbol<int (*)(void*, unsigned long long*)>(lib_, "nvmlDeviceGetCurrentClocksEventReasons");
   if (!reasons_) reasons_ = symbol<int (*)(void*, unsigned long long*)>(lib_, "nvmlDeviceGetCurrentClocksThrottleReasons");
   shutdown_ = symbol<int (*)()>(lib_, "nvmlShutdown");
+  temperature_ = symbol<int (*)(void*, int, unsigned int*)>(lib_, "nvmlDeviceGetTemperature");
+  power_ = symbol<int (*)(void*, unsigned int*)>(lib_, "nvmlDeviceGetPowerUsage");
   if (!init || !by_pci || !max_clock || !clock_info_ || !reasons_ || !shutdown_) {
     why_ = "libnvidia-ml.so.1 lacks a needed entry point";
     return;
@@ -66,6 +68,9 @@ std::optional<ClockSample> ClockProbe::sample() const {
   s.sm_mhz = static_cast<int>(mhz);
   s.max_sm_mhz = max_sm_mhz_;
   s.reasons = reasons;
+  unsigned int t = 0, mw = 0;
+  if (temperature_ && temperature_(device_, 0 /* NVML_TEMPERATURE_GPU */, &t) == 0) s.temp_c = static_cast<int>(t);
+  if (power_ && power_(device_, &mw) == 0) s.power_w = mw / 1000.0;
   return s;
 }
 

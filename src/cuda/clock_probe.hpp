@@ -27,6 +27,8 @@ class ClockProbe {
   // NVML entry points (C ABI; return 0 = NVML_SUCCESS).
   int (*clock_info_)(void*, int, unsigned int*) = nullptr;
   int (*reasons_)(void*, unsigned long long*) = nullptr;
+  int (*temperature_)(void*, int, unsigned int*) = nullptr;  // optional
+  int (*power_)(void*, unsigned int*) = nullptr;              // optional (milliwatts)
   int (*shutdown_)() = nullptr;
 };
 

@@ -153,19 +153,22 @@ class CutlassProvider final : public GemmProvider {
     return {};
   }
 
-  std::unique_ptr<ProviderRun> dense(const Gemm& g, const Recipe& r, Mode m, GemmSources& src, const RecipeOptions& opts,
-                                     int device) override {
-    if (r.precision != Precision::BF16) return make_cutlass_fp8_dense(g, r, m, src, opts, fp8_family(r), device);
+  void configure(const EngineOptions& o) override { recipe_opts_ = o.recipe; }
+
+  std::unique_ptr<ProviderRun> dense(const Gemm& g, const Recipe& r, Mode m, GemmSources& src, int device) override {
+    if (r.precision != Precision::BF16) return make_cutlass_fp8_dense(g, r, m, src, recipe_opts_, fp8_family(r), device);
     const auto family = dense_family(g.a.k_major, g.b.k_major, r.fp32_accumulate);
     if (!family) throw std::invalid_argument("CUTLASS: no kernel for this operand layout");
     return std::make_unique<CutlassDenseRun>(src, *family, device);
   }
 
-  std::unique_ptr<ProviderRun> grouped(GroupedSources& src, const Recipe& r, Mode m, const RecipeOptions& opts,
-                                       int device) override {
-    if (r.precision != Precision::BF16) return make_cutlass_fp8_grouped(src, r, m, opts, fp8_family(r), device);
+  std::unique_ptr<ProviderRun> grouped(GroupedSources& src, const Recipe& r, Mode m, int device) override {
+    if (r.precision != Precision::BF16) return make_cutlass_fp8_grouped(src, r, m, recipe_opts_, fp8_family(r), device);
     return std::make_unique<CutlassGroupedRun>(src, device);
   }
+
+ private:
+  RecipeOptions recipe_opts_;  // configure(): what the FP8 cells quantize with, as the cuBLASLt cell
 };
 
 }  // namespace

@@ -99,6 +99,13 @@ class CudaEngine final : public Engine {
     return context_->info();
   }
 
+  std::vector<std::string> provider_notes() const override {
+    std::vector<std::string> out;
+    for (const auto& pv : providers_)
+      for (std::string& n : pv->notes()) out.push_back(std::move(n));
+    return out;
+  }
+
   AccuracyCell accuracy(const Gemm& g, Precision p, Dist d) override {
     if (g.grouped())  // per-expert numerics are those of the dense recipe (checked by the GPU tests)
       return AccuracyCell::na("grouped GEMM: accuracy is measured on dense GEMMs only");
@@ -325,7 +332,13 @@ class CudaEngine final : public Engine {
         return Cell::na(why);
       GroupedGemm gg(handle_, *grouped_src_, p, mode, opts_.recipe, streams, stream_, workspace_.get(), &algo_cache_);
       gg.prepare();
-      return timed_cell(gg.body(), step_gap(g, p, mode));
+      Cell timed = timed_cell(gg.body(), step_gap(g, p, mode));
+      // Kernel records of whole iterations (every expert's launches) when the experts run one after
+      // another: their GEMM time beside the cell's event time tells the gaps between the experts'
+      // launches apart from the kernels. On several streams the experts' kernels overlap, and their
+      // summed durations compare with nothing in the cell: no records.
+      if (streams <= 1) timed.kernels = trace_cell(opts_.gemm, stream_, [&] { gg.run_once(); });
+      return timed;
     });
     if (!cell.ok || sum == 0) return cell;
     // Grouping efficiency = dense / grouped: one GEMM with the summed (padded) size, same recipe
@@ -357,7 +370,10 @@ class CudaEngine final : public Engine {
   }
 
   GemmProvider* find_provider(const std::string& name) {
-    if (providers_.empty()) providers_ = make_providers();
+    if (providers_.empty()) {
+      providers_ = make_providers();
+      for (auto& pv : providers_) pv->configure(opts_);
+    }
     for (auto& pv : providers_)
       if (name == pv->name()) return pv.get();
     return nullptr;
@@ -384,10 +400,10 @@ class CudaEngine final : public Engine {
       if (g.grouped()) {
         if (std::string why = ensure_grouped_sources(g, padded, recipe.fp32_accumulate, 0); !why.empty())
           return Cell::na(why);
-        run = pv.grouped(*grouped_src_, recipe, mode, opts_.recipe, opts_.device);
+        run = pv.grouped(*grouped_src_, recipe, mode, opts_.device);
       } else {
         prepare_sources(g, Dist::Normal, recipe.fp32_accumulate);
-        run = pv.dense(g, recipe, mode, *sources_, opts_.recipe, opts_.device);
+        run = pv.dense(g, recipe, mode, *sources_, opts_.device);
       }
       LoopBody body;
       body.cost = [&](int) { return run->ops(); };

@@ -71,11 +71,13 @@ std::unique_ptr<GroupedSources> GroupedSources::allocate(const Gemm& g, const st
     fill(src->tokens_r, elems(sum, g.n), seed * 2 + 2, g.b.role);
     src->per_expert.resize(padded.size());
     src->fp32_out = fp32;
-    for (size_t e = 0; e < padded.size(); ++e) {
-      src->per_expert[e] = DeviceBuffer(elems(g.m, g.n) * (fp32 ? 4 : kBf16));
-      // BF16 outputs: NaN until written. FP32 main gradients: zeros, accumulated into.
-      GS_CUDA(cudaMemsetAsync(src->per_expert[e].get(), fp32 ? 0 : 0xFF, src->per_expert[e].bytes(), s));
-    }
+    // One allocation, expert after expert ([experts*m, n]; per_expert are views into it): DeepGEMM's
+    // K-grouped Wgrad writes every expert's gradient as one tensor.
+    const size_t each = elems(g.m, g.n) * (fp32 ? 4 : kBf16);
+    src->out = DeviceBuffer(each * padded.size());
+    // BF16 outputs: NaN until written. FP32 main gradients: zeros, accumulated into.
+    if (src->out) GS_CUDA(cudaMemsetAsync(src->out.get(), fp32 ? 0 : 0xFF, src->out.bytes(), s));
+    for (size_t e = 0; e < padded.size(); ++e) src->per_expert[e] = DeviceBuffer::view(src->out.get<char>() + e * each, each);
   }
   GS_CUDA(cudaStreamSynchronize(s));
   return src;

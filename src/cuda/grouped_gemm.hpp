@@ -46,7 +46,7 @@ struct GroupedSources {
   std::vector<int64_t> offsets; // prefix sums of sizes
   DeviceBuffer tokens_l;        // M: left [sum, k]; K: left [sum, m]
   DeviceBuffer tokens_r;        // K only: right [sum, n]
-  DeviceBuffer out;             // M only: output [sum, n]
+  DeviceBuffer out;             // M: output [sum, n]; K: every expert's output [experts*m, n] (per_expert view it)
   std::vector<DeviceBuffer> per_expert;  // M: right operands (weights); K: outputs [m, n] (BF16 or FP32)
   bool fp32_out = false;                  // K: the outputs are FP32 main gradients
   bool matches(const Gemm& g, const std::vector<int64_t>& padded, bool fp32) const;
@@ -74,7 +74,7 @@ class GroupedGemm {
   // reused copies, delayed scaling's history). Synchronizes.
   void prepare();
   LoopBody body();             // one iteration: every expert's work, as pieces
-  void run_once();             // one iteration on `main`, synchronized (tests)
+  void run_once();             // one iteration on `main`, synchronized (tests, kernel records)
   int experts() const { return static_cast<int>(src_.sizes.size()); }
   // Per-expert access for tests: null for an expert with no GEMM (empty).
   const RecipeGemm* expert(int e) const { return gemms_[static_cast<size_t>(e)].get(); }

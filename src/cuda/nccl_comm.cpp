@@ -31,6 +31,11 @@ std::unique_ptr<CommEngine> make_nccl_engine(std::string& why) {
   return nullptr;
 }
 
+std::unique_ptr<CommEngine> make_nccl_engine(ProcessGroup&, std::string& why) {
+  why = "this build found no nccl.h (NCCL headers) at build time";
+  return nullptr;
+}
+
 #else
 
 namespace {
@@ -39,6 +44,8 @@ struct NcclLib {
   void* handle = nullptr;
   decltype(&ncclGetVersion) getVersion = nullptr;
   decltype(&ncclCommInitAll) commInitAll = nullptr;
+  decltype(&ncclCommInitRank) commInitRank = nullptr;
+  decltype(&ncclGetUniqueId) getUniqueId = nullptr;
   decltype(&ncclCommDestroy) commDestroy = nullptr;
   decltype(&ncclGetErrorString) getErrorString = nullptr;
   decltype(&ncclAllGather) allGather = nullptr;
@@ -68,6 +75,8 @@ struct NcclLib {
     };
     sym(getVersion, "ncclGetVersion");
     sym(commInitAll, "ncclCommInitAll");
+    sym(commInitRank, "ncclCommInitRank");
+    sym(getUniqueId, "ncclGetUniqueId");
     sym(commDestroy, "ncclCommDestroy");
     sym(getErrorString, "ncclGetErrorString");
     sym(allGather, "ncclAllGather");
@@ -85,123 +94,141 @@ void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(fmt::format("{}: {}", what, cudaGetErrorString(e)));
 }
 
+// The ranks this process drives: every GPU of the node (one process), or its own GPU (one rank per
+// process under MPI, communicators bootstrapped through the ProcessGroup).
+struct Member {
+  int rank;    // global rank in every communicator it belongs to
+  int device;  // CUDA device
+};
+
 class NcclEngine : public CommEngine {
  public:
-  NcclEngine(NcclLib lib, int gpus, std::string desc) : lib_(lib), gpus_(gpus), desc_(std::move(desc)) {}
+  static constexpr int kBackToBack = 10;  // collectives per timed sample (time())
+  NcclEngine(NcclLib lib, std::vector<Member> members, int world, ProcessGroup* pg, std::string desc)
+      : lib_(lib), members_(std::move(members)), world_(world), pg_(pg), desc_(std::move(desc)) {}
   ~NcclEngine() override {
     for (auto& [n, comms] : comms_)
-      for (ncclComm_t c : comms) lib_.commDestroy(c);
-    for (size_t r = 0; r < streams_.size(); ++r) {
-      cudaSetDevice(static_cast<int>(r));
-      cudaStreamDestroy(streams_[r]);
+      for (ncclComm_t c : comms)
+        if (c) lib_.commDestroy(c);
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      cudaSetDevice(members_[i].device);
+      cudaStreamDestroy(streams_[i]);
     }
-    for (size_t r = 0; r < compute_.size(); ++r) {
-      cudaSetDevice(static_cast<int>(r));
-      ws_[r] = DeviceBuffer();
-      cublasLtDestroy(lt_[r]);
-      cudaStreamDestroy(compute_[r]);
+    for (size_t i = 0; i < compute_.size(); ++i) {
+      cudaSetDevice(members_[i].device);
+      ws_[i] = DeviceBuffer();
+      cublasLtDestroy(lt_[i]);
+      cudaStreamDestroy(compute_[i]);
     }
   }
   std::string description() const override { return desc_; }
-  int64_t gpus() const override { return gpus_; }
+  int64_t gpus() const override { return world_; }
 
   CommTiming time(const Collective& c, CommType t, int warmup, int iters) override {
     const int n = static_cast<int>(c.ranks);
-    if (n < 2 || n > gpus_) throw std::runtime_error("collective over more ranks than GPUs");
+    if (n < 2 || n > world_) throw std::runtime_error("collective over more ranks than GPUs");
     const std::vector<ncclComm_t>& comms = comms_for(n);
-    Buffers b(c, t, n);
-    std::vector<cudaEvent_t> ev0(n), ev1(n);
-    Events e0(ev0), e1(ev1);
-    sync_all(n);
+    const int a = active(n);
+    Buffers b(c, t, members_, a);
+    std::vector<cudaEvent_t> ev0(a), ev1(a);
+    Events e0(ev0, members_), e1(ev1, members_);
+    sync_all(a);
+    // A sample is the mean of kBackToBack collectives enqueued back to back between two events, as
+    // nccl-tests times them: a collective launched from an idle GPU would add its launch latency
+    // (about 15 us) to every sample.
     std::vector<double> samples;
     for (int it = 0; it < warmup + iters; ++it) {
-      for (int r = 0; r < n; ++r) {
-        cudaSetDevice(r);
-        check_cuda(cudaEventRecord(ev0[r], streams_[r]), "cudaEventRecord");
+      for (int i = 0; i < a; ++i) {
+        cudaSetDevice(members_[i].device);
+        check_cuda(cudaEventRecord(ev0[i], streams_[i]), "cudaEventRecord");
       }
-      launch(c, t, comms, b.s, b.d, b.row_bytes, b.total);
-      for (int r = 0; r < n; ++r) {
-        cudaSetDevice(r);
-        check_cuda(cudaEventRecord(ev1[r], streams_[r]), "cudaEventRecord");
+      for (int k = 0; k < kBackToBack && a > 0; ++k) launch(c, t, comms, a, b.s, b.d, b.row_bytes, b.total);
+      for (int i = 0; i < a; ++i) {
+        cudaSetDevice(members_[i].device);
+        check_cuda(cudaEventRecord(ev1[i], streams_[i]), "cudaEventRecord");
       }
-      sync_all(n);
-      if (it >= warmup) samples.push_back(slowest(ev0, ev1));
+      sync_all(a);
+      if (it >= warmup) samples.push_back(slowest(ev0, ev1) / kBackToBack);
     }
+    slowest_over_processes(samples);
     return summarize(samples);
   }
 
   std::optional<OverlapTiming> overlap(const Collective& c, CommType t, const Gemm& g, int warmup, int iters) override {
     const int n = static_cast<int>(c.ranks);
-    if (n < 2 || n > gpus_) throw std::runtime_error("collective over more ranks than GPUs");
+    if (n < 2 || n > world_) throw std::runtime_error("collective over more ranks than GPUs");
     const std::vector<ncclComm_t>& comms = comms_for(n);
-    Buffers b(c, t, n);
+    const int a = active(n);
+    Buffers b(c, t, members_, a);
     // One BF16 GEMM of g's shape per rank (grouped GEMMs: one dense GEMM of their total rows).
-    std::vector<void*> ga(n, nullptr), gb(n, nullptr), gc(n, nullptr);
-    std::vector<std::unique_ptr<LtMatmul>> mm(n);
+    std::vector<void*> ga(a, nullptr), gb(a, nullptr), gc(a, nullptr);
+    std::vector<std::unique_ptr<LtMatmul>> mm(a);
     auto free_gemm = [&] {
-      for (int r = 0; r < n; ++r) {
-        cudaSetDevice(r);
-        mm[r].reset();
-        cudaFree(ga[r]);
-        cudaFree(gb[r]);
-        cudaFree(gc[r]);
+      for (int i = 0; i < a; ++i) {
+        cudaSetDevice(members_[i].device);
+        mm[i].reset();
+        cudaFree(ga[i]);
+        cudaFree(gb[i]);
+        cudaFree(gc[i]);
       }
     };
+    std::vector<double> failed = {0};
     try {
-      for (int r = 0; r < n; ++r) {
-        check_cuda(cudaSetDevice(r), "cudaSetDevice");
-        ensure_compute(r);
+      for (int i = 0; i < a; ++i) {
+        ensure_compute(i);
         const size_t am = static_cast<size_t>(g.m * g.k) * 2, bm = static_cast<size_t>(g.k * g.n) * 2,
                      cm = static_cast<size_t>(g.m * g.n) * 2;
-        check_cuda(cudaMalloc(&ga[r], am), "cudaMalloc (GEMM operand)");
-        check_cuda(cudaMalloc(&gb[r], bm), "cudaMalloc (GEMM operand)");
-        check_cuda(cudaMalloc(&gc[r], cm), "cudaMalloc (GEMM output)");
-        check_cuda(cudaMemset(ga[r], 0x3c, am), "cudaMemset");  // BF16 0x3c3c: a small non-zero value
-        check_cuda(cudaMemset(gb[r], 0x3c, bm), "cudaMemset");
+        check_cuda(cudaMalloc(&ga[i], am), "cudaMalloc (GEMM operand)");
+        check_cuda(cudaMalloc(&gb[i], bm), "cudaMalloc (GEMM operand)");
+        check_cuda(cudaMalloc(&gc[i], cm), "cudaMalloc (GEMM output)");
+        check_cuda(cudaMemset(ga[i], 0x3c, am), "cudaMemset");  // BF16 0x3c3c: a small non-zero value
+        check_cuda(cudaMemset(gb[i], 0x3c, bm), "cudaMemset");
         LtProblem p;
         p.m = g.m;
         p.n = g.n;
         p.k = g.k;
-        p.l = {ga[r], CUDA_R_16BF, true};
-        p.r = {gb[r], CUDA_R_16BF, true};
-        p.c = gc[r];
-        mm[r] = std::make_unique<LtMatmul>(lt_[r], p, ws_[r].get(), kWorkspaceBytes);
+        p.l = {ga[i], CUDA_R_16BF, true};
+        p.r = {gb[i], CUDA_R_16BF, true};
+        p.c = gc[i];
+        mm[i] = std::make_unique<LtMatmul>(lt_[i], p, ws_[i].get(), kWorkspaceBytes);
       }
     } catch (const std::exception&) {
-      free_gemm();
-      return std::nullopt;  // no kernel for the shape, or no memory for it: no overlap figure
+      failed[0] = 1;  // no kernel for the shape, or no memory for it: no overlap figure
     }
-    std::vector<cudaEvent_t> e_start(n), e_gemm(n), e_comm(n);
-    Events x0(e_start), x1(e_gemm), x2(e_comm);
-    std::vector<double> alone, gemm_ov, comm_ov, both;
+    slowest_over_processes(failed);  // every process skips the pair when one cannot run it
+    if (failed[0] > 0) {
+      free_gemm();
+      return std::nullopt;
+    }
+    std::vector<cudaEvent_t> e_start(a), e_gemm(a), e_comm(a);
+    Events x0(e_start, members_), x1(e_gemm, members_), x2(e_comm, members_);
+    std::vector<double> alone, gemm_ov, comm_ov;
     try {
       for (int pass = 0; pass < 2; ++pass) {
         const bool with_comm = pass == 1;
         for (int it = 0; it < warmup + iters; ++it) {
-          sync_all(n);
-          for (int r = 0; r < n; ++r) {
-            cudaSetDevice(r);
-            check_cuda(cudaEventRecord(e_start[r], compute_[r]), "cudaEventRecord");
-            check_cuda(cudaStreamWaitEvent(streams_[r], e_start[r], 0), "cudaStreamWaitEvent");
-            mm[r]->run(compute_[r]);
-            check_cuda(cudaEventRecord(e_gemm[r], compute_[r]), "cudaEventRecord");
+          sync_all(a);
+          for (int i = 0; i < a; ++i) {
+            cudaSetDevice(members_[i].device);
+            check_cuda(cudaEventRecord(e_start[i], compute_[i]), "cudaEventRecord");
+            check_cuda(cudaStreamWaitEvent(streams_[i], e_start[i], 0), "cudaStreamWaitEvent");
+            mm[i]->run(compute_[i]);
+            check_cuda(cudaEventRecord(e_gemm[i], compute_[i]), "cudaEventRecord");
           }
-          if (with_comm) launch(c, t, comms, b.s, b.d, b.row_bytes, b.total);
-          for (int r = 0; r < n; ++r) {
-            cudaSetDevice(r);
-            check_cuda(cudaEventRecord(e_comm[r], streams_[r]), "cudaEventRecord");
+          if (with_comm && a > 0) launch(c, t, comms, a, b.s, b.d, b.row_bytes, b.total);
+          for (int i = 0; i < a; ++i) {
+            cudaSetDevice(members_[i].device);
+            check_cuda(cudaEventRecord(e_comm[i], streams_[i]), "cudaEventRecord");
           }
-          sync_all(n);
+          sync_all(a);
           if (it < warmup) continue;
           const double gm = slowest(e_start, e_gemm);
           if (!with_comm) {
             alone.push_back(gm);
             continue;
           }
-          const double cm = slowest(e_start, e_comm);
           gemm_ov.push_back(gm);
-          comm_ov.push_back(cm);
-          both.push_back(std::max(gm, cm));
+          comm_ov.push_back(slowest(e_start, e_comm));
         }
       }
     } catch (...) {
@@ -209,6 +236,11 @@ class NcclEngine : public CommEngine {
       throw;
     }
     free_gemm();
+    slowest_over_processes(alone);
+    slowest_over_processes(gemm_ov);
+    slowest_over_processes(comm_ov);
+    std::vector<double> both(gemm_ov.size());
+    for (size_t k = 0; k < both.size(); ++k) both[k] = std::max(gemm_ov[k], comm_ov[k]);
     OverlapTiming o;
     o.gemm_alone_ms = summarize(alone).ms;
     o.gemm_overlap_ms = summarize(gemm_ov).ms;
@@ -218,19 +250,24 @@ class NcclEngine : public CommEngine {
   }
 
  private:
-  // Per-rank send and receive buffers of one collective in one type, zero-filled; freed on scope exit.
+  // Per-member send and receive buffers of one collective in one type (the first `a` members, the
+  // ranks of the communicator), zero-filled; freed on scope exit.
   struct Buffers {
-    int n;
+    const std::vector<Member>& m;
+    int a;
     size_t row_bytes, total;
     std::vector<void*> s, d;
-    Buffers(const Collective& c, CommType t, int ranks)
-        : n(ranks),
+    Buffers(const Collective& c, CommType t, const std::vector<Member>& members, int active_members)
+        : m(members),
+          a(active_members),
           row_bytes(static_cast<size_t>(c.bytes_of_rows(1, t))),
           total(static_cast<size_t>(c.kind == CollKind::AllToAll ? 0 : c.bytes_of_rows(c.rows, t))),
-          s(ranks, nullptr),
-          d(ranks, nullptr) {
+          s(active_members, nullptr),
+          d(active_members, nullptr) {
+      const size_t n = static_cast<size_t>(c.ranks);
       try {
-        for (int r = 0; r < n; ++r) {
+        for (int i = 0; i < a; ++i) {
+          const int r = m[i].rank;
           size_t sb = 0, rb = 0;
           switch (c.kind) {
             case CollKind::AllGather: sb = total / n; rb = total; break;
@@ -241,10 +278,10 @@ class NcclEngine : public CommEngine {
               rb = static_cast<size_t>(c.rows_received(r)) * row_bytes;
               break;
           }
-          check_cuda(cudaSetDevice(r), "cudaSetDevice");
-          check_cuda(cudaMalloc(&s[r], std::max<size_t>(sb, 256)), "cudaMalloc (collective send buffer)");
-          check_cuda(cudaMalloc(&d[r], std::max<size_t>(rb, 256)), "cudaMalloc (collective receive buffer)");
-          check_cuda(cudaMemset(s[r], 0, std::max<size_t>(sb, 256)), "cudaMemset");
+          check_cuda(cudaSetDevice(m[i].device), "cudaSetDevice");
+          check_cuda(cudaMalloc(&s[i], std::max<size_t>(sb, 256)), "cudaMalloc (collective send buffer)");
+          check_cuda(cudaMalloc(&d[i], std::max<size_t>(rb, 256)), "cudaMalloc (collective receive buffer)");
+          check_cuda(cudaMemset(s[i], 0, std::max<size_t>(sb, 256)), "cudaMemset");
         }
       } catch (...) {
         release();
@@ -253,30 +290,38 @@ class NcclEngine : public CommEngine {
     }
     ~Buffers() { release(); }
     void release() {
-      for (int r = 0; r < n; ++r) {
-        cudaSetDevice(r);
-        if (s[r]) cudaFree(s[r]);
-        if (d[r]) cudaFree(d[r]);
-        s[r] = d[r] = nullptr;
+      for (int i = 0; i < a; ++i) {
+        cudaSetDevice(m[i].device);
+        if (s[i]) cudaFree(s[i]);
+        if (d[i]) cudaFree(d[i]);
+        s[i] = d[i] = nullptr;
       }
     }
   };
-  // Events of every rank, created on its device; destroyed on scope exit.
+  // Events of every active member, created on its device; destroyed on scope exit.
   struct Events {
     std::vector<cudaEvent_t>& e;
-    explicit Events(std::vector<cudaEvent_t>& ev) : e(ev) {
-      for (size_t r = 0; r < e.size(); ++r) {
-        cudaSetDevice(static_cast<int>(r));
-        check_cuda(cudaEventCreate(&e[r]), "cudaEventCreate");
+    const std::vector<Member>& m;
+    Events(std::vector<cudaEvent_t>& ev, const std::vector<Member>& members) : e(ev), m(members) {
+      for (size_t i = 0; i < e.size(); ++i) {
+        cudaSetDevice(m[i].device);
+        check_cuda(cudaEventCreate(&e[i]), "cudaEventCreate");
       }
     }
     ~Events() {
-      for (size_t r = 0; r < e.size(); ++r) {
-        cudaSetDevice(static_cast<int>(r));
-        if (e[r]) cudaEventDestroy(e[r]);
+      for (size_t i = 0; i < e.size(); ++i) {
+        cudaSetDevice(m[i].device);
+        if (e[i]) cudaEventDestroy(e[i]);
       }
     }
   };
+  // How many of this process's members belong to a communicator over ranks 0..n-1 (members are in
+  // rank order).
+  int active(int n) const {
+    int a = 0;
+    while (a < static_cast<int>(members_.size()) && members_[a].rank < n) ++a;
+    return a;
+  }
   static double slowest(const std::vector<cudaEvent_t>& a, const std::vector<cudaEvent_t>& b) {
     double worst = 0;
     for (size_t r = 0; r < a.size(); ++r) {
@@ -285,6 +330,11 @@ class NcclEngine : public CommEngine {
       worst = std::max(worst, static_cast<double>(ms));
     }
     return worst;
+  }
+  // Per iteration, the slowest rank of every process (a process without a member in the
+  // communicator contributes zeros).
+  void slowest_over_processes(std::vector<double>& v) {
+    if (pg_) pg_->max_in_place(v);
   }
   static CommTiming summarize(std::vector<double> samples) {
     std::sort(samples.begin(), samples.end());
@@ -298,11 +348,11 @@ class NcclEngine : public CommEngine {
     }
     return out;
   }
-  // A compute stream, a cuBLASLt handle and workspace on rank r (for the overlap GEMMs).
-  void ensure_compute(int r) {
-    while (static_cast<int>(compute_.size()) <= r) {
+  // A compute stream, a cuBLASLt handle and workspace for member i (for the overlap GEMMs).
+  void ensure_compute(int i) {
+    while (static_cast<int>(compute_.size()) <= i) {
       const int q = static_cast<int>(compute_.size());
-      check_cuda(cudaSetDevice(q), "cudaSetDevice");
+      check_cuda(cudaSetDevice(members_[q].device), "cudaSetDevice");
       cudaStream_t s = nullptr;
       check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
       compute_.push_back(s);
@@ -311,61 +361,79 @@ class NcclEngine : public CommEngine {
       lt_.push_back(h);
       ws_.push_back(make_lt_workspace());
     }
-    check_cuda(cudaSetDevice(r), "cudaSetDevice");
+    check_cuda(cudaSetDevice(members_[i].device), "cudaSetDevice");
   }
   void nccl_check(ncclResult_t r, const char* what) {
     if (r != ncclSuccess) throw std::runtime_error(fmt::format("{}: {}", what, lib_.getErrorString(r)));
   }
-  void sync_all(int n) {
-    for (int r = 0; r < n; ++r) {
-      cudaSetDevice(r);
-      check_cuda(cudaStreamSynchronize(streams_[r]), "cudaStreamSynchronize");
-      if (r < static_cast<int>(compute_.size()))
-        check_cuda(cudaStreamSynchronize(compute_[r]), "cudaStreamSynchronize");
+  void sync_all(int a) {
+    for (int i = 0; i < a; ++i) {
+      cudaSetDevice(members_[i].device);
+      check_cuda(cudaStreamSynchronize(streams_[i]), "cudaStreamSynchronize");
+      if (i < static_cast<int>(compute_.size())) check_cuda(cudaStreamSynchronize(compute_[i]), "cudaStreamSynchronize");
     }
   }
+  // The communicator over ranks 0..n-1, one handle per active member. One process: ncclCommInitAll.
+  // Under MPI: rank 0 makes a unique id, every process receives it (the ProcessGroup's broadcast,
+  // so every process calls this for the same n in the same order), ranks below n join.
   const std::vector<ncclComm_t>& comms_for(int n) {
     auto it = comms_.find(n);
     if (it != comms_.end()) return it->second;
-    while (static_cast<int>(streams_.size()) < n) {
-      const int r = static_cast<int>(streams_.size());
-      check_cuda(cudaSetDevice(r), "cudaSetDevice");
+    while (streams_.size() < members_.size()) {
+      const size_t i = streams_.size();
+      check_cuda(cudaSetDevice(members_[i].device), "cudaSetDevice");
       cudaStream_t s = nullptr;
       check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
       streams_.push_back(s);
     }
-    std::vector<ncclComm_t> comms(n);
-    std::vector<int> devs(n);
-    for (int r = 0; r < n; ++r) devs[r] = r;
-    nccl_check(lib_.commInitAll(comms.data(), n, devs.data()), "ncclCommInitAll");
+    const int a = active(n);
+    std::vector<ncclComm_t> comms(a, nullptr);
+    if (!pg_) {
+      std::vector<int> devs(a);
+      for (int i = 0; i < a; ++i) devs[i] = members_[i].device;
+      nccl_check(lib_.commInitAll(comms.data(), a, devs.data()), "ncclCommInitAll");
+    } else {
+      ncclUniqueId id{};
+      if (pg_->rank() == 0) nccl_check(lib_.getUniqueId(&id), "ncclGetUniqueId");
+      pg_->broadcast(&id, sizeof id, 0);
+      if (a > 0) {
+        nccl_check(lib_.groupStart(), "ncclGroupStart");
+        for (int i = 0; i < a; ++i) {
+          check_cuda(cudaSetDevice(members_[i].device), "cudaSetDevice");
+          nccl_check(lib_.commInitRank(&comms[i], n, id, members_[i].rank), "ncclCommInitRank");
+        }
+        nccl_check(lib_.groupEnd(), "ncclGroupEnd");
+      }
+    }
     return comms_[n] = comms;
   }
-  void launch(const Collective& c, CommType t, const std::vector<ncclComm_t>& comms, const std::vector<void*>& s,
+  void launch(const Collective& c, CommType t, const std::vector<ncclComm_t>& comms, int a, const std::vector<void*>& s,
               const std::vector<void*>& d, size_t row_bytes, size_t total) {
-    const int n = static_cast<int>(comms.size());
+    const int n = static_cast<int>(c.ranks);
     // Reductions in their type; gathers and all-to-alls move bytes (FP8 payload and scales alike).
     const ncclDataType_t red = t == CommType::Fp32 ? ncclFloat32 : ncclBfloat16;
     const size_t elem = static_cast<size_t>(comm_type_bytes(t));
     nccl_check(lib_.groupStart(), "ncclGroupStart");
-    for (int r = 0; r < n; ++r) {
+    for (int i = 0; i < a; ++i) {
+      const int r = members_[i].rank;
       switch (c.kind) {
         case CollKind::AllGather:
-          nccl_check(lib_.allGather(s[r], d[r], total / n, ncclUint8, comms[r], streams_[r]), "ncclAllGather");
+          nccl_check(lib_.allGather(s[i], d[i], total / n, ncclUint8, comms[i], streams_[i]), "ncclAllGather");
           break;
         case CollKind::ReduceScatter:
-          nccl_check(lib_.reduceScatter(s[r], d[r], total / n / elem, red, ncclSum, comms[r], streams_[r]),
+          nccl_check(lib_.reduceScatter(s[i], d[i], total / n / elem, red, ncclSum, comms[i], streams_[i]),
                      "ncclReduceScatter");
           break;
         case CollKind::AllReduce:
-          nccl_check(lib_.allReduce(s[r], d[r], total / elem, red, ncclSum, comms[r], streams_[r]), "ncclAllReduce");
+          nccl_check(lib_.allReduce(s[i], d[i], total / elem, red, ncclSum, comms[i], streams_[i]), "ncclAllReduce");
           break;
         case CollKind::AllToAll: {
           size_t so = 0, ro = 0;
           for (int p = 0; p < n; ++p) {
             const size_t sb = static_cast<size_t>(c.matrix[static_cast<size_t>(r * n + p)]) * row_bytes;
             const size_t rb = static_cast<size_t>(c.matrix[static_cast<size_t>(p * n + r)]) * row_bytes;
-            if (sb) nccl_check(lib_.send(static_cast<char*>(s[r]) + so, sb, ncclUint8, p, comms[r], streams_[r]), "ncclSend");
-            if (rb) nccl_check(lib_.recv(static_cast<char*>(d[r]) + ro, rb, ncclUint8, p, comms[r], streams_[r]), "ncclRecv");
+            if (sb) nccl_check(lib_.send(static_cast<char*>(s[i]) + so, sb, ncclUint8, p, comms[i], streams_[i]), "ncclSend");
+            if (rb) nccl_check(lib_.recv(static_cast<char*>(d[i]) + ro, rb, ncclUint8, p, comms[i], streams_[i]), "ncclRecv");
             so += sb;
             ro += rb;
           }
@@ -377,14 +445,22 @@ class NcclEngine : public CommEngine {
   }
 
   NcclLib lib_;
-  int gpus_;
+  std::vector<Member> members_;  // in rank order
+  int world_;                    // ranks in all: GPUs of the node, or MPI processes
+  ProcessGroup* pg_;             // MPI, or nullptr (one process)
   std::string desc_;
   std::map<int, std::vector<ncclComm_t>> comms_;
-  std::vector<cudaStream_t> streams_;  // the collectives' streams, one per rank
+  std::vector<cudaStream_t> streams_;  // the collectives' streams, one per member
   std::vector<cudaStream_t> compute_;  // the overlap GEMMs' streams
   std::vector<cublasLtHandle_t> lt_;
   std::vector<DeviceBuffer> ws_;
 };
+
+std::string version_text(const NcclLib& lib) {
+  int v = 0;
+  lib.getVersion(&v);
+  return fmt::format("NCCL {}.{}.{}", v / 10000, (v / 100) % 100, v % 100);
+}
 
 }  // namespace
 
@@ -397,13 +473,40 @@ std::unique_ptr<CommEngine> make_nccl_engine(std::string& why) {
     why = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device is visible";
     return nullptr;
   }
-  int v = 0;
-  lib.getVersion(&v);
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
-  const std::string desc =
-      fmt::format("NCCL {}.{}.{}, {} x {}", v / 10000, (v / 100) % 100, v % 100, n, static_cast<const char*>(prop.name));
-  return std::make_unique<NcclEngine>(lib, n, desc);
+  const std::string desc = fmt::format("{}, {} x {}", version_text(lib), n, static_cast<const char*>(prop.name));
+  std::vector<Member> members;
+  for (int r = 0; r < n; ++r) members.push_back({r, r});
+  return std::make_unique<NcclEngine>(lib, std::move(members), n, nullptr, desc);
+}
+
+std::unique_ptr<CommEngine> make_nccl_engine(ProcessGroup& pg, std::string& why) {
+  // Every process reaches the same verdict: a process that cannot take part stops them all here.
+  NcclLib lib;
+  std::string mine;
+  int n = 0;
+  if (!lib.load(mine)) {
+    mine = "rank " + std::to_string(pg.rank()) + ": " + mine;
+  } else {
+    const cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n < 1)
+      mine = fmt::format("rank {} on {}: {}", pg.rank(), pg.host(), e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device is visible");
+    else if (pg.local_rank() >= n)
+      mine = fmt::format("rank {} on {} is local rank {}, but only {} GPU{} visible there", pg.rank(), pg.host(),
+                         pg.local_rank(), n, n == 1 ? " is" : "s are");
+  }
+  std::vector<double> bad = {mine.empty() ? 0.0 : 1.0};
+  pg.max_in_place(bad);
+  if (bad[0] > 0) {
+    why = mine.empty() ? "another rank cannot take part (its own line says why)" : mine;
+    return nullptr;
+  }
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, pg.local_rank());
+  const std::string desc = fmt::format("{} over MPI, {} ranks of one GPU each ({} on rank {})", version_text(lib), pg.size(),
+                                       static_cast<const char*>(prop.name), pg.rank());
+  return std::make_unique<NcclEngine>(lib, std::vector<Member>{{pg.rank(), pg.local_rank()}}, pg.size(), &pg, desc);
 }
 
 #endif

@@ -1,5 +1,5 @@
 // The NCCL implementation of gs::CommEngine (core/collectives.hpp): one process, one communicator
-// per group size over the first N local GPUs (ncclCommInitAll), each collective timed with CUDA
+// per group size over the first N local GPUs (ncclCommInitAll), or one rank per process under MPI, each collective timed with CUDA
 // events on every rank's stream (the slowest rank counts). libnccl.so.2 is loaded with dlopen, so
 // the binary runs where NCCL is absent; then make_nccl_engine says why it cannot measure.
 #pragma once
@@ -7,11 +7,19 @@
 #include <string>
 
 #include "core/collectives.hpp"
+#include "core/process_group.hpp"
 
 namespace gs::cuda {
 
 // An engine over the visible GPUs, or nullptr with `why` set (no NCCL library, no GPU, a failed
 // communicator).
 std::unique_ptr<CommEngine> make_nccl_engine(std::string& why);
+
+// Under MPI: one rank per process, each on its node-local GPU (local rank = device), communicators
+// over ranks 0..N-1 bootstrapped with ncclCommInitRank from a unique id rank 0 broadcasts through
+// `pg`; each iteration's time is the slowest rank's (pg's maximum). Every rank must call it and then
+// the engine's functions in the same order. nullptr with `why` on every rank when any rank cannot
+// take part (no NCCL, no GPU, a local rank beyond its node's GPUs).
+std::unique_ptr<CommEngine> make_nccl_engine(ProcessGroup& pg, std::string& why);
 
 }  // namespace gs::cuda

@@ -5,6 +5,7 @@ namespace gs::cuda {
 std::vector<std::unique_ptr<GemmProvider>> make_providers() {
   std::vector<std::unique_ptr<GemmProvider>> out;
   out.push_back(make_cutlass_provider());
+  out.push_back(make_deepgemm_provider());
   return out;
 }
 

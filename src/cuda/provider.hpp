@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/engine.hpp"
 #include "core/modes.hpp"
 #include "core/plan.hpp"
 #include "core/recipe.hpp"
@@ -44,14 +45,17 @@ class GemmProvider {
   // one expert for a grouped GEMM). The engine has already applied the shape rules
   // (cell_shape_problem). The reason is the N/A cell's text: it names the provider.
   virtual std::string cannot_run(const Gemm& g, Precision p, Mode m, const Recipe& r, int cc) const = 0;
-  // A dense GEMM on `src` (C written as the recipe says). `opts`: the run's recipe options (what a
-  // provider needs to quantize as the cuBLASLt cell does). Throws std::exception for what it cannot
-  // do after all (an N/A cell with the message), CudaError for CUDA failures.
-  virtual std::unique_ptr<ProviderRun> dense(const Gemm& g, const Recipe& r, Mode m, GemmSources& src,
-                                             const RecipeOptions& opts, int device) = 0;
+  // A dense GEMM on `src` (C written as the recipe says). Throws std::exception for what it cannot
+  // do after all (an N/A cell with the message), CudaError for CUDA failures. A provider that
+  // quantizes as the cuBLASLt cell does takes the recipe options from configure().
+  virtual std::unique_ptr<ProviderRun> dense(const Gemm& g, const Recipe& r, Mode m, GemmSources& src, int device) = 0;
   // A grouped GEMM on `src` (per-expert sizes already padded to the recipe's alignment).
-  virtual std::unique_ptr<ProviderRun> grouped(GroupedSources& src, const Recipe& r, Mode m, const RecipeOptions& opts,
-                                               int device) = 0;
+  virtual std::unique_ptr<ProviderRun> grouped(GroupedSources& src, const Recipe& r, Mode m, int device) = 0;
+  // The run's options, given once after the provider is made (--num-sms, recipe options, seed).
+  virtual void configure(const EngineOptions&) {}
+  // Lines for the run's notes about what this provider did beyond the cells (e.g. DeepGEMM's
+  // NVRTC compile time and cache hits); empty when it has nothing to add.
+  virtual std::vector<std::string> notes() const { return {}; }
 };
 
 // Every provider this build knows besides cuBLASLt, in core/provider.hpp's order. A provider whose
@@ -60,5 +64,7 @@ std::vector<std::unique_ptr<GemmProvider>> make_providers();
 
 // The CUTLASS provider (cutlass_provider.cpp).
 std::unique_ptr<GemmProvider> make_cutlass_provider();
+// The DeepGEMM provider (deepgemm/deepgemm_provider.cpp).
+std::unique_ptr<GemmProvider> make_deepgemm_provider();
 
 }  // namespace gs::cuda

@@ -359,6 +359,13 @@ void RecipeGemm::step(cudaStream_t s) {
     run_gemm(s);
     return;
   }
+  step_quantize(s);
+  run_gemm(s);
+  step_after(s);
+}
+
+void RecipeGemm::step_quantize(cudaStream_t s) {
+  if (external_quant_) return;
   auto work = [&](QuantizedOperand* q, QuantizedOperand* sib, const OperandWork& w) {
     if (!q || w.work == QuantWork::None) return;
     if (w.work == QuantWork::Dual) q->quantize_dual(*sib, s, w.producer_amax);
@@ -367,21 +374,28 @@ void RecipeGemm::step(cudaStream_t s) {
   work(l_.get(), l_sib_.get(), wl_);
   work(r_.get(), r_sib_.get(), wr_);
   if (wl_.work != QuantWork::None || wr_.work != QuantWork::None) update_alpha(s);
-  run_gemm(s);
+}
+
+void RecipeGemm::step_after(cudaStream_t s) {
+  if (external_quant_) return;
   if (l_ && wl_.work != QuantWork::None) l_->after_gemm(s);
   if (r_ && wr_.work != QuantWork::None) r_->after_gemm(s);
 }
 
-int RecipeGemm::step_ops() const {
-  if (external_quant_) return kernel_ ? kernel_ops_ : 2;  // the matmul (cuBLASLt may add a split-K reduction kernel)
+int RecipeGemm::step_quantize_ops() const {
+  if (external_quant_) return 0;
   auto work = [&](const QuantizedOperand* q, const QuantizedOperand* sib, const OperandWork& w) {
     if (!q || w.work == QuantWork::None) return 0;
     int n = q->quantize_ops(w.producer_amax) + q->after_gemm_ops();
     if (w.work == QuantWork::Dual && sib) n += sib->quantize_ops();  // fused passes launch fewer
     return n;
   };
+  return work(l_.get(), l_sib_.get(), wl_) + work(r_.get(), r_sib_.get(), wr_) + (alpha_ ? 1 : 0);
+}
+
+int RecipeGemm::step_ops() const {
   const int matmul = kernel_ ? kernel_ops_ : 2;  // cuBLASLt may add a split-K reduction kernel
-  return work(l_.get(), l_sib_.get(), wl_) + work(r_.get(), r_sib_.get(), wr_) + (alpha_ ? 1 : 0) + matmul;
+  return step_quantize_ops() + matmul;
 }
 
 void RecipeGemm::prequantize(cudaStream_t s) {

@@ -97,6 +97,12 @@ class RecipeGemm {
   void step(cudaStream_t s);
   // Upper bound of the stream operations one step() enqueues (timed_loop.hpp).
   int step_ops() const;
+  // step() without the cuBLASLt GEMM, for another provider's kernel (provider.hpp) between the
+  // two: the same quantization work before it and delayed scaling's history step after it.
+  // Valid without the GEMM (with_gemm = false).
+  void step_quantize(cudaStream_t s);
+  void step_after(cudaStream_t s);
+  int step_quantize_ops() const;  // both together, stream operations (as step_ops)
   bool needs_prequantize() const {
     return wl_.work == QuantWork::None || wr_.work == QuantWork::None || wl_.producer_amax || wr_.producer_amax;
   }

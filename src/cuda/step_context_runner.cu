@@ -6,6 +6,7 @@
 
 #include "core/gpu_spec.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/event_timer.hpp"
 
 namespace gs::cuda {
 namespace {
@@ -14,24 +15,8 @@ namespace {
 template <class F>
 double mean_ms(cudaStream_t s, F&& f, int warm, int n) {
   for (int i = 0; i < warm; ++i) f();
-  cudaEvent_t a = nullptr, b = nullptr;
-  GS_CUDA(cudaEventCreate(&a));
-  GS_CUDA(cudaEventCreate(&b));
-  float ms = 0;
-  try {
-    GS_CUDA(cudaEventRecord(a, s));
-    for (int i = 0; i < n; ++i) f();
-    GS_CUDA(cudaEventRecord(b, s));
-    GS_CUDA(cudaEventSynchronize(b));
-    GS_CUDA(cudaEventElapsedTime(&ms, a, b));
-  } catch (...) {
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    throw;
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return static_cast<double>(ms) / n;
+  EventTimer timer;
+  return timer.time_ms(s, [&] { for (int i = 0; i < n; ++i) f(); }) / n;
 }
 
 }  // namespace

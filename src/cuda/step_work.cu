@@ -6,6 +6,7 @@
 #include <cuda_bf16.h>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/event_timer.hpp"
 #include "cuda/fill.cuh"
 
 namespace gs::cuda {
@@ -47,21 +48,11 @@ StepWork::StepWork(int64_t l2_bytes, cudaStream_t stream) {
   // Activations ~ N(0,1), as a layer's: the GELU's math does real work on them.
   fill_normal_bf16(src_.get<__nv_bfloat16>(), bytes / sizeof(__nv_bfloat16), 0x5eed, 1.0f, stream);
   // Calibration: four passes over the buffers, twice (the first warms the clocks and the code).
-  cudaEvent_t a = nullptr, b = nullptr;
-  GS_CUDA(cudaEventCreate(&a));
-  GS_CUDA(cudaEventCreate(&b));
+  EventTimer timer;
   const int64_t moved = 8 * static_cast<int64_t>(bytes);  // 4 passes x (read + write)
-  float ms = 0;
-  for (int rep = 0; rep < 2; ++rep) {
-    GS_CUDA(cudaEventRecord(a, stream));
-    launch(moved, stream);
-    GS_CUDA(cudaEventRecord(b, stream));
-    GS_CUDA(cudaEventSynchronize(b));
-    GS_CUDA(cudaEventElapsedTime(&ms, a, b));
-  }
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  bytes_per_ms_ = static_cast<double>(moved) / std::max(ms, 1e-3f);
+  double ms = 0;
+  for (int rep = 0; rep < 2; ++rep) ms = timer.time_ms(stream, [&] { launch(moved, stream); });
+  bytes_per_ms_ = static_cast<double>(moved) / std::max(ms, 1e-3);
 }
 
 void StepWork::launch(int64_t bytes, cudaStream_t stream) const {

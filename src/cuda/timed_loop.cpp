@@ -38,12 +38,17 @@ struct Segment {
 std::optional<ClockSample> clock_mean(const std::vector<ClockSample>& samples) {
   if (samples.empty()) return std::nullopt;
   ClockSample m = samples.front();
-  double sum = 0;
+  double sum = 0, temp = 0, power = 0;
+  int temps = 0, powers = 0;
   for (const ClockSample& c : samples) {
     sum += c.sm_mhz;
     m.reasons |= c.reasons;
+    if (c.temp_c) temp += *c.temp_c, ++temps;
+    if (c.power_w) power += *c.power_w, ++powers;
   }
   m.sm_mhz = static_cast<int>(sum / static_cast<double>(samples.size()) + 0.5);
+  m.temp_c = temps ? std::optional<int>(static_cast<int>(temp / temps + 0.5)) : std::nullopt;
+  m.power_w = powers ? std::optional<double>(power / powers) : std::nullopt;
   return m;
 }
 

@@ -1,6 +1,7 @@
 // The fused-attention shape: its checks and the FLOPs its kernels execute, against hand-worked cases.
 #include <gtest/gtest.h>
 
+#include "core/attention_matmuls.hpp"
 #include "core/attention_shape.hpp"
 #include "core/model_config.hpp"
 #include "core/plan.hpp"
@@ -51,7 +52,7 @@ TEST(AttentionShape, MlaHeadDims) {
 }
 
 TEST(AttentionShape, AgreesWithThePlansModelCount) {
-  // plan.hpp's attention_score_flops counts forward + twice the forward (no recomputed S):
+  // attention_matmuls.hpp's rows count forward + twice the forward (no recomputed S):
   // 3 x forward = forward + backward - the recomputed S (2 x pairs x d_qk).
   ModelConfig c = find_preset("llama-3-8b").config;
   c.micro_batch_size = 2;
@@ -59,7 +60,11 @@ TEST(AttentionShape, AgreesWithThePlansModelCount) {
   const AttentionShape a = shape(2, 4096, 4096, c.num_attention_heads, c.num_key_value_heads, c.head_dimension(),
                                  c.head_dimension(), true);
   const double recomputed_s = 2 * attention_score_pairs(a) * static_cast<double>(a.d_qk);
-  EXPECT_DOUBLE_EQ(attention_score_flops(c, true), attention_fwd_flops(a) + attention_bwd_flops(a) - recomputed_s);
+  const AttentionMatmuls m = attention_matmuls(c);
+  EXPECT_DOUBLE_EQ(m.flops_per_layer(true), attention_fwd_flops(a) + attention_bwd_flops(a) - recomputed_s);
+  EXPECT_DOUBLE_EQ(m.recomputed_flops(), recomputed_s);
+  EXPECT_DOUBLE_EQ(m.flops(Pass::Fprop), attention_fwd_flops(a));
+  EXPECT_DOUBLE_EQ(m.flops(Pass::Dgrad) + m.recomputed_flops(), attention_bwd_flops(a));
 }
 
 TEST(AttentionShape, Checks) {

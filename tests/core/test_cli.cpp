@@ -201,10 +201,17 @@ TEST(Cli, SubcommandParseErrorsAreOneLine) {
   };
   for (const Case& c : std::vector<Case>{
            {"compare", "gemmscope compare: error: A is required (see --help)"},
-           {"compare " + a + " " + a + " --bogus", "gemmscope compare: error: The following argument was not expected: --bogus"},
+           {"compare " + a + " " + a + " --bogus", "gemmscope compare: error: unknown option --bogus"},
+           {"compare " + a + " " + a + " --threshhold 5%",
+            "gemmscope compare: error: unknown option --threshhold (did you mean --threshold?)"},
+           {"predict " + a + " --gpus H100", "gemmscope predict: error: unknown option --gpus (did you mean --gpu"},
+           {"report " + a + " --jsn x", "gemmscope report: error: unknown option --jsn"},
            {"compare " + a + " " + a + " --threshold", "gemmscope compare: error: --threshold"},
            {"plot", "gemmscope plot: error: "},
-           {"plot " + a + " -o x.svg --kind pie", "gemmscope plot: error: --kind: pie not in"},
+           {"plot " + a + " -o x.svg --kind pie", "gemmscope plot: error: --kind must be auto, model, shapes, sweep, "
+                                                  "modes, roofline, experts or fleet, got 'pie'"},
+           {"plot " + a + " -o x.svg --kind modle", "got 'modle' (did you mean model?)"},
+           {"plot " + a + " -o x.svg --kynd model", "gemmscope plot: error: unknown option --kynd (did you mean --kind?)"},
            {"plot " + a + " -o x.svg --mode sideways", "gemmscope plot: error: unknown mode 'sideways'"}}) {
     SCOPED_TRACE(c.args);
     Out r = run(c.args);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "core/collectives.hpp"
 #include "core/error.hpp"
 #include "core/model_config.hpp"
@@ -364,3 +366,30 @@ TEST(Collectives, CliDryRunAndRefusals) {
   EXPECT_NE(r.err.find("add --comm"), std::string::npos) << r.err;
 }
 #endif
+
+// A MoE model's per-layer line counts the layer's all-to-alls (scope MoeLayer) besides the per-layer
+// collectives; a model whose layers all have experts prints no dense-layer line.
+TEST(Collectives, PerMoeLayerLineHoldsTheAllToAlls) {
+  const Plan p = plan_of("mixtral-8x7b", 1, "balanced", 2);
+  const CommLayout l = layout_for(p, 0, true, 1, CommType::Fp32);
+  ASSERT_EQ(l.expert_parallel, 2);
+  FakeComm eng(2);
+  const CommResult r = measure_collectives(p, l, eng, 1, 5);
+  double bf16 = 0, fp8 = 0;
+  int a2a = 0;
+  for (const Collective& c : r.collectives) {
+    if (c.scope != Scope::Layer && c.scope != Scope::MoeLayer) continue;
+    a2a += c.kind == CollKind::AllToAll;
+    bf16 += static_cast<double>(c.size_bytes(c.type_bf16)) / 1e8;
+    fp8 += static_cast<double>(c.size_bytes(c.type_fp8)) / 1e8;
+  }
+  EXPECT_EQ(a2a, 4);
+  EXPECT_GT(bf16, fp8);  // the FP8 dispatch
+  const std::string text = render_comm_text(r, p);
+  EXPECT_NE(text.find(fmt::format("per MoE layer (measured): communication {:.3f} ms in BF16 recipes, {:.3f} ms in FP8 "
+                                  "recipes",
+                                  bf16, fp8)),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("per dense layer"), std::string::npos) << text;
+}

@@ -4,6 +4,8 @@
 // Runs the built binary (no GPU: dry runs and inputs refused before any device is touched) and
 // the core printers directly.
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -211,9 +213,16 @@ TEST(FirstContact, MultimodalConfigWithoutHeadsIsPlannedWithNotes) {
   EXPECT_EQ(doc["config"]["num_attention_heads"], 8);
   EXPECT_EQ(doc["config"]["num_key_value_heads"], 4);
   EXPECT_EQ(doc["config"]["head_dim"], 256);
-  EXPECT_EQ(doc["config"]["notes"].size(), 4u);
+  // Four class defaults, and the sliding window (attention rows planned as full causal attention).
+  EXPECT_EQ(doc["config"]["notes"].size(), 5u);
   const gs::RunResult back = gs::from_json(doc);
-  EXPECT_EQ(back.plan.config->notes.size(), 4u);
+  ASSERT_EQ(back.plan.config->notes.size(), 5u);
+  EXPECT_EQ(std::count_if(back.plan.config->notes.begin(), back.plan.config->notes.end(),
+                          [](const std::string& n) {
+                            return n.find("'sliding_window' = 1024 in the layers its family applies it to") !=
+                                   std::string::npos;
+                          }),
+            1);
   const Out r = run("--dry-run --config " + cfg.string());
   EXPECT_NE(r.out.find("Config note: " + cfg.string() + " has no 'num_attention_heads': Gemma3TextConfig's default 8 used"),
             std::string::npos)

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 
 #include "core/error.hpp"
@@ -12,6 +13,7 @@
 #include "test_util.hpp"
 
 using namespace gs;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -144,4 +146,79 @@ TEST(Fleet, ReportAndCompareReadFleetFiles) {
   EXPECT_NE(r.out.find("== A: " + single + "  B: GPU 0"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("B: GPU 1"), std::string::npos) << r.out;
 }
+
+TEST(Fleet, PlotDrawsFleetFiles) {
+  const auto dir = gs::test::scratch_dir("fleet_plot");
+  const std::vector<FleetRun> runs = {run_on("GPU 0", 1.0, 1755), run_on("GPU 1", 1.2, 1500)};
+  const std::string fleet = (dir / "fleet.json").string(), single = (dir / "single.json").string();
+  std::ofstream(fleet) << fleet_to_json(runs, summarize_fleet(runs, 0.05)).dump(2);
+  std::ofstream(single) << to_json(runs[0].run).dump(2);
+  // The chart document the script gets: per GPU and precision, the median and the slow GPU.
+  const nlohmann::json chart = fleet_chart_json(summarize_fleet(runs, 0.05));
+  EXPECT_EQ(chart["schema"], "gemmscope-fleet-chart/1");
+  ASSERT_EQ(chart["gpus"].size(), 2u);
+  ASSERT_EQ(chart["slow"].size(), 1u);
+  EXPECT_EQ(chart["slow"][0]["gpu"], 1);
+  EXPECT_GT(chart["gpus"][1]["layer_ms"][0].get<double>(), chart["gpus"][0]["layer_ms"][0].get<double>());
+  // Other kinds are refused for a fleet file, and the fleet kind for a single run, before any Python.
+  gs::test::Out r = gs::test::run_gemmscope("plot " + fleet + " -o " + (dir / "x.png").string() + " --kind model", dir);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("is a fleet file"), std::string::npos) << r.err;
+  r = gs::test::run_gemmscope("plot " + single + " -o " + (dir / "x.png").string() + " --kind fleet", dir);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("needs a fleet file"), std::string::npos) << r.err;
+  const fs::path png = dir / "fleet.png";
+  r = gs::test::run_gemmscope("plot " + fleet + " -o " + png.string(), dir);
+  if (r.rc == 3) GTEST_SKIP() << "no Python with matplotlib: " << r.err;
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("fleet chart"), std::string::npos) << r.out;
+  EXPECT_GT(fs::file_size(png), 1000u);
+}
 #endif
+
+TEST(Fleet, TemperatureAndPowerPerGpu) {
+  // GPU 1 runs hot and at a lower power draw (a power-capped board): its evidence says so, the table
+  // shows each GPU's means, and the result JSON keeps the samples through a round trip.
+  class HotEngine : public gs::test::FakeEngineBase {
+   public:
+    HotEngine(double scale, int temp, double watts) : scale_(scale), temp_(temp), watts_(watts) {}
+    Cell measure(const Gemm& g, Precision, Mode) override {
+      Stats s;
+      s.mean_ms = s.median_ms = s.min_ms = s.max_ms = scale_ * g.flops() / 1e12;
+      s.iters = 10;
+      Cell c = Cell::measured(s);
+      ClockSample k{1700, 1980, 0};
+      k.temp_c = temp_;
+      k.power_w = watts_;
+      c.clock = k;
+      return c;
+    }
+
+   private:
+    double scale_;
+    int temp_;
+    double watts_;
+  };
+  HotEngine cool(1.0, 45, 690), hot(1.2, 83, 520), mid(1.0, 47, 700);
+  std::vector<FleetRun> runs = {{"GPU 0", run(cool, request())}, {"GPU 1", run(hot, request())},
+                                {"GPU 2", run(mid, request())}};
+  const FleetSummary s = summarize_fleet(runs, 0.05);
+  ASSERT_TRUE(s.gpus[1].mean_temp_c.has_value());
+  EXPECT_DOUBLE_EQ(*s.gpus[1].mean_temp_c, 83);
+  EXPECT_DOUBLE_EQ(*s.gpus[1].mean_power_w, 520);
+  ASSERT_EQ(s.slow.size(), 1u);
+  EXPECT_NE(s.slow[0].evidence.find("83 C against 47 C"), std::string::npos) << s.slow[0].evidence;
+  EXPECT_NE(s.slow[0].evidence.find("520 W against 690 W"), std::string::npos) << s.slow[0].evidence;
+  const std::string text = render_fleet_text(s);
+  EXPECT_NE(text.find("temp C"), std::string::npos) << text;
+  const nlohmann::json j = fleet_to_json(runs, s);
+  EXPECT_DOUBLE_EQ(j["gpus"][1]["mean_temp_c"].get<double>(), 83);
+  const std::vector<FleetRun> back = fleet_from_json(nlohmann::json::parse(j.dump()), "f.json");
+  const FleetSummary s2 = summarize_fleet(back, 0.05);
+  EXPECT_DOUBLE_EQ(*s2.gpus[1].mean_power_w, 520);
+  // An older file without the samples: no temperature, no power, and no error.
+  const RunResult plain = run_on("x", 1.0, 1700).run;
+  const FleetSummary s3 = summarize_fleet({{"a", plain}, {"b", plain}}, 0.05);
+  EXPECT_FALSE(s3.gpus[0].mean_temp_c.has_value());
+  EXPECT_EQ(render_fleet_text(s3).find(" 83 "), std::string::npos);
+}

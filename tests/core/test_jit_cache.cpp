@@ -174,6 +174,98 @@ TEST(DeepGemmConfig, GroupedAndWgrad) {
   EXPECT_EQ(c.swizzle_cd, 0);  // FP32 output is not swizzled
 }
 
+TEST(DeepGemmConfig, Bf16FollowsDeepGemmsBf16Choice) {
+  Problem p = dense(4096, 4096, 4096);
+  p.kernel = Kernel::BF16;
+  ASSERT_EQ(gs::dg::unsupported_reason(p), "");
+  auto c = gs::dg::best_config(p);
+  EXPECT_EQ(c.block_k, 64) << "128 bytes of BF16";
+  EXPECT_EQ(c.swizzle_a, 128);
+  EXPECT_EQ(c.swizzle_b, 128);
+  EXPECT_GT(c.swizzle_cd, 0) << "BF16 output is swizzled";
+  EXPECT_LE(c.smem_bytes, gs::dg::kSm90SmemCapacity);
+  EXPECT_GE(c.num_stages, 3);
+  EXPECT_FALSE(c.block_m > 128 && c.block_n > 128);
+  // The FP32 accumulating Wgrad: MN-major operands (swizzle along M / N), no 256-row block, FP32 unswizzled.
+  Problem w = dense(4096, 7168, 8192);
+  w.kernel = Kernel::BF16_FP32;
+  w.a_k_major = w.b_k_major = false;
+  ASSERT_EQ(gs::dg::unsupported_reason(w), "");
+  c = gs::dg::best_config(w);
+  EXPECT_LE(c.block_m, 128);
+  EXPECT_EQ(c.swizzle_cd, 0);
+  EXPECT_EQ(c.swizzle_a % 64, 0);
+  const auto in = gs::dg::instantiation(w, c);
+  EXPECT_NE(in.source.find("deep_gemm/impls/sm90_bf16_gemm.cuh"), std::string::npos);
+  EXPECT_EQ(in.name_expression.rfind("&deep_gemm::sm90_bf16_gemm_impl<cute::UMMA::Major::MN, cute::UMMA::Major::MN, 0, 7168, 8192, 1, ", 0), 0u)
+      << in.name_expression;
+  EXPECT_NE(in.name_expression.find("GemmType::Normal, true, float>"), std::string::npos) << in.name_expression;
+  // Same shape, BF16 out: another kernel (and another cache entry).
+  Problem wb = w;
+  wb.kernel = Kernel::BF16;
+  EXPECT_NE(gs::dg::instantiation(wb, gs::dg::best_config(wb)).name_expression, in.name_expression);
+  // M-grouped: block M = the 128-row alignment, K-major A required; K % 64, MN-major M % 8.
+  Problem g = dense(128 * 32, 2048, 7168);
+  g.kernel = Kernel::BF16;
+  g.layout = Layout::MGroupedContiguous;
+  g.num_groups = 8;
+  g.b_k_major = false;
+  ASSERT_EQ(gs::dg::unsupported_reason(g), "");
+  EXPECT_EQ(gs::dg::best_config(g).block_m, gs::dg::kMGroupedAlignment);
+  EXPECT_NE(gs::dg::instantiation(g, gs::dg::best_config(g)).name_expression.find("GemmType::MGroupedContiguous, false, cutlass::bfloat16_t>"),
+            std::string::npos);
+  g.a_k_major = false;
+  EXPECT_NE(gs::dg::unsupported_reason(g).find("K-major A"), std::string::npos);
+  Problem k = p;
+  k.k = 4096 + 32;
+  EXPECT_NE(gs::dg::unsupported_reason(k).find("K % 64"), std::string::npos);
+  Problem mn = w;
+  mn.m = 4096 + 4;
+  EXPECT_NE(gs::dg::unsupported_reason(mn).find("M % 8"), std::string::npos);
+  // K-grouped (the grouped Wgrad): MN-major operands, K at run time, each expert's K % 128.
+  Problem kg = dense(768, 2048, 512);
+  kg.kernel = Kernel::BF16_FP32;
+  kg.layout = Layout::KGroupedContiguous;
+  kg.num_groups = 8;
+  kg.a_k_major = kg.b_k_major = false;
+  ASSERT_EQ(gs::dg::unsupported_reason(kg), "");
+  const auto kgc = gs::dg::best_config(kg);
+  EXPECT_EQ(kgc.cluster_size(), 1) << "no multicast with more than 4 K groups";
+  const auto kgi = gs::dg::instantiation(kg, kgc);
+  EXPECT_EQ(kgi.kernel_name, "sm90_bf16_k_grouped_gemm_fp32_acc");
+  EXPECT_NE(kgi.name_expression.find("cute::UMMA::Major::MN, cute::UMMA::Major::MN, 0, 2048, 0, 8, "), std::string::npos)
+      << kgi.name_expression;
+  EXPECT_NE(kgi.name_expression.find("GemmType::KGroupedContiguous, true, float>"), std::string::npos);
+  kg.a_k_major = true;
+  EXPECT_NE(gs::dg::unsupported_reason(kg).find("MN-major"), std::string::npos);
+  kg.a_k_major = false;
+  kg.k = 576;
+  EXPECT_NE(gs::dg::unsupported_reason(kg).find("K % 128"), std::string::npos);
+  // The FP8 kernels still refuse MN-major operands.
+  Problem f = dense(4096, 4096, 4096);
+  f.b_k_major = false;
+  EXPECT_NE(gs::dg::unsupported_reason(f).find("K-major"), std::string::npos);
+}
+
+TEST(DeepGemmConfig, KGroupedWgradIsOneKernelForEveryExpert) {
+  Problem p = dense(768, 2048, 512);  // k: the largest expert's K, DeepGEMM's choice for the tile
+  p.kernel = Kernel::FP8_1D1D;
+  p.layout = Layout::KGroupedContiguous;
+  p.num_groups = 8;
+  ASSERT_EQ(gs::dg::unsupported_reason(p), "");
+  const auto c = gs::dg::best_config(p);
+  EXPECT_EQ(c.cluster_size(), 1) << "DeepGEMM: no multicast with more than 4 K groups";
+  EXPECT_LE(c.smem_bytes, gs::dg::kSm90SmemCapacity);
+  const auto in = gs::dg::instantiation(p, c);
+  EXPECT_NE(in.name_expression.find("sm90_fp8_gemm_1d1d_impl<0, 2048, 0, 8, "), std::string::npos)
+      << "K at run time, the expert count compiled in: " << in.name_expression;
+  EXPECT_NE(in.name_expression.find("GemmType::KGroupedContiguous"), std::string::npos);
+  // A different expert count is a different kernel (kNumGroups is compiled in).
+  Problem q = p;
+  q.num_groups = 16;
+  EXPECT_NE(gs::dg::instantiation(q, gs::dg::best_config(q)).name_expression, in.name_expression);
+}
+
 TEST(DeepGemmConfig, RefusalsSayWhy) {
   EXPECT_NE(gs::dg::unsupported_reason(dense(128, 128, 100)).find("K % 128"), std::string::npos);
   Problem odd = dense(128, 128, 128);

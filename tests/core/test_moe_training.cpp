@@ -2,6 +2,7 @@
 // the traffic model, the quantization launches of fused vs per-expert grouped quantization, the
 // presets' published or typical expert-parallel layout, the flags and their JSON round trip, and
 // what the report header says.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -12,6 +13,7 @@
 #include "core/plan.hpp"
 #include "core/recipe.hpp"
 #include "core/report.hpp"
+#include "core/report_moe.hpp"
 #include "core/runner.hpp"
 #include "test_util.hpp"
 
@@ -163,6 +165,31 @@ TEST(MoeNotes, SayWhyFp8IsNotFasterInTheMoeLayer) {
   MoeSpeedEngine fast(0.6);
   r = run(fast, moe_request());
   for (const std::string& n : r.notes) EXPECT_EQ(n.find("not faster than BF16"), std::string::npos) << n;
+}
+
+TEST(MoeGroupedBlock, SaysHowMuchOfTheGroupedCellsIsKernelTime) {
+  MoeSpeedEngine e(1.0);
+  RunResult r = run(e, moe_request());
+  const size_t mode = 0;
+  // No kernel records: no line.
+  EXPECT_EQ(moe_grouped_block(r, mode).find("Kernel time in the grouped cells"), std::string::npos);
+  // Every grouped BF16 cell traced: 2 launches of 0.25 x its mean time each, so half of it is kernels.
+  double cell_ms = 0;
+  for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+    if (!r.plan.gemms[g].grouped()) continue;
+    Cell& c = r.cells[mode][g][0];
+    ASSERT_TRUE(c.ok);
+    c.kernels.traced = true;
+    c.kernels.kernels = {{"gemm_kernel", c.stats.mean_ms * 250.0, 2.0, KernelClass::Gemm}};
+    cell_ms += c.stats.mean_ms;
+  }
+  ASSERT_GT(cell_ms, 0);
+  const std::string block = moe_grouped_block(r, mode);
+  const size_t at = block.find("Kernel time in the grouped cells");
+  ASSERT_NE(at, std::string::npos) << block;
+  EXPECT_NE(block.find(fmt::format("BF16 {:.3f} of {:.3f} ms (50%", cell_ms / 2, cell_ms), at), std::string::npos) << block;
+  // FP8 cells were not traced: only BF16 is summed.
+  EXPECT_EQ(block.find("FP8Current", at), std::string::npos) << block;
 }
 
 #ifdef GS_BINARY

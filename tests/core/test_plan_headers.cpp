@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "core/attention_matmuls.hpp"
 #include "core/grouped.hpp"
 #include "core/model_config.hpp"
 #include "core/report.hpp"
@@ -103,20 +104,18 @@ TEST(PlanHeaders, AttentionsOwnGemmsAreStatedNotPlanned) {
   // Qwen3-30B-A3B at 1 x 4096: 32 heads of 128. Forward 2 x 4096^2 x 32 x (128 + 128) = 274.9G,
   // backward twice that, the causal mask halves it: 412.3G per layer.
   const ModelConfig q = find_preset("qwen3-30b-a3b").config;
-  EXPECT_DOUBLE_EQ(attention_score_flops(q), 0.5 * 3 * 2.0 * 4096.0 * 4096 * 32 * 256);
-  EXPECT_DOUBLE_EQ(attention_score_flops(q, false), 2 * attention_score_flops(q));
+  EXPECT_DOUBLE_EQ(attention_matmuls(q).flops_per_layer(true), 0.5 * 3 * 2.0 * 4096.0 * 4096 * 32 * 256);
+  EXPECT_DOUBLE_EQ(attention_matmuls(q).flops_per_layer(false), 2 * attention_matmuls(q).flops_per_layer(true));
   // MLA: the real head sizes, qk 128 + 64, v 128 (DeepSeek-V3, 128 heads), and tensor parallel 8
   // splits the heads.
   ModelConfig d = find_preset("deepseek-v3").config;
   d.tensor_parallel = 8;
-  EXPECT_DOUBLE_EQ(attention_score_flops(d), 0.5 * 3 * 2.0 * 4096.0 * 4096 * 16 * (192 + 128));
+  EXPECT_DOUBLE_EQ(attention_matmuls(d).flops_per_layer(true), 0.5 * 3 * 2.0 * 4096.0 * 4096 * 16 * (192 + 128));
   const test::Out o = dry("--model qwen3-30b-a3b");
   ASSERT_EQ(o.rc, 0) << o.err;
-  EXPECT_NE(o.out.find("the linear layers only (attention's QK^T and PV not included)"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("Not in the GEMM plan: attention's QK^T and PV (fused in flash attention), 0.41T per layer "
-                       "with the causal mask"),
-            std::string::npos)
+  EXPECT_NE(o.out.find("the linear layers only (attention's QK^T and PV not included: below)"), std::string::npos)
       << o.out;
+  EXPECT_NE(o.out.find("Per layer 0.41T with the causal mask"), std::string::npos) << o.out;
   // The measured report calls the projections projections.
   const RunResult r = from_json(read_json_file(std::string(GS_TEST_DATA_DIR) + "/moe_mixtral_a.json"), "m.json");
   const std::string text = render_text(r);

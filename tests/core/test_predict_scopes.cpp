@@ -178,3 +178,47 @@ TEST(PredictScopes, CommandLineDatasheetOnlyMoeConfig) {
   EXPECT_NE(o.out.find("Routed experts"), std::string::npos);
   std::filesystem::remove_all(dir);
 }
+
+TEST(PredictScopes, SpeedupsCarryTheirBand) {
+  // Qwen3-30B-A3B measured on an H100, predicted on a B300: NVFP4's speedup is printed with its band,
+  // BF16's low over NVFP4's high to BF16's high over NVFP4's low (the full-model bands of the JSON).
+  const RunResult run = shipped("h100_moe_qwen3-30b-a3b.json");
+  const Prediction p = predict_from_run(run, "q.json", db().find("H100"), db().find("B300"));
+  const std::string text = render_prediction_text(p);
+  const json j = prediction_json(p);
+  const std::string mode = to_string(run.modes[0]);
+  const json& bf = j["prediction"]["full_model"][mode]["BF16"];
+  const json& nv = j["prediction"]["full_model"][mode]["NVFP4"];
+  ASSERT_TRUE(bf.is_object() && nv.is_object()) << j["prediction"]["full_model"].dump();
+  const double point = bf["ms"].get<double>() / nv["ms"].get<double>();
+  const double lo = bf["low_ms"].get<double>() / nv["high_ms"].get<double>();
+  const double hi = bf["high_ms"].get<double>() / nv["low_ms"].get<double>();
+  EXPECT_LT(lo, point);
+  EXPECT_GT(hi, point);
+  const std::string want = fmt::format("NVFP4 {:.2f}x ({:.2f}-{:.2f}x)", point, lo, hi);
+  EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
+}
+
+TEST(PredictScopes, H100RunPredictsTheMeasuredH200RunWithinItsBand) {
+  // Qwen2.5-7B measured on an H100 and, separately, on an H200 (docs/results): the prediction for the
+  // H200 holds the H200's measured full-model total in its band for every mode and precision.
+  const RunResult h100 = shipped("h100_qwen7b.json");
+  const RunResult h200 = shipped("h200_qwen7b.json");
+  const Prediction p = predict_from_run(h100, "h100_qwen7b.json", db().find("H100"), db().find("H200"));
+  const json j = prediction_json(p);
+  int checked = 0;
+  for (size_t m = 0; m < h200.modes.size(); ++m) {
+    const ModeSummary measured = summarize_mode(h200, m);
+    for (size_t i = 0; i < h200.precisions.size(); ++i) {
+      const std::string mode = to_string(h200.modes[m]), prec = to_string(h200.precisions[i]);
+      const json& got = j["prediction"]["full_model"][mode][prec];
+      if (!got.is_object() || !measured.sums[i].full_model) continue;
+      SCOPED_TRACE(mode + " " + prec);
+      const double want = *measured.sums[i].full_model;
+      EXPECT_LE(got["low_ms"].get<double>(), want);
+      EXPECT_GE(got["high_ms"].get<double>(), want);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 6);
+}

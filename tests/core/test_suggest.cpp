@@ -1,6 +1,7 @@
 // One "did you mean" rule (core/suggest.hpp) for flags, model presets, subcommands and enum values.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,25 @@ TEST(Suggest, CommandLine) {
   o = test::run_gemmscope("--dry-run --precisions BF16,FP8Curent", dir);
   EXPECT_EQ(o.rc, 2);
   EXPECT_NE(o.err.find("(did you mean FP8Current?)"), std::string::npos) << o.err;
+  // Every enum value of the command line, through the same rule.
+  for (const auto& [args, hint] : std::vector<std::pair<std::string, std::string>>{
+           {"--l2 cld", "(did you mean cold?)"},
+           {"--lm-head-precision bf61", "(did you mean bf16?)"},
+           {"--grouped-quant fusd", "(did you mean fused?)"},
+           {"--wgrad-output fp32-acumulate", "(did you mean fp32-accumulate?)"},
+           {"--fp8-format hybird", "(did you mean hybrid?)"},
+           {"--fp8-accum splt", "(did you mean split?)"},
+           {"--block-fp8-format e4m2", "(did you mean e4m3?)"},
+           {"--fp8-block-scales pow3", "(did you mean pow2?)"},
+           {"--provider cutlas", "(did you mean cutlass?)"},
+           {"--algo autotun", "(did you mean autotune?)"},
+           {"--step-context eagr", "(did you mean eager?)"},
+           {"--model deepseek-v3 --routing balnced", "(did you mean balanced?)"}}) {
+    o = test::run_gemmscope("--dry-run " + args, dir);
+    EXPECT_EQ(o.rc, 2) << args;
+    EXPECT_NE(o.err.find(hint), std::string::npos) << args << ": " << o.err;
+    EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  }
   // A stray word that is no subcommand's misspelling stays an unexpected argument.
   o = test::run_gemmscope("--dry-run stray", dir);
   EXPECT_EQ(o.err, "gemmscope: unexpected argument 'stray'\n");

@@ -28,6 +28,7 @@
 #include "cuda/recipe_gemm.hpp"
 #include "gemm_reference.hpp"
 #include "gpu_test_util.hpp"
+#include "provider_test_util.hpp"
 
 using namespace gs;
 using namespace gs::cuda;
@@ -141,9 +142,9 @@ TEST_P(CutlassFp8Grouped, EveryExpertMatchesTheFp64ReferenceOfItsQuantizedOperan
   opts.wgrad_fp32_accumulate = c.fp32_acc;
   const Recipe r = make_recipe(c.precision, expert_gemm(g, 64), opts);
   ASSERT_EQ(r.fp32_accumulate, fp32);
-  auto provider = make_cutlass_provider();
+  auto provider = cutlass_with(opts);
   ASSERT_EQ(provider->cannot_run(g, c.precision, c.mode, r, 90), "");
-  auto run = provider->grouped(*src, r, c.mode, opts, 0);
+  auto run = provider->grouped(*src, r, c.mode, 0);
   EXPECT_NE(run->config().find("fp8"), std::string::npos) << run->config();
   EXPECT_NE(run->config().find("groups in one launch"), std::string::npos) << run->config();
   if (c.precision == Precision::FP8Block && c.pass != Pass::Wgrad) {
@@ -212,9 +213,9 @@ TEST_P(CutlassFp8Dense, MatchesTheFp64ReferenceOfItsQuantizedOperands) {
   opts.wgrad_fp32_accumulate = c.fp32_acc;
   const Recipe r = make_recipe(c.precision, g, opts);
   ASSERT_EQ(r.fp32_accumulate, fp32);
-  auto provider = make_cutlass_provider();
+  auto provider = cutlass_with(opts);
   ASSERT_EQ(provider->cannot_run(g, c.precision, c.mode, r, 90), "");
-  auto run = provider->dense(g, r, c.mode, src, opts, 0);
+  auto run = provider->dense(g, r, c.mode, src, 0);
   EXPECT_NE(run->config().find("one group"), std::string::npos) << run->config();
   const int iterations = fp32 ? 2 : 1;
   for (int i = 0; i < iterations; ++i) run->iteration(nullptr);
@@ -241,7 +242,7 @@ TEST(CutlassFp8, BlockScalesReadInPlaceWhereTheLayoutsAgree) {
   GS_CUDA(cudaDeviceSynchronize());
   const RecipeOptions opts;
   const Recipe r = make_recipe(Precision::FP8Block, g, opts);
-  auto run = make_cutlass_provider()->dense(g, r, Mode::Autocast, src, opts, 0);
+  auto run = cutlass_with(opts)->dense(g, r, Mode::Autocast, src, 0);
   EXPECT_NE(run->config().find("read in place"), std::string::npos) << run->config();
   run->iteration(nullptr);
   GS_CUDA(cudaDeviceSynchronize());
@@ -289,13 +290,13 @@ TEST(CutlassFp8, GroupedNeedsTheMultiTensorQuantization) {
   opts.grouped_quant_fused = false;
   const Recipe r = make_recipe(Precision::FP8Current, expert_gemm(g, 64), opts);
   try {
-    make_cutlass_provider()->grouped(*src, r, Mode::Autocast, opts, 0);
+    cutlass_with(opts)->grouped(*src, r, Mode::Autocast, 0);
     ADD_FAILURE() << "expected a refusal";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("--grouped-quant fused"), std::string::npos) << e.what();
   }
   // Pre-quantized, nothing is quantized in the iteration: it runs.
-  EXPECT_NO_THROW(make_cutlass_provider()->grouped(*src, r, Mode::PreQuantized, opts, 0));
+  EXPECT_NO_THROW(cutlass_with(opts)->grouped(*src, r, Mode::PreQuantized, 0));
 }
 
 // Through the engine: FP8 cells measured by CUTLASS, one GEMM kernel per grouped iteration.

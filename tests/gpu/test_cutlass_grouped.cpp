@@ -25,6 +25,7 @@
 #include "cuda/provider.hpp"
 #include "gemm_reference.hpp"
 #include "gpu_test_util.hpp"
+#include "provider_test_util.hpp"
 
 using namespace gs;
 using namespace gs::cuda;
@@ -116,9 +117,9 @@ TEST_P(CutlassGroupedTest, EveryExpertMatchesTheFp64Reference) {
   opts.wgrad_fp32_accumulate = c.fp32_acc;
   const Recipe r = make_recipe(Precision::BF16, expert_gemm(g, 64), opts);
   ASSERT_EQ(r.fp32_accumulate, c.fp32_acc && c.pass == Pass::Wgrad);
-  auto provider = make_cutlass_provider();
+  auto provider = cutlass_with(opts);
   ASSERT_EQ(provider->cannot_run(g, Precision::BF16, Mode::Autocast, r, 90), "");
-  auto run = provider->grouped(*src, r, Mode::Autocast, opts, 0);
+  auto run = provider->grouped(*src, r, Mode::Autocast, 0);
   EXPECT_NE(run->config().find("ptr-array grouped"), std::string::npos) << run->config();
   EXPECT_EQ(run->ops(), c.pass == Pass::Wgrad && !c.fp32_acc ? 3 : 1) << "one launch (+ a memset per empty BF16 gradient)";
   const int iterations = c.fp32_acc ? 2 : 1;
@@ -187,8 +188,8 @@ TEST(CutlassGrouped, SkewedRoutingOverManyExperts) {
     auto src = GroupedSources::allocate(g, padded, 3, s, /*fp32=*/false);
     RecipeOptions opts;
     opts.wgrad_fp32_accumulate = false;
-    auto run = make_cutlass_provider()->grouped(*src, make_recipe(Precision::BF16, expert_gemm(g, 64), opts),
-                                                Mode::Autocast, opts, 0);
+    auto run = cutlass_with(opts)->grouped(*src, make_recipe(Precision::BF16, expert_gemm(g, 64), opts),
+                                           Mode::Autocast, 0);
     run->iteration(s);
     GS_CUDA(cudaStreamSynchronize(s));
     const auto out_m = g.group_dim == GroupDim::M ? to_double(to_host_u16(src->out)) : std::vector<double>();
@@ -234,9 +235,9 @@ TEST(CutlassDense, EveryLayoutMatchesTheFp64Reference) {
     GS_CUDA(cudaDeviceSynchronize());
     Recipe r = make_recipe(Precision::BF16, g, RecipeOptions{});
     r.fp32_accumulate = lay.fp32;
-    auto provider = make_cutlass_provider();
+    auto provider = cutlass_with({});
     ASSERT_EQ(provider->cannot_run(g, Precision::BF16, Mode::Autocast, r, 90), "");
-    auto run = provider->dense(g, r, Mode::Autocast, src, RecipeOptions{}, 0);
+    auto run = provider->dense(g, r, Mode::Autocast, src, 0);
     run->iteration(nullptr);
     GS_CUDA(cudaDeviceSynchronize());
     const auto ref = ref_gemm(bf16_operand(to_host_u16(src.l), m, k, lay.l_k), bf16_operand(to_host_u16(src.r), n, k, lay.r_k),

@@ -290,10 +290,15 @@ void Runtime::launch_dense(const LoadedKernel& k, const DenseArgs& a, int m, cud
   launch(k, params, s);
 }
 
-void Runtime::launch_wgrad(const LoadedKernel& k, const WgradArgs& a, int m, cudaStream_t s) const {
-  const Problem& p = k.problem;
+void Runtime::launch_wgrad(const LoadedKernel& k, const WgradArgs& a, int m, cudaStream_t s, int k_run) const {
+  Problem p = k.problem;
   const Config& c = k.config;
   if (p.kernel != Kernel::FP8_1D1D || p.layout != Layout::Normal) throw std::logic_error("launch_wgrad: not a dense 1d1d kernel");
+  if (k_run > 0 && k_run != p.k) {
+    if (!p.runtime_k) throw std::logic_error("launch_wgrad: another K needs a runtime_k kernel");
+    if (k_run % 128 != 0) throw std::logic_error("launch_wgrad: K must be a multiple of 128");
+    p.k = k_run;
+  }
   if (m == 0) return;
   const CUtensorMap tm_a = tensor_map_2d(a.a, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.k, m, p.k, c.block_k, c.block_m, c.swizzle_a);
   const CUtensorMap tm_b = tensor_map_2d(a.b, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, p.k, p.n, p.k, c.block_k, c.block_n, c.swizzle_b);
@@ -307,6 +312,91 @@ void Runtime::launch_wgrad(const LoadedKernel& k, const WgradArgs& a, int m, cud
   void* tm_buffer = nullptr;  // only the K-grouped layout rewrites descriptors in global memory
   uint32_t mm = static_cast<uint32_t>(m), nn = static_cast<uint32_t>(p.n), kk = static_cast<uint32_t>(p.k);
   void* params[] = {&ga, &gb, &layout, &tm_buffer, &mm, &nn, &kk, const_cast<CUtensorMap*>(&tm_a),
+                    const_cast<CUtensorMap*>(&tm_b), const_cast<CUtensorMap*>(&tm_sfa), const_cast<CUtensorMap*>(&tm_sfb),
+                    const_cast<CUtensorMap*>(&tm_d)};
+  launch(k, params, s);
+}
+
+}  // namespace gs::dg
+
+namespace gs::dg {
+
+void Runtime::launch_bf16(const LoadedKernel& k, const Bf16Args& a, int m, cudaStream_t s) const {
+  const Problem& p = k.problem;
+  const Config& c = k.config;
+  if (!is_bf16(p.kernel)) throw std::logic_error("launch_bf16: not a BF16 kernel");
+  if (m == 0) return;
+  if (p.layout == Layout::KGroupedContiguous) {
+    if (a.sum_k == 0) return;  // no expert has tokens: nothing is written
+    const uint64_t mm = static_cast<uint64_t>(p.m), nn = static_cast<uint64_t>(p.n), sk = static_cast<uint64_t>(a.sum_k);
+    const uint64_t rows = mm * static_cast<uint64_t>(p.num_groups);
+    const CUtensorMap tm_a = tensor_map_2d(a.a, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, mm, sk, mm, c.block_m, c.block_k, c.swizzle_a);
+    const CUtensorMap tm_b = tensor_map_2d(a.b, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, nn, sk, nn, c.block_n, c.block_k, c.swizzle_b);
+    const CUtensorMap tm_d = p.kernel == Kernel::BF16
+                                 ? tensor_map_2d(a.d, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, nn, rows, nn, c.block_n, c.block_m, c.swizzle_cd)
+                                 : tensor_map_2d(a.d, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, nn, rows, nn, c.block_n, c.block_m, 0);
+    int* layout = const_cast<int*>(a.ks);
+    uint32_t m32 = static_cast<uint32_t>(p.m), n32 = static_cast<uint32_t>(p.n), k32 = static_cast<uint32_t>(a.sum_k);
+    void* params[] = {&layout, &m32, &n32, &k32, const_cast<CUtensorMap*>(&tm_a), const_cast<CUtensorMap*>(&tm_b),
+                      const_cast<CUtensorMap*>(&tm_d)};
+    launch(k, params, s);
+    return;
+  }
+  const uint64_t groups = p.layout == Layout::MGroupedContiguous ? static_cast<uint64_t>(p.num_groups) : 1;
+  const auto bf16 = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const uint64_t mm = static_cast<uint64_t>(m), nn = static_cast<uint64_t>(p.n), kk = static_cast<uint64_t>(p.k);
+  // The box follows the kernel's TMA loads: (BLOCK_K, BLOCK_M) K-major, (BLOCK_M, BLOCK_K) MN-major.
+  const CUtensorMap tm_a = p.a_k_major ? tensor_map_2d(a.a, bf16, 2, kk, mm, kk, c.block_k, c.block_m, c.swizzle_a)
+                                       : tensor_map_2d(a.a, bf16, 2, mm, kk, mm, c.block_m, c.block_k, c.swizzle_a);
+  const CUtensorMap tm_b = p.b_k_major
+                               ? tensor_map_2d(a.b, bf16, 2, kk, nn * groups, kk, c.block_k, c.block_n, c.swizzle_b)
+                               : tensor_map_2d(a.b, bf16, 2, nn, kk * groups, nn, c.block_n, c.block_k, c.swizzle_b);
+  const CUtensorMap tm_d = p.kernel == Kernel::BF16
+                               ? tensor_map_2d(a.d, bf16, 2, nn, mm, nn, c.block_n, c.block_m, c.swizzle_cd)
+                               : tensor_map_2d(a.d, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, nn, mm, nn, c.block_n, c.block_m, 0);
+  int* layout = const_cast<int*>(a.m_indices);
+  uint32_t m32 = static_cast<uint32_t>(m), n32 = static_cast<uint32_t>(p.n), k32 = static_cast<uint32_t>(p.k);
+  void* params[] = {&layout, &m32, &n32, &k32, const_cast<CUtensorMap*>(&tm_a), const_cast<CUtensorMap*>(&tm_b),
+                    const_cast<CUtensorMap*>(&tm_d)};
+  launch(k, params, s);
+}
+
+size_t Runtime::tensor_map_buffer_bytes(const LoadedKernel& k) {
+  return static_cast<size_t>(k.config.num_sms) * 2 * sizeof(CUtensorMap);
+}
+
+void Runtime::launch_k_grouped(const LoadedKernel& k, const KGroupedArgs& a, const std::vector<int>& ks, cudaStream_t s) const {
+  const Problem& p = k.problem;
+  const Config& c = k.config;
+  if (p.kernel != Kernel::FP8_1D1D || p.layout != Layout::KGroupedContiguous)
+    throw std::logic_error("launch_k_grouped: not a K-grouped 1d1d kernel");
+  if (static_cast<int>(ks.size()) != p.num_groups) throw std::logic_error("launch_k_grouped: one K per expert");
+  int first = 0;
+  uint64_t sum_k = 0;
+  for (int x : ks) {
+    if (x % 128 != 0 || x < 0) throw std::logic_error("launch_k_grouped: each expert's K must be a multiple of 128");
+    if (first == 0) first = x;
+    sum_k += static_cast<uint64_t>(x);
+  }
+  if (sum_k == 0) return;  // no expert has tokens: nothing is added
+  if (!a.tensor_maps) throw std::logic_error("launch_k_grouped: no tensor-map buffer");
+  const uint64_t mm = static_cast<uint64_t>(p.m), nn = static_cast<uint64_t>(p.n);
+  // Base descriptors for the first expert with tokens; the kernel's TMA thread copies them to shared
+  // memory, replaces the address, K extent and row stride per expert, and publishes each CTA's pair
+  // in its slot of the global buffer (tensor_maps) to load through.
+  const CUtensorMap tm_a = tensor_map_2d(a.a, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, first, mm, first, c.block_k, c.block_m, c.swizzle_a);
+  const CUtensorMap tm_b = tensor_map_2d(a.b, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1, first, nn, first, c.block_k, c.block_n, c.swizzle_b);
+  const int sum_k_int = static_cast<int>(sum_k);
+  const CUtensorMap tm_sfa = sf_map(a.sfa, p.m, sum_k_int, c.block_m, 1);
+  const CUtensorMap tm_sfb = sf_map(a.sfb, p.n, sum_k_int, c.block_n, 1);
+  const CUtensorMap tm_d = tensor_map_2d(a.d, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, nn, mm * static_cast<uint64_t>(p.num_groups),
+                                         nn, c.block_n, 64, 0);
+  void* ga = const_cast<void*>(a.a);
+  void* gb = const_cast<void*>(a.b);
+  int* layout = const_cast<int*>(a.ks);
+  void* tm_buffer = a.tensor_maps;
+  uint32_t m32 = static_cast<uint32_t>(p.m), n32 = static_cast<uint32_t>(p.n), k32 = static_cast<uint32_t>(sum_k);
+  void* params[] = {&ga, &gb, &layout, &tm_buffer, &m32, &n32, &k32, const_cast<CUtensorMap*>(&tm_a),
                     const_cast<CUtensorMap*>(&tm_b), const_cast<CUtensorMap*>(&tm_sfa), const_cast<CUtensorMap*>(&tm_sfb),
                     const_cast<CUtensorMap*>(&tm_d)};
   launch(k, params, s);

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/deepgemm_config.hpp"
 #include "core/jit_cache.hpp"
@@ -50,6 +51,33 @@ struct WgradArgs {
   float* d = nullptr;
 };
 
+// BF16 GEMM (sm90_bf16_gemm): d = a·bᵀ (BF16 out) or d += a·bᵀ (FP32, BF16_FP32). a is [m, k]
+// when the problem's a_k_major, else [k, m]; b is [g*n, k] when b_k_major, else [g*k, n] (the
+// experts' weights stacked for the M-grouped layout); d [m, n]; m_indices as DenseArgs.
+// K-grouped (MN-major only): a [Σk, m], b [Σk, n], the experts one after another along K; d
+// [experts*m, n]; ks: int32 per expert on the device (a multiple of 128; 0 skips the expert),
+// sum_k = Σ ks.
+struct Bf16Args {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* d = nullptr;
+  const int* m_indices = nullptr;
+  const int* ks = nullptr;
+  int sum_k = 0;
+};
+// K-grouped contiguous Wgrad (1d1d, one launch): for each expert e with ks[e] > 0 (a multiple of
+// 128; 0 skips the expert), d[e] FP32 [m, n] += a_e[m, ks[e]] · b_e[n, ks[e]]ᵀ. a, b: the experts'
+// K-major blocks one after another (a_e at offset m·Σ_{j<e} ks[j]); sfa, sfb: their 1x128 scales
+// [Σ ks/128, align4(m or n)], expert after expert; d: [experts·m, n]. ks: int32 on the device.
+// tensor_maps: a device buffer of tensor_map_buffer_bytes() the kernel rewrites per expert.
+struct KGroupedArgs {
+  const void* a = nullptr; const float* sfa = nullptr;
+  const void* b = nullptr; const float* sfb = nullptr;
+  float* d = nullptr;
+  const int* ks = nullptr;
+  void* tensor_maps = nullptr;
+};
+
 class Runtime {
  public:
   static Runtime& get();
@@ -68,7 +96,15 @@ class Runtime {
   const LoadedKernel& prepare(Problem p, PrepareInfo* info = nullptr);
 
   void launch_dense(const LoadedKernel& k, const DenseArgs& args, int m, cudaStream_t s) const;
-  void launch_wgrad(const LoadedKernel& k, const WgradArgs& args, int m, cudaStream_t s) const;
+  // k: the contraction of this launch (0: the problem's); another K only for a runtime_k kernel.
+  void launch_wgrad(const LoadedKernel& k, const WgradArgs& args, int m, cudaStream_t s, int k_run = 0) const;
+
+  void launch_bf16(const LoadedKernel& k, const Bf16Args& args, int m, cudaStream_t s) const;
+  // ks_host: the same per-expert K as args.ks (the base tensor maps take the first non-empty one).
+  void launch_k_grouped(const LoadedKernel& k, const KGroupedArgs& args, const std::vector<int>& ks_host,
+                        cudaStream_t s) const;
+  // Bytes of the global tensor-map buffer a K-grouped kernel needs (two 128-byte descriptors per CTA).
+  static size_t tensor_map_buffer_bytes(const LoadedKernel& k);
 
   const jit::DiskCache& cache() const { return cache_; }
   int compiles() const { return compiles_; }  // NVRTC compilations done by this process

@@ -1,0 +1,40 @@
+// Hand-scanned arguments of the commands that pass the rest of their command line on to worker
+// runs (--all-gpus: one process per GPU; MPI: one run per rank): the few flags they read
+// themselves, parsed here once for both.
+#pragma once
+#include <fmt/format.h>
+
+#include <optional>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "core/text_util.hpp"
+
+namespace gs::cli {
+
+// "--name VALUE" or "--name=VALUE" at argv[i]: the value (i advanced past it), or nullopt.
+inline std::optional<std::string> take_value(int argc, char** argv, int& i, const std::string& name) {
+  const std::string a = argv[i];
+  if (a == name) {
+    if (i + 1 >= argc) throw UsageError(name + " needs a value");
+    return std::string(argv[++i]);
+  }
+  if (a.rfind(name + "=", 0) == 0) return a.substr(name.size() + 1);
+  return std::nullopt;
+}
+
+// --fleet-threshold: a fraction ("0.03") or a percentage ("3%"), above 0 and below 10.
+inline double parse_fleet_threshold(const std::string& v) {
+  std::string t = trim(v);
+  const bool pct = !t.empty() && t.back() == '%';
+  if (pct) t.pop_back();
+  const double x = parse_decimal_number(t, "--fleet-threshold");
+  const double threshold = pct ? x / 100 : x;
+  if (!(threshold > 0) || threshold >= 10)
+    throw UsageError(fmt::format("--fleet-threshold must be above 0 (a fraction or a percentage), got '{}'",
+                                 clip_text(printable(v), 40)));
+  return threshold;
+}
+
+}  // namespace gs::cli
