@@ -40,6 +40,8 @@ const char* to_string(CommType t) {
   }
   return "?";
 }
+const char* to_string(OverlapGemm k) { return k == OverlapGemm::Fp8 ? "FP8" : "BF16"; }
+
 int64_t comm_type_bytes(CommType t) {
   switch (t) {
     case CommType::Fp32: return 4;
@@ -311,17 +313,23 @@ std::vector<Collective> plan_collectives(const Plan& plan, const CommLayout& l) 
   return all;
 }
 
-void check_gpus_present(const std::vector<Collective>& cs, const CommLayout& l, int64_t gpus_present) {
+void check_gpus_present(const std::vector<Collective>& cs, const CommLayout& l, int64_t gpus_present, GpuPool pool) {
   for (const Collective& c : cs) {
     if (c.ranks <= gpus_present) continue;
     const char* flag = c.group == CommGroup::Tensor   ? "--tensor-parallel"
                        : c.group == CommGroup::Expert ? "--expert-parallel"
                                                       : "--data-parallel";
-    throw UsageError(fmt::format("the {} collectives need {} GPUs in one communicator ({} {}); this node has {} "
-                                 "visible GPU{} (lower {}, or pass --dry-run for the sizes alone)",
-                                 to_string(c.group), c.ranks, flag,
-                                 c.group == CommGroup::ExpertData ? l.data_parallel : c.ranks, gpus_present,
-                                 gpus_present == 1 ? "" : "s", flag));
+    const char* s = gpus_present == 1 ? "" : "s";
+    const std::string present =
+        pool == GpuPool::MpiRanks
+            ? fmt::format("this MPI job has {} rank{}, one GPU each (lower {}, start more ranks, or pass --dry-run "
+                          "for the sizes alone)",
+                          gpus_present, s, flag)
+            : fmt::format("this node has {} visible GPU{} (lower {}, or pass --dry-run for the sizes alone)",
+                          gpus_present, s, flag);
+    throw UsageError(fmt::format("the {} collectives need {} GPUs in one communicator ({} {}); {}", to_string(c.group),
+                                 c.ranks, flag, c.group == CommGroup::ExpertData ? l.data_parallel : c.ranks,
+                                 present));
   }
 }
 
@@ -367,14 +375,15 @@ const Gemm* overlapped_gemm(const Collective& c, const Plan& plan) {
 CommResult measure_collectives(const Plan& plan, const CommLayout& l, CommEngine& engine, int warmup, int iters,
                                bool overlap) {
   CommResult r = plan_comm(plan, l);
-  check_gpus_present(r.collectives, l, engine.gpus());
+  check_gpus_present(r.collectives, l, engine.gpus(), engine.pool());
   r.engine = engine.description();
   for (size_t i = 0; i < r.collectives.size(); ++i) {
     const Collective& c = r.collectives[i];
+    const Gemm* g = overlap ? overlapped_gemm(c, plan) : nullptr;
     r.measured.push_back({i, c.type_bf16, engine.time(c, c.type_bf16, warmup, iters)});
-    if (const Gemm* g = overlap ? overlapped_gemm(c, plan) : nullptr)
-      r.measured.back().overlap = engine.overlap(c, c.type_bf16, *g, warmup, iters);
+    if (g) r.measured.back().overlap = engine.overlap(c, c.type_bf16, *g, OverlapGemm::Bf16, warmup, iters);
     if (c.type_fp8 != c.type_bf16) r.measured.push_back({i, c.type_fp8, engine.time(c, c.type_fp8, warmup, iters)});
+    if (g) r.measured.back().overlap_fp8 = engine.overlap(c, c.type_fp8, *g, OverlapGemm::Fp8, warmup, iters);
   }
   return r;
 }
@@ -410,10 +419,13 @@ nlohmann::json comm_to_json(const CommResult& r, const Plan& plan) {
         y["ms_max"] = m->timing.ms_max;
         y["iterations"] = m->timing.iterations;
         y["bus_gbs"] = c.bus_bandwidth_gbs(t, m->timing.ms);
-        if (m->overlap)
-          y["overlap"] = {{"gemm_alone_ms", m->overlap->gemm_alone_ms}, {"gemm_overlap_ms", m->overlap->gemm_overlap_ms},
-                          {"comm_overlap_ms", m->overlap->comm_overlap_ms}, {"both_ms", m->overlap->both_ms},
-                          {"exposed_ms", m->overlap->exposed_ms()}};
+        // "overlap": beside the BF16 GEMM; "overlap_fp8": beside the FP8 GEMM (OverlapGemm).
+        for (const OverlapGemm k : {OverlapGemm::Bf16, OverlapGemm::Fp8})
+          if (const auto& o = m->beside(k))
+            y[k == OverlapGemm::Fp8 ? "overlap_fp8" : "overlap"] = {
+                {"gemm", to_string(k)},           {"gemm_alone_ms", o->gemm_alone_ms},
+                {"gemm_overlap_ms", o->gemm_overlap_ms}, {"comm_overlap_ms", o->comm_overlap_ms},
+                {"both_ms", o->both_ms},          {"exposed_ms", o->exposed_ms()}};
       }
       types[to_string(t)] = y;
     }
@@ -434,10 +446,13 @@ LayerComm layer_comm(const CommResult& r, bool moe_layer) {
     const CommMeasurement* a = r.find(i, c.type_bf16);
     if (!a) continue;
     const CommMeasurement* b = r.find(i, c.type_fp8);
+    if (!b) b = a;
     s.bf16_ms += a->timing.ms;
-    s.fp8_ms += (b ? b : a)->timing.ms;
+    s.fp8_ms += b->timing.ms;
     s.exposed_bf16_ms += a->overlap ? a->overlap->exposed_ms() : a->timing.ms;
-    s.overlap_measured |= a->overlap.has_value();
+    s.exposed_fp8_ms += b->overlap_fp8 ? b->overlap_fp8->exposed_ms() : b->timing.ms;
+    s.overlap_bf16 |= a->overlap.has_value();
+    s.overlap_fp8 |= b->overlap_fp8.has_value();
   }
   return s;
 }
@@ -459,11 +474,11 @@ std::string render_comm_text(const CommResult& r, const Plan& plan) {
   o << fmt::format("  {:<4} {:<4} {:<15} {:<46} {:>5} {:>10} {:>10}", "pass", "grp", "collective", "what", "x/step",
                    "BF16 MiB", "FP8 MiB");
   bool any_overlap = false;
-  for (const CommMeasurement& x : r.measured) any_overlap |= x.overlap.has_value();
+  for (const CommMeasurement& x : r.measured) any_overlap |= x.overlap.has_value() || x.overlap_fp8.has_value();
   if (m) o << fmt::format(" {:>9} {:>8} {:>9} {:>8}", "BF16 ms", "GB/s", "FP8 ms", "GB/s");
-  if (any_overlap) o << fmt::format(" {:>8} {:>10}", "GEMM +%", "exposed ms");
+  if (any_overlap) o << fmt::format(" {:>8} {:>8} {:>8} {:>8}", "BF16 +%", "exposed", "FP8 +%", "exposed");
   o << "\n";
-  double bytes16 = 0, bytes8 = 0, ms16 = 0, ms8 = 0, exposed16 = 0;
+  double bytes16 = 0, bytes8 = 0, ms16 = 0, ms8 = 0, exposed16 = 0, exposed8 = 0;
 
   for (size_t i = 0; i < r.collectives.size(); ++i) {
     const Collective& c = r.collectives[i];
@@ -492,10 +507,14 @@ std::string render_comm_text(const CommResult& r, const Plan& plan) {
         o << fmt::format(" {:>9} {:>8}", "=", "");
       }
       if (any_overlap && a) {
-        const double exposed = a->overlap ? a->overlap->exposed_ms() : a->timing.ms;
-        exposed16 += exposed * static_cast<double>(n);
-        o << (a->overlap ? fmt::format(" {:>7.1f}% {:>10.3f}", a->overlap->gemm_slowdown() * 100, exposed)
-                         : fmt::format(" {:>8} {:>10.3f}", "-", exposed));
+        // Per family: the GEMM's slowdown beside the collective, and the collective's exposed ms.
+        const auto cols = [&](const CommMeasurement& x, const std::optional<OverlapTiming>& ov, double& sum) {
+          const double exposed = ov ? ov->exposed_ms() : x.timing.ms;
+          sum += exposed * static_cast<double>(n);
+          return ov ? fmt::format(" {:>7.1f}% {:>8.3f}", ov->gemm_slowdown() * 100, exposed)
+                    : fmt::format(" {:>8} {:>8.3f}", "-", exposed);
+        };
+        o << cols(*a, a->overlap, exposed16) << cols(b ? *b : *a, (b ? b : a)->overlap_fp8, exposed8);
       }
     }
     o << "\n";
@@ -507,17 +526,19 @@ std::string render_comm_text(const CommResult& r, const Plan& plan) {
   const auto layer_line = [&](const char* kind, const LayerComm& s) {
     o << fmt::format("  per {}layer (measured): communication {:.3f} ms in BF16 recipes, {:.3f} ms in FP8 recipes{}\n",
                      kind, s.bf16_ms, s.fp8_ms,
-                     any_overlap ? fmt::format("; exposed {:.3f} ms in BF16 (beside the per-layer GEMM time above)",
-                                               s.exposed_bf16_ms)
+                     any_overlap ? fmt::format("; exposed {:.3f} ms in BF16, {:.3f} ms in FP8 (beside the per-layer "
+                                               "GEMM time above)",
+                                               s.exposed_bf16_ms, s.exposed_fp8_ms)
                                  : std::string());
   };
   if (m && plan.dense_layers() > 0) layer_line(plan.has_moe() ? "dense " : "", layer_comm(r, false));
   if (m && plan.has_moe()) layer_line("MoE ", layer_comm(r, true));
   if (any_overlap)
-    o << fmt::format("  exposed per step (BF16 recipe): {:.2f} ms. Overlap model: each collective hides only behind "
-                     "the GEMM it runs beside (GEMM +%: that GEMM's slowdown); exposed = the pair's time beyond the GEMM "
-                     "alone; a collective with no such GEMM is exposed whole\n",
-                     exposed16);
+    o << fmt::format("  exposed per step: {:.2f} ms in the BF16 recipe, {:.2f} ms in FP8 recipes. Overlap model: each "
+                     "collective hides only behind the GEMM it runs beside (+%: that GEMM's slowdown), in the recipe "
+                     "family's GEMM (BF16; FP8: per-tensor E4M3 of the same shape) and wire type; exposed = the pair's "
+                     "time beyond the GEMM alone; a collective with no such GEMM (or no figure, -) is exposed whole\n",
+                     exposed16, exposed8);
   for (const std::string& n : r.notes) o << "  note: " << n << "\n";
   return o.str();
 }

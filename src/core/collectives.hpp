@@ -106,10 +106,16 @@ CommLayout layout_for(const Plan& plan, int64_t data_parallel, bool sequence_par
 // layout runs on one GPU.
 std::vector<Collective> plan_collectives(const Plan& plan, const CommLayout& l);
 
+// Where the GPUs a measurement can use come from: the visible GPUs of one process, or the ranks of
+// an MPI job (one GPU each).
+enum class GpuPool { Node, MpiRanks };
+
 // Refuses a measurement that needs more GPUs in one communicator than `gpus_present`:
-// "the TP collectives need 4 GPUs in one communicator; this node has 2 ...". Nothing to check
-// when the plan has no collectives.
-void check_gpus_present(const std::vector<Collective>& cs, const CommLayout& l, int64_t gpus_present);
+// "the TP collectives need 4 GPUs in one communicator; this node has 2 visible GPUs ..." (under
+// MPI: "this MPI job has 2 ranks, one GPU each ..."). Nothing to check when the plan has no
+// collectives.
+void check_gpus_present(const std::vector<Collective>& cs, const CommLayout& l, int64_t gpus_present,
+                        GpuPool pool = GpuPool::Node);
 
 // ---- measurement ----
 
@@ -121,10 +127,9 @@ struct CommTiming {
   int64_t iterations = 0;
 };
 
-// A collective beside the GEMM it overlaps (BF16 recipe): the GEMM on each rank's compute stream,
-// the collective on a side stream, both started at one event. Overlap model: the collective hides
-// behind its GEMM only; exposed = max(0, both - gemm_alone), the time the pair takes beyond the
-// GEMM alone.
+// A collective beside the GEMM it overlaps: the GEMM on each rank's compute stream, the collective
+// on a side stream, both started at one event. Overlap model: the collective hides behind its GEMM
+// only; exposed = max(0, both - gemm_alone), the time the pair takes beyond the GEMM alone.
 struct OverlapTiming {
   double gemm_alone_ms = 0;    // the GEMM alone (median, slowest rank)
   double gemm_overlap_ms = 0;  // the GEMM while the collective runs
@@ -134,16 +139,25 @@ struct OverlapTiming {
   double exposed_ms() const { return both_ms > gemm_alone_ms ? both_ms - gemm_alone_ms : 0; }
 };
 
+// The GEMM a collective is timed beside, per recipe family: the BF16 recipe's BF16 GEMM, or the FP8
+// recipes' FP8 GEMM (per-tensor E4M3 x E4M3 with unit scales, BF16 output; fast accumulation in
+// Fprop, split in Dgrad/Wgrad, as Transformer Engine runs them). Both of g's shape (grouped GEMMs:
+// one dense GEMM of their total rows), and the collective in that family's wire type.
+enum class OverlapGemm { Bf16, Fp8 };
+const char* to_string(OverlapGemm k);  // "BF16", "FP8"
+
 class CommEngine {
  public:
   virtual ~CommEngine() = default;
   virtual std::string description() const = 0;  // "NCCL 2.28.3, 2 x NVIDIA H100 80GB HBM3"
   virtual int64_t gpus() const = 0;
+  virtual GpuPool pool() const { return GpuPool::Node; }  // what gpus() counts
   virtual CommTiming time(const Collective& c, CommType t, int warmup, int iters) = 0;
-  // The collective beside `g` (a BF16 GEMM of its shape; grouped GEMMs as one dense GEMM of their
-  // total rows); nullopt where the engine cannot run the GEMM.
-  virtual std::optional<OverlapTiming> overlap(const Collective& c, CommType t, const Gemm& g, int warmup, int iters) {
-    (void)c, (void)t, (void)g, (void)warmup, (void)iters;
+  // The collective in type t beside `g` run as `kind` says (OverlapGemm); nullopt where the engine
+  // cannot run that GEMM.
+  virtual std::optional<OverlapTiming> overlap(const Collective& c, CommType t, const Gemm& g, OverlapGemm kind,
+                                               int warmup, int iters) {
+    (void)c, (void)t, (void)g, (void)kind, (void)warmup, (void)iters;
     return std::nullopt;
   }
 };
@@ -152,7 +166,12 @@ struct CommMeasurement {
   size_t index;  // into the collective list
   CommType type;
   CommTiming timing;
-  std::optional<OverlapTiming> overlap;  // the BF16 type of a collective with an `overlaps` GEMM
+  // A collective with an `overlaps` GEMM, in the type the family sends: beside the BF16 GEMM (the
+  // BF16 recipe) and beside the FP8 GEMM (the FP8 recipes). One measurement holds both where the
+  // collective sends the same type in both.
+  std::optional<OverlapTiming> overlap;
+  std::optional<OverlapTiming> overlap_fp8;
+  const std::optional<OverlapTiming>& beside(OverlapGemm k) const { return k == OverlapGemm::Fp8 ? overlap_fp8 : overlap; }
 };
 
 struct CommResult {
@@ -165,7 +184,8 @@ struct CommResult {
 };
 
 // Times every collective in its BF16-recipe type and, where it differs, its FP8-recipe type; with
-// `overlap`, each BF16 collective that has an `overlaps` GEMM also beside that GEMM.
+// `overlap`, each collective that has an `overlaps` GEMM also beside that GEMM, once per recipe
+// family (its BF16 type beside the BF16 GEMM, its FP8 type beside the FP8 GEMM).
 CommResult measure_collectives(const Plan& plan, const CommLayout& l, CommEngine& engine, int warmup, int iters,
                                bool overlap = true);
 // The plan's GEMM a collective overlaps (first match of pass and op), or nullptr.
@@ -175,13 +195,13 @@ CommResult plan_comm(const Plan& plan, const CommLayout& l);
 
 // The measured communication of one layer of a kind: a dense layer runs the collectives of scope
 // Layer and DenseLayer, a MoE layer those of scope Layer and MoeLayer (its all-to-alls). Exposed time
-// under the overlap model (OverlapTiming) in the BF16 recipe: a collective without an overlap figure
-// counts whole.
+// under the overlap model (OverlapTiming) per recipe family: a collective without an overlap figure
+// in that family counts whole.
 struct LayerComm {
   double bf16_ms = 0, fp8_ms = 0;  // in the BF16 recipe's and the FP8 recipes' wire types
-  double exposed_bf16_ms = 0;
-  bool overlap_measured = false;  // some collective of the layer was timed beside its GEMM
-  bool measured = false;          // the result holds times
+  double exposed_bf16_ms = 0, exposed_fp8_ms = 0;
+  bool overlap_bf16 = false, overlap_fp8 = false;  // some collective of the layer was timed beside its GEMM
+  bool measured = false;                           // the result holds times
 };
 LayerComm layer_comm(const CommResult& r, bool moe_layer);
 

@@ -25,7 +25,7 @@ std::vector<LayerCommRow> layer_comm_rows(const CommResult& comm, const RunResul
       row.gemm_ms = moe ? s.moe_total : s.total;
       const bool bf16 = run.precisions[p] == Precision::BF16;
       row.comm_ms = bf16 ? lc.bf16_ms : lc.fp8_ms;
-      if (bf16 && lc.overlap_measured) row.exposed_ms = lc.exposed_bf16_ms;
+      if (bf16 ? lc.overlap_bf16 : lc.overlap_fp8) row.exposed_ms = bf16 ? lc.exposed_bf16_ms : lc.exposed_fp8_ms;
       rows.push_back(row);
     }
   }
@@ -51,8 +51,9 @@ std::string render_layer_comm(const CommResult& comm, const RunResult& run) {
                      num(serial, 13), num(hidden, 15));
   }
   o << "  comm: the layer's collectives in the recipe's wire types (BF16 recipe: BF16; other recipes: the FP8-recipe "
-       "types), none overlapped; exposed: the part not hidden behind the GEMM each runs beside (overlap timed in "
-       "the BF16 recipe only, so other recipes show -); GEMM N/A cells show -\n";
+       "types), none overlapped; exposed: the part not hidden behind the GEMM each runs beside, timed beside the "
+       "recipe family's GEMM (BF16, or FP8 per-tensor E4M3 for every other recipe: an FP8 block-scaled GEMM runs "
+       "longer, so its exposure may be smaller); GEMM N/A cells show -\n";
   return o.str();
 }
 

@@ -123,6 +123,7 @@ class NcclEngine : public CommEngine {
   }
   std::string description() const override { return desc_; }
   int64_t gpus() const override { return world_; }
+  GpuPool pool() const override { return pg_ ? GpuPool::MpiRanks : GpuPool::Node; }
 
   CommTiming time(const Collective& c, CommType t, int warmup, int iters) override {
     const int n = static_cast<int>(c.ranks);
@@ -154,13 +155,18 @@ class NcclEngine : public CommEngine {
     return summarize(samples);
   }
 
-  std::optional<OverlapTiming> overlap(const Collective& c, CommType t, const Gemm& g, int warmup, int iters) override {
+  std::optional<OverlapTiming> overlap(const Collective& c, CommType t, const Gemm& g, OverlapGemm kind, int warmup,
+                                       int iters) override {
     const int n = static_cast<int>(c.ranks);
     if (n < 2 || n > world_) throw std::runtime_error("collective over more ranks than GPUs");
     const std::vector<ncclComm_t>& comms = comms_for(n);
     const int a = active(n);
     Buffers b(c, t, members_, a);
-    // One BF16 GEMM of g's shape per rank (grouped GEMMs: one dense GEMM of their total rows).
+    // One GEMM of g's shape per rank (grouped GEMMs: one dense GEMM of their total rows), both
+    // operands K-major: BF16, or FP8 E4M3 with unit scales (cuBLASLt's default for a null scale
+    // pointer) and TE's accumulation (fast in Fprop, split in Dgrad/Wgrad).
+    const bool fp8 = kind == OverlapGemm::Fp8;
+    const size_t es = fp8 ? 1 : 2;
     std::vector<void*> ga(a, nullptr), gb(a, nullptr), gc(a, nullptr);
     std::vector<std::unique_ptr<LtMatmul>> mm(a);
     auto free_gemm = [&] {
@@ -176,20 +182,24 @@ class NcclEngine : public CommEngine {
     try {
       for (int i = 0; i < a; ++i) {
         ensure_compute(i);
-        const size_t am = static_cast<size_t>(g.m * g.k) * 2, bm = static_cast<size_t>(g.k * g.n) * 2,
+        const size_t am = static_cast<size_t>(g.m * g.k) * es, bm = static_cast<size_t>(g.k * g.n) * es,
                      cm = static_cast<size_t>(g.m * g.n) * 2;
         check_cuda(cudaMalloc(&ga[i], am), "cudaMalloc (GEMM operand)");
         check_cuda(cudaMalloc(&gb[i], bm), "cudaMalloc (GEMM operand)");
         check_cuda(cudaMalloc(&gc[i], cm), "cudaMalloc (GEMM output)");
-        check_cuda(cudaMemset(ga[i], 0x3c, am), "cudaMemset");  // BF16 0x3c3c: a small non-zero value
-        check_cuda(cudaMemset(gb[i], 0x3c, bm), "cudaMemset");
+        // Small non-zero values: BF16 0x3c3c (0.0115), E4M3 0x30 (0.125).
+        const int fill = fp8 ? 0x30 : 0x3c;
+        check_cuda(cudaMemset(ga[i], fill, am), "cudaMemset");
+        check_cuda(cudaMemset(gb[i], fill, bm), "cudaMemset");
         LtProblem p;
         p.m = g.m;
         p.n = g.n;
         p.k = g.k;
-        p.l = {ga[i], CUDA_R_16BF, true};
-        p.r = {gb[i], CUDA_R_16BF, true};
+        const cudaDataType_t type = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+        p.l = {ga[i], type, true};
+        p.r = {gb[i], type, true};
         p.c = gc[i];
+        p.fast_accum = fp8 && g.pass == Pass::Fprop;
         mm[i] = std::make_unique<LtMatmul>(lt_[i], p, ws_[i].get(), kWorkspaceBytes);
       }
     } catch (const std::exception&) {

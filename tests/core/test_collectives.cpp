@@ -232,6 +232,16 @@ TEST(Collectives, MoreGpusThanPresentRefused) {
     EXPECT_EQ(m.find('\n'), std::string::npos);
   }
   EXPECT_NO_THROW(check_gpus_present(cs, l, 4));
+  // Under MPI the count is of ranks, and more ranks is a way out.
+  try {
+    check_gpus_present(cs, l, 2, GpuPool::MpiRanks);
+    FAIL() << "accepted";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("this MPI job has 2 ranks, one GPU each"), std::string::npos) << m;
+    EXPECT_NE(m.find("start more ranks"), std::string::npos) << m;
+    EXPECT_EQ(m.find("visible GPU"), std::string::npos) << m;
+  }
 }
 
 namespace {
@@ -284,12 +294,18 @@ namespace {
 class FakeOverlap : public FakeComm {
  public:
   FakeOverlap() : FakeComm(2) {}
-  std::optional<OverlapTiming> overlap(const Collective&, CommType t, const Gemm& g, int, int) override {
-    EXPECT_EQ(t, CommType::Bf16);
+  std::optional<OverlapTiming> overlap(const Collective& c, CommType t, const Gemm& g, OverlapGemm k, int,
+                                       int) override {
+    // Each family's GEMM beside that family's wire type.
+    EXPECT_EQ(t, c.wire_type(k == OverlapGemm::Fp8));
+    if (k == OverlapGemm::Fp8) {
+      fp8_gemms.push_back(g);
+      return OverlapTiming{1.0, 1.2, 1.1, 1.3};  // FP8: 0.3 ms exposed, the GEMM 20% slower
+    }
     gemms.push_back(g);
     return OverlapTiming{2.0, 2.2, 1.5, 2.5};
   }
-  std::vector<Gemm> gemms;
+  std::vector<Gemm> gemms, fp8_gemms;
 };
 
 }  // namespace
@@ -301,6 +317,7 @@ TEST(Collectives, OverlapBesideItsGemm) {
   FakeOverlap eng;
   const CommResult r = measure_collectives(p, l, eng, 1, 5);
   ASSERT_EQ(eng.gemms.size(), 10u);  // every TP/SP collective has its GEMM
+  ASSERT_EQ(eng.fp8_gemms.size(), 10u);  // in both recipe families
   EXPECT_EQ(eng.gemms[0].op, Op::Qkv);
   EXPECT_EQ(eng.gemms[0].pass, Pass::Fprop);
   EXPECT_EQ(eng.gemms[0].m, 16384);
@@ -308,20 +325,39 @@ TEST(Collectives, OverlapBesideItsGemm) {
   ASSERT_TRUE(m && m->overlap);
   EXPECT_NEAR(m->overlap->gemm_slowdown(), 0.10, 1e-12);
   EXPECT_NEAR(m->overlap->exposed_ms(), 0.5, 1e-12);
-  EXPECT_FALSE(r.find(0, CommType::Fp8)->overlap.has_value());
+  EXPECT_FALSE(m->overlap_fp8.has_value());  // the all-gather sends FP8 in FP8 recipes: another measurement
+  const CommMeasurement* m8 = r.find(0, CommType::Fp8);
+  ASSERT_TRUE(m8 && m8->overlap_fp8);
+  EXPECT_FALSE(m8->overlap.has_value());
+  EXPECT_NEAR(m8->overlap_fp8->exposed_ms(), 0.3, 1e-12);
+  // A collective that sends BF16 in both families (the reduce-scatter after attention-out) holds
+  // both figures in one measurement.
+  size_t same = 0;
+  while (same < r.collectives.size() && r.collectives[same].type_fp8 != r.collectives[same].type_bf16) ++same;
+  ASSERT_LT(same, r.collectives.size());
+  const CommMeasurement* rs = r.find(same, CommType::Bf16);
+  ASSERT_TRUE(rs && rs->overlap && rs->overlap_fp8);
   const std::string text = render_comm_text(r, p);
-  // 32 layers x 10 collectives x 0.5 ms exposed.
-  EXPECT_NE(text.find("exposed per step (BF16 recipe): 160.00 ms"), std::string::npos) << text;
+  // 32 layers x 10 collectives x 0.5 ms exposed in BF16, 0.3 ms in FP8.
+  EXPECT_NE(text.find("exposed per step: 160.00 ms in the BF16 recipe, 96.00 ms in FP8 recipes"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("10.0%"), std::string::npos) << text;
-  // Per layer: 10 x 0.5 ms exposed.
-  EXPECT_NE(text.find("exposed 5.000 ms in BF16"), std::string::npos) << text;
+  EXPECT_NE(text.find("20.0%"), std::string::npos) << text;
+  // Per layer: 10 x 0.5 ms exposed, 10 x 0.3 in FP8.
+  EXPECT_NE(text.find("exposed 5.000 ms in BF16, 3.000 ms in FP8"), std::string::npos) << text;
+  const LayerComm lc = layer_comm(r, false);
+  EXPECT_TRUE(lc.overlap_bf16 && lc.overlap_fp8);
+  EXPECT_NEAR(lc.exposed_fp8_ms, 3.0, 1e-12);
   const nlohmann::json j = comm_to_json(r, p);
   EXPECT_DOUBLE_EQ(j["collectives"][0]["types"]["BF16"]["overlap"]["exposed_ms"].get<double>(), 0.5);
+  EXPECT_EQ(j["collectives"][0]["types"]["BF16"]["overlap"]["gemm"], "BF16");
+  EXPECT_DOUBLE_EQ(j["collectives"][0]["types"]["FP8"]["overlap_fp8"]["exposed_ms"].get<double>(), 0.3);
+  EXPECT_FALSE(j["collectives"][0]["types"]["BF16"].contains("overlap_fp8"));
   EXPECT_EQ(j["collectives"][0]["overlaps"]["op"], "qkv");
   // No overlap asked: none measured.
   FakeOverlap quiet;
   measure_collectives(p, l, quiet, 1, 5, false);
-  EXPECT_TRUE(quiet.gemms.empty());
+  EXPECT_TRUE(quiet.gemms.empty() && quiet.fp8_gemms.empty());
   // A GEMM less overlap (no SP all-reduce forward): exposed whole.
   OverlapTiming none;
   EXPECT_EQ(none.exposed_ms(), 0.0);

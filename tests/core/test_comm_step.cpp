@@ -23,8 +23,10 @@ class FakeComm : public CommEngine {
     const double ms = static_cast<double>(c.size_bytes(t)) / 1e8;
     return {ms, ms, ms, iters};
   }
-  std::optional<OverlapTiming> overlap(const Collective&, CommType, const Gemm&, int, int) override {
+  std::optional<OverlapTiming> overlap(const Collective&, CommType, const Gemm&, OverlapGemm k, int, int) override {
     if (!exposed_) return std::nullopt;
+    // The FP8 GEMM half as long, its collective exposed twice as much.
+    if (k == OverlapGemm::Fp8) return OverlapTiming{1.0, 1.1, 1.0, 1.0 + 2 * *exposed_};
     return OverlapTiming{2.0, 2.1, 1.0, 2.0 + *exposed_};
   }
 
@@ -82,7 +84,8 @@ TEST(CommStep, DenseLayerPerRecipe) {
   ASSERT_TRUE(rows[0].gemm_ms && ms.sums[0].total);
   EXPECT_DOUBLE_EQ(*rows[0].gemm_ms, *ms.sums[0].total);
   EXPECT_NEAR(rows[1].comm_ms, (4 * 128 + 6 * 64) * mib / 1e8, 1e-9);
-  EXPECT_FALSE(rows[1].exposed_ms.has_value());  // overlap timed in BF16 only
+  ASSERT_TRUE(rows[1].exposed_ms.has_value());  // timed beside the FP8 GEMM
+  EXPECT_NEAR(*rows[1].exposed_ms, 10 * 0.5, 1e-12);
   EXPECT_DOUBLE_EQ(*rows[1].gemm_ms, *ms.sums[1].total);
   const std::string text = render_layer_comm(c, r);
   EXPECT_NE(text.find("Per layer with the layout's communication"), std::string::npos) << text;
