@@ -63,22 +63,13 @@ bool cutlass_has_wide_tile(CutlassGroupedFamily f) {
     case CutlassGroupedFamily::Bf16RowCol:
     case CutlassGroupedFamily::Bf16RowRow:
     case CutlassGroupedFamily::Bf16ColRowF32Acc:
-    case CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast:
-    case CutlassGroupedFamily::Fp8E5m2E4m3Bf16:
-    case CutlassGroupedFamily::Fp8E4m3E5m2F32Acc: return true;
+    case CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast: return true;
     default: return false;
   }
 }
 
 CutlassTile cutlass_pick_tile(CutlassGroupedFamily f, const std::vector<CutlassGroup>& groups) {
-  if (!cutlass_has_wide_tile(f) || groups.empty()) return CutlassTile::Square;
-  int64_t rows = 0;
-  int n = groups[0].n;
-  for (const CutlassGroup& g : groups) {
-    rows += g.m;
-    n = std::min(n, g.n);
-  }
-  return rows >= 1024 * static_cast<int64_t>(groups.size()) && n >= 2048 ? CutlassTile::Wide : CutlassTile::Square;
+  return cutlass_has_wide_tile(f) && !groups.empty() ? CutlassTile::Wide : CutlassTile::Square;
 }
 
 #ifdef GEMMSCOPE_HAVE_CUTLASS
@@ -98,8 +89,6 @@ std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_rowcol_wide(const std::v
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_rowrow_wide(const std::vector<CutlassGroup>&, int);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_colrow_f32acc_wide(const std::vector<CutlassGroup>&, int);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e4m3_e4m3_bf16_fast_wide(const std::vector<CutlassGroup>&, int, const float*);
-std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e5m2_e4m3_bf16_wide(const std::vector<CutlassGroup>&, int, const float*);
-std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e4m3_e5m2_f32acc_wide(const std::vector<CutlassGroup>&, int, const float*);
 }  // namespace cutlass_kernels
 
 bool cutlass_built() { return true; }
@@ -120,8 +109,6 @@ std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily 
       case CutlassGroupedFamily::Bf16RowRow: return make_grouped_bf16_rowrow_wide(groups, device);
       case CutlassGroupedFamily::Bf16ColRowF32Acc: return make_grouped_bf16_colrow_f32acc_wide(groups, device);
       case CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast: return make_grouped_fp8_e4m3_e4m3_bf16_fast_wide(groups, device, alpha);
-      case CutlassGroupedFamily::Fp8E5m2E4m3Bf16: return make_grouped_fp8_e5m2_e4m3_bf16_wide(groups, device, alpha);
-      case CutlassGroupedFamily::Fp8E4m3E5m2F32Acc: return make_grouped_fp8_e4m3_e5m2_f32acc_wide(groups, device, alpha);
       default: break;
     }
   }

@@ -66,7 +66,7 @@ TEST(CliGrouped, CutlassSelectsTheCutlassProvider) {
   };
   EXPECT_EQ(compact(providers("--grouped cutlass")), "\"providers\":[\"cutlass\"]");
   EXPECT_EQ(compact(providers("--grouped CUTLASS --provider cublaslt")), "\"providers\":[\"cutlass\"]");
-  EXPECT_EQ(compact(providers("--grouped cutlass --provider all")), "\"providers\":[\"cublaslt\",\"cutlass\"]");
+  EXPECT_EQ(compact(providers("--grouped cutlass --provider all")), "\"providers\":[\"cublaslt\",\"cutlass\",\"deepgemm\"]");
   EXPECT_EQ(compact(providers("--grouped streams:4")), "\"providers\":[\"cublaslt\"]");
   const Out help = run("--help");
   EXPECT_NE(help.out.find("cutlass, every expert in one CUTLASS launch"), std::string::npos);
