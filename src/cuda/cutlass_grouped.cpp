@@ -63,6 +63,7 @@ bool cutlass_has_wide_tile(CutlassGroupedFamily f) {
     case CutlassGroupedFamily::Bf16RowCol:
     case CutlassGroupedFamily::Bf16RowRow:
     case CutlassGroupedFamily::Bf16ColRowF32Acc:
+    case CutlassGroupedFamily::Bf16ColRowBf16:
     case CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast: return true;
     default: return false;
   }
@@ -88,6 +89,7 @@ std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_block_row_bf16(const std:
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_rowcol_wide(const std::vector<CutlassGroup>&, int);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_rowrow_wide(const std::vector<CutlassGroup>&, int);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_colrow_f32acc_wide(const std::vector<CutlassGroup>&, int);
+std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_colrow_bf16_wide(const std::vector<CutlassGroup>&, int);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e4m3_e4m3_bf16_fast_wide(const std::vector<CutlassGroup>&, int, const float*);
 }  // namespace cutlass_kernels
 
@@ -108,6 +110,7 @@ std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily 
       case CutlassGroupedFamily::Bf16RowCol: return make_grouped_bf16_rowcol_wide(groups, device);
       case CutlassGroupedFamily::Bf16RowRow: return make_grouped_bf16_rowrow_wide(groups, device);
       case CutlassGroupedFamily::Bf16ColRowF32Acc: return make_grouped_bf16_colrow_f32acc_wide(groups, device);
+      case CutlassGroupedFamily::Bf16ColRowBf16: return make_grouped_bf16_colrow_bf16_wide(groups, device);
       case CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast: return make_grouped_fp8_e4m3_e4m3_bf16_fast_wide(groups, device, alpha);
       default: break;
     }
