@@ -70,6 +70,19 @@ def torch_peers(cases, iters, warmup):
         torch.cuda.synchronize()
         return a.elapsed_time(b) / iters
 
+    def kernels(fn):
+        # The CUDA kernels one call launches (torch.profiler), for the kernel evidence beside the times.
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        names = []
+        for ev in prof.key_averages():
+            dev_us = getattr(ev, "device_time_total", None) or getattr(ev, "cuda_time_total", 0)
+            if dev_us and ev.key not in names:
+                names.append(ev.key)
+        return names
+
     for c in cases:
         counts, fin, fout = c["counts"], c["in"], c["out"]
         e, t = len(counts), sum(counts)
@@ -104,6 +117,10 @@ def torch_peers(cases, iters, warmup):
                     raise first
                 rec["bf16_ms"] = timed(fn)
                 rec["bf16_note"] = "operand copied to the layout torch._grouped_mm accepts: " + str(first).splitlines()[0][:120]
+            try:
+                rec["bf16_kernels"] = kernels(fn)
+            except Exception as ex:  # the profiler is evidence, not a result: say why it is missing
+                rec["bf16_kernels_error"] = f"{type(ex).__name__}: {ex}".splitlines()[0][:200]
         except Exception as ex:  # report, never invent a number
             rec["bf16_error"] = f"{type(ex).__name__}: {ex}".splitlines()[0][:200]
         if c["pass"] == "fprop":
@@ -223,6 +240,11 @@ def main():
           "is at most ~5% slower than torch's (the bar). With --wgrad-output fp32-accumulate (default) gemmscope's "
           "Wgrad adds into FP32 main gradients (beta 1) while torch's writes BF16; --wgrad-output bf16 matches torch. torch FP8 rowwise is a different recipe (per-row/per-column scales) than "
           "FP8Current (per-tensor scales per expert).")
+    print("kernels (BF16): gemmscope CUTLASS | torch._grouped_mm")
+    for r in rows:
+        cu, pr = r["gs_bf16_cutlass"] or {}, r["torch"]
+        print(f"  {r['case']} {r['pass']}: {cu.get('kernel_config', cu.get('reason', '-'))} | "
+              f"{'; '.join(pr.get('bf16_kernels', [])) or pr.get('bf16_kernels_error', '-')}")
     for r in rows:
         del r["line"]
     with open(args.json, "w") as f:
