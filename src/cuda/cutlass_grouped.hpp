@@ -83,8 +83,7 @@ bool cutlass_built();
 // (Fp8E4m3E4m3Bf16Fast) also a 256-wide one (128x256). The rule (cutlass_pick_tile): the wide tile
 // wherever the family has it. Measured on an H100 (bench/cutlass_tiles.cu, both tiles of every
 // family on dense 2048^3 to 16384x16384x4096 GEMMs and Qwen3-30B-A3B- and DeepSeek-V3-like experts):
-// 128x256 was faster, or within 2%, in all 44 cases of the first four families measured (1.1-1.9x;
-// Bf16ColRowBf16's wide variant came after, for the K-grouped Wgrad against torch._grouped_mm). The FP8
+// 128x256 was faster, or within 2%, in 54 of 55 cases (the exception 3% slower), 1.1-2.1x. The FP8
 // families with split accumulation (Dgrad E5M2 x E4M3, Wgrad E4M3 x E5M2) ran 1.1-3.6x slower in
 // 128x256 on every shape, so they have no wide variant; FP8Block has none either: CUTLASS 4.2.1's
 // blockwise mainloop rejects 128x128 B scales in a 256-wide tile (static assertion "Accumulator
