@@ -125,6 +125,8 @@ def fp8_block_ops(torch):
             dyq, dys = q1x128(dy)
             wtq, wts = q128x128(w.t().contiguous())  # Dgrad: dX = dY . W, W^T's tiles
             dx = mm(dyq, dys, wtq, wts)
+            if not ctx.needs_input_grad[1]:  # a weight without a gradient (--per-pass): no Wgrad
+                return dx, None
             dytq, dyts = q1x128(dy.t().contiguous())  # Wgrad: dW = dY^T . X, 1x128 along tokens
             xtq, xts = q1x128(x.t().contiguous())
             dw = mm(dytq, dyts, xtq, xts)
