@@ -37,18 +37,6 @@ Precision precision_from_string(const std::string& s) {
       did_you_mean(s, names)));
 }
 
-int min_compute_capability(Precision p) {
-  switch (p) {
-    case Precision::BF16: return 80;
-    case Precision::FP8Current:
-    case Precision::FP8Delayed: return 89;
-    case Precision::FP8Block: return 90;
-    case Precision::MXFP8:
-    case Precision::NVFP4: return 100;
-  }
-  return 0;
-}
-
 const char* to_string(ElemFormat f) {
   switch (f) {
     case ElemFormat::BF16: return "bf16";

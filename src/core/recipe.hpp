@@ -17,8 +17,6 @@ inline constexpr Precision kAllPrecisions[] = {Precision::BF16,    Precision::FP
                                                Precision::MXFP8,   Precision::NVFP4};
 const char* to_string(Precision p);           // "BF16", "FP8Current", ... (report column names)
 Precision precision_from_string(const std::string& s);  // accepts those names, case-insensitive
-// Compute capability (major*10+minor) that the precision's GEMM needs in cuBLASLt.
-int min_compute_capability(Precision p);
 
 enum class ElemFormat { BF16, E4M3, E5M2, E2M1 };
 const char* to_string(ElemFormat f);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "core/arch_policy.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cutlass_grouped.hpp"
 #include "cuda/grouped_gemm.hpp"
@@ -107,7 +108,7 @@ class CutlassProvider final : public GemmProvider {
 
   std::string cannot_run(const Gemm& g, Precision, Mode, const Recipe& r, int cc) const override {
     if (!cutlass_built()) return "CUTLASS: not in this build (GEMMSCOPE_CUTLASS_DIR was not found when it was built)";
-    if (cc != 90) return fmt::format("CUTLASS: the kernels are built for sm_90a (Hopper) only; this device is sm_{}", cc);
+    if (!ArchPolicy(cc).runs_sm90a_kernels()) return fmt::format("CUTLASS: the kernels are built for sm_90a (Hopper) only; this device is sm_{}", cc);
     if (r.precision != Precision::BF16) return "CUTLASS: only BF16 GEMMs are built (FP8 not yet)";
     if (!g.grouped()) {
       if (!dense_family(g.a.k_major, g.b.k_major, r.fp32_accumulate))

@@ -6,11 +6,13 @@
 #include <optional>
 #include <vector>
 
+#include "core/arch_policy.hpp"
 #include "core/grouped.hpp"
 #include "core/modes.hpp"
 #include "core/provider.hpp"
 #include "core/results.hpp"
 #include "core/step_context.hpp"
+#include "core/error.hpp"
 #include "cuda/clock_probe.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
@@ -36,7 +38,7 @@ class CudaEngine final : public Engine {
   explicit CudaEngine(const EngineOptions& o) : opts_(o) {
     GS_CUDA(cudaSetDevice(o.device));
     cc_ = device_info().compute_capability();
-    opts_.recipe.fp8_block_via_mxfp8 = cc_ >= 100;
+    opts_.recipe.fp8_block_via_mxfp8 = ArchPolicy(cc_).fp8_block_via_mxfp8();
     probe_ = std::make_unique<ClockProbe>(o.device);
     gate_ = std::make_unique<LaunchGate>();
     try {
@@ -64,7 +66,7 @@ class CudaEngine final : public Engine {
     cudaDriverGetVersion(&d.driver_version);
     cudaRuntimeGetVersion(&d.runtime_version);
     d.cublaslt_version = static_cast<int64_t>(cublasLtGetVersion());
-    if (d.cc_major >= 10) d.nvfp4_hw_conversion = nvfp4_hardware_conversion();
+    if (d.arch().may_convert_fp4_in_hardware()) d.nvfp4_hw_conversion = nvfp4_hardware_conversion();
     return d;
   }
 
@@ -115,7 +117,7 @@ class CudaEngine final : public Engine {
     // Of the precision the GEMM really runs in: the LM head and the router stay BF16 in every
     // column (make_recipe), so they are never emulated.
     const Precision runs = recipe.precision;
-    const bool emulate = cc_ < min_compute_capability(runs);
+    const bool emulate = !ArchPolicy(cc_).times(runs);
     if (emulate && runs != Precision::MXFP8 && runs != Precision::NVFP4)
       return AccuracyCell::na("needs a newer GPU (no emulation for this recipe)");
     try {
@@ -178,8 +180,14 @@ class CudaEngine final : public Engine {
       reference_ = DeviceBuffer();
       throw_if_context_lost(e.what(), fmt::format("the accuracy of {} {}", g.shape(), to_string(p)));
       return AccuracyCell::na(e.oom() ? "out of GPU memory" : std::string("CUDA error: ") + e.what());
-    } catch (const std::exception& e) {
+    } catch (const Unsupported& e) {  // as guarded(): only what the libraries or the device refuse
+      cudaStreamSynchronize(stream_);
       return AccuracyCell::na(e.what());
+    } catch (const std::invalid_argument& e) {
+      cudaStreamSynchronize(stream_);
+      return AccuracyCell::na(e.what());
+    } catch (const std::bad_alloc&) {
+      return AccuracyCell::na("out of host memory");
     }
   }
 
@@ -288,8 +296,9 @@ class CudaEngine final : public Engine {
     return cell;
   }
 
-  // Runs `f` (which returns the measured cell) and turns what cuBLASLt or CUDA refuse into an N/A
-  // cell; a lost context stops the run.
+  // Runs `f` (which returns the measured cell) and turns what the libraries or the device refuse
+  // into an N/A cell (core/error.hpp Unsupported); a lost context stops the run, and so does any
+  // other exception (a defect: exit 70 with its message, never an N/A that hides it).
   template <class F>
   Cell guarded(const Gemm& g, Precision p, Mode mode, const Recipe& recipe, F&& f) {
     try {
@@ -310,8 +319,14 @@ class CudaEngine final : public Engine {
                                     static_cast<double>(free_b) / (1 << 30)));
       }
       return Cell::na(fmt::format("CUDA error: {}", e.what()));
-    } catch (const std::exception& e) {
+    } catch (const Unsupported& e) {
+      cudaStreamSynchronize(stream_);
       return Cell::na(e.what());
+    } catch (const std::invalid_argument& e) {  // a provider's "cannot run this after all"
+      cudaStreamSynchronize(stream_);
+      return Cell::na(e.what());
+    } catch (const std::bad_alloc&) {
+      return Cell::na(fmt::format("out of host memory for {}", g.shape()));
     }
   }
 

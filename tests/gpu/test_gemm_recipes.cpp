@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/arch_policy.hpp"
 #include "core/formats.hpp"
 #include "core/plan.hpp"
 #include "core/recipe.hpp"
@@ -58,7 +59,7 @@ class RecipeGemmTest : public ::testing::TestWithParam<Case> {};
 TEST_P(RecipeGemmTest, MatchesReferenceOfItsOwnOperands) {
   GS_REQUIRE_GPU();
   const Case c = GetParam();
-  if (gs::test::compute_capability() < min_compute_capability(c.precision)) GTEST_SKIP() << "needs a newer GPU";
+  if (!gs::ArchPolicy(gs::test::compute_capability()).times(c.precision)) GTEST_SKIP() << "needs a newer GPU";
   const Plan plan = small_model_plan();
   RecipeOptions opts;
   opts.wgrad_fp32_accumulate = false;  // BF16 outputs, read as BF16 below (FP32 Wgrad: test_grouped_quant)
@@ -122,7 +123,7 @@ class SharedQuantizationTest : public ::testing::TestWithParam<Precision> {};
 TEST_P(SharedQuantizationTest, SameOutputAndSiblingsMatchTheirConsumers) {
   GS_REQUIRE_GPU();
   const Precision p = GetParam();
-  if (gs::test::compute_capability() < min_compute_capability(p)) GTEST_SKIP() << "needs a newer GPU";
+  if (!gs::ArchPolicy(gs::test::compute_capability()).times(p)) GTEST_SKIP() << "needs a newer GPU";
   const Plan plan = small_model_plan();
   RecipeOptions opts;
   opts.wgrad_fp32_accumulate = false;  // BF16 outputs, read as BF16 below (FP32 Wgrad: test_grouped_quant)

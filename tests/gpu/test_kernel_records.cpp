@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/arch_policy.hpp"
 #include "core/formats.hpp"
 #include "core/plan.hpp"
 #include "core/recipe.hpp"
@@ -243,7 +244,7 @@ TEST(EngineAccuracy, LmHeadStaysBf16AndEmulationOnlyWhereNeeded) {
         // be off by percents.
         EXPECT_NEAR(a.rel_error, bf16.rel_error, 1e-4 * bf16.rel_error) << "the LM head is the BF16 GEMM in every column";
       } else {
-        EXPECT_EQ(a.emulated, cc < gs::min_compute_capability(p));
+        EXPECT_EQ(a.emulated, !gs::ArchPolicy(cc).times(p));
         EXPECT_GT(a.rel_error, 2 * bf16.rel_error) << "a quantized recipe is less accurate than BF16";
       }
     }
