@@ -17,7 +17,8 @@ routed rows), with the SAME seeded per-expert routed counts on both sides:
     training semantics; torch._grouped_mm's Wgrad writes a BF16 [E, in, out]): the column
     "torch/gs CUTLASS" is torch's time over gemmscope's (the bar: >= 0.95 per pass). --no-cutlass
     leaves it out (a build without CUTLASS reports N/A there).
-  * FP8 (Fprop): gemmscope FP8Current (per-expert per-tensor scales; GEMM kernels only =
+  * FP8 (Fprop): gemmscope FP8Current through cuBLASLt and, unless --no-cutlass, CUTLASS's single
+    ptr-array launch (the same multi-tensor quantization); gemmscope FP8Current (per-expert per-tensor scales; GEMM kernels only =
     pre-quantized, and with the per-expert quantization = per-gemm, formerly autocast) vs torch._scaled_grouped_mm
     with ROWWISE scales (its only Hopper recipe) -- a different recipe, labelled as such.
 
@@ -69,6 +70,19 @@ def torch_peers(cases, iters, warmup):
         torch.cuda.synchronize()
         return a.elapsed_time(b) / iters
 
+    def kernels(fn):
+        # The CUDA kernels one call launches (torch.profiler), for the kernel evidence beside the times.
+        from torch.profiler import ProfilerActivity, profile
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            fn()
+            torch.cuda.synchronize()
+        names = []
+        for ev in prof.key_averages():
+            dev_us = getattr(ev, "device_time_total", None) or getattr(ev, "cuda_time_total", 0)
+            if dev_us and ev.key not in names:
+                names.append(ev.key)
+        return names
+
     for c in cases:
         counts, fin, fout = c["counts"], c["in"], c["out"]
         e, t = len(counts), sum(counts)
@@ -103,6 +117,10 @@ def torch_peers(cases, iters, warmup):
                     raise first
                 rec["bf16_ms"] = timed(fn)
                 rec["bf16_note"] = "operand copied to the layout torch._grouped_mm accepts: " + str(first).splitlines()[0][:120]
+            try:
+                rec["bf16_kernels"] = kernels(fn)
+            except Exception as ex:  # the profiler is evidence, not a result: say why it is missing
+                rec["bf16_kernels_error"] = f"{type(ex).__name__}: {ex}".splitlines()[0][:200]
         except Exception as ex:  # report, never invent a number
             rec["bf16_error"] = f"{type(ex).__name__}: {ex}".splitlines()[0][:200]
         if c["pass"] == "fprop":
@@ -175,20 +193,24 @@ def main():
 
     rows = []
     hdr = ("case", "pass", "gs BF16 s4 ms (TF/s)", "gs BF16 serial ms", "gs dense-eq ms", "torch grouped ms (TF/s)",
-           "gs s4/torch", "gs CUTLASS ms (TF/s)", "torch/gs CUTLASS", "gs FP8Cur prequant ms", "gs FP8Cur autocast ms", "torch FP8 rowwise ms")
+           "gs s4/torch", "gs CUTLASS ms (TF/s)", "torch/gs CUTLASS", "gs FP8Cur prequant ms", "gs FP8Cur autocast ms",
+           "gs CUTLASS FP8Cur prequant ms", "gs CUTLASS FP8Cur autocast ms", "torch FP8 rowwise ms")
     for c in cases:
         s4 = gs_cell(c, "BF16", "per-gemm", 4)
         s0 = gs_cell(c, "BF16", "per-gemm", 0)
         pq = gs_cell(c, "FP8Current", "pre-quantized", 4)
         ac = gs_cell(c, "FP8Current", "per-gemm", 4)
         cu = gs_cell(c, "BF16", "per-gemm", 4, "cutlass")
+        cpq = gs_cell(c, "FP8Current", "pre-quantized", 4, "cutlass")
+        cac = gs_cell(c, "FP8Current", "per-gemm", 4, "cutlass")
         pr = peers[(c["name"], c["pass"])]
         ok = lambda r: r is not None and r.get("ok")
         fmt_ms = lambda r: f"{r['mean_ms']:.3f}" + (" GATE-TIMEOUT" if r.get("gate_timed_out") else "") if ok(r) else (r.get("reason", "N/A")[:30] if r else "-")
         row = {
             "case": c["name"], "pass": c["pass"], "experts": len(c["counts"]), "rows": sum(c["counts"]),
             "max_rows": max(c["counts"]), "empty_experts": sum(1 for x in c["counts"] if x == 0),
-            "gs_bf16_s4": s4, "gs_bf16_serial": s0, "gs_bf16_cutlass": cu, "gs_fp8_prequant_s4": pq, "gs_fp8_autocast_s4": ac, "torch": pr,
+            "gs_bf16_s4": s4, "gs_bf16_serial": s0, "gs_bf16_cutlass": cu, "gs_fp8_prequant_s4": pq, "gs_fp8_autocast_s4": ac,
+            "gs_fp8_prequant_cutlass": cpq, "gs_fp8_autocast_cutlass": cac, "torch": pr,
         }
         rows.append(row)
         t_bf16 = pr.get("bf16_ms")
@@ -202,6 +224,7 @@ def main():
             (f"{cu['mean_ms']:.3f} ({tf(c, cu['mean_ms']):.0f})" if ok(cu) else fmt_ms(cu)) if not args.no_cutlass else "-",
             f"{t_bf16 / cu['mean_ms']:.2f}" if t_bf16 and ok(cu) else "-",
             fmt_ms(pq) if pq else "-", fmt_ms(ac) if ac else "-",
+            fmt_ms(cpq) if cpq else "-", fmt_ms(cac) if cac else "-",
             (f"{pr['fp8_rowwise_ms']:.3f}" if "fp8_rowwise_ms" in pr else pr.get("fp8_rowwise_error", "-")[:40]),
         )
         rows[-1]["line"] = line
@@ -217,6 +240,11 @@ def main():
           "is at most ~5% slower than torch's (the bar). With --wgrad-output fp32-accumulate (default) gemmscope's "
           "Wgrad adds into FP32 main gradients (beta 1) while torch's writes BF16; --wgrad-output bf16 matches torch. torch FP8 rowwise is a different recipe (per-row/per-column scales) than "
           "FP8Current (per-tensor scales per expert).")
+    print("kernels (BF16): gemmscope CUTLASS | torch._grouped_mm")
+    for r in rows:
+        cu, pr = r["gs_bf16_cutlass"] or {}, r["torch"]
+        print(f"  {r['case']} {r['pass']}: {cu.get('kernel_config', cu.get('reason', '-'))} | "
+              f"{'; '.join(pr.get('bf16_kernels', [])) or pr.get('bf16_kernels_error', '-')}")
     for r in rows:
         del r["line"]
     with open(args.json, "w") as f:

@@ -1,5 +1,6 @@
 // gemmscope: transformer config -> GEMM plan -> measurements on the local GPU -> reports.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -235,7 +236,16 @@ int grouped_streams(const std::string& v) {
                                                                                            : std::stoll(num);
     if (n >= 1 && n <= 64) return static_cast<int>(n);
   }
-  throw UsageError(fmt::format("--grouped must be serial or streams:N with N in 1..64, got '{}'", clip_text(v, 80)));
+  throw UsageError(fmt::format("--grouped must be serial, streams:N with N in 1..64, or cutlass, got '{}'", clip_text(v, 80)));
+}
+
+// --grouped cutlass is --provider cutlass: the default provider list becomes CUTLASS alone; a list
+// that names CUTLASS already is kept; any other list contradicts it.
+std::vector<std::string> grouped_cutlass_providers(const std::vector<std::string>& providers) {
+  if (providers == std::vector<std::string>{kProviderCublasLt}) return {kProviderCutlass};
+  if (std::find(providers.begin(), providers.end(), kProviderCutlass) != providers.end()) return providers;
+  throw UsageError(fmt::format("--grouped cutlass is --provider cutlass, but --provider {} has no cutlass",
+                               provider_option_string(providers)));
 }
 
 
@@ -310,7 +320,9 @@ RunRequest build_request(const Options& o) {
   if (lower(o.timing) != "cuda-events") throw UsageError("--timing: only 'cuda-events' is implemented");
   if (o.repeats < 1 || o.repeats > 1000) throw UsageError(fmt::format("--repeats must be between 1 and 1000, got {}", o.repeats));
   if (o.repeats > 1 && o.accuracy_only) throw UsageError("--repeats repeats timed cells: --accuracy-only times nothing");
-  req.options.grouped_streams = grouped_streams(lower(o.grouped));
+  // --grouped cutlass: the single CUTLASS launch for the experts, i.e. the CUTLASS provider (below).
+  const bool grouped_cutlass = lower(o.grouped) == kProviderCutlass;
+  req.options.grouped_streams = grouped_cutlass ? 4 : grouped_streams(lower(o.grouped));
   req.options.timing = {"cuda-events", static_cast<int>(o.warmup), static_cast<int>(o.iters), o.gpu_warmup,
                         static_cast<int>(o.repeats)};
   const std::string l2 = lower(o.l2);  // names in any case, as everywhere
@@ -370,6 +382,7 @@ RunRequest build_request(const Options& o) {
                                  did_you_mean(o.wgrad_output, {"fp32-accumulate", "bf16"})));
   r.wgrad_fp32_accumulate = wo == "fp32-accumulate";
   req.providers = parse_provider_option(o.provider);
+  if (grouped_cutlass) req.providers = grouped_cutlass_providers(req.providers);
   GemmOptions& go = req.options.gemm;
   parse_algo_option(lower(o.algo), go);
   if (o.num_sms < 0 || o.num_sms > 4096) throw UsageError(fmt::format("--num-sms must be from 1 to 4096 (0: all SMs), got {}", o.num_sms));
@@ -497,7 +510,8 @@ int run_main(int argc, char** argv) {
       ->group("Node");
   app.add_option("--grouped", o.grouped,
                  "Grouped (MoE expert) GEMMs: serial | streams:N, per-expert GEMMs over N streams (default streams:4, "
-                 "as TE GroupedLinear)")
+                 "as TE GroupedLinear) | cutlass, every expert in one CUTLASS launch as torch._grouped_mm (the same as "
+                 "--provider cutlass: dense cells run through CUTLASS too)")
       ->group("Measurement");
   app.add_option_function<std::string>(
          "--seed", [&o](const std::string& v) { o.seed = parse_decimal_uint(v, "--seed"); },
@@ -557,7 +571,7 @@ int run_main(int argc, char** argv) {
   app.add_flag("--dry-run", o.dry_run, "Print the plan (FLOPs, bytes); touch no GPU")->group("Output");
   app.add_option("-o,--output", o.out_chart, "Chart file (.png/.svg/.pdf)")->group("Output");
   app.add_option("--json", o.out_json, "Write the result JSON here")->group("Output");
-  app.add_option("--csv", o.out_csv, "Write one CSV row per (mode, GEMM, precision)")->group("Output");
+  app.add_option("--csv", o.out_csv, "Write one CSV row per (mode, GEMM, precision, provider)")->group("Output");
   app.add_flag("-q,--quiet", o.quiet, "No progress on stderr")->group("Output");
 
   app.allow_extras();  // unknown options: reject_extras() names them with a suggestion

@@ -22,18 +22,20 @@ bool is_known_provider(const std::string& name) {
 
 std::string provider_note(const std::string& name) {
   if (name == kProviderCutlass)
-    return "cutlass: CUTLASS 4.2.1 sm90 ptr-array grouped kernels (TMA warp-specialized cooperative, tile 128x128x64, "
-           "cluster 1x1), BF16 only: a grouped GEMM is one launch for all experts (Wgrad: each expert's tokens as its "
-           "K, into FP32 main gradients with beta 1 or BF16 as --wgrad-output says), a dense GEMM one launch of one "
-           "group; no dense-equivalent time for its grouped cells";
+    return "cutlass: CUTLASS 4.2.1 sm90 ptr-array grouped kernels (TMA warp-specialized cooperative, cluster 1x1; "
+           "BF16 tile 128x128x64, FP8 per-tensor and FP8Block blockwise 128x128x128, on the recipe's own quantization): "
+           "a grouped GEMM is one launch for all experts (Wgrad: each expert's tokens as its K, into FP32 main gradients "
+           "with beta 1 or BF16 as --wgrad-output says), a dense GEMM one launch of one group; no dense-equivalent time "
+           "for its grouped cells";
   if (name == kProviderDeepGemm)
-    return "deepgemm: DeepGEMM's sm90 FP8 kernels (DeepSeek's recipe: 1x128 activations/gradients, 128x128 weights, "
-           "E4M3), compiled with NVRTC at prepare time (never in a timed loop) and cached on disk: Fprop/Dgrad "
-           "gemm_fp8_fp8_bf16_nt (grouped: the M-grouped contiguous kernel, each expert's rows padded to 128), Wgrad "
-           "wgrad_gemm_fp8_fp8_fp32_nt into the FP32 main gradient (grouped: one launch per expert, tokens padded "
-           "to 128). Timed: the kernel only in pre-quantized mode; in per-gemm/training modes the engine's FP8Block "
-           "quantization of the operands the mode quantizes (as the cuBLASLt cell), the scale-layout conversion "
-           "DeepGEMM needs, then the kernel. BF16 and the other recipes: N/A";
+    return "deepgemm: DeepGEMM's sm90 kernels, compiled with NVRTC at prepare time (never in a timed loop) and "
+           "cached on disk. FP8Block (DeepSeek's recipe: 1x128 activations/gradients, 128x128 weights, E4M3): "
+           "Fprop/Dgrad gemm_fp8_fp8_bf16_nt (grouped: the M-grouped contiguous kernel, each expert's rows padded to "
+           "128), Wgrad wgrad_gemm_fp8_fp8_fp32_nt into the FP32 main gradient (grouped: one K-grouped launch, each "
+           "expert's tokens padded to 128). BF16: its BF16 GEMM, dense, M-grouped and K-grouped. Timed: the kernel "
+           "only in pre-quantized mode; in per-gemm/training modes the engine's FP8Block quantization of the "
+           "operands the mode quantizes (as the cuBLASLt cell), the scale-layout conversion DeepGEMM needs, then the "
+           "kernel. The other recipes: N/A";
   return {};
 }
 

@@ -983,10 +983,11 @@ RunResult from_json(const json& j, const std::string& path) {
 json read_json_file(const std::string& path) { return read_json_file(path, "result file"); }
 
 std::string render_csv(const RunResult& r) {
-  // The last three columns describe grouped (expert) GEMMs: the grouped dimension, the number of
-  // experts and the dense-equivalent time; empty for dense GEMMs.
+  // The group columns describe grouped (expert) GEMMs: the grouped dimension, the number of
+  // experts and the dense-equivalent time; empty for dense GEMMs. The last column is the kernel
+  // provider (core/provider.hpp): one row per provider of the run, in --provider order.
   std::string out = "mode,pass,op,scope,m,k,n,flops,precision,status,mean_ms,median_ms,min_ms,max_ms,stdev_ms,iters,tflops,reason,"
-                    "group_dim,groups,dense_equiv_ms\n";
+                    "group_dim,groups,dense_equiv_ms,provider\n";
   auto quote = [](const std::string& s) {
     std::string q = "\"";
     for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
@@ -994,22 +995,23 @@ std::string render_csv(const RunResult& r) {
   };
   for (size_t m = 0; m < r.modes.size(); ++m)
     for (size_t g = 0; g < r.plan.gemms.size(); ++g)
-      for (size_t p = 0; p < r.precisions.size(); ++p) {
-        const Gemm& x = r.plan.gemms[g];
-        const Cell& c = r.cell(m, g, p);
-        out += fmt::format("{},{},{},{},{},{},{},{:.0f},{},", to_string(r.modes[m]), to_string(x.pass), to_string(x.op),
-                           to_string(x.scope), x.m, x.k, x.n, x.flops(), to_string(r.precisions[p]));
-        const std::string grouped =
-            x.grouped() ? fmt::format("{},{},{}", to_string(x.group_dim), x.group.size(),
-                                      c.dense_equiv_ms ? fmt::format("{:.6f}", *c.dense_equiv_ms) : std::string())
-                        : std::string(",,");
-        if (c.ok)
-          out += fmt::format("ok,{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{},{:.2f},,{}\n", c.stats.mean_ms, c.stats.median_ms,
-                             c.stats.min_ms, c.stats.max_ms, c.stats.stdev_ms, c.stats.iters, tflops(x, c.stats.mean_ms),
-                             grouped);
-        else
-          out += fmt::format("n/a,,,,,,,,{},{}\n", quote(c.reason), grouped);
-      }
+      for (size_t p = 0; p < r.precisions.size(); ++p)
+        for (size_t v = 0; v < r.providers.size(); ++v) {
+          const Gemm& x = r.plan.gemms[g];
+          const Cell& c = r.provider_cell(v, m, g, p);
+          out += fmt::format("{},{},{},{},{},{},{},{:.0f},{},", to_string(r.modes[m]), to_string(x.pass), to_string(x.op),
+                             to_string(x.scope), x.m, x.k, x.n, x.flops(), to_string(r.precisions[p]));
+          const std::string grouped =
+              x.grouped() ? fmt::format("{},{},{}", to_string(x.group_dim), x.group.size(),
+                                        c.dense_equiv_ms ? fmt::format("{:.6f}", *c.dense_equiv_ms) : std::string())
+                          : std::string(",,");
+          if (c.ok)
+            out += fmt::format("ok,{:.6f},{:.6f},{:.6f},{:.6f},{:.6f},{},{:.2f},,{},{}\n", c.stats.mean_ms,
+                               c.stats.median_ms, c.stats.min_ms, c.stats.max_ms, c.stats.stdev_ms, c.stats.iters,
+                               tflops(x, c.stats.mean_ms), grouped, r.providers[v]);
+          else
+            out += fmt::format("n/a,,,,,,,,{},{},{}\n", quote(c.reason), grouped, r.providers[v]);
+        }
   return out;
 }
 

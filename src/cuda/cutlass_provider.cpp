@@ -1,11 +1,13 @@
-// The CUTLASS provider (provider.hpp): sm90 grouped BF16 GEMMs as a single ptr-array launch
-// (cutlass_grouped.hpp). Fprop and Dgrad are grouped along M (each expert's rows of one token-major
-// buffer, its own weight); Wgrad along K, as a ptr-array GEMM whose groups differ in K (each
-// expert's tokens), writing each expert's FP32 main gradient with beta = 1 (the default training
-// semantics) or a BF16 gradient. CUTLASS has no K-grouped kernel as such on sm90: the ptr-array
-// grouped kernel takes every group's (m, n, k) from device memory, which serves the same purpose
-// in one launch. A dense BF16 GEMM runs as the same kernel with one group (no further
-// instantiation; its configuration says so). The FP8 recipes are not built yet: N/A, saying so.
+// The CUTLASS provider (provider.hpp): sm90 grouped BF16 and FP8 per-tensor GEMMs as a single
+// ptr-array launch (cutlass_grouped.hpp). Fprop and Dgrad are grouped along M (each expert's rows of
+// one token-major buffer, its own weight); Wgrad along K, as a ptr-array GEMM whose groups differ in
+// K (each expert's tokens), writing each expert's FP32 main gradient with beta = 1 (the default
+// training semantics) or a BF16 gradient. CUTLASS has no K-grouped kernel as such on sm90: the
+// ptr-array grouped kernel takes every group's (m, n, k) from device memory, which serves the same
+// purpose in one launch. A dense GEMM runs as the same kernel with one group (no further
+// instantiation; its configuration says so). FP8 per-tensor (FP8Current, FP8Delayed) and FP8 block
+// scaling (FP8Block, CUTLASS's blockwise ptr-array kernel) quantize as the cuBLASLt cell does and run
+// the same single launch on the K-major copies (cutlass_fp8_run.hpp).
 #include <fmt/format.h>
 
 #include <climits>
@@ -14,6 +16,7 @@
 
 #include "core/arch_policy.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/cutlass_fp8_run.hpp"
 #include "cuda/cutlass_grouped.hpp"
 #include "cuda/grouped_gemm.hpp"
 #include "cuda/provider.hpp"
@@ -103,13 +106,35 @@ class CutlassDenseRun final : public ProviderRun {
 };
 
 class CutlassProvider final : public GemmProvider {
+  static CutlassGroupedFamily fp8_family(const Recipe& r) {
+    const auto f = cutlass_fp8_family(r);
+    if (!f) throw std::invalid_argument("CUTLASS: no FP8 kernel instantiated for this recipe");
+    return *f;
+  }
+  // FP8 per-tensor: an instantiated family for the operand formats, output and accumulation;
+  // TMA's 16-byte rows are FP8's 16 elements, which the FP8 shape rule already requires
+  // (core/recipe.hpp shape_constraint, per expert for grouped GEMMs).
+  static std::string cannot_run_fp8(const Gemm& g, const Recipe& r) {
+    if (!cutlass_fp8_family(r))
+      return fmt::format("CUTLASS: no FP8 kernel instantiated for {} {} x {} {}, {} accumulation, {} output (built: {})",
+                         to_string(r.a.format), to_string(r.a.scaling), to_string(r.b.format), to_string(r.b.scaling),
+                         r.fast_accum ? "fast" : "split", r.fp32_accumulate ? "FP32 accumulated" : "BF16",
+                         cutlass_fp8_families_built());
+    if (g.m > INT32_MAX || g.n > INT32_MAX || g.k > INT32_MAX) return "CUTLASS: a dimension above 2^31";
+    return {};
+  }
+
  public:
   const char* name() const override { return "cutlass"; }
 
   std::string cannot_run(const Gemm& g, Precision, Mode, const Recipe& r, int cc) const override {
     if (!cutlass_built()) return "CUTLASS: not in this build (GEMMSCOPE_CUTLASS_DIR was not found when it was built)";
-    if (!ArchPolicy(cc).runs_sm90a_kernels()) return fmt::format("CUTLASS: the kernels are built for sm_90a (Hopper) only; this device is sm_{}", cc);
-    if (r.precision != Precision::BF16) return "CUTLASS: only BF16 GEMMs are built (FP8 not yet)";
+    if (!ArchPolicy(cc).runs_sm90a_kernels())
+      return fmt::format("CUTLASS: the kernels are built for sm_90a (Hopper) only; this device is sm_{}", cc);
+    if (r.precision != Precision::BF16 && r.precision != Precision::FP8Current && r.precision != Precision::FP8Delayed &&
+        r.precision != Precision::FP8Block)
+      return fmt::format("CUTLASS: no {} kernel on sm_90 (Blackwell block-scaled formats)", to_string(r.precision));
+    if (r.precision != Precision::BF16) return cannot_run_fp8(g, r);
     if (!g.grouped()) {
       if (!dense_family(g.a.k_major, g.b.k_major, r.fp32_accumulate))
         return fmt::format("CUTLASS: no kernel for this operand layout (left {}, right {}{})",
@@ -130,17 +155,22 @@ class CutlassProvider final : public GemmProvider {
     return {};
   }
 
-  std::unique_ptr<ProviderRun> dense(const Gemm& g, const Recipe& r, Mode, GemmSources& src, int device) override {
-    if (r.precision != Precision::BF16) throw std::invalid_argument("CUTLASS: only BF16 GEMMs are built");
+  void configure(const EngineOptions& o) override { recipe_opts_ = o.recipe; }
+
+  std::unique_ptr<ProviderRun> dense(const Gemm& g, const Recipe& r, Mode m, GemmSources& src, int device) override {
+    if (r.precision != Precision::BF16) return make_cutlass_fp8_dense(g, r, m, src, recipe_opts_, fp8_family(r), device);
     const auto family = dense_family(g.a.k_major, g.b.k_major, r.fp32_accumulate);
     if (!family) throw std::invalid_argument("CUTLASS: no kernel for this operand layout");
     return std::make_unique<CutlassDenseRun>(src, *family, device);
   }
 
-  std::unique_ptr<ProviderRun> grouped(GroupedSources& src, const Recipe& r, Mode, int device) override {
-    if (r.precision != Precision::BF16) throw std::invalid_argument("CUTLASS: only BF16 grouped GEMMs are built");
+  std::unique_ptr<ProviderRun> grouped(GroupedSources& src, const Recipe& r, Mode m, int device) override {
+    if (r.precision != Precision::BF16) return make_cutlass_fp8_grouped(src, r, m, recipe_opts_, fp8_family(r), device);
     return std::make_unique<CutlassGroupedRun>(src, device);
   }
+
+ private:
+  RecipeOptions recipe_opts_;  // configure(): what the FP8 cells quantize with, as the cuBLASLt cell
 };
 
 }  // namespace

@@ -101,7 +101,7 @@ Gemm GroupedGemm::expert_gemm_of(int e) const { return expert_gemm(src_.gemm, sr
 
 GroupedGemm::GroupedGemm(cublasLtHandle_t handle, GroupedSources& src, Precision p, Mode mode,
                          const RecipeOptions& opts, int streams, cudaStream_t main, void* main_workspace,
-                         LtAlgoCache* cache)
+                         LtAlgoCache* cache, bool with_gemm)
     : src_(src), precision_(p), mode_(mode), streams_(streams), main_(main) {
   if (streams < 0) throw std::invalid_argument("grouped streams must be >= 0");
   try {
@@ -151,7 +151,7 @@ GroupedGemm::GroupedGemm(cublasLtHandle_t handle, GroupedSources& src, Precision
         throw std::invalid_argument(fmt::format("expert {}: {}", e, why));
       void* ws = streams_ == 0 ? main_workspace : workspaces_[static_cast<size_t>(e % streams_)].get();
       gemms_[static_cast<size_t>(e)] = std::make_unique<RecipeGemm>(
-          handle, eg, r, v, ws, opts, /*with_gemm=*/true, operand_work(mode, eg, Side::Left, r, opts),
+          handle, eg, r, v, ws, opts, with_gemm, operand_work(mode, eg, Side::Left, r, opts),
           operand_work(mode, eg, Side::Right, r, opts), cache);
     }
     // All experts' quantization in a few multi-tensor launches (grouped_quant.hpp), when the

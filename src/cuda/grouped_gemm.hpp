@@ -61,8 +61,11 @@ struct GroupedSources {
 class GroupedGemm {
  public:
   // streams: 0 = serial on `main`; else round-robin over that many side streams (owned here).
+  // with_gemm=false: the experts' quantization only (RecipeGemm with_gemm=false, no cuBLASLt: the
+  // handle and workspace may be null), for a provider whose single launch replaces the per-expert
+  // GEMMs; it uses quantizer(), expert() and prepare(), never body() or run_once().
   GroupedGemm(cublasLtHandle_t handle, GroupedSources& src, Precision p, Mode mode, const RecipeOptions& opts,
-              int streams, cudaStream_t main, void* main_workspace, LtAlgoCache* cache);
+              int streams, cudaStream_t main, void* main_workspace, LtAlgoCache* cache, bool with_gemm = true);
   ~GroupedGemm();
   GroupedGemm(const GroupedGemm&) = delete;
   GroupedGemm& operator=(const GroupedGemm&) = delete;

@@ -46,7 +46,8 @@ class GemmProvider {
   // (cell_shape_problem). The reason is the N/A cell's text: it names the provider.
   virtual std::string cannot_run(const Gemm& g, Precision p, Mode m, const Recipe& r, int cc) const = 0;
   // A dense GEMM on `src` (C written as the recipe says). Throws std::exception for what it cannot
-  // do after all (an N/A cell with the message), CudaError for CUDA failures.
+  // do after all (an N/A cell with the message), CudaError for CUDA failures. A provider that
+  // quantizes as the cuBLASLt cell does takes the recipe options from configure().
   virtual std::unique_ptr<ProviderRun> dense(const Gemm& g, const Recipe& r, Mode m, GemmSources& src, int device) = 0;
   // A grouped GEMM on `src` (per-expert sizes already padded to the recipe's alignment).
   virtual std::unique_ptr<ProviderRun> grouped(GroupedSources& src, const Recipe& r, Mode m, int device) = 0;

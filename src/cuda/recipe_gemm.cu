@@ -347,20 +347,20 @@ void RecipeGemm::autocast_step(cudaStream_t s) {
   if (l_) l_->quantize(s);
   if (r_) r_->quantize(s);
   update_alpha(s);
-  mm_->run(s);
+  run_gemm(s);
   if (l_) l_->after_gemm(s);
   if (r_) r_->after_gemm(s);
 }
 
-void RecipeGemm::gemm_only(cudaStream_t s) { mm_->run(s); }  // callers built with_gemm
+void RecipeGemm::gemm_only(cudaStream_t s) { run_gemm(s); }  // built with_gemm, or use_kernel()
 
 void RecipeGemm::step(cudaStream_t s) {
   if (external_quant_) {
-    mm_->run(s);
+    run_gemm(s);
     return;
   }
   step_quantize(s);
-  mm_->run(s);
+  run_gemm(s);
   step_after(s);
 }
 
@@ -394,7 +394,7 @@ int RecipeGemm::step_quantize_ops() const {
 }
 
 int RecipeGemm::step_ops() const {
-  const int matmul = 2;  // cuBLASLt may add a split-K reduction kernel
+  const int matmul = kernel_ ? kernel_ops_ : 2;  // cuBLASLt may add a split-K reduction kernel
   return step_quantize_ops() + matmul;
 }
 

@@ -5,6 +5,8 @@
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 
+#include <functional>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -129,11 +131,19 @@ class RecipeGemm {
   // Dual operands' other-layout copies (null unless that operand's work is Dual).
   const QuantizedOperand* l_sibling() const { return l_sib_.get(); }
   const QuantizedOperand* r_sibling() const { return r_sib_.get(); }
+  // Another provider's GEMM kernel (provider.hpp) in place of the cuBLASLt matmul, for a RecipeGemm
+  // built with_gemm=false: step() and autocast_step() then run the recipe's quantization around
+  // `run` (which reads l() / r()); `ops` is what it enqueues (launch gate).
+  void use_kernel(std::function<void(cudaStream_t)> run, int ops) {
+    kernel_ = std::move(run);
+    kernel_ops_ = ops;
+  }
   std::string layout() const { return mm_ ? mm_->layout() : std::string("-"); }
   LtMatmul* matmul() { return mm_.get(); }  // null when built without the GEMM
 
  private:
   void update_alpha(cudaStream_t s);
+  void run_gemm(cudaStream_t s) { kernel_ ? kernel_(s) : mm_->run(s); }
   Recipe recipe_;
   DeviceBuffer alpha_;  // NVFP4: device {alpha, 0} = product of both operands' global scales
   std::unique_ptr<QuantizedOperand> l_, r_;  // null for BF16
@@ -142,6 +152,8 @@ class RecipeGemm {
   bool external_quant_ = false;
   float beta_ = 0.f;  // 1: accumulating into an FP32 main gradient
   std::unique_ptr<LtMatmul> mm_;
+  std::function<void(cudaStream_t)> kernel_;  // use_kernel(): another provider's GEMM
+  int kernel_ops_ = 0;
 };
 
 cudaDataType_t cuda_type(ElemFormat f);

@@ -3,7 +3,9 @@
 // files without providers), compare of multi-provider runs, and the CLI's refusals.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <string>
 
@@ -281,6 +283,34 @@ TEST(ProviderPlot, ChartsAChosenProviderAndRefusesOthers) {
   const test::Out missing = plot("--provider cutlass");
   EXPECT_EQ(missing.rc, 2);
   EXPECT_NE(missing.err.find("gemms[0] has no provider_results.cutlass"), std::string::npos) << missing.err;
+}
+
+// CSV: one row per cell and provider, the provider in the last column.
+TEST(ProviderCsv, OneRowPerProviderWithItsName) {
+  ProviderEngine e;
+  const RunResult r = run(e, small_request({kProviderCublasLt, kProviderCutlass}));
+  const std::string csv = render_csv(r);
+  const size_t cells = r.plan.gemms.size() * r.precisions.size() * r.modes.size();
+  EXPECT_EQ(static_cast<size_t>(std::count(csv.begin(), csv.end(), '\n')), 1 + 2 * cells);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')).substr(csv.find('\n') - 9), ",provider");
+  size_t lt = 0, cl = 0, cl_na = 0;
+  std::istringstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    const std::string last = line.substr(line.rfind(',') + 1);
+    if (last == "cublaslt") ++lt;
+    if (last == "cutlass") {
+      ++cl;
+      if (line.find("CUTLASS: only BF16") != std::string::npos) ++cl_na;
+    }
+  }
+  EXPECT_EQ(lt, cells);
+  EXPECT_EQ(cl, cells);
+  EXPECT_EQ(cl_na, cells / 2) << "the fake CUTLASS's FP8 column is N/A with its reason";
+  // A single-provider run: the same rows as before the column existed, each naming cuBLASLt.
+  const std::string one = render_csv(run(e, small_request({kProviderCublasLt})));
+  EXPECT_EQ(static_cast<size_t>(std::count(one.begin(), one.end(), '\n')), 1 + cells);
 }
 
 #ifdef GS_BINARY

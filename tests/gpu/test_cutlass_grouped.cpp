@@ -25,6 +25,7 @@
 #include "cuda/provider.hpp"
 #include "gemm_reference.hpp"
 #include "gpu_test_util.hpp"
+#include "provider_test_util.hpp"
 
 using namespace gs;
 using namespace gs::cuda;
@@ -116,7 +117,7 @@ TEST_P(CutlassGroupedTest, EveryExpertMatchesTheFp64Reference) {
   opts.wgrad_fp32_accumulate = c.fp32_acc;
   const Recipe r = make_recipe(Precision::BF16, expert_gemm(g, 64), opts);
   ASSERT_EQ(r.fp32_accumulate, c.fp32_acc && c.pass == Pass::Wgrad);
-  auto provider = make_cutlass_provider();
+  auto provider = cutlass_with(opts);
   ASSERT_EQ(provider->cannot_run(g, Precision::BF16, Mode::Autocast, r, 90), "");
   auto run = provider->grouped(*src, r, Mode::Autocast, 0);
   EXPECT_NE(run->config().find("ptr-array grouped"), std::string::npos) << run->config();
@@ -187,8 +188,8 @@ TEST(CutlassGrouped, SkewedRoutingOverManyExperts) {
     auto src = GroupedSources::allocate(g, padded, 3, s, /*fp32=*/false);
     RecipeOptions opts;
     opts.wgrad_fp32_accumulate = false;
-    auto run = make_cutlass_provider()->grouped(*src, make_recipe(Precision::BF16, expert_gemm(g, 64), opts),
-                                                Mode::Autocast, 0);
+    auto run = cutlass_with(opts)->grouped(*src, make_recipe(Precision::BF16, expert_gemm(g, 64), opts),
+                                           Mode::Autocast, 0);
     run->iteration(s);
     GS_CUDA(cudaStreamSynchronize(s));
     const auto out_m = g.group_dim == GroupDim::M ? to_double(to_host_u16(src->out)) : std::vector<double>();
@@ -234,7 +235,7 @@ TEST(CutlassDense, EveryLayoutMatchesTheFp64Reference) {
     GS_CUDA(cudaDeviceSynchronize());
     Recipe r = make_recipe(Precision::BF16, g, RecipeOptions{});
     r.fp32_accumulate = lay.fp32;
-    auto provider = make_cutlass_provider();
+    auto provider = cutlass_with({});
     ASSERT_EQ(provider->cannot_run(g, Precision::BF16, Mode::Autocast, r, 90), "");
     auto run = provider->dense(g, r, Mode::Autocast, src, 0);
     run->iteration(nullptr);
@@ -288,7 +289,7 @@ TEST(CutlassEngine, CellsRecordTheProviderOrSayWhyNot) {
   EXPECT_TRUE(lt.ok) << lt.reason;
   std::printf("    grouped Fprop %s over %zu experts: cuBLASLt %.1f us, CUTLASS %.1f us\n", g.shape().c_str(),
               g.group.size(), lt.stats.mean_ms * 1e3, c.stats.mean_ms * 1e3);
-  const Cell fp8 = engine->measure_with(g, Precision::FP8Current, Mode::Autocast, kProviderCutlass);
+  const Cell fp8 = engine->measure_with(g, Precision::MXFP8, Mode::Autocast, kProviderCutlass);
   EXPECT_FALSE(fp8.ok);
   EXPECT_NE(fp8.reason.find("CUTLASS"), std::string::npos) << fp8.reason;
   const Cell dense = engine->measure_with(build_shapes_plan("1024").gemms[0], Precision::BF16, Mode::Autocast, kProviderCutlass);

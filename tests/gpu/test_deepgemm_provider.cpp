@@ -24,6 +24,7 @@
 #include "cuda/recipe_gemm.hpp"
 #include "gemm_reference.hpp"
 #include "gpu_test_util.hpp"
+#include "provider_test_util.hpp"
 
 namespace {
 
@@ -56,11 +57,7 @@ std::vector<float> prior_pattern(size_t n, int salt) {
   return p;
 }
 
-std::unique_ptr<cuda::GemmProvider> provider(const EngineOptions& o) {
-  auto pv = cuda::make_deepgemm_provider();
-  pv->configure(o);
-  return pv;
-}
+std::unique_ptr<cuda::GemmProvider> provider(const EngineOptions& o) { return configured(cuda::make_deepgemm_provider(), o); }
 
 Gemm linear(Pass pass, int64_t tokens, int64_t in, int64_t out) {
   // As plan.cpp's add_linear lays them out.

@@ -1,0 +1,32 @@
+// The CUTLASS provider's FP8 cells (FP8Current, FP8Delayed, FP8Block): the recipe's quantization
+// exactly as the cuBLASLt cell runs it (RecipeGemm / GroupedGemm built without their cuBLASLt GEMMs,
+// so the same kernels, copies and scales), then one CUTLASS ptr-array launch (cutlass_grouped.hpp)
+// on the quantized K-major copies. Per-tensor scales reach CUTLASS as alpha: one small kernel
+// multiplies each group's two scale_inv values into a device alpha array. Block scales are read
+// in place by the blockwise mainloop, except 128x128 weight scales whose padded rows (cuBLASLt's
+// layout) differ from CUTLASS's: one small kernel compacts them. That kernel runs in the timed
+// iteration when the iteration quantizes (the scales change), once before the timed loop in
+// pre-quantized mode. Grouped cells need the multi-tensor quantization (--grouped-quant fused, the
+// default) when the timed iteration quantizes: the single launch has no per-expert quantization.
+#pragma once
+#include <memory>
+
+#include "core/modes.hpp"
+#include "core/plan.hpp"
+#include "core/recipe.hpp"
+#include "cuda/cutlass_grouped.hpp"
+#include "cuda/provider.hpp"
+
+namespace gs::cuda {
+
+struct GemmSources;
+struct GroupedSources;
+
+// A dense GEMM as one group of family `f` (a FP8 family: cutlass_fp8_family()).
+std::unique_ptr<ProviderRun> make_cutlass_fp8_dense(const Gemm& g, const Recipe& r, Mode m, GemmSources& src,
+                                                    const RecipeOptions& opts, CutlassGroupedFamily f, int device);
+// A grouped GEMM (M-grouped Fprop/Dgrad, K-grouped Wgrad) as one launch of family `f`.
+std::unique_ptr<ProviderRun> make_cutlass_fp8_grouped(GroupedSources& src, const Recipe& r, Mode m,
+                                                      const RecipeOptions& opts, CutlassGroupedFamily f, int device);
+
+}  // namespace gs::cuda
