@@ -328,7 +328,7 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
                           PredictConstants::kTileN, sms(source) ? std::to_string(sms(source)) : "unknown",
                           sms(target) ? std::to_string(sms(target)) : "unknown"));
   if (pq)
-    a.push_back(fmt::format("autocast overheads: the source's measured overhead (mode minus pre-quantized) times the "
+    a.push_back(fmt::format("quantizing-mode overheads: the source's measured overhead (mode minus pre-quantized) times the "
                             "modelled quantization bytes (target recipe / source recipe) times the bandwidth ratio "
                             "{:.0f} / {:.0f} GB/s",
                             source.bandwidth_gbs->value, target.bandwidth_gbs->value));

@@ -183,7 +183,7 @@ bool dual_is_fused(const OperandRecipe& o) {
 OperandWork operand_work(Mode m, const Gemm& g, Side side, const Recipe& r, const RecipeOptions& o) {
   OperandWork w(quant_work(m, g, side));
   const OperandRecipe& op = side == Side::Left ? r.a : r.b;
-  if (m != Mode::AutocastShared || !o.producer_amax || op.scaling != Scaling::TensorCurrent || side != Side::Left)
+  if (m != Mode::Training || !o.producer_amax || op.scaling != Scaling::TensorCurrent || side != Side::Left)
     return w;
   // Norm outputs feed QKV and MLP-up, the activation output feeds MLP-down (Fprop X); the
   // activation backward writes MLP-up's output gradient (Dgrad dY).

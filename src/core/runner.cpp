@@ -66,7 +66,7 @@ void add_recipe_notes(RunResult& r) {
                                                            : "fast (standalone shapes count as Fprop; TE uses fast "
                                                              "accumulation on Fprop, split on Dgrad/Wgrad)")
                                   : o.fp8_accum == Accumulation::Fast ? "fast" : "split"));
-  if (std::find(r.modes.begin(), r.modes.end(), Mode::AutocastShared) != r.modes.end()) {
+  if (std::find(r.modes.begin(), r.modes.end(), Mode::Training) != r.modes.end()) {
     r.notes.push_back(
         "training mode: each tensor is quantized once per step into its rowwise and transposed copy, the cost "
         "carried by its first GEMM (X and W: Fprop, dY: Dgrad; Wgrad runs on earlier copies); the per-layer sum is "

@@ -147,7 +147,7 @@ class CudaEngine final : public Engine {
       cell.emulated = emulate;
       if (!emulate) {
         RecipeGemm rg(handle_, g, recipe, *sources_, workspace_.get(), opts_.recipe);
-        for (int i = 0; i < 3; ++i) rg.autocast_step(stream_);  // delayed scaling: a real history
+        for (int i = 0; i < 3; ++i) rg.per_gemm_step(stream_);  // delayed scaling: a real history
         cell.rel_error = rel_frobenius_error(sources_->c.get(), true, reference_.get<float>(), mn, nullptr, stream_);
         return cell;
       }

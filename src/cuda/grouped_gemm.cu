@@ -86,8 +86,8 @@ std::unique_ptr<GroupedSources> GroupedSources::allocate(const Gemm& g, const st
 size_t GroupedGemm::quantized_bytes(const Gemm& g, const std::vector<int64_t>& padded, Precision p, Mode mode) {
   if (p == Precision::BF16) return 0;
   // One byte per element (FP8; NVFP4 half of that) per copy, plus scales (well under 10%);
-  // autocast-shared keeps a second (transposed) copy of each tensor.
-  const double copies = mode == Mode::AutocastShared ? 2.2 : 1.1;
+  // training mode keeps a second (transposed) copy of each tensor.
+  const double copies = mode == Mode::Training ? 2.2 : 1.1;
   size_t e = 0;
   for (int64_t s : padded) {
     if (s == 0) continue;

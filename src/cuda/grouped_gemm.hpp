@@ -70,7 +70,7 @@ class GroupedGemm {
   GroupedGemm(const GroupedGemm&) = delete;
   GroupedGemm& operator=(const GroupedGemm&) = delete;
 
-  // Prepares operands the timed region does not quantize (pre-quantized mode, autocast-shared's
+  // Prepares operands the timed region does not quantize (pre-quantized mode, training mode's
   // reused copies, delayed scaling's history). Synchronizes.
   void prepare();
   LoopBody body();             // one iteration: every expert's work, as pieces

@@ -83,9 +83,9 @@ TEST(FirstContact, OldModeNamesAndAnyCaseAreAccepted) {
   const Out r = run("--dry-run --shapes 1024 --mode training");
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("needs a model plan"), std::string::npos) << r.err;
-  EXPECT_EQ(gs::mode_from_string("Autocast-Shared"), gs::Mode::AutocastShared);
-  EXPECT_STREQ(gs::to_string(gs::Mode::AutocastShared), "training");
-  EXPECT_STREQ(gs::to_string(gs::Mode::Autocast), "per-gemm");
+  EXPECT_EQ(gs::mode_from_string("Autocast-Shared"), gs::Mode::Training);
+  EXPECT_STREQ(gs::to_string(gs::Mode::Training), "training");
+  EXPECT_STREQ(gs::to_string(gs::Mode::PerGemm), "per-gemm");
 }
 
 // The recipe layer decides the LM head's precision; the report says so.

@@ -77,8 +77,8 @@ TEST_P(RecipeGemmTest, MatchesReferenceOfItsOwnOperands) {
     GS_CUDA(cudaDeviceSynchronize());  // legacy-stream memset: finished before any other stream's work
     const Recipe recipe = make_recipe(c.precision, g, opts);
     RecipeGemm rg(handle, g, recipe, src, ws.get(), opts);
-    if (c.mode == Mode::Autocast) {
-      for (int i = 0; i < 3; ++i) rg.autocast_step(0);  // delayed scaling: scale from real history
+    if (c.mode == Mode::PerGemm) {
+      for (int i = 0; i < 3; ++i) rg.per_gemm_step(0);  // delayed scaling: scale from real history
     } else {
       rg.prequantize(0);
       rg.gemm_only(0);
@@ -111,7 +111,7 @@ std::vector<Case> cases() {
   std::vector<Case> v;
   for (Precision p : {Precision::BF16, Precision::FP8Current, Precision::FP8Delayed, Precision::FP8Block})
     for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad})
-      for (Mode m : {Mode::Autocast, Mode::PreQuantized}) v.push_back({p, pass, m});
+      for (Mode m : {Mode::PerGemm, Mode::PreQuantized}) v.push_back({p, pass, m});
   return v;
 }
 
@@ -140,15 +140,15 @@ TEST_P(SharedQuantizationTest, SameOutputAndSiblingsMatchTheirConsumers) {
     for (bool producer_amax : {true, false}) {
       SCOPED_TRACE(producer_amax ? "producer amax" : "own amax pass");
       opts.producer_amax = producer_amax;
-      const OperandWork owl = operand_work(Mode::AutocastShared, g, Side::Left, recipe, opts);
-      const OperandWork owr = operand_work(Mode::AutocastShared, g, Side::Right, recipe, opts);
+      const OperandWork owl = operand_work(Mode::Training, g, Side::Left, recipe, opts);
+      const OperandWork owr = operand_work(Mode::Training, g, Side::Right, recipe, opts);
       producer_amaxes += owl.producer_amax + owr.producer_amax;
       const QuantWork wl = owl.work, wr = owr.work;
       // Own casts, three steps (delayed scaling: the scale comes from this data's history).
       GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));
       GS_CUDA(cudaDeviceSynchronize());
       RecipeGemm own(handle, g, recipe, src, ws.get(), opts);
-      for (int i = 0; i < 3; ++i) own.autocast_step(0);
+      for (int i = 0; i < 3; ++i) own.per_gemm_step(0);
       GS_CUDA(cudaDeviceSynchronize());
       const auto c_own = to_host_u16(src.c);
       GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));
@@ -198,7 +198,7 @@ INSTANTIATE_TEST_SUITE_P(Hopper, SharedQuantizationTest,
 
 INSTANTIATE_TEST_SUITE_P(Hopper, RecipeGemmTest, ::testing::ValuesIn(cases()), [](const auto& info) {
   return std::string(to_string(info.param.precision)) + "_" + pass_label(info.param.pass) + "_" +
-         (info.param.mode == Mode::Autocast ? "Autocast" : "PreQuantized");
+         (info.param.mode == Mode::PerGemm ? "PerGemm" : "PreQuantized");
 });
 
 }  // namespace

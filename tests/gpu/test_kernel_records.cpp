@@ -60,7 +60,7 @@ TEST(KernelTrace, SeesTheExpectedKernelsPerRecipeAndMode) {
   ASSERT_NE(dgrad, nullptr);
   for (gs::Precision p : {gs::Precision::BF16, gs::Precision::FP8Current, gs::Precision::FP8Delayed,
                           gs::Precision::FP8Block})
-    for (gs::Mode m : {gs::Mode::Autocast, gs::Mode::PreQuantized}) {
+    for (gs::Mode m : {gs::Mode::PerGemm, gs::Mode::PreQuantized}) {
       SCOPED_TRACE(std::string(gs::to_string(p)) + " " + gs::to_string(m));
       const gs::Cell c = e->measure(*dgrad, p, m);
       ASSERT_TRUE(c.ok) << c.reason;
@@ -74,7 +74,7 @@ TEST(KernelTrace, SeesTheExpectedKernelsPerRecipeAndMode) {
               << s.name;
         }
       EXPECT_EQ(gs::kernel_flag(p, k.kernels), "") << names(k);
-      const bool quantizes = p != gs::Precision::BF16 && m == gs::Mode::Autocast;
+      const bool quantizes = p != gs::Precision::BF16 && m == gs::Mode::PerGemm;
       EXPECT_EQ(count_class(k, gs::KernelClass::Quantize) > 0, quantizes) << names(k);
       // The traced kernels account for the measured time (back to back, launch gaps aside).
       const double sum = k.class_us(gs::KernelClass::Gemm) + k.class_us(gs::KernelClass::Quantize) +
