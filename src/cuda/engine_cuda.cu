@@ -15,6 +15,7 @@
 #include "core/error.hpp"
 #include "cuda/clock_probe.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_handles.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/engine_cuda.hpp"
 #include "cuda/launch_gate.hpp"
@@ -42,8 +43,8 @@ class CudaEngine final : public Engine {
     probe_ = std::make_unique<ClockProbe>(o.device);
     gate_ = std::make_unique<LaunchGate>();
     try {
-      GS_CUBLAS(cublasLtCreate(&handle_));
-      GS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      handle_ = make_lt_handle();
+      stream_ = make_stream();
       workspace_ = make_lt_workspace();
       events_.reserve(static_cast<size_t>(o.timing.iters) + 16);
     } catch (...) {
@@ -436,10 +437,8 @@ class CudaEngine final : public Engine {
     providers_.clear();
     sources_.reset();
     grouped_src_.reset();
-    if (stream_) cudaStreamDestroy(stream_);
-    if (handle_) cublasLtDestroy(handle_);
-    stream_ = nullptr;
-    handle_ = nullptr;
+    stream_.reset();
+    handle_.reset();
   }
 
   // A sticky CUDA error (illegal address, launch failure, ...) poisons the context: every later
@@ -483,8 +482,8 @@ class CudaEngine final : public Engine {
   int cc_ = 0;  // compute capability, read once
   std::unique_ptr<ClockProbe> probe_;
   std::unique_ptr<LaunchGate> gate_;  // created after cudaSetDevice
-  cublasLtHandle_t handle_ = nullptr;
-  cudaStream_t stream_ = nullptr;
+  LtHandle handle_;
+  Stream stream_;
   DeviceBuffer workspace_;
   DeviceBuffer l2_flush_;  // --l2 cold: written between iterations
   std::unique_ptr<StepContextRunner> context_;  // --step-context / --step-other-ms: run between iterations

@@ -23,6 +23,7 @@
 
 #include "core/results.hpp"
 #include "cuda/clock_probe.hpp"
+#include "cuda/cuda_handles.hpp"
 #include "cuda/launch_gate.hpp"
 
 namespace gs::cuda {
@@ -56,16 +57,12 @@ struct LoopResult {
 // Grows on demand; events are reused from cell to cell.
 class EventPool {
  public:
-  EventPool() = default;
-  ~EventPool();
-  EventPool(const EventPool&) = delete;
-  EventPool& operator=(const EventPool&) = delete;
   void reserve(size_t n);  // throws CudaError
   cudaEvent_t at(size_t i) { reserve(i + 1); return events_[i]; }
   size_t size() const { return events_.size(); }
 
  private:
-  std::vector<cudaEvent_t> events_;
+  std::vector<Event> events_;
 };
 
 // The mean SM clock of several samples of one loop (reasons: any sample's); nullopt for none.
