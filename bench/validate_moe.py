@@ -35,7 +35,10 @@ time (the step's context, as bench/validate_step.py does). The bar is judged (--
 default) on the second run's own kernel records: the summed durations of its GEMM kernels, kernel
 time against the step's kernel time. Its event-timed cells hold the gaps between the experts'
 launches besides (--judge events judges those). With --streams above 1 the step's busy time and a
-sum of kernel durations differ by the overlap: judge kernels with --streams 1.
+sum of kernel durations differ by the overlap: judge kernels with --streams 1. --per-pass (with
+--streams 1) splits the GEMM kernel time per pass: PyTorch's Fprop is the forward alone, its Dgrad
+the forward and backward without weight gradients minus that, its Wgrad the whole step minus that;
+gemmscope's are its cells' kernel records summed per pass.
 
 Exit status: 0 when every compared cell is within --bar (default 5%), 1 otherwise, 2 bad usage.
 """
@@ -122,6 +125,8 @@ def fp8_block_ops(torch):
             dyq, dys = q1x128(dy)
             wtq, wts = q128x128(w.t().contiguous())  # Dgrad: dX = dY . W, W^T's tiles
             dx = mm(dyq, dys, wtq, wts)
+            if not ctx.needs_input_grad[1]:  # a weight without a gradient (--per-pass): no Wgrad
+                return dx, None
             dytq, dyts = q1x128(dy.t().contiguous())  # Wgrad: dW = dY^T . X, 1x128 along tokens
             xtq, xts = q1x128(x.t().contiguous())
             dw = mm(dytq, dyts, xtq, xts)
@@ -130,7 +135,10 @@ def fp8_block_ops(torch):
     return Fn
 
 
-def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, trace_dir, graph=True):
+def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, trace_dir, graph=True, passes="all"):
+    """passes: "all" (the training step), "fprop+dgrad" (weights without gradients: no Wgrad GEMMs)
+    or "fprop" (the forward alone). The GEMM kernel time of one pass is a difference of two of these
+    (with --streams 1 the kernels run one at a time, so their durations add up)."""
     F = torch.nn.functional
     torch.manual_seed(0)
     dev, bf = "cuda", torch.bfloat16
@@ -160,6 +168,10 @@ def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, t
     for n in local_counts:
         offs.append(offs[-1] + n)
     params = [w_router, x_own, x_recv] + w_up + w_down + w_sup + w_sdown
+    if passes != "all":
+        for w in [w_router] + w_up + w_down + w_sup + w_sdown:
+            w.requires_grad_(False)
+        params = [x_own, x_recv]
 
     def expert(xe, wu, wd):
         g, u = lin(xe, wu).chunk(2, dim=-1)
@@ -186,7 +198,8 @@ def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, t
         combined = torch.zeros_like(x_recv).index_add(0, perm, y)  # combine
         shared = sum(expert(x_own, w_sup[i], w_sdown[i]) for i in range(c["shared"])) if c["shared"] else 0
         loss = (combined * dy_recv).sum() + ((shared + x_own) * dy_own).sum() + topv.sum()
-        loss.backward()
+        if passes != "fprop":
+            loss.backward()
 
     def eager_step():
         for p in params:
@@ -292,7 +305,7 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
     ratio = layer / moe if moe else 1.0
     totals, kernels, missing = {}, {}, {}
     for p in precisions:
-        t, k, miss = 0.0, 0.0, []
+        t, k, miss, per_pass = 0.0, 0.0, [], {}
         for g in r["gemms"]:
             if g.get("op") not in MOE_OPS:
                 continue
@@ -303,9 +316,15 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
                 # GEMM kernels' summed durations, without the gaps between the experts' launches.
                 kt = (cell.get("kernel_time_us") or {}).get("gemm")
                 k = k + kt / 1000.0 if (k is not None and kt) else None
+                ps = g.get("pass", "?").lower()
+                if kt and per_pass.get(ps, 0.0) is not None:
+                    per_pass[ps] = per_pass.get(ps, 0.0) + kt / 1000.0
+                else:
+                    per_pass[ps] = None
             else:
                 miss.append(f"{g['pass']} {g['op']}: {cell.get('reason', cell.get('status'))}")
         totals[p], kernels[p], missing[p] = t, k, miss
+        kernels[p + "/passes"] = per_pass
     return totals, missing, ratio, kernels
 
 
@@ -324,14 +343,18 @@ def main():
                     help="what the bar judges: gemmscope's GEMM kernel records (kernel time against the step's "
                          "kernel time, the default) or its event-timed cells in the step's context (kernels plus "
                          "the gaps between the experts' launches)")
+    ap.add_argument("--per-pass", action="store_true",
+                    help="also split the GEMM kernel time per pass: the PyTorch step is run twice more (forward "
+                         "alone; forward and backward without weight gradients), each pass a difference of two "
+                         "steps' GEMM kernel time (needs --streams 1, where kernel durations add up)")
     ap.add_argument("--json")
     ap.add_argument("--gemmscope-args", default="")
     a = ap.parse_args()
     names = [n.strip() for n in a.config.split(",") if n.strip()]
     bad = [n for n in names if n not in CONFIGS]
-    if bad or a.seconds < 5 or a.streams < 1 or not os.access(a.gemmscope, os.X_OK):
+    if bad or a.seconds < 5 or a.streams < 1 or not os.access(a.gemmscope, os.X_OK) or (a.per_pass and a.streams != 1):
         print(f"validate_moe: bad usage (configs {bad or 'ok'}, --seconds >= 5, --streams >= 1, "
-              f"executable --gemmscope)", file=sys.stderr)
+              f"executable --gemmscope, --per-pass with --streams 1)", file=sys.stderr)
         return 2
     import torch
     if not torch.cuda.is_available():
@@ -363,6 +386,23 @@ def main():
                     print(f"  {n:<16} {p:<9} PyTorch step could not run: {msg}", flush=True)
                     rows.append({"config": n, "precision": p, "compared": False, "why": msg})
                     continue
+                split = None
+                if a.per_pass:
+                    # Sums of GEMM kernel durations (streams 1: nothing overlaps), one step each way.
+                    f_only = torch_moe_step(torch, c, local, p, a.streams, a.seconds, a.steps, d, graph=not a.eager,
+                                            passes="fprop")["gemm_sum"]
+                    f_dgrad = torch_moe_step(torch, c, local, p, a.streams, a.seconds, a.steps, d, graph=not a.eager,
+                                             passes="fprop+dgrad")["gemm_sum"]
+                    tp = {"fprop": f_only, "dgrad": f_dgrad - f_only, "wgrad": t["gemm_sum"] - f_dgrad}
+                    gp = gk.get(p + "/passes") or {}
+                    split = {ps: {"torch_ms": tp[ps], "gemmscope_ms": gp.get(ps),
+                                  "error_pct": ((gp[ps] / tp[ps] - 1.0) * 100.0) if gp.get(ps) and tp[ps] > 0 else None}
+                             for ps in ("fprop", "dgrad", "wgrad")}
+                    print(f"  {n:<16} {p:<9} per pass (GEMM kernels, ms): " + "; ".join(
+                        f"{ps} PyTorch {v['torch_ms']:.3f} gemmscope "
+                        f"{v['gemmscope_ms'] if v['gemmscope_ms'] is not None else float('nan'):.3f} "
+                        f"({v['error_pct'] if v['error_pct'] is not None else float('nan'):+.1f}%)"
+                        for ps, v in split.items()), flush=True)
                 g = gs[p]
                 err = (g / t["gemm"] - 1.0) * 100.0 if t["gemm"] > 0 else float("nan")
                 err_in = (gi[p] / t["gemm"] - 1.0) * 100.0 if t["gemm"] > 0 else float("nan")
@@ -380,7 +420,8 @@ def main():
                              "error_step_pct": err_in, "gemmscope_kernels_ms": gkp, "error_kernels_pct": err_k,
                              "judged_on": a.judge, "pass": ok, "gemmscope_na": missing[p], "local_experts": len(local),
                              "busiest_rank": busiest, "rows": sum(local), "empty_experts": local.count(0),
-                             "warm_steps": t["warm_steps"], "torch_gemm_kernels": t["gemm_kernels"]})
+                             "warm_steps": t["warm_steps"], "torch_gemm_kernels": t["gemm_kernels"],
+                             "per_pass": split})
                 print(f"  {n:<16} {p:<9} {len(local)} experts, {sum(local)} rows: PyTorch GEMM kernels busy "
                       f"{t['gemm']:8.3f} ms/step (sum of durations {t['gemm_sum']:.3f}; {t['how']}) | gemmscope back to back "
                       f"{g:8.3f} ms ({err:+6.2f}%) | with --step-other-ms {other:g}: {gi[p]:8.3f} ms ({err_in:+6.2f}%), "
