@@ -19,7 +19,7 @@ namespace gs {
 using nlohmann::json;
 
 std::string cannot_run(const GpuSpec& s, Precision p) {
-  const ArchPolicy a = s.arch();
+  const ArchPolicy a = s.arch_policy();
   if (!a.times(p))
     return fmt::format("{} needs compute capability {}; {} is {}", to_string(p), ArchPolicy(ArchPolicy::min_cc(p)).cc_text(),
                        s.key, a.cc_text());

@@ -35,7 +35,7 @@ struct GpuSpec {
   std::optional<Sourced> tflops[4];  // indexed by PeakFormat
   std::vector<std::string> notes;
   int compute_capability() const { return cc_major * 10 + cc_minor; }
-  ArchPolicy arch() const { return ArchPolicy(compute_capability()); }
+  ArchPolicy arch_policy() const { return ArchPolicy(compute_capability()); }
   const std::optional<Sourced>& peak(PeakFormat f) const { return tflops[static_cast<int>(f)]; }
 };
 

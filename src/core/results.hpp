@@ -91,7 +91,7 @@ struct DeviceInfo {
   // (arch-specific Blackwell code), false for the software encoder; unset where NVFP4 cannot run.
   std::optional<bool> nvfp4_hw_conversion;
   int compute_capability() const { return cc_major * 10 + cc_minor; }
-  ArchPolicy arch() const { return ArchPolicy(compute_capability()); }
+  ArchPolicy arch_policy() const { return ArchPolicy(compute_capability()); }
 };
 
 struct TimingConfig {

@@ -166,7 +166,7 @@ RunResult plan_only(const RunRequest& req) {
 RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress) {
   RunResult r = base_result(req);
   r.device = engine.device_info();
-  const ArchPolicy arch = r.device->arch();
+  const ArchPolicy arch = r.device->arch_policy();
   r.recipe_options.fp8_block_via_mxfp8 = arch.fp8_block_via_mxfp8();  // what the engine does on this device
   for (Precision p : req.precisions) {
     if (!arch.times(p)) {

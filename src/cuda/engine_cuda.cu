@@ -67,7 +67,7 @@ class CudaEngine final : public Engine {
     cudaDriverGetVersion(&d.driver_version);
     cudaRuntimeGetVersion(&d.runtime_version);
     d.cublaslt_version = static_cast<int64_t>(cublasLtGetVersion());
-    if (d.arch().may_convert_fp4_in_hardware()) d.nvfp4_hw_conversion = nvfp4_hardware_conversion();
+    if (d.arch_policy().may_convert_fp4_in_hardware()) d.nvfp4_hw_conversion = nvfp4_hardware_conversion();
     return d;
   }
 

@@ -46,11 +46,11 @@ TEST(ArchPolicy, ProvidersAndComputeModel) {
   EXPECT_TRUE(ArchPolicy(100).may_convert_fp4_in_hardware());
 }
 
-// The datasheet side asks the same policy: a GPU spec's arch() is its compute capability's.
+// The datasheet side asks the same policy: a GPU spec's arch_policy() is its compute capability's.
 TEST(ArchPolicy, GpuSpecAndDeviceAskTheSamePolicy) {
   gs::GpuSpec s;
   s.key = "X";
   s.cc_major = 8, s.cc_minor = 9;
-  EXPECT_EQ(s.arch().cc(), 89);
+  EXPECT_EQ(s.arch_policy().cc(), 89);
   EXPECT_NE(gs::cannot_run(s, Precision::FP8Block).find("needs compute capability 9.0; X is 8.9"), std::string::npos);
 }
