@@ -1725,23 +1725,38 @@ def parse_args(argv):
     return ap.parse_args(argv)
 
 
-def run_fleet_chart(doc, out):
+def setup_matplotlib():
+    """Agg, stable SVG output; a missing matplotlib is one line and its own exit status."""
     try:
         import matplotlib
         matplotlib.use("Agg")
+        import matplotlib.pyplot  # noqa: F401  (fail here, not half-way through a chart)
+        # SVG keeps text as <text> (searchable, editable, smaller); ids are stable across runs.
         matplotlib.rcParams["svg.fonttype"] = "none"
         matplotlib.rcParams["svg.hashsalt"] = "gemmscope"
     except ImportError:
         fail(MATPLOTLIB_MISSING, EXIT_NO_MATPLOTLIB)
+
+
+def draw_guarded(draw, what):
+    """Runs draw(). numpy's RuntimeWarnings (overflow, invalid value) mean the numbers cannot be
+    drawn: one line and a failure, not warnings on stderr followed by a chart of nonsense. A value
+    the checks let through but a chart cannot use is still the file's problem: `what` says whose."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", RuntimeWarning)
             warnings.simplefilter("ignore", UserWarning)
-            chart_fleet(doc, out)
+            draw()
     except InputError as e:
         fail(str(e))
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError, RuntimeWarning) as e:
-        fail("cannot chart this fleet (%s: %s)" % (type(e).__name__, clip(e)))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError, RecursionError,
+            MemoryError, RuntimeWarning) as e:
+        fail("%s (%s: %s)" % (what, type(e).__name__, clip(e)))
+
+
+def run_fleet_chart(doc, out):
+    setup_matplotlib()
+    draw_guarded(lambda: chart_fleet(doc, out), "cannot chart this fleet")
     print("wrote %s (fleet chart)" % out)
     return 0
 
@@ -1816,40 +1831,23 @@ def run(argv=None):
     except InputError as e:
         fail(str(e))
 
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot  # noqa: F401  (fail here, not half-way through a chart)
-        # SVG keeps text as <text> (searchable, editable, smaller); ids are stable across runs.
-        matplotlib.rcParams["svg.fonttype"] = "none"
-        matplotlib.rcParams["svg.hashsalt"] = "gemmscope"
-    except ImportError:
-        fail(MATPLOTLIB_MISSING, EXIT_NO_MATPLOTLIB)
+    setup_matplotlib()
 
-    try:
-        # numpy's RuntimeWarnings (overflow, invalid value) mean the numbers cannot be drawn:
-        # an error with one line, not warnings on stderr followed by a chart of nonsense.
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", RuntimeWarning)
-            warnings.simplefilter("ignore", UserWarning)
-            if kind == "model":
-                chart_model(doc, mode, baseline, args.output)
-            elif kind == "shapes":
-                chart_shapes(doc, mode, baseline, args.output)
-            elif kind == "sweep":
-                chart_sweep(doc, mode, baseline, args.output)
-            elif kind == "roofline":
-                chart_roofline(doc, mode, args.output)
-            elif kind == "experts":
-                chart_experts(doc, mode, baseline, args.output, os.path.basename(args.result))
-            else:
-                chart_modes(doc, baseline, args.output)
-    except InputError as e:
-        fail(str(e))
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError, RecursionError,
-            MemoryError, RuntimeWarning) as e:
-        # A value the checks above let through but a chart cannot use: still the file's problem.
-        fail("%s: cannot chart this result (%s: %s)" % (os.path.basename(args.result), type(e).__name__, clip(e)))
+    def draw():
+        if kind == "model":
+            chart_model(doc, mode, baseline, args.output)
+        elif kind == "shapes":
+            chart_shapes(doc, mode, baseline, args.output)
+        elif kind == "sweep":
+            chart_sweep(doc, mode, baseline, args.output)
+        elif kind == "roofline":
+            chart_roofline(doc, mode, args.output)
+        elif kind == "experts":
+            chart_experts(doc, mode, baseline, args.output, os.path.basename(args.result))
+        else:
+            chart_modes(doc, baseline, args.output)
+
+    draw_guarded(draw, "%s: cannot chart this result" % os.path.basename(args.result))
     try:
         print("wrote %s (%s chart%s)" % (args.output, kind, "" if kind == "modes" else ", mode " + mode))
         sys.stdout.flush()

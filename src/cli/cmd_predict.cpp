@@ -30,12 +30,12 @@ GpuDb load_db() {
 
 std::vector<Mode> modes_of(const std::string& mode, bool model) {
   if (mode.empty() || mode == "all")
-    return model ? std::vector<Mode>{Mode::Autocast, Mode::AutocastShared, Mode::PreQuantized}
-                 : std::vector<Mode>{Mode::Autocast, Mode::PreQuantized};
+    return model ? std::vector<Mode>{Mode::PerGemm, Mode::Training, Mode::PreQuantized}
+                 : std::vector<Mode>{Mode::PerGemm, Mode::PreQuantized};
   // "both": the default quantizing mode (training for models, per-gemm for shapes) + pre-quantized.
-  if (mode == "both") return {model ? Mode::AutocastShared : Mode::Autocast, Mode::PreQuantized};
+  if (mode == "both") return {model ? Mode::Training : Mode::PerGemm, Mode::PreQuantized};
   const Mode m = mode_from_string(mode);
-  if (m == Mode::AutocastShared && !model) throw UsageError("--mode training needs a model plan");
+  if (m == Mode::Training && !model) throw UsageError("--mode training needs a model plan");
   return {m};
 }
 

@@ -290,12 +290,12 @@ RunRequest build_request(const Options& o) {
   const bool named_mode = mode != "" && mode != "both" && mode != "all";
   if (o.pre_quantize && o.mode_given && (!named_mode || mode_from_string(mode) != Mode::PreQuantized))
     throw UsageError(fmt::format("--pre-quantize conflicts with --mode {} (--pre-quantize means --mode pre-quantized)", o.mode));
-  const Mode quantizing = req.plan.model_mode ? Mode::AutocastShared : Mode::Autocast;
+  const Mode quantizing = req.plan.model_mode ? Mode::Training : Mode::PerGemm;
   if (o.pre_quantize) req.modes = {Mode::PreQuantized};
   else if (mode.empty()) req.modes = {quantizing};
   else if (mode == "both") req.modes = {quantizing, Mode::PreQuantized};
-  else if (mode == "all" && req.plan.model_mode) req.modes = {Mode::Autocast, Mode::AutocastShared, Mode::PreQuantized};
-  else if (mode == "all") req.modes = {Mode::Autocast, Mode::PreQuantized};  // shapes: nothing to share
+  else if (mode == "all" && req.plan.model_mode) req.modes = {Mode::PerGemm, Mode::Training, Mode::PreQuantized};
+  else if (mode == "all") req.modes = {Mode::PerGemm, Mode::PreQuantized};  // shapes: nothing to share
   else {
     try {
       req.modes = {mode_from_string(mode)};
@@ -305,7 +305,7 @@ RunRequest build_request(const Options& o) {
                                    did_you_mean(o.mode, {"training", "per-gemm", "pre-quantized", "both", "all"})));
     }
   }
-  if (!req.plan.model_mode && req.modes.front() == Mode::AutocastShared)
+  if (!req.plan.model_mode && req.modes.front() == Mode::Training)
     throw UsageError(fmt::format("--mode {} needs a model plan: it shares quantized tensors between the Fprop, Dgrad and "
                                  "Wgrad of a layer, and --shapes/--sweep GEMMs stand alone (they are timed per-gemm)",
                                  o.mode));

@@ -346,7 +346,7 @@ std::string shape_text(const CompareGemmRow& g) {
 std::string gemm_name(const CompareGemmRow& g) { return fmt::format("{} {} {}", g.pass, g.label, shape_text(g)); }
 
 struct Flagged {
-  std::string where;  // "autocast FP8Current fprop QKV Proj 15872x4096x12288"
+  std::string where;  // "per-gemm FP8Current fprop QKV Proj 15872x4096x12288"
   std::string change;
 };
 

@@ -1,3 +1,4 @@
+#include "core/arch_policy.hpp"
 #include "core/deepgemm_cells.hpp"
 
 #include <fmt/format.h>
@@ -59,7 +60,7 @@ std::string bf16_cell_problem(const Gemm& g, const Recipe& r) {
 }  // namespace
 
 std::string deepgemm_cell_problem(const Gemm& g, const Recipe& r, int cc) {
-  if (cc != 90)
+  if (!ArchPolicy(cc).runs_sm90a_kernels())
     return fmt::format("DeepGEMM: the provider builds DeepGEMM's sm90 kernels, which run on Hopper (sm_90) only; this "
                        "device is sm_{}",
                        cc);

@@ -10,4 +10,14 @@ struct UsageError : std::runtime_error {
   explicit UsageError(const std::string& what) : std::runtime_error(what) {}
 };
 
+// A cell that cannot be measured here, for a reason outside gemmscope: a library refuses the recipe,
+// shape or device (cuBLASLt NOT_SUPPORTED, a CUTLASS status, an NVRTC compile), an optional runtime
+// is missing, the GPU is out of memory. The cell is N/A with this message. The engine also reads
+// CUDA and cuBLASLt errors and std::invalid_argument (a provider's "cannot do this after all") that
+// way; anything else thrown while a cell is measured is a defect in gemmscope, and the run stops
+// with exit 70 and its message instead of reading as N/A.
+struct Unsupported : std::runtime_error {
+  explicit Unsupported(const std::string& what) : std::runtime_error(what) {}
+};
+
 }  // namespace gs

@@ -18,33 +18,12 @@ namespace gs {
 
 using nlohmann::json;
 
-const char* to_string(PeakFormat f) {
-  switch (f) {
-    case PeakFormat::BF16: return "BF16";
-    case PeakFormat::FP8: return "FP8";
-    case PeakFormat::MXFP8: return "MXFP8";
-    case PeakFormat::NVFP4: return "NVFP4";
-  }
-  return "?";
-}
-
-PeakFormat peak_format(Precision p, int cc) {
-  switch (p) {
-    case Precision::BF16: return PeakFormat::BF16;
-    case Precision::FP8Current:
-    case Precision::FP8Delayed: return PeakFormat::FP8;
-    case Precision::FP8Block: return cc >= 100 ? PeakFormat::MXFP8 : PeakFormat::FP8;
-    case Precision::MXFP8: return PeakFormat::MXFP8;
-    case Precision::NVFP4: return PeakFormat::NVFP4;
-  }
-  return PeakFormat::BF16;
-}
-
 std::string cannot_run(const GpuSpec& s, Precision p) {
-  if (s.compute_capability() < min_compute_capability(p))
-    return fmt::format("{} needs compute capability {}.{}; {} is {}.{}", to_string(p), min_compute_capability(p) / 10,
-                       min_compute_capability(p) % 10, s.key, s.cc_major, s.cc_minor);
-  const PeakFormat f = peak_format(p, s.compute_capability());
+  const ArchPolicy a = s.arch_policy();
+  if (!a.times(p))
+    return fmt::format("{} needs compute capability {}; {} is {}", to_string(p), ArchPolicy(ArchPolicy::min_cc(p)).cc_text(),
+                       s.key, a.cc_text());
+  const PeakFormat f = a.peak_format(p);
   if (!s.peak(f)) return fmt::format("no sourced dense {} peak for {} in the GPU spec database", to_string(f), s.key);
   return "";
 }
@@ -200,13 +179,6 @@ const GpuSpec& GpuDb::find(const std::string& name) const {
   std::vector<std::string> keys;
   for (const GpuSpec& s : gpus) keys.push_back(s.key);
   throw UsageError(fmt::format("unknown GPU '{}'{} (known: {})", clip_text(name, 80), did_you_mean(name, keys), known_keys()));
-}
-
-int bf16_dense_flops_per_sm_clock(int cc) {
-  if (cc >= 100 && cc < 110) return 8192;
-  if (cc >= 90 && cc < 100) return 4096;
-  if (cc == 80 || cc == 87) return 2048;
-  return 1024;
 }
 
 }  // namespace gs

@@ -13,14 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "core/arch_policy.hpp"
 #include "core/recipe.hpp"
 
 namespace gs {
-
-// The tensor-core number formats a datasheet lists peaks for.
-enum class PeakFormat { BF16, FP8, MXFP8, NVFP4 };
-const char* to_string(PeakFormat f);
-inline constexpr PeakFormat kAllPeakFormats[] = {PeakFormat::BF16, PeakFormat::FP8, PeakFormat::MXFP8, PeakFormat::NVFP4};
 
 // A datasheet number: value and where it comes from. Absent (nullopt in GpuSpec) when the file
 // has null: not sourced.
@@ -39,18 +35,9 @@ struct GpuSpec {
   std::optional<Sourced> tflops[4];  // indexed by PeakFormat
   std::vector<std::string> notes;
   int compute_capability() const { return cc_major * 10 + cc_minor; }
+  ArchPolicy arch_policy() const { return ArchPolicy(compute_capability()); }
   const std::optional<Sourced>& peak(PeakFormat f) const { return tflops[static_cast<int>(f)]; }
 };
-
-// The peak format a precision's GEMM runs at on a GPU of this compute capability: BF16 -> BF16;
-// FP8 per-tensor -> FP8; FP8Block -> FP8 on Hopper/Ada, MXFP8 on compute capability >= 10 (it runs
-// through the MXFP8 kernel there); MXFP8 -> MXFP8; NVFP4 -> NVFP4.
-PeakFormat peak_format(Precision p, int compute_capability);
-
-// Dense BF16 tensor-core FLOPs per SM per clock of a compute capability (Hopper 4096, Blackwell
-// datacenter 8192, A100 2048, others 1024): a peak from the device's own SM count and clock where
-// no datasheet figure is at hand (the step context's modelled attention).
-int bf16_dense_flops_per_sm_clock(int compute_capability);
 
 // Why `spec` cannot run precision `p` (compute capability below the recipe's, or no datasheet
 // peak for its format), or "" when it can.

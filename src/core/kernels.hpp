@@ -133,7 +133,7 @@ nlohmann::json gemm_options_to_json(const GemmOptions& o);
 GemmOptions gemm_options_from_json(const nlohmann::json& j, const std::string& where);
 
 // NVTX range of a measured cell: "gemmscope/<mode>/<pass>/<op>/<precision>",
-// e.g. "gemmscope/autocast/fprop/qkv/FP8Current".
+// e.g. "gemmscope/per-gemm/fprop/qkv/FP8Current".
 std::string cell_range_name(Mode m, const Gemm& g, Precision p);
 
 // After a run: sets every traced cell's flag and adds one note per flagged cell, plus notes for

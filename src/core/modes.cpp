@@ -13,8 +13,8 @@ namespace gs {
 
 const char* to_string(Mode m) {
   switch (m) {
-    case Mode::Autocast: return "per-gemm";
-    case Mode::AutocastShared: return "training";
+    case Mode::PerGemm: return "per-gemm";
+    case Mode::Training: return "training";
     case Mode::PreQuantized: return "pre-quantized";
   }
   return "?";
@@ -25,8 +25,8 @@ Mode mode_from_string(const std::string& text) {
   for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   // Current names first, then the names results and scripts written before they were renamed use:
   // "autocast" was per-GEMM autocast, "autocast-shared" the training schedule.
-  if (s == "per-gemm" || s == "autocast" || s == "per-gemm-autocast") return Mode::Autocast;
-  if (s == "training" || s == "autocast-shared" || s == "shared") return Mode::AutocastShared;
+  if (s == "per-gemm" || s == "autocast" || s == "per-gemm-autocast") return Mode::PerGemm;
+  if (s == "training" || s == "autocast-shared" || s == "shared") return Mode::Training;
   if (s == "pre-quantized" || s == "prequantized" || s == "pre-quantize") return Mode::PreQuantized;
   throw UsageError(fmt::format("unknown mode '{}'{} (training, per-gemm, pre-quantized; old names autocast-shared = "
                                "training, autocast = per-gemm)",
@@ -35,10 +35,10 @@ Mode mode_from_string(const std::string& text) {
 
 const char* mode_description(Mode m) {
   switch (m) {
-    case Mode::Autocast:
-      return "Per-GEMM autocast (timed: each GEMM quantizes both of its BF16 operands into its layout + the GEMM; "
+    case Mode::PerGemm:
+      return "Per-GEMM (timed: each GEMM quantizes both of its BF16 operands into its layout + the GEMM; "
              "the seed tool's autocast)";
-    case Mode::AutocastShared:
+    case Mode::Training:
       return "Training (timed: the GEMM + the quantization of the tensors it is first to use, each cast once "
              "per step into its rowwise and transposed copy, as Transformer Engine trains: X and W in Fprop, dY in "
              "Dgrad; Wgrad reuses copies)";
@@ -50,8 +50,8 @@ const char* mode_description(Mode m) {
 
 const char* mode_short(Mode m) {
   switch (m) {
-    case Mode::Autocast: return "Per-GEMM";
-    case Mode::AutocastShared: return "Training";
+    case Mode::PerGemm: return "Per-GEMM";
+    case Mode::Training: return "Training";
     case Mode::PreQuantized: return "Pre-quant";
   }
   return "?";
@@ -69,8 +69,8 @@ const char* to_string(QuantWork w) {
 QuantWork quant_work(Mode m, const Gemm& g, Side side) {
   switch (m) {
     case Mode::PreQuantized: return QuantWork::None;
-    case Mode::Autocast: return QuantWork::Own;
-    case Mode::AutocastShared: break;
+    case Mode::PerGemm: return QuantWork::Own;
+    case Mode::Training: break;
   }
   switch (g.pass) {
     case Pass::Shape: return QuantWork::Own;
@@ -82,7 +82,7 @@ QuantWork quant_work(Mode m, const Gemm& g, Side side) {
 }
 
 DualConsumer dual_consumer(const Gemm& g, Side side) {
-  if (quant_work(Mode::AutocastShared, g, side) != QuantWork::Dual)
+  if (quant_work(Mode::Training, g, side) != QuantWork::Dual)
     throw std::invalid_argument(fmt::format("dual_consumer: {} operand of {} {} is not quantized dual",
                                             side == Side::Left ? "left" : "right", pass_label(g.pass), g.label()));
   // The three GEMMs of a linear (plan.cpp): Fprop (T, in, out), Dgrad (T, out, in), Wgrad (in, T, out).

@@ -99,13 +99,13 @@ Band borrow_band(Precision p, Precision from) {
 bool borrowed_precision(Precision p, Precision from) { return p != from; }
 
 double peak_flops(const GpuSpec& s, Precision p) {
-  return s.peak(peak_format(p, s.compute_capability()))->value * 1e12;
+  return s.peak(s.arch_policy().peak_format(p))->value * 1e12;
 }
 double bandwidth(const GpuSpec& s) { return s.bandwidth_gbs->value * 1e9; }
 int sms(const GpuSpec& s) { return s.sm_count ? static_cast<int>(s.sm_count->value) : 0; }
 
 RecipeOptions options_for(RecipeOptions o, const GpuSpec& s) {
-  o.fp8_block_via_mxfp8 = s.compute_capability() >= 100;
+  o.fp8_block_via_mxfp8 = s.arch_policy().fp8_block_via_mxfp8();
   return o;
 }
 
@@ -276,7 +276,7 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
           const double eff = comp_s / t_kernel;
           kernel_t = std::max(comp_t / eff, mem_t / PredictConstants::kMemEff);
           out.basis = fmt::format("{} {:.1f}% of {} {} peak", to_string(ks), 100 * x.flops() / peak_flops(source, ks) / t_kernel,
-                                  source.key, to_string(peak_format(ks, source.compute_capability())));
+                                  source.key, to_string(source.arch_policy().peak_format(ks)));
         } else {
           const double mem_eff = mem_s / t_kernel;
           const double ce = pq ? compute_efficiency(run, *pq, *src, source) : PredictConstants::kComputePrior;
@@ -298,7 +298,7 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
         const bool borrowed = borrowed_precision(kt, ks);
         const Band kb = quad({gpu_band, borrow_band(kt, ks), {cv, cv}});
         const Band ob = !overhead_measured ? kOverheadFromBytes
-                        : (borrowed && peak_format(p, 100) != peak_format(ps, 100)) ? kOverheadOtherFormat
+                        : (borrowed && ArchPolicy(100).peak_format(p) != ArchPolicy(100).peak_format(ps)) ? kOverheadOtherFormat
                         : same_gpu ? Band{cv, cv} : kOverheadScaled;
         out.ok = true;
         out.borrowed = borrowed;
@@ -311,8 +311,8 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
               "{} on {} is predicted with the {} efficiency measured on {} (the run has no {} cell for it): assumed "
               "to reach the same fraction of {}'s {} peak as {} reached of {}'s {} peak",
               to_string(p), target.key, to_string(ps), source.key, to_string(p), target.key,
-              to_string(peak_format(p, target.compute_capability())), to_string(ps), source.key,
-              to_string(peak_format(ps, source.compute_capability())));
+              to_string(target.arch_policy().peak_format(p)), to_string(ps), source.key,
+              to_string(source.arch_policy().peak_format(ps)));
           if (std::find(borrowed_notes.begin(), borrowed_notes.end(), n) == borrowed_notes.end()) borrowed_notes.push_back(n);
         }
       }
@@ -328,7 +328,7 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
                           PredictConstants::kTileN, sms(source) ? std::to_string(sms(source)) : "unknown",
                           sms(target) ? std::to_string(sms(target)) : "unknown"));
   if (pq)
-    a.push_back(fmt::format("autocast overheads: the source's measured overhead (mode minus pre-quantized) times the "
+    a.push_back(fmt::format("quantizing-mode overheads: the source's measured overhead (mode minus pre-quantized) times the "
                             "modelled quantization bytes (target recipe / source recipe) times the bandwidth ratio "
                             "{:.0f} / {:.0f} GB/s",
                             source.bandwidth_gbs->value, target.bandwidth_gbs->value));
@@ -337,7 +337,7 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
                             "the modelled bytes at {:.0f}% of its datasheet bandwidth (wider band)",
                             100 * PredictConstants::kMemEff));
   for (const std::string& n : borrowed_notes) a.push_back(n);
-  if (target.compute_capability() >= 100)
+  if (target.arch_policy().times(Precision::MXFP8))
     a.push_back("MXFP8/NVFP4 quantization (two passes each, NVFP4's Hadamard transform and stochastic rounding) is "
                 "modelled by its bytes only; where the run did not time it the band is wide on the slow side");
   if (same_gpu) a.push_back("source and target are the same GPU model: the band is the run's own timing spread");

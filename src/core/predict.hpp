@@ -11,7 +11,7 @@
 //           bounds it below. A GEMM that is memory-bound on the source scales with bandwidth.
 //           A precision the run lacks borrows the efficiency of the nearest one it has (MXFP8
 //           and NVFP4 from MXFP8 or FP8 per-tensor), stated in the notes as an assumption.
-//   overhead  autocast modes: the source's measured quantization overhead (mode cell minus
+//   overhead  quantizing modes: the source's measured quantization overhead (mode cell minus
 //           pre-quantized cell) scaled by the modelled quantization bytes (target precision over
 //           source precision) and by the bandwidth ratio source / target.
 //   band    relative uncertainties per term (same GPU: the run's own spread only; same

@@ -37,18 +37,6 @@ Precision precision_from_string(const std::string& s) {
       did_you_mean(s, names)));
 }
 
-int min_compute_capability(Precision p) {
-  switch (p) {
-    case Precision::BF16: return 80;
-    case Precision::FP8Current:
-    case Precision::FP8Delayed: return 89;
-    case Precision::FP8Block: return 90;
-    case Precision::MXFP8:
-    case Precision::NVFP4: return 100;
-  }
-  return 0;
-}
-
 const char* to_string(ElemFormat f) {
   switch (f) {
     case ElemFormat::BF16: return "bf16";
@@ -195,7 +183,7 @@ bool dual_is_fused(const OperandRecipe& o) {
 OperandWork operand_work(Mode m, const Gemm& g, Side side, const Recipe& r, const RecipeOptions& o) {
   OperandWork w(quant_work(m, g, side));
   const OperandRecipe& op = side == Side::Left ? r.a : r.b;
-  if (m != Mode::AutocastShared || !o.producer_amax || op.scaling != Scaling::TensorCurrent || side != Side::Left)
+  if (m != Mode::Training || !o.producer_amax || op.scaling != Scaling::TensorCurrent || side != Side::Left)
     return w;
   // Norm outputs feed QKV and MLP-up, the activation output feeds MLP-down (Fprop X); the
   // activation backward writes MLP-up's output gradient (Dgrad dY).

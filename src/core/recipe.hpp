@@ -17,8 +17,6 @@ inline constexpr Precision kAllPrecisions[] = {Precision::BF16,    Precision::FP
                                                Precision::MXFP8,   Precision::NVFP4};
 const char* to_string(Precision p);           // "BF16", "FP8Current", ... (report column names)
 Precision precision_from_string(const std::string& s);  // accepts those names, case-insensitive
-// Compute capability (major*10+minor) that the precision's GEMM needs in cuBLASLt.
-int min_compute_capability(Precision p);
 
 enum class ElemFormat { BF16, E4M3, E5M2, E2M1 };
 const char* to_string(ElemFormat f);
@@ -52,7 +50,7 @@ struct RecipeOptions {
   // 1x128/128x128 block-scaled FP8 GEMM, so FP8Block runs through the MXFP8 path (1x32 UE8M0
   // scales, the same GEMM kernel Transformer Engine's emulation uses) and is labelled emulated.
   bool fp8_block_via_mxfp8 = false;
-  // autocast-shared, FP8 current scaling: the amax of a norm output (QKV and MLP-up X), an
+  // training mode, FP8 current scaling: the amax of a norm output (QKV and MLP-up X), an
   // activation output (MLP-down X) and an activation-backward output (MLP-up dY) comes from the
   // kernel that produced the tensor, as Transformer Engine's LayerNormLinear / LayerNormMLP fuse
   // it (fused norm/activation + amax, then the cast with that amax). false: every tensor gets its
@@ -131,7 +129,7 @@ struct OperandWork {
   OperandWork(QuantWork w = QuantWork::Own, bool producer = false) : work(w), producer_amax(producer) {}  // NOLINT
 };
 // quant_work(m, g, side), plus producer_amax for the tensors TE's fused norm/activation kernels
-// produce with their amax: autocast-shared, a TensorCurrent operand, option on, and operand `side`
+// produce with their amax: training mode, a TensorCurrent operand, option on, and operand `side`
 // of `g` is X of QKV / MLP-up / MLP-down Fprop or dY of MLP-up Dgrad (model plans; not the LM head).
 OperandWork operand_work(Mode m, const Gemm& g, Side side, const Recipe& r, const RecipeOptions& o);
 ByteCount byte_count(const Recipe& r, const Gemm& g, OperandWork a = {}, OperandWork b = {});

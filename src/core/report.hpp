@@ -12,7 +12,7 @@
 namespace gs {
 
 // The seed's report: per-pass tables, per-layer and full-model sums, speedups (model mode);
-// ms / TFLOP/s / speedup tables (shapes mode); an autocast vs pre-quantized section when both
+// ms / TFLOP/s / speedup tables (shapes mode); a quantizing-mode vs pre-quantized section when both
 // modes ran. Deterministic for a given result (golden-tested).
 std::string render_text(const RunResult& r);
 // --dry-run: every GEMM with roles, FLOPs and bytes per precision; FLOP totals.

@@ -257,7 +257,7 @@ bool is_positive_int(const json& v) {
   return (v.is_number_unsigned() || v.is_number_integer()) && v.get<int64_t>() > 0;
 }
 
-// One timing cell; `where` names it ("a.json: gemms[2].results.autocast.BF16").
+// One timing cell; `where` names it ("a.json: gemms[2].results.training.BF16").
 Cell read_cell(const json& c, const std::string& where) {
   const json* status = find(c, "status");
   const std::string s = status && status->is_string() ? status->get<std::string>() : "";
@@ -393,8 +393,8 @@ json to_json(const RunResult& r) {
     for (Precision p : kAllPrecisions) {
       const Recipe rec = make_recipe(p, x, o);
       const ByteCount bc = byte_count(rec, x);
-      const ByteCount sh = byte_count(rec, x, operand_work(Mode::AutocastShared, x, Side::Left, rec, o),
-                                      operand_work(Mode::AutocastShared, x, Side::Right, rec, o));
+      const ByteCount sh = byte_count(rec, x, operand_work(Mode::Training, x, Side::Left, rec, o),
+                                      operand_work(Mode::Training, x, Side::Right, rec, o));
       bytes[to_string(p)] = {{"gemm", bc.gemm}, {"quantize", bc.quantize}, {"quantize_shared", sh.quantize}};
     }
     jg["bytes"] = bytes;

@@ -90,8 +90,8 @@ std::string moe_routing_text(const RunResult& r) {
     for (Precision p : r.precisions) {
       const Recipe rec = make_recipe(p, *up, r.recipe_options);
       if (rec.precision == Precision::BF16) continue;
-      const OperandWork a = operand_work(Mode::AutocastShared, *up, Side::Left, rec, r.recipe_options);
-      const OperandWork b = operand_work(Mode::AutocastShared, *up, Side::Right, rec, r.recipe_options);
+      const OperandWork a = operand_work(Mode::Training, *up, Side::Left, rec, r.recipe_options);
+      const OperandWork b = operand_work(Mode::Training, *up, Side::Right, rec, r.recipe_options);
       const bool fused = r.recipe_options.grouped_quant_fused && grouped_quant_fusable(rec);
       launches += fmt::format("{}{} {} ({})", launches.empty() ? "" : ", ", to_string(p),
                               grouped_quant_launches(rec, *up, a, b, fused), fused ? "fused" : "per expert");

@@ -330,13 +330,13 @@ std::string shapes_block(const RunResult& r, size_t mode, Footnotes& fn) {
 }
 
 // The modes side by side (model mode: per-layer GEMM time; shapes: the sum over shapes): time per
-// mode, the quantization overhead of each autocast mode over pre-quantized, speedups vs BF16.
+// mode, the quantization overhead of each quantizing mode over pre-quantized, speedups vs BF16.
 std::string modes_block(const RunResult& r) {
   std::string out;
   std::optional<size_t> pq;
   for (size_t i = 0; i < r.modes.size(); ++i)
     if (r.modes[i] == Mode::PreQuantized) pq = i;
-  std::vector<size_t> quantizing;  // the autocast modes, compared with pre-quantized
+  std::vector<size_t> quantizing;  // the quantizing modes, compared with pre-quantized
   for (size_t i = 0; i < r.modes.size(); ++i)
     if (r.modes[i] != Mode::PreQuantized && pq) quantizing.push_back(i);
   std::string title;
@@ -362,7 +362,7 @@ std::string modes_block(const RunResult& r) {
     t.widths.push_back(one ? 12 : 16);
   }
   for (Mode m : r.modes) {
-    head.push_back(m == Mode::PreQuantized ? "Spd pre-q" : fmt::format("Spd {}", m == Mode::Autocast ? "per-GEMM" : "training"));
+    head.push_back(m == Mode::PreQuantized ? "Spd pre-q" : fmt::format("Spd {}", m == Mode::PerGemm ? "per-GEMM" : "training"));
     t.widths.push_back(14);
   }
   out += t.row(head);
@@ -711,8 +711,8 @@ std::string render_plan_text(const RunResult& r) {
         if (g.scope != Scope::Layer && !(f.moe_layers > 0 && g.scope == Scope::MoeLayer)) continue;
         const Recipe rec = make_recipe(p, g, r.recipe_options);
         own += byte_count(rec, g).quantize;
-        shared += byte_count(rec, g, operand_work(Mode::AutocastShared, g, Side::Left, rec, r.recipe_options),
-                             operand_work(Mode::AutocastShared, g, Side::Right, rec, r.recipe_options)).quantize;
+        shared += byte_count(rec, g, operand_work(Mode::Training, g, Side::Left, rec, r.recipe_options),
+                             operand_work(Mode::Training, g, Side::Right, rec, r.recipe_options)).quantize;
       }
       out += fmt::format("  {:<11} training {:.2f} GB, per-gemm {:.2f} GB\n", to_string(p), shared / 1e9, own / 1e9);
     }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/arch_policy.hpp"
 #include "core/kernels.hpp"
 #include "core/modes.hpp"
 #include "core/plan.hpp"
@@ -90,6 +91,7 @@ struct DeviceInfo {
   // (arch-specific Blackwell code), false for the software encoder; unset where NVFP4 cannot run.
   std::optional<bool> nvfp4_hw_conversion;
   int compute_capability() const { return cc_major * 10 + cc_minor; }
+  ArchPolicy arch_policy() const { return ArchPolicy(compute_capability()); }
 };
 
 struct TimingConfig {

@@ -11,7 +11,7 @@ using nlohmann::json;
 std::optional<RooflinePoint> roofline_point(const GpuSpec& spec, const Gemm& g, Precision p, Mode m,
                                             const RecipeOptions& o, const Cell* cell) {
   RooflinePoint pt;
-  pt.format = peak_format(p, spec.compute_capability());
+  pt.format = spec.arch_policy().peak_format(p);
   const auto& peak = spec.peak(pt.format);
   if (!peak || !spec.bandwidth_gbs) return std::nullopt;
   const Recipe rec = make_recipe(p, g, o);

@@ -1,3 +1,4 @@
+#include "core/arch_policy.hpp"
 #include "core/runner.hpp"
 
 #include "core/report_moe.hpp"
@@ -65,7 +66,7 @@ void add_recipe_notes(RunResult& r) {
                                                            : "fast (standalone shapes count as Fprop; TE uses fast "
                                                              "accumulation on Fprop, split on Dgrad/Wgrad)")
                                   : o.fp8_accum == Accumulation::Fast ? "fast" : "split"));
-  if (std::find(r.modes.begin(), r.modes.end(), Mode::AutocastShared) != r.modes.end()) {
+  if (std::find(r.modes.begin(), r.modes.end(), Mode::Training) != r.modes.end()) {
     r.notes.push_back(
         "training mode: each tensor is quantized once per step into its rowwise and transposed copy, the cost "
         "carried by its first GEMM (X and W: Fprop, dY: Dgrad; Wgrad runs on earlier copies); the per-layer sum is "
@@ -165,13 +166,11 @@ RunResult plan_only(const RunRequest& req) {
 RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress) {
   RunResult r = base_result(req);
   r.device = engine.device_info();
-  const int cc = r.device->compute_capability();
-  r.recipe_options.fp8_block_via_mxfp8 = cc >= 100;  // what the engine does on this device
+  const ArchPolicy arch = r.device->arch_policy();
+  r.recipe_options.fp8_block_via_mxfp8 = arch.fp8_block_via_mxfp8();  // what the engine does on this device
   for (Precision p : req.precisions) {
-    if (cc < min_compute_capability(p)) {
-      r.notes.push_back(fmt::format("{}: skipped, needs compute capability >= {}.{} (device is {}.{})", to_string(p),
-                                    min_compute_capability(p) / 10, min_compute_capability(p) % 10,
-                                    r.device->cc_major, r.device->cc_minor));
+    if (!arch.times(p)) {
+      r.notes.push_back(fmt::format("{}: skipped, {}", to_string(p), arch.why_not(p)));
       continue;
     }
     r.precisions.push_back(p);
@@ -199,10 +198,10 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
         ++done;
       }
     for (Precision p : req.precisions)
-      if (cc < min_compute_capability(p))
+      if (!arch.times(p))
         r.notes.push_back(fmt::format("{} accuracy is emulated on this GPU (quantize, dequantize, BF16 GEMM with FP32 "
-                                      "accumulation); its timing needs compute capability >= {}.{}",
-                                      to_string(p), min_compute_capability(p) / 10, min_compute_capability(p) % 10));
+                                      "accumulation); its timing needs compute capability >= {}",
+                                      to_string(p), ArchPolicy(ArchPolicy::min_cc(p)).cc_text()));
   }
   if (r.modes.empty()) {
     if (progress) progress(total, total, "done");

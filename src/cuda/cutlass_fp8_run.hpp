@@ -22,6 +22,14 @@ namespace gs::cuda {
 struct GemmSources;
 struct GroupedSources;
 
+// The FP8 family that runs recipe `r` (FP8Current / FP8Delayed: operand formats, output,
+// accumulation; FP8Block: scalings, formats, output), or nullopt when none is instantiated. Defined
+// whether or not CUTLASS is built.
+std::optional<CutlassGroupedFamily> cutlass_fp8_family(const Recipe& r);
+// The instantiated FP8 combinations, for an N/A reason.
+std::string cutlass_fp8_families_built();
+
+
 // A dense GEMM as one group of family `f` (a FP8 family: cutlass_fp8_family()).
 std::unique_ptr<ProviderRun> make_cutlass_fp8_dense(const Gemm& g, const Recipe& r, Mode m, GemmSources& src,
                                                     const RecipeOptions& opts, CutlassGroupedFamily f, int device);

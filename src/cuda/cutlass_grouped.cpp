@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "cuda/cutlass_fp8_run.hpp"
+
 namespace gs::cuda {
 
 const char* to_string(CutlassGroupedFamily f) {

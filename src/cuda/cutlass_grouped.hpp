@@ -1,7 +1,9 @@
 // CUTLASS sm90 grouped GEMMs as one launch (ptr-array grouped, TMA warp-specialized cooperative):
-// the interface the CUTLASS provider (cutlass_provider.cpp) uses. No CUTLASS header is included
-// here: the kernels live in src/cuda/cutlass/*.cu, one translation unit per kernel family, built
-// for sm_90a only and only when the build found CUTLASS (GEMMSCOPE_HAVE_CUTLASS).
+// the interface the CUTLASS provider (cutlass_provider.cpp) uses. No CUTLASS header and no core
+// header is included here (the kernel translation units include this file, so a change in core
+// never recompiles them; the recipe -> family rule is in cutlass_fp8_run.hpp). The kernels live in
+// src/cuda/cutlass/*.cu, one translation unit per kernel family and tile, built for sm_90a only
+// and only when the build found CUTLASS (GEMMSCOPE_HAVE_CUTLASS).
 //
 // A group is one expert's GEMM in gemmscope's terms: D[m,n] (row-major) = A[m,k] . B[k,n], with
 // each operand's storage order fixed by the family. Families (CUTLASS layouts in brackets):
@@ -36,7 +38,6 @@
 #include <string>
 #include <vector>
 
-#include "core/recipe.hpp"
 
 namespace gs::cuda {
 
@@ -67,13 +68,6 @@ class CutlassGroupedLaunch {
   // ("cutlass sm90 ptr-array grouped bf16 128x128x64 cluster 1x1 cooperative").
   virtual std::string config() const = 0;
 };
-
-// The FP8 family that runs recipe `r` (FP8Current / FP8Delayed: operand formats, output,
-// accumulation; FP8Block: scalings, formats, output), or nullopt when none is instantiated. Defined
-// whether or not CUTLASS is built.
-std::optional<CutlassGroupedFamily> cutlass_fp8_family(const Recipe& r);
-// The instantiated FP8 combinations, for an N/A reason.
-std::string cutlass_fp8_families_built();
 
 // Whether this build holds the CUTLASS kernels (false: built without CUTLASS, say so).
 bool cutlass_built();

@@ -14,6 +14,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "core/arch_policy.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cutlass_fp8_run.hpp"
 #include "cuda/cutlass_grouped.hpp"
@@ -128,7 +129,8 @@ class CutlassProvider final : public GemmProvider {
 
   std::string cannot_run(const Gemm& g, Precision, Mode, const Recipe& r, int cc) const override {
     if (!cutlass_built()) return "CUTLASS: not in this build (GEMMSCOPE_CUTLASS_DIR was not found when it was built)";
-    if (cc != 90) return fmt::format("CUTLASS: the kernels are built for sm_90a (Hopper) only; this device is sm_{}", cc);
+    if (!ArchPolicy(cc).runs_sm90a_kernels())
+      return fmt::format("CUTLASS: the kernels are built for sm_90a (Hopper) only; this device is sm_{}", cc);
     if (r.precision != Precision::BF16 && r.precision != Precision::FP8Current && r.precision != Precision::FP8Delayed &&
         r.precision != Precision::FP8Block)
       return fmt::format("CUTLASS: no {} kernel on sm_90 (Blackwell block-scaled formats)", to_string(r.precision));

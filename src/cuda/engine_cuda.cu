@@ -6,13 +6,16 @@
 #include <optional>
 #include <vector>
 
+#include "core/arch_policy.hpp"
 #include "core/grouped.hpp"
 #include "core/modes.hpp"
 #include "core/provider.hpp"
 #include "core/results.hpp"
 #include "core/step_context.hpp"
+#include "core/error.hpp"
 #include "cuda/clock_probe.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_handles.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/engine_cuda.hpp"
 #include "cuda/launch_gate.hpp"
@@ -36,12 +39,12 @@ class CudaEngine final : public Engine {
   explicit CudaEngine(const EngineOptions& o) : opts_(o) {
     GS_CUDA(cudaSetDevice(o.device));
     cc_ = device_info().compute_capability();
-    opts_.recipe.fp8_block_via_mxfp8 = cc_ >= 100;
+    opts_.recipe.fp8_block_via_mxfp8 = ArchPolicy(cc_).fp8_block_via_mxfp8();
     probe_ = std::make_unique<ClockProbe>(o.device);
     gate_ = std::make_unique<LaunchGate>();
     try {
-      GS_CUBLAS(cublasLtCreate(&handle_));
-      GS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+      handle_ = make_lt_handle();
+      stream_ = make_stream();
       workspace_ = make_lt_workspace();
       events_.reserve(static_cast<size_t>(o.timing.iters) + 16);
     } catch (...) {
@@ -64,7 +67,7 @@ class CudaEngine final : public Engine {
     cudaDriverGetVersion(&d.driver_version);
     cudaRuntimeGetVersion(&d.runtime_version);
     d.cublaslt_version = static_cast<int64_t>(cublasLtGetVersion());
-    if (d.cc_major >= 10) d.nvfp4_hw_conversion = nvfp4_hardware_conversion();
+    if (d.arch_policy().may_convert_fp4_in_hardware()) d.nvfp4_hw_conversion = nvfp4_hardware_conversion();
     return d;
   }
 
@@ -115,7 +118,7 @@ class CudaEngine final : public Engine {
     // Of the precision the GEMM really runs in: the LM head and the router stay BF16 in every
     // column (make_recipe), so they are never emulated.
     const Precision runs = recipe.precision;
-    const bool emulate = cc_ < min_compute_capability(runs);
+    const bool emulate = !ArchPolicy(cc_).times(runs);
     if (emulate && runs != Precision::MXFP8 && runs != Precision::NVFP4)
       return AccuracyCell::na("needs a newer GPU (no emulation for this recipe)");
     try {
@@ -145,7 +148,7 @@ class CudaEngine final : public Engine {
       cell.emulated = emulate;
       if (!emulate) {
         RecipeGemm rg(handle_, g, recipe, *sources_, workspace_.get(), opts_.recipe);
-        for (int i = 0; i < 3; ++i) rg.autocast_step(stream_);  // delayed scaling: a real history
+        for (int i = 0; i < 3; ++i) rg.per_gemm_step(stream_);  // delayed scaling: a real history
         cell.rel_error = rel_frobenius_error(sources_->c.get(), true, reference_.get<float>(), mn, nullptr, stream_);
         return cell;
       }
@@ -178,8 +181,14 @@ class CudaEngine final : public Engine {
       reference_ = DeviceBuffer();
       throw_if_context_lost(e.what(), fmt::format("the accuracy of {} {}", g.shape(), to_string(p)));
       return AccuracyCell::na(e.oom() ? "out of GPU memory" : std::string("CUDA error: ") + e.what());
-    } catch (const std::exception& e) {
+    } catch (const Unsupported& e) {  // as guarded(): only what the libraries or the device refuse
+      cudaStreamSynchronize(stream_);
       return AccuracyCell::na(e.what());
+    } catch (const std::invalid_argument& e) {
+      cudaStreamSynchronize(stream_);
+      return AccuracyCell::na(e.what());
+    } catch (const std::bad_alloc&) {
+      return AccuracyCell::na("out of host memory");
     }
   }
 
@@ -288,8 +297,9 @@ class CudaEngine final : public Engine {
     return cell;
   }
 
-  // Runs `f` (which returns the measured cell) and turns what cuBLASLt or CUDA refuse into an N/A
-  // cell; a lost context stops the run.
+  // Runs `f` (which returns the measured cell) and turns what the libraries or the device refuse
+  // into an N/A cell (core/error.hpp Unsupported); a lost context stops the run, and so does any
+  // other exception (a defect: exit 70 with its message, never an N/A that hides it).
   template <class F>
   Cell guarded(const Gemm& g, Precision p, Mode mode, const Recipe& recipe, F&& f) {
     try {
@@ -310,8 +320,14 @@ class CudaEngine final : public Engine {
                                     static_cast<double>(free_b) / (1 << 30)));
       }
       return Cell::na(fmt::format("CUDA error: {}", e.what()));
-    } catch (const std::exception& e) {
+    } catch (const Unsupported& e) {
+      cudaStreamSynchronize(stream_);
       return Cell::na(e.what());
+    } catch (const std::invalid_argument& e) {  // a provider's "cannot run this after all"
+      cudaStreamSynchronize(stream_);
+      return Cell::na(e.what());
+    } catch (const std::bad_alloc&) {
+      return Cell::na(fmt::format("out of host memory for {}", g.shape()));
     }
   }
 
@@ -421,10 +437,8 @@ class CudaEngine final : public Engine {
     providers_.clear();
     sources_.reset();
     grouped_src_.reset();
-    if (stream_) cudaStreamDestroy(stream_);
-    if (handle_) cublasLtDestroy(handle_);
-    stream_ = nullptr;
-    handle_ = nullptr;
+    stream_.reset();
+    handle_.reset();
   }
 
   // A sticky CUDA error (illegal address, launch failure, ...) poisons the context: every later
@@ -468,8 +482,8 @@ class CudaEngine final : public Engine {
   int cc_ = 0;  // compute capability, read once
   std::unique_ptr<ClockProbe> probe_;
   std::unique_ptr<LaunchGate> gate_;  // created after cudaSetDevice
-  cublasLtHandle_t handle_ = nullptr;
-  cudaStream_t stream_ = nullptr;
+  LtHandle handle_;
+  Stream stream_;
   DeviceBuffer workspace_;
   DeviceBuffer l2_flush_;  // --l2 cold: written between iterations
   std::unique_ptr<StepContextRunner> context_;  // --step-context / --step-other-ms: run between iterations

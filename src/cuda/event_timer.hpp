@@ -1,27 +1,16 @@
 // Timing of work enqueued on a stream outside the timed loop (calibrations, one-off passes): a pair
-// of CUDA events owned for the timer's lifetime, so a throwing enqueue never leaks them.
+// of CUDA events owned for the timer's lifetime (cuda_handles.hpp).
 #pragma once
 #include <cuda_runtime.h>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_handles.hpp"
 
 namespace gs::cuda {
 
 class EventTimer {
  public:
-  EventTimer() {
-    GS_CUDA(cudaEventCreate(&start_));
-    if (cudaError_t e = cudaEventCreate(&stop_); e != cudaSuccess) {
-      cudaEventDestroy(start_);
-      GS_CUDA(e);
-    }
-  }
-  ~EventTimer() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  EventTimer(const EventTimer&) = delete;
-  EventTimer& operator=(const EventTimer&) = delete;
+  EventTimer() : start_(make_event()), stop_(make_event()) {}
 
   // GPU time (ms) of what `enqueue()` puts on `s`; synchronizes with its end.
   template <class F>
@@ -36,7 +25,7 @@ class EventTimer {
   }
 
  private:
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  Event start_, stop_;
 };
 
 }  // namespace gs::cuda

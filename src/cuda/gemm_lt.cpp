@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_handles.hpp"
 #include "cuda/error_norm.cuh"
 #include "cuda/lt_enum_names.hpp"
 
@@ -312,24 +313,15 @@ namespace {
 // between calls, as in the timed loop) stays outside the time.
 class SampleEvents {
  public:
-  explicit SampleEvents(int n) : ev_(2 * static_cast<size_t>(n), nullptr) {
-    for (cudaEvent_t& e : ev_)
-      if (cudaEventCreate(&e) != cudaSuccess) {
-        e = nullptr;
-        throw CudaError(cudaErrorMemoryAllocation, "cudaEventCreate");
-      }
+  explicit SampleEvents(int n) {
+    ev_.reserve(2 * static_cast<size_t>(n));
+    for (int i = 0; i < 2 * n; ++i) ev_.push_back(make_event());
   }
-  ~SampleEvents() {
-    for (cudaEvent_t e : ev_)
-      if (e) cudaEventDestroy(e);
-  }
-  SampleEvents(const SampleEvents&) = delete;
-  SampleEvents& operator=(const SampleEvents&) = delete;
   cudaEvent_t start(int i) const { return ev_[2 * static_cast<size_t>(i)]; }
   cudaEvent_t stop(int i) const { return ev_[2 * static_cast<size_t>(i) + 1]; }
 
  private:
-  std::vector<cudaEvent_t> ev_;
+  std::vector<Event> ev_;  // released with the sampler, also when its constructor throws
 };
 
 double median_of(std::vector<double> v) {

@@ -86,8 +86,8 @@ std::unique_ptr<GroupedSources> GroupedSources::allocate(const Gemm& g, const st
 size_t GroupedGemm::quantized_bytes(const Gemm& g, const std::vector<int64_t>& padded, Precision p, Mode mode) {
   if (p == Precision::BF16) return 0;
   // One byte per element (FP8; NVFP4 half of that) per copy, plus scales (well under 10%);
-  // autocast-shared keeps a second (transposed) copy of each tensor.
-  const double copies = mode == Mode::AutocastShared ? 2.2 : 1.1;
+  // training mode keeps a second (transposed) copy of each tensor.
+  const double copies = mode == Mode::Training ? 2.2 : 1.1;
   size_t e = 0;
   for (int64_t s : padded) {
     if (s == 0) continue;
@@ -106,15 +106,11 @@ GroupedGemm::GroupedGemm(cublasLtHandle_t handle, GroupedSources& src, Precision
   if (streams < 0) throw std::invalid_argument("grouped streams must be >= 0");
   try {
     for (int i = 0; i < streams; ++i) {
-      cudaStream_t st = nullptr;
-      GS_CUDA(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-      side_.push_back(st);
+      side_.push_back(make_stream());
       workspaces_.push_back(make_lt_workspace());
-      cudaEvent_t ev = nullptr;
-      GS_CUDA(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
-      join_ev_.push_back(ev);
+      join_ev_.push_back(make_event(cudaEventDisableTiming));
     }
-    if (streams > 0) GS_CUDA(cudaEventCreateWithFlags(&fork_ev_, cudaEventDisableTiming));
+    if (streams > 0) fork_ev_ = make_event(cudaEventDisableTiming);
     const Gemm& g = src.gemm;
     const int n = experts();
     views_.resize(static_cast<size_t>(n));
@@ -163,10 +159,10 @@ GroupedGemm::GroupedGemm(cublasLtHandle_t handle, GroupedSources& src, Precision
       quant_ = std::make_unique<GroupedQuantizer>(experts);
       if (quant_->has_quantize()) pieces_.insert(pieces_.begin(), kQuantize);
       if (quant_->has_after()) pieces_.push_back(kAfter);
-      if (streams > 0) GS_CUDA(cudaEventCreateWithFlags(&quant_ev_, cudaEventDisableTiming));
+      if (streams > 0) quant_ev_ = make_event(cudaEventDisableTiming);
     }
   } catch (...) {
-    release();  // a constructor that throws gets no destructor call
+    release();  // in release()'s order (the members would go in reverse declaration order)
     throw;
   }
 }
@@ -175,13 +171,10 @@ GroupedGemm::~GroupedGemm() { release(); }
 
 void GroupedGemm::release() {
   gemms_.clear();
-  for (cudaStream_t s : side_) cudaStreamDestroy(s);
   side_.clear();
-  for (cudaEvent_t e : join_ev_) cudaEventDestroy(e);
   join_ev_.clear();
-  if (fork_ev_) cudaEventDestroy(fork_ev_);
-  if (quant_ev_) cudaEventDestroy(quant_ev_);
-  fork_ev_ = quant_ev_ = nullptr;
+  fork_ev_.reset();
+  quant_ev_.reset();
   quant_.reset();
 }
 
@@ -194,7 +187,7 @@ void GroupedGemm::prepare() {
 void GroupedGemm::fork() {
   if (streams_ == 0) return;
   GS_CUDA(cudaEventRecord(fork_ev_, main_));
-  for (cudaStream_t s : side_) GS_CUDA(cudaStreamWaitEvent(s, fork_ev_, 0));
+  for (const Stream& s : side_) GS_CUDA(cudaStreamWaitEvent(s, fork_ev_, 0));
 }
 
 void GroupedGemm::join() {
@@ -210,7 +203,7 @@ void GroupedGemm::enqueue(int e) {
     quant_->quantize(main_);
     if (streams_ > 0) {
       GS_CUDA(cudaEventRecord(quant_ev_, main_));
-      for (cudaStream_t s : side_) GS_CUDA(cudaStreamWaitEvent(s, quant_ev_, 0));
+      for (const Stream& s : side_) GS_CUDA(cudaStreamWaitEvent(s, quant_ev_, 0));
     }
     return;
   }

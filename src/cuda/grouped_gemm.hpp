@@ -30,6 +30,7 @@
 #include "core/modes.hpp"
 #include "core/plan.hpp"
 #include "core/recipe.hpp"
+#include "cuda/cuda_handles.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/gemm_lt.hpp"
 #include "cuda/grouped_quant.hpp"
@@ -70,7 +71,7 @@ class GroupedGemm {
   GroupedGemm(const GroupedGemm&) = delete;
   GroupedGemm& operator=(const GroupedGemm&) = delete;
 
-  // Prepares operands the timed region does not quantize (pre-quantized mode, autocast-shared's
+  // Prepares operands the timed region does not quantize (pre-quantized mode, training mode's
   // reused copies, delayed scaling's history). Synchronizes.
   void prepare();
   LoopBody body();             // one iteration: every expert's work, as pieces
@@ -106,10 +107,10 @@ class GroupedGemm {
   Mode mode_;
   int streams_;
   cudaStream_t main_;
-  std::vector<cudaStream_t> side_;
+  std::vector<Stream> side_;
   std::vector<DeviceBuffer> workspaces_;
-  cudaEvent_t fork_ev_ = nullptr, quant_ev_ = nullptr;
-  std::vector<cudaEvent_t> join_ev_;
+  Event fork_ev_, quant_ev_;
+  std::vector<Event> join_ev_;
   std::vector<GemmSources> views_;  // non-owning
   std::vector<std::unique_ptr<RecipeGemm>> gemms_;
   std::unique_ptr<GroupedQuantizer> quant_;

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <stdexcept>
 
+#include "core/error.hpp"
 #include "cuda/cuda_check.hpp"
 
 #if GEMMSCOPE_HAVE_CUPTI
@@ -147,25 +148,25 @@ KernelTracer::KernelTracer() {
 }
 
 std::vector<KernelLaunch> KernelTracer::trace(cudaStream_t s, const std::function<void()>& fn) {
-  if (!available_) throw std::runtime_error(why_not_);
+  if (!available_) throw Unsupported(why_not_);
   GS_CUDA(cudaStreamSynchronize(s));
   {
     const std::lock_guard<std::mutex> lock(g_mu);
     g_launches.clear();
   }
   if (const CUptiResult r = g_cupti.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL); r != CUPTI_SUCCESS)
-    throw std::runtime_error(cupti_error(r, "cuptiActivityEnable"));
+    throw Unsupported(cupti_error(r, "cuptiActivityEnable"));
   try {
     fn();
     if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess)
-      throw std::runtime_error(fmt::format("CUDA error while tracing: {}", cudaGetErrorString(e)));
+      throw Unsupported(fmt::format("CUDA error while tracing: {}", cudaGetErrorString(e)));
   } catch (...) {
     g_cupti.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     throw;
   }
   const CUptiResult fr = g_cupti.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   g_cupti.disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  if (fr != CUPTI_SUCCESS) throw std::runtime_error(cupti_error(fr, "cuptiActivityFlushAll"));
+  if (fr != CUPTI_SUCCESS) throw Unsupported(cupti_error(fr, "cuptiActivityFlushAll"));
   const std::lock_guard<std::mutex> lock(g_mu);
   return std::move(g_launches);
 }
@@ -175,7 +176,7 @@ std::vector<KernelLaunch> KernelTracer::trace(cudaStream_t s, const std::functio
 KernelTracer::KernelTracer() { why_not_ = "this build has no CUPTI headers (kernel records need CUPTI)"; }
 
 std::vector<KernelLaunch> KernelTracer::trace(cudaStream_t, const std::function<void()>&) {
-  throw std::runtime_error(why_not_);
+  throw Unsupported(why_not_);
 }
 
 #endif

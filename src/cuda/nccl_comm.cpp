@@ -15,6 +15,7 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
+#include "cuda/cuda_handles.hpp"
 #include "cuda/gemm_lt.hpp"
 
 #if __has_include(<nccl.h>)
@@ -110,15 +111,9 @@ class NcclEngine : public CommEngine {
     for (auto& [n, comms] : comms_)
       for (ncclComm_t c : comms)
         if (c) lib_.commDestroy(c);
-    for (size_t i = 0; i < streams_.size(); ++i) {
-      cudaSetDevice(members_[i].device);
-      cudaStreamDestroy(streams_[i]);
-    }
-    for (size_t i = 0; i < compute_.size(); ++i) {
+    for (size_t i = 0; i < ws_.size(); ++i) {  // freed on its device (the handles release themselves)
       cudaSetDevice(members_[i].device);
       ws_[i] = DeviceBuffer();
-      cublasLtDestroy(lt_[i]);
-      cudaStreamDestroy(compute_[i]);
     }
   }
   std::string description() const override { return desc_; }
@@ -363,12 +358,8 @@ class NcclEngine : public CommEngine {
     while (static_cast<int>(compute_.size()) <= i) {
       const int q = static_cast<int>(compute_.size());
       check_cuda(cudaSetDevice(members_[q].device), "cudaSetDevice");
-      cudaStream_t s = nullptr;
-      check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
-      compute_.push_back(s);
-      cublasLtHandle_t h = nullptr;
-      if (cublasLtCreate(&h) != CUBLAS_STATUS_SUCCESS) throw std::runtime_error("cublasLtCreate failed");
-      lt_.push_back(h);
+      compute_.push_back(make_stream());
+      lt_.push_back(make_lt_handle());
       ws_.push_back(make_lt_workspace());
     }
     check_cuda(cudaSetDevice(members_[i].device), "cudaSetDevice");
@@ -392,9 +383,7 @@ class NcclEngine : public CommEngine {
     while (streams_.size() < members_.size()) {
       const size_t i = streams_.size();
       check_cuda(cudaSetDevice(members_[i].device), "cudaSetDevice");
-      cudaStream_t s = nullptr;
-      check_cuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
-      streams_.push_back(s);
+      streams_.push_back(make_stream());
     }
     const int a = active(n);
     std::vector<ncclComm_t> comms(a, nullptr);
@@ -460,9 +449,9 @@ class NcclEngine : public CommEngine {
   ProcessGroup* pg_;             // MPI, or nullptr (one process)
   std::string desc_;
   std::map<int, std::vector<ncclComm_t>> comms_;
-  std::vector<cudaStream_t> streams_;  // the collectives' streams, one per member
-  std::vector<cudaStream_t> compute_;  // the overlap GEMMs' streams
-  std::vector<cublasLtHandle_t> lt_;
+  std::vector<Stream> streams_;  // the collectives' streams, one per member
+  std::vector<Stream> compute_;  // the overlap GEMMs' streams
+  std::vector<LtHandle> lt_;
   std::vector<DeviceBuffer> ws_;
 };
 

@@ -308,7 +308,7 @@ void quantize_block_128x128(const __nv_bfloat16* x, int rows, int cols, bool tra
   GS_CUDA_LAUNCH();
 }
 
-// ---- dual output (autocast-shared) -------------------------------------------------------------
+// ---- dual output (training mode) --------------------------------------------------------------
 void cast_fp8_current_dual(const __nv_bfloat16* x, int rows, int cols, Fp8Kind kind, const float* amax,
                            uint8_t* q_row, float* scale_inv_row, uint8_t* q_t, float* scale_inv_t,
                            cudaStream_t s) {

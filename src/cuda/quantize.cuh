@@ -82,7 +82,7 @@ void quantize_block_1x128(const __nv_bfloat16* x, int rows, int cols, bool trans
 // zero it once if the GEMM may read it).
 void quantize_block_128x128(const __nv_bfloat16* x, int rows, int cols, bool transpose,
                             Fp8Kind kind, uint8_t* q, float* scale_inv, cudaStream_t s, bool pow2 = false);
-// ---- dual output (autocast-shared: one cast per tensor and step) --------------------------------
+// ---- dual output (training mode: one cast per tensor and step) --------------------------------
 // One read of the source [rows, cols] writes both copies a tensor's GEMMs need: q_row [rows, cols]
 // (the source layout, what transpose=false writes) and q_t [cols, rows] (what transpose=true
 // writes), each with its scales, bit-identical to the single-output calls above. Same

@@ -267,7 +267,7 @@ __device__ __forceinline__ void store_rowwise(uint8_t* q_row, int rows, int cols
 }
 
 //
-// kDual (autocast-shared): the same read also writes the source-layout copy q_row [rows, cols]
+// kDual (training mode): the same read also writes the source-layout copy q_row [rows, cols]
 // with its scales (scale_row), straight from registers with 8-byte stores: per-tensor modes with
 // the tensor scale; kModeB128 with the tile's scale; kModeB1 (kH == 2: a tile row is one 1x128
 // block) with a per-row scale from a 3-step shuffle max over the 8 lanes that hold the row.

@@ -343,7 +343,7 @@ void RecipeGemm::update_alpha(cudaStream_t s) {
   GS_CUDA_LAUNCH();
 }
 
-void RecipeGemm::autocast_step(cudaStream_t s) {
+void RecipeGemm::per_gemm_step(cudaStream_t s) {
   if (l_) l_->quantize(s);
   if (r_) r_->quantize(s);
   update_alpha(s);

@@ -39,10 +39,10 @@ class QuantizedOperand {
   // `src` is [rows, cols] row-major; the quantized copy is [outer, K] K-contiguous.
   QuantizedOperand(const OperandRecipe& recipe, const __nv_bfloat16* src, int64_t outer, int64_t k, bool src_k_major,
                    const RecipeOptions& opts);
-  // The autocast work for this operand. amax_given: skip the per-tensor amax pass and cast with
+  // The quantization work for this operand. amax_given: skip the per-tensor amax pass and cast with
   // the amax already in this operand's amax buffer (left there by an earlier quantize()).
   void quantize(cudaStream_t s, bool amax_given = false);
-  // Dual (autocast-shared): quantizes the source into this operand and into `other`, which must
+  // Dual (training mode): quantizes the source into this operand and into `other`, which must
   // hold the same source in the other layout. One fused pass for the FP8 recipes (after one amax
   // pass for current scaling; delayed scaling records into this operand's history); MXFP8/NVFP4
   // run two independent passes. Throws std::invalid_argument if `other` is not the sibling.
@@ -106,9 +106,9 @@ class RecipeGemm {
   bool needs_prequantize() const {
     return wl_.work == QuantWork::None || wr_.work == QuantWork::None || wl_.producer_amax || wr_.producer_amax;
   }
-  // One autocast iteration: quantize both BF16 operands into the GEMM's layout, run the GEMM,
+  // One per-gemm iteration: quantize both BF16 operands into the GEMM's layout, run the GEMM,
   // and (delayed scaling) the amax-history step, which TE runs once per step outside.
-  void autocast_step(cudaStream_t s);
+  void per_gemm_step(cudaStream_t s);
   // One pre-quantized iteration: the GEMM kernel only.
   void gemm_only(cudaStream_t s);
   // Accuracy emulation on GPUs without MXFP8/NVFP4 GEMMs: quantize both operands only.
@@ -132,7 +132,7 @@ class RecipeGemm {
   const QuantizedOperand* l_sibling() const { return l_sib_.get(); }
   const QuantizedOperand* r_sibling() const { return r_sib_.get(); }
   // Another provider's GEMM kernel (provider.hpp) in place of the cuBLASLt matmul, for a RecipeGemm
-  // built with_gemm=false: step() and autocast_step() then run the recipe's quantization around
+  // built with_gemm=false: step() and per_gemm_step() then run the recipe's quantization around
   // `run` (which reads l() / r()); `ops` is what it enqueues (launch gate).
   void use_kernel(std::function<void(cudaStream_t)> run, int ops) {
     kernel_ = std::move(run);

@@ -46,7 +46,7 @@ StepContextRunner::StepContextRunner(const StepWorkModel& model, double user_oth
   }
   // Modelled: FLOPs at a fraction of the dense BF16 peak at the GPU's maximum clock.
   const double peak_flops_per_ms = static_cast<double>(device.sm_count) * clock_khz *
-                                   bf16_dense_flops_per_sm_clock(device.compute_capability());
+                                   device.arch_policy().bf16_dense_flops_per_sm_clock();
   if (peak_flops_per_ms > 0) {
     info_.attention_fwd_ms = attention_fwd_flops(a) / (kAttentionPeakFraction * peak_flops_per_ms);
     info_.attention_bwd_ms = attention_bwd_flops(a) / (kAttentionPeakFraction * peak_flops_per_ms);

@@ -8,16 +8,8 @@
 
 namespace gs::cuda {
 
-EventPool::~EventPool() {
-  for (cudaEvent_t e : events_) cudaEventDestroy(e);
-}
-
 void EventPool::reserve(size_t n) {
-  while (events_.size() < n) {
-    cudaEvent_t e = nullptr;
-    GS_CUDA(cudaEventCreate(&e));
-    events_.push_back(e);
-  }
+  while (events_.size() < n) events_.push_back(make_event());
 }
 
 namespace {

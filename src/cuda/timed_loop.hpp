@@ -3,7 +3,7 @@
 // A stream's launch queue holds about a thousand pending operations; once it is full the host
 // blocks in the next launch. A loop enqueued behind one closed gate must therefore fit the queue,
 // or the host blocks, the gate opens by its timeout and the rest of the loop runs at the host's
-// launch rate (a 5000-iteration FP8 autocast loop read 30% slow that way). Here the loop is cut
+// launch rate (a 5000-iteration FP8 per-gemm loop read 30% slow that way). Here the loop is cut
 // into chunks of at most kChunkOps operations per stream, each behind its own gate: the host
 // enqueues chunk c+1 while the GPU runs chunk c, and never has more than two chunks pending.
 // The GPU may idle at a chunk's gate (when the host is slower): each chunk's timing starts with
@@ -23,6 +23,7 @@
 
 #include "core/results.hpp"
 #include "cuda/clock_probe.hpp"
+#include "cuda/cuda_handles.hpp"
 #include "cuda/launch_gate.hpp"
 
 namespace gs::cuda {
@@ -56,16 +57,12 @@ struct LoopResult {
 // Grows on demand; events are reused from cell to cell.
 class EventPool {
  public:
-  EventPool() = default;
-  ~EventPool();
-  EventPool(const EventPool&) = delete;
-  EventPool& operator=(const EventPool&) = delete;
   void reserve(size_t n);  // throws CudaError
   cudaEvent_t at(size_t i) { reserve(i + 1); return events_[i]; }
   size_t size() const { return events_.size(); }
 
  private:
-  std::vector<cudaEvent_t> events_;
+  std::vector<Event> events_;
 };
 
 // The mean SM clock of several samples of one loop (reasons: any sample's); nullopt for none.

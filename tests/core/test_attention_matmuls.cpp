@@ -32,7 +32,7 @@ RunResult measured_run(double fwd, double bwd, bool attention_measured) {
   RunResult r;
   r.plan = build_model_plan(c);
   r.precisions = {Precision::BF16, Precision::FP8Current};
-  r.modes = {Mode::AutocastShared};
+  r.modes = {Mode::Training};
   r.allocate_cells();
   for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
     r.cells[0][g][0] = Cell::measured(summarize({1.0}));

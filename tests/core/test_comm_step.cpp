@@ -48,7 +48,7 @@ RunResult gemms(const Plan& plan) {
   RunRequest q;
   q.plan = plan;
   q.precisions = {Precision::BF16, Precision::FP8Current};
-  q.modes = {Mode::AutocastShared};
+  q.modes = {Mode::Training};
   FixedEngine e;
   return run(e, q);
 }

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/arch_policy.hpp"
 #include "core/compare.hpp"
 #include "core/error.hpp"
 #include "core/model_config.hpp"
@@ -82,9 +83,9 @@ TEST(FirstContact, OldModeNamesAndAnyCaseAreAccepted) {
   const Out r = run("--dry-run --shapes 1024 --mode training");
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("needs a model plan"), std::string::npos) << r.err;
-  EXPECT_EQ(gs::mode_from_string("Autocast-Shared"), gs::Mode::AutocastShared);
-  EXPECT_STREQ(gs::to_string(gs::Mode::AutocastShared), "training");
-  EXPECT_STREQ(gs::to_string(gs::Mode::Autocast), "per-gemm");
+  EXPECT_EQ(gs::mode_from_string("Autocast-Shared"), gs::Mode::Training);
+  EXPECT_STREQ(gs::to_string(gs::Mode::Training), "training");
+  EXPECT_STREQ(gs::to_string(gs::Mode::PerGemm), "per-gemm");
 }
 
 // The recipe layer decides the LM head's precision; the report says so.
@@ -442,12 +443,12 @@ TEST(FirstContact, ChartsShowTheSpread) {
 // Older GPUs: BF16 runs from Ampere (8.0), FP8 per-tensor from Ada (8.9), FP8 block scaling from
 // Hopper (9.0), MXFP8/NVFP4 from Blackwell (10.0); a precision below its floor is skipped with a note.
 TEST(FirstContact, PrecisionFloorsByComputeCapability) {
-  EXPECT_EQ(gs::min_compute_capability(gs::Precision::BF16), 80);
-  EXPECT_EQ(gs::min_compute_capability(gs::Precision::FP8Current), 89);
-  EXPECT_EQ(gs::min_compute_capability(gs::Precision::FP8Delayed), 89);
-  EXPECT_EQ(gs::min_compute_capability(gs::Precision::FP8Block), 90);
-  EXPECT_EQ(gs::min_compute_capability(gs::Precision::MXFP8), 100);
-  EXPECT_EQ(gs::min_compute_capability(gs::Precision::NVFP4), 100);
+  EXPECT_EQ(gs::ArchPolicy::min_cc(gs::Precision::BF16), 80);
+  EXPECT_EQ(gs::ArchPolicy::min_cc(gs::Precision::FP8Current), 89);
+  EXPECT_EQ(gs::ArchPolicy::min_cc(gs::Precision::FP8Delayed), 89);
+  EXPECT_EQ(gs::ArchPolicy::min_cc(gs::Precision::FP8Block), 90);
+  EXPECT_EQ(gs::ArchPolicy::min_cc(gs::Precision::MXFP8), 100);
+  EXPECT_EQ(gs::ArchPolicy::min_cc(gs::Precision::NVFP4), 100);
   // The default build carries sm_80 and sm_89 machine code.
   std::ifstream cm(std::string(GS_SOURCE_DIR) + "/CMakeLists.txt");
   std::stringstream ss;

@@ -41,7 +41,7 @@ RunRequest request() {
   RunRequest q;
   q.plan = build_model_plan(default_config());
   q.precisions = {Precision::BF16};
-  q.modes = {Mode::AutocastShared};
+  q.modes = {Mode::Training};
   return q;
 }
 

@@ -228,7 +228,7 @@ TEST(KernelRecords, AlgoOption) {
 
 TEST(KernelRecords, RangeName) {
   const Gemm g{Pass::Dgrad, Op::MlpUp, Scope::Layer, 4096, 16384, 4096, {Role::Grad, true}, {Role::Weight, false}};
-  EXPECT_EQ(cell_range_name(Mode::Autocast, g, Precision::FP8Block), "gemmscope/per-gemm/dgrad/mlp_up/FP8Block");
+  EXPECT_EQ(cell_range_name(Mode::PerGemm, g, Precision::FP8Block), "gemmscope/per-gemm/dgrad/mlp_up/FP8Block");
 }
 
 namespace {

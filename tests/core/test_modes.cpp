@@ -32,8 +32,8 @@ const Operand& operand(const Gemm& g, Side s) { return s == Side::Left ? g.a : g
 }  // namespace
 
 TEST(Modes, Names) {
-  for (Mode m : {Mode::Autocast, Mode::AutocastShared, Mode::PreQuantized}) EXPECT_EQ(mode_from_string(to_string(m)), m);
-  EXPECT_EQ(mode_from_string("shared"), Mode::AutocastShared);
+  for (Mode m : {Mode::PerGemm, Mode::Training, Mode::PreQuantized}) EXPECT_EQ(mode_from_string(to_string(m)), m);
+  EXPECT_EQ(mode_from_string("shared"), Mode::Training);
   EXPECT_THROW(mode_from_string("both"), UsageError);  // the CLI expands "both"; a result file never holds it
 }
 
@@ -41,9 +41,9 @@ TEST(Modes, QuantWorkPerPass) {
   const Plan p = build_model_plan(default_config());
   for (const Gemm& g : p.gemms)
     for (Side s : {Side::Left, Side::Right}) {
-      EXPECT_EQ(quant_work(Mode::Autocast, g, s), QuantWork::Own);
+      EXPECT_EQ(quant_work(Mode::PerGemm, g, s), QuantWork::Own);
       EXPECT_EQ(quant_work(Mode::PreQuantized, g, s), QuantWork::None);
-      const QuantWork w = quant_work(Mode::AutocastShared, g, s);
+      const QuantWork w = quant_work(Mode::Training, g, s);
       switch (g.pass) {
         case Pass::Fprop: EXPECT_EQ(w, QuantWork::Dual); break;
         case Pass::Dgrad: EXPECT_EQ(w, s == Side::Left ? QuantWork::Dual : QuantWork::None); break;
@@ -52,8 +52,8 @@ TEST(Modes, QuantWorkPerPass) {
       }
     }
   const Gemm shape = build_shapes_plan("1024x2048x4096").gemms[0];
-  EXPECT_EQ(quant_work(Mode::AutocastShared, shape, Side::Left), QuantWork::Own);
-  EXPECT_EQ(quant_work(Mode::AutocastShared, shape, Side::Right), QuantWork::Own);
+  EXPECT_EQ(quant_work(Mode::Training, shape, Side::Left), QuantWork::Own);
+  EXPECT_EQ(quant_work(Mode::Training, shape, Side::Right), QuantWork::Own);
 }
 
 // Every tensor of every linear (X, W, dY) is quantized exactly once per step in autocast-shared,
@@ -69,7 +69,7 @@ TEST(Modes, DualConsumersAreInThePlan) {
       for (const Gemm& g : p.gemms)
         for (Side s : {Side::Left, Side::Right}) {
           ++uses[{g.op, g.scope, operand(g, s).role}];
-          if (quant_work(Mode::AutocastShared, g, s) != QuantWork::Dual) continue;
+          if (quant_work(Mode::Training, g, s) != QuantWork::Dual) continue;
           ++duals[{g.op, g.scope, operand(g, s).role}];
           const DualConsumer dc = dual_consumer(g, s);
           const Gemm* found = find_gemm(p, dc.gemm);
@@ -109,8 +109,8 @@ TEST(Modes, ByteModelOfSharedQuantization) {
   for (const Gemm& g : p.gemms) {
     const Recipe r = make_recipe(Precision::FP8Current, g, RecipeOptions{});
     own += byte_count(r, g).quantize;
-    shared += byte_count(r, g, quant_work(Mode::AutocastShared, g, Side::Left),
-                         quant_work(Mode::AutocastShared, g, Side::Right)).quantize;
+    shared += byte_count(r, g, quant_work(Mode::Training, g, Side::Left),
+                         quant_work(Mode::Training, g, Side::Right)).quantize;
   }
   EXPECT_NEAR(shared / own, 0.6, 1e-6);
 }
@@ -124,10 +124,10 @@ TEST(Modes, ProducerAmaxOnlyForFusedProducersUnderSharedCurrentScaling) {
     for (Side s : {Side::Left, Side::Right})
       for (Precision prec : {Precision::FP8Current, Precision::FP8Delayed, Precision::FP8Block, Precision::NVFP4}) {
         const Recipe r = make_recipe(prec, g, on);
-        const OperandWork w = operand_work(Mode::AutocastShared, g, s, r, on);
-        EXPECT_EQ(w.work, quant_work(Mode::AutocastShared, g, s));
-        EXPECT_FALSE(operand_work(Mode::AutocastShared, g, s, r, off).producer_amax);
-        EXPECT_FALSE(operand_work(Mode::Autocast, g, s, r, on).producer_amax);
+        const OperandWork w = operand_work(Mode::Training, g, s, r, on);
+        EXPECT_EQ(w.work, quant_work(Mode::Training, g, s));
+        EXPECT_FALSE(operand_work(Mode::Training, g, s, r, off).producer_amax);
+        EXPECT_FALSE(operand_work(Mode::PerGemm, g, s, r, on).producer_amax);
         const bool expect = prec == Precision::FP8Current && s == Side::Left &&
                             ((g.pass == Pass::Fprop && g.op != Op::AttnOut) || (g.pass == Pass::Dgrad && g.op == Op::MlpUp));
         EXPECT_EQ(w.producer_amax, expect) << pass_label(g.pass) << " " << g.label() << " " << to_string(prec);
@@ -138,11 +138,11 @@ TEST(Modes, ProducerAmaxOnlyForFusedProducersUnderSharedCurrentScaling) {
   double with = 0, without = 0, fused_elems = 0;
   for (const Gemm& g : p.gemms) {
     const Recipe r = make_recipe(Precision::FP8Current, g, on);
-    with += byte_count(r, g, operand_work(Mode::AutocastShared, g, Side::Left, r, on),
-                       operand_work(Mode::AutocastShared, g, Side::Right, r, on)).quantize;
-    without += byte_count(r, g, operand_work(Mode::AutocastShared, g, Side::Left, r, off),
-                          operand_work(Mode::AutocastShared, g, Side::Right, r, off)).quantize;
-    if (operand_work(Mode::AutocastShared, g, Side::Left, r, on).producer_amax)
+    with += byte_count(r, g, operand_work(Mode::Training, g, Side::Left, r, on),
+                       operand_work(Mode::Training, g, Side::Right, r, on)).quantize;
+    without += byte_count(r, g, operand_work(Mode::Training, g, Side::Left, r, off),
+                          operand_work(Mode::Training, g, Side::Right, r, off)).quantize;
+    if (operand_work(Mode::Training, g, Side::Left, r, on).producer_amax)
       fused_elems += static_cast<double>(g.m) * static_cast<double>(g.k);
   }
   EXPECT_DOUBLE_EQ(without - with, 2 * fused_elems);
@@ -172,7 +172,7 @@ TEST(Modes, ThreeModeReport) {
   RunRequest req;
   req.plan = build_model_plan(default_config());
   req.precisions = {Precision::BF16, Precision::FP8Current};
-  req.modes = {Mode::Autocast, Mode::AutocastShared, Mode::PreQuantized};
+  req.modes = {Mode::PerGemm, Mode::Training, Mode::PreQuantized};
   req.options.timing.gpu_warmup_s = 0;
   const RunResult r = run(e, req);
   const std::string text = render_text(r);
@@ -187,6 +187,6 @@ TEST(Modes, ThreeModeReport) {
   // JSON keeps the mode and round-trips.
   const RunResult back = from_json(to_json(r));
   ASSERT_EQ(back.modes.size(), 3u);
-  EXPECT_EQ(back.modes[1], Mode::AutocastShared);
+  EXPECT_EQ(back.modes[1], Mode::Training);
   EXPECT_DOUBLE_EQ(back.cell(1, 0, 1).stats.mean_ms, r.cell(1, 0, 1).stats.mean_ms);
 }

@@ -426,7 +426,7 @@ RunResult run_moe(const std::string& preset, const std::string& routing) {
   ModelConfig c = with_routing(find_preset(preset).config, routing);
   req.plan = build_model_plan(c);
   req.precisions = {Precision::BF16, Precision::FP8Current};
-  req.modes = {Mode::Autocast};
+  req.modes = {Mode::PerGemm};
   req.options.timing.gpu_warmup_s = 0;
   FakeEngine e;
   RunResult r = run(e, req);

@@ -81,8 +81,8 @@ TEST(GroupedQuant, FusedLaunchesDoNotGrowWithTheExpertCount) {
       SCOPED_TRACE(std::string(to_string(p)) + " " + std::to_string(experts));
       const Recipe r = make_recipe(p, g, o);
       o.producer_amax = false;
-      const OperandWork a = operand_work(Mode::AutocastShared, g, Side::Left, r, o);
-      const OperandWork b = operand_work(Mode::AutocastShared, g, Side::Right, r, o);
+      const OperandWork a = operand_work(Mode::Training, g, Side::Left, r, o);
+      const OperandWork b = operand_work(Mode::Training, g, Side::Right, r, o);
       // Training mode, Fprop: X and W, each a dual cast (+ amax 2 for current, + update 1 for delayed).
       const int64_t per = p == Precision::FP8Current ? 6 : p == Precision::FP8Delayed ? 4 : 2;
       EXPECT_EQ(grouped_quant_launches(r, g, a, b, true), per);
@@ -142,7 +142,7 @@ RunRequest moe_request() {
   c.moe.routing = "balanced";
   req.plan = build_model_plan(c);
   req.precisions = {Precision::BF16, Precision::FP8Current, Precision::FP8Block};
-  req.modes = {Mode::AutocastShared};
+  req.modes = {Mode::Training};
   req.options.timing.gpu_warmup_s = 0;
   return req;
 }

@@ -40,7 +40,7 @@ nlohmann::json measured_json(double ms) {
   RunRequest q;
   q.plan = build_model_plan(default_config());
   q.precisions = {Precision::BF16};
-  q.modes = {Mode::AutocastShared};
+  q.modes = {Mode::Training};
   FixedEngine e(ms);
   return to_json(run(e, q));
 }

@@ -688,7 +688,7 @@ TEST(PlotBinary, RendersEachKind) {
 }
 
 // --mode autocast-shared reaches the script (CLI11 refused it while the script charts it).
-TEST(PlotBinary, ModeAutocastShared) {
+TEST(PlotBinary, ModeTrainingUnderItsOldName) {
   ASSERT_TRUE(binary_has_plot()) << "gemmscope (" << kBinary << ") must have the plot subcommand";
   json doc = load("model_5b_both_modes.json");
   doc["modes"] = {"autocast", "autocast-shared", "pre-quantized"};

@@ -73,7 +73,7 @@ nlohmann::json generate() {
   RunRequest req;
   req.plan = build_model_plan(c);
   req.precisions = {Precision::BF16, Precision::FP8Current, Precision::FP8Block};
-  req.modes = {Mode::AutocastShared, Mode::PreQuantized};
+  req.modes = {Mode::Training, Mode::PreQuantized};
   req.options.timing.gpu_warmup_s = 0;
   req.options.timing.repeats = 3;
   req.options.timing.method = "synthetic (a fake engine in the tests; nothing measured)";

@@ -179,7 +179,7 @@ TEST(Roofline, HandComputedClassification) {
   EXPECT_NEAR(sk->roofline_ms, sk->bytes / 3350e9 * 1e3, 1e-9);
   EXPECT_FALSE(sk->achieved_tflops);
   // FP8 on the same GPU: twice the peak, so the ridge doubles; autocast adds quantization bytes.
-  const auto f8 = roofline_point(h100, big, Precision::FP8Current, Mode::Autocast, RecipeOptions{}, nullptr);
+  const auto f8 = roofline_point(h100, big, Precision::FP8Current, Mode::PerGemm, RecipeOptions{}, nullptr);
   const auto f8k = roofline_point(h100, big, Precision::FP8Current, Mode::PreQuantized, RecipeOptions{}, nullptr);
   EXPECT_NEAR(f8->ridge, 2 * pt->ridge, 0.5);
   EXPECT_GT(f8->bytes, f8k->bytes);
@@ -434,7 +434,7 @@ TEST(Predict, GroupedGemmsUseTheirTotalFlopsAndBytes) {
   r.plan.gemms = {g};
   r.device = DeviceInfo{};
   r.device->name = "NVIDIA H100 80GB HBM3";
-  r.modes = {Mode::Autocast, Mode::PreQuantized};
+  r.modes = {Mode::PerGemm, Mode::PreQuantized};
   r.precisions = {Precision::BF16, Precision::FP8Current};
   r.allocate_cells();
   r.cells[0][0][0] = Cell::measured(Stats{0.10, 0.10, 0.10, 0.10, 0.001, 100});

@@ -57,7 +57,7 @@ RunRequest small_request(std::vector<std::string> providers) {
   c.num_hidden_layers = 2;
   req.plan = build_model_plan(c);
   req.precisions = {Precision::BF16, Precision::FP8Current};
-  req.modes = {Mode::Autocast};
+  req.modes = {Mode::PerGemm};
   req.options.timing.gpu_warmup_s = 0;
   req.providers = std::move(providers);
   return req;
@@ -166,7 +166,7 @@ TEST(ProviderReport, TextShowsEveryProviderAndTheBestAvailable) {
   const RunResult r = run(e, small_request({"cublaslt", "cutlass"}));
   const std::string t = render_text(r);
   EXPECT_NE(t.find("Kernel providers: cublaslt,cutlass"), std::string::npos) << t;
-  EXPECT_NE(t.find(std::string("Providers (") + to_string(Mode::Autocast) + ")"), std::string::npos) << t;
+  EXPECT_NE(t.find(std::string("Providers (") + to_string(Mode::PerGemm) + ")"), std::string::npos) << t;
   EXPECT_NE(t.find("best available"), std::string::npos) << t;
   EXPECT_NE(t.find("CUTLASS: only BF16 grouped GEMMs are built"), std::string::npos) << "the N/A reason is printed";
   // A single cuBLASLt run prints none of it (the golden reports stay as they are).
@@ -227,8 +227,8 @@ TEST(ProviderJson, FilesWithoutProvidersAreCublasLtAndBadListsAreRefused) {
   bad["gemms"][1].erase("provider_results");
   refused(bad, "provider_results");
   bad = j;
-  bad["gemms"][0]["provider_results"]["cutlass"].erase(to_string(Mode::Autocast));
-  refused(bad, std::string("no object for mode \"") + to_string(Mode::Autocast));
+  bad["gemms"][0]["provider_results"]["cutlass"].erase(to_string(Mode::PerGemm));
+  refused(bad, std::string("no object for mode \"") + to_string(Mode::PerGemm));
 }
 
 TEST(ProviderCompare, ComparesTheProvidersBothFilesMeasured) {

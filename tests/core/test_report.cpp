@@ -78,7 +78,7 @@ TEST(Runner, GatesByCapabilityAndMeasuresTheRest) {
   RunRequest req;
   req.plan = build_model_plan(default_config());
   req.precisions = {Precision::BF16, Precision::MXFP8, Precision::NVFP4, Precision::FP8Current};
-  req.modes = {Mode::Autocast};
+  req.modes = {Mode::PerGemm};
   req.options.timing.gpu_warmup_s = 0;
   RunResult r = run(e, req);
   ASSERT_EQ(r.precisions.size(), 2u);
@@ -107,7 +107,7 @@ TEST(Runner, MeasuresGemmByGemmAndFillsEveryCell) {
   RunRequest req;
   req.plan = build_model_plan(default_config());
   req.precisions = {Precision::BF16, Precision::FP8Current};
-  req.modes = {Mode::Autocast, Mode::AutocastShared, Mode::PreQuantized};
+  req.modes = {Mode::PerGemm, Mode::Training, Mode::PreQuantized};
   req.options.timing.gpu_warmup_s = 0;
   const RunResult r = run(e, req);
   ASSERT_EQ(e.order.size(), 12u * 2 * 3);
@@ -124,7 +124,7 @@ TEST(Runner, MeasuresGemmByGemmAndFillsEveryCell) {
 }
 
 TEST(Report, ClockSamplesInTextAndJson) {
-  RunResult r = fake_run({Mode::Autocast});
+  RunResult r = fake_run({Mode::PerGemm});
   EXPECT_NE(render_text(r).find("SM clock: not sampled (NVML not available)"), std::string::npos);
   ClockSample a, b;
   a.sm_mhz = 1980; a.max_sm_mhz = 1980;
@@ -150,7 +150,7 @@ TEST(Runner, BlackwellRunsEverythingAndLabelsFp8BlockEmulated) {
   RunRequest req;
   req.plan = build_shapes_plan("4096");
   req.precisions = {Precision::BF16, Precision::FP8Block, Precision::MXFP8, Precision::NVFP4};
-  req.modes = {Mode::Autocast};
+  req.modes = {Mode::PerGemm};
   req.options.timing.gpu_warmup_s = 0;
   RunResult r = run(e, req);
   EXPECT_EQ(r.precisions.size(), 4u);
@@ -162,7 +162,7 @@ TEST(Runner, BlackwellRunsEverythingAndLabelsFp8BlockEmulated) {
 }
 
 TEST(Summary, SumsSpeedupsAndNa) {
-  RunResult r = fake_run({Mode::Autocast});
+  RunResult r = fake_run({Mode::PerGemm});
   ModeSummary s = summarize_mode(r, 0);
   ASSERT_EQ(s.sums.size(), 3u);  // MXFP8 gated out on cc 9.0
   const double f = plan_flops(r.plan).fprop;
@@ -178,7 +178,7 @@ TEST(Summary, SumsSpeedupsAndNa) {
 }
 
 TEST(Report, GoldenText) {
-  const std::string got = render_text(fake_run({Mode::Autocast, Mode::PreQuantized}));
+  const std::string got = render_text(fake_run({Mode::PerGemm, Mode::PreQuantized}));
   const std::string path = std::string(GS_TEST_DATA_DIR) + "/golden_report.txt";
   if (std::getenv("GS_UPDATE_GOLDEN")) {
     std::ofstream(path) << got;
@@ -190,7 +190,7 @@ TEST(Report, GoldenText) {
 }
 
 TEST(Report, JsonRoundTrip) {
-  RunResult a = fake_run({Mode::Autocast, Mode::PreQuantized});
+  RunResult a = fake_run({Mode::PerGemm, Mode::PreQuantized});
   nlohmann::json j = to_json(a);
   EXPECT_EQ(j["schema"], "gemmscope.result/2");
   EXPECT_EQ(j["gemms"][0]["results"]["per-gemm"]["BF16"]["status"], "ok");
@@ -204,7 +204,7 @@ TEST(Report, JsonRoundTrip) {
 TEST(Report, JsonRejectsForeignDocuments) {
   EXPECT_THROW(from_json(nlohmann::json::parse(R"({"schema":"other"})")), UsageError);
   EXPECT_THROW(from_json(nlohmann::json::parse("[]")), UsageError);
-  nlohmann::json j = to_json(fake_run({Mode::Autocast}));
+  nlohmann::json j = to_json(fake_run({Mode::PerGemm}));
   j["gemms"][0]["results"]["per-gemm"].erase("BF16");
   EXPECT_THROW(from_json(j), UsageError);
 }
@@ -213,7 +213,7 @@ TEST(Report, JsonRejectsForeignDocuments) {
 // document is a UsageError naming the document and the field, never a nlohmann exception.
 TEST(Report, JsonErrorsNameTheFileAndField) {
   using nlohmann::json;
-  const json good = to_json(fake_run({Mode::Autocast}));
+  const json good = to_json(fake_run({Mode::PerGemm}));
   const auto error_of = [](const json& doc) -> std::string {
     try {
       from_json(doc, "x.json");
@@ -330,7 +330,7 @@ TEST(Report, JsonAcceptsDryAndAccuracyOnlyRuns) {
   RunRequest req;
   req.plan = build_model_plan(default_config());
   req.precisions = {Precision::BF16, Precision::FP8Current};
-  req.modes = {Mode::Autocast, Mode::PreQuantized};
+  req.modes = {Mode::PerGemm, Mode::PreQuantized};
   const RunResult dry = plan_only(req);
   const nlohmann::json jd = to_json(dry);
   ASSERT_FALSE(jd["gemms"][0].contains("results"));
@@ -354,7 +354,7 @@ TEST(Report, SeedRoundTrips) {
   RunRequest req;
   req.plan = build_shapes_plan("64");
   req.precisions = {Precision::BF16};
-  req.modes = {Mode::Autocast};
+  req.modes = {Mode::PerGemm};
   req.options.seed = 18446744073709551615ull;
   const RunResult r = run(e, req);
   ASSERT_TRUE(r.seed.has_value());
@@ -385,7 +385,7 @@ TEST(Report, SeedRoundTrips) {
 }
 
 TEST(Report, CsvHasOneRowPerCell) {
-  RunResult r = fake_run({Mode::Autocast});
+  RunResult r = fake_run({Mode::PerGemm});
   std::string csv = render_csv(r);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 1 + 12 * 3);
   EXPECT_NE(csv.find("per-gemm,wgrad,attn_out,layer,4096,15872,4096,"), std::string::npos);
@@ -397,7 +397,7 @@ TEST(Report, AccuracyTableAndJson) {
   RunRequest req;
   req.plan = build_model_plan(default_config());
   req.precisions = {Precision::BF16, Precision::FP8Current, Precision::MXFP8};
-  req.modes = {Mode::Autocast};
+  req.modes = {Mode::PerGemm};
   req.accuracy_only = true;
   req.dist = Dist::Outliers;
   RunResult r = run(e, req);

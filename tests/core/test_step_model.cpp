@@ -145,7 +145,7 @@ TEST(StepModel, StepEstimateAndSpeedup) {
   EXPECT_NE(gs::step_context_lines(r).find("cuDNN test"), std::string::npos);
   // Training mode times the casts with the GEMMs: none added.
   gs::RunResult t = r;
-  t.modes = {gs::Mode::AutocastShared};
+  t.modes = {gs::Mode::Training};
   EXPECT_NEAR(*gs::step_estimates(t, 0)[1].step_ms(), 5 + 2 + 3, 1e-9);
 }
 

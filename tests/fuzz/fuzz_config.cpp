@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     gs::RunRequest req;
     req.plan = gs::build_model_plan(c);
     req.precisions.assign(std::begin(gs::kAllPrecisions), std::end(gs::kAllPrecisions));
-    req.modes = {gs::Mode::Autocast};
+    req.modes = {gs::Mode::PerGemm};
     const gs::RunResult r = gs::plan_only(req);
     (void)gs::render_plan_text(r);
     (void)gs::to_json(r).dump();

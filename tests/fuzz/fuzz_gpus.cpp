@@ -28,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (gs::Precision p : gs::kAllPrecisions) (void)gs::cannot_run(s, p);
       for (const gs::Plan* plan : {&model, &shapes}) {
         const gs::Prediction pr =
-            gs::predict_datasheet_only(*plan, {gs::Mode::AutocastShared}, gs::RecipeOptions{}, s);
+            gs::predict_datasheet_only(*plan, {gs::Mode::Training}, gs::RecipeOptions{}, s);
         (void)gs::render_prediction_text(pr);
         (void)gs::prediction_json(pr).dump();
       }

@@ -110,18 +110,18 @@ void PrintTo(const Case& c, std::ostream* os) {
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
   return std::string(to_string(c.precision)) + "_" + pass_label(c.pass) + (c.fp32_acc ? "_Fp32Acc" : "_Bf16") + "_" +
-         (c.mode == Mode::Autocast ? "Autocast" : "PreQuantized");
+         (c.mode == Mode::PerGemm ? "PerGemm" : "PreQuantized");
 }
 
 // Current scaling quantized in the iteration; delayed scaling pre-quantized (its alpha computed once).
 const auto kCases = ::testing::Values(
-    Case{Precision::FP8Current, Pass::Fprop, false, Mode::Autocast}, Case{Precision::FP8Current, Pass::Dgrad, false, Mode::Autocast},
-    Case{Precision::FP8Current, Pass::Wgrad, false, Mode::Autocast}, Case{Precision::FP8Current, Pass::Wgrad, true, Mode::Autocast},
+    Case{Precision::FP8Current, Pass::Fprop, false, Mode::PerGemm}, Case{Precision::FP8Current, Pass::Dgrad, false, Mode::PerGemm},
+    Case{Precision::FP8Current, Pass::Wgrad, false, Mode::PerGemm}, Case{Precision::FP8Current, Pass::Wgrad, true, Mode::PerGemm},
     Case{Precision::FP8Delayed, Pass::Fprop, false, Mode::PreQuantized},
     Case{Precision::FP8Delayed, Pass::Dgrad, false, Mode::PreQuantized},
     Case{Precision::FP8Delayed, Pass::Wgrad, true, Mode::PreQuantized},
-    Case{Precision::FP8Block, Pass::Fprop, false, Mode::Autocast}, Case{Precision::FP8Block, Pass::Dgrad, false, Mode::Autocast},
-    Case{Precision::FP8Block, Pass::Wgrad, true, Mode::Autocast}, Case{Precision::FP8Block, Pass::Wgrad, false, Mode::Autocast},
+    Case{Precision::FP8Block, Pass::Fprop, false, Mode::PerGemm}, Case{Precision::FP8Block, Pass::Dgrad, false, Mode::PerGemm},
+    Case{Precision::FP8Block, Pass::Wgrad, true, Mode::PerGemm}, Case{Precision::FP8Block, Pass::Wgrad, false, Mode::PerGemm},
     Case{Precision::FP8Block, Pass::Fprop, false, Mode::PreQuantized});
 
 class CutlassFp8Grouped : public ::testing::TestWithParam<Case> {};
@@ -242,7 +242,7 @@ TEST(CutlassFp8, BlockScalesReadInPlaceWhereTheLayoutsAgree) {
   GS_CUDA(cudaDeviceSynchronize());
   const RecipeOptions opts;
   const Recipe r = make_recipe(Precision::FP8Block, g, opts);
-  auto run = cutlass_with(opts)->dense(g, r, Mode::Autocast, src, 0);
+  auto run = cutlass_with(opts)->dense(g, r, Mode::PerGemm, src, 0);
   EXPECT_NE(run->config().find("read in place"), std::string::npos) << run->config();
   run->iteration(nullptr);
   GS_CUDA(cudaDeviceSynchronize());
@@ -259,23 +259,23 @@ TEST(CutlassFp8, CannotRunSaysWhy) {
   const Gemm d = pass_gemm(Pass::Dgrad, 256, 256, 256);
   RecipeOptions e4m3;
   e4m3.fp8_format = Fp8Format::E4M3;  // Dgrad E4M3 x E4M3 split: not instantiated
-  const std::string why = provider->cannot_run(d, Precision::FP8Current, Mode::Autocast,
+  const std::string why = provider->cannot_run(d, Precision::FP8Current, Mode::PerGemm,
                                                make_recipe(Precision::FP8Current, d, e4m3), 90);
   if (!cutlass_built()) GTEST_SKIP() << "built without CUTLASS: " << why;
   EXPECT_NE(why.find("no FP8 kernel instantiated"), std::string::npos) << why;
-  EXPECT_EQ(provider->cannot_run(d, Precision::FP8Current, Mode::Autocast,
+  EXPECT_EQ(provider->cannot_run(d, Precision::FP8Current, Mode::PerGemm,
                                  make_recipe(Precision::FP8Current, d, RecipeOptions{}), 90), "");
-  EXPECT_EQ(provider->cannot_run(d, Precision::FP8Block, Mode::Autocast,
+  EXPECT_EQ(provider->cannot_run(d, Precision::FP8Block, Mode::PerGemm,
                                  make_recipe(Precision::FP8Block, d, RecipeOptions{}), 90), "");
   RecipeOptions hybrid_block;
   hybrid_block.block_fp8_format = Fp8Format::Hybrid;  // E5M2 gradients: not instantiated
-  const std::string block = provider->cannot_run(d, Precision::FP8Block, Mode::Autocast,
+  const std::string block = provider->cannot_run(d, Precision::FP8Block, Mode::PerGemm,
                                                  make_recipe(Precision::FP8Block, d, hybrid_block), 90);
   EXPECT_NE(block.find("no FP8 kernel instantiated"), std::string::npos) << block;
-  const std::string mx = provider->cannot_run(d, Precision::MXFP8, Mode::Autocast,
+  const std::string mx = provider->cannot_run(d, Precision::MXFP8, Mode::PerGemm,
                                               make_recipe(Precision::MXFP8, d, RecipeOptions{}), 90);
   EXPECT_NE(mx.find("CUTLASS: no MXFP8 kernel"), std::string::npos) << mx;
-  EXPECT_NE(provider->cannot_run(d, Precision::FP8Current, Mode::Autocast,
+  EXPECT_NE(provider->cannot_run(d, Precision::FP8Current, Mode::PerGemm,
                                  make_recipe(Precision::FP8Current, d, RecipeOptions{}), 89).find("sm_90a"),
             std::string::npos);
 }
@@ -290,7 +290,7 @@ TEST(CutlassFp8, GroupedNeedsTheMultiTensorQuantization) {
   opts.grouped_quant_fused = false;
   const Recipe r = make_recipe(Precision::FP8Current, expert_gemm(g, 64), opts);
   try {
-    cutlass_with(opts)->grouped(*src, r, Mode::Autocast, 0);
+    cutlass_with(opts)->grouped(*src, r, Mode::PerGemm, 0);
     ADD_FAILURE() << "expected a refusal";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("--grouped-quant fused"), std::string::npos) << e.what();
@@ -311,7 +311,7 @@ TEST(CutlassFp8, EngineCellsRecordTheProvider) {
   for (Precision p : {Precision::FP8Current, Precision::FP8Block}) {
   for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
     SCOPED_TRACE(std::string(to_string(p)) + " " + pass_label(pass));
-    const Cell c = engine->measure_with(grouped_gemm(pass), p, Mode::Autocast, kProviderCutlass);
+    const Cell c = engine->measure_with(grouped_gemm(pass), p, Mode::PerGemm, kProviderCutlass);
     ASSERT_TRUE(c.ok) << c.reason;
     EXPECT_EQ(c.kernels.provider, "cutlass");
     EXPECT_NE(c.kernels.config.find("fp8"), std::string::npos) << c.kernels.config;

@@ -118,8 +118,8 @@ TEST_P(CutlassGroupedTest, EveryExpertMatchesTheFp64Reference) {
   const Recipe r = make_recipe(Precision::BF16, expert_gemm(g, 64), opts);
   ASSERT_EQ(r.fp32_accumulate, c.fp32_acc && c.pass == Pass::Wgrad);
   auto provider = cutlass_with(opts);
-  ASSERT_EQ(provider->cannot_run(g, Precision::BF16, Mode::Autocast, r, 90), "");
-  auto run = provider->grouped(*src, r, Mode::Autocast, 0);
+  ASSERT_EQ(provider->cannot_run(g, Precision::BF16, Mode::PerGemm, r, 90), "");
+  auto run = provider->grouped(*src, r, Mode::PerGemm, 0);
   EXPECT_NE(run->config().find("ptr-array grouped"), std::string::npos) << run->config();
   EXPECT_EQ(run->ops(), c.pass == Pass::Wgrad && !c.fp32_acc ? 3 : 1) << "one launch (+ a memset per empty BF16 gradient)";
   const int iterations = c.fp32_acc ? 2 : 1;
@@ -189,7 +189,7 @@ TEST(CutlassGrouped, SkewedRoutingOverManyExperts) {
     RecipeOptions opts;
     opts.wgrad_fp32_accumulate = false;
     auto run = cutlass_with(opts)->grouped(*src, make_recipe(Precision::BF16, expert_gemm(g, 64), opts),
-                                           Mode::Autocast, 0);
+                                           Mode::PerGemm, 0);
     run->iteration(s);
     GS_CUDA(cudaStreamSynchronize(s));
     const auto out_m = g.group_dim == GroupDim::M ? to_double(to_host_u16(src->out)) : std::vector<double>();
@@ -236,8 +236,8 @@ TEST(CutlassDense, EveryLayoutMatchesTheFp64Reference) {
     Recipe r = make_recipe(Precision::BF16, g, RecipeOptions{});
     r.fp32_accumulate = lay.fp32;
     auto provider = cutlass_with({});
-    ASSERT_EQ(provider->cannot_run(g, Precision::BF16, Mode::Autocast, r, 90), "");
-    auto run = provider->dense(g, r, Mode::Autocast, src, 0);
+    ASSERT_EQ(provider->cannot_run(g, Precision::BF16, Mode::PerGemm, r, 90), "");
+    auto run = provider->dense(g, r, Mode::PerGemm, src, 0);
     run->iteration(nullptr);
     GS_CUDA(cudaDeviceSynchronize());
     const auto ref = ref_gemm(bf16_operand(to_host_u16(src.l), m, k, lay.l_k), bf16_operand(to_host_u16(src.r), n, k, lay.r_k),
@@ -252,7 +252,7 @@ TEST(CutlassDense, EveryLayoutMatchesTheFp64Reference) {
   }
   // A layout no family serves: N/A with the reason.
   Gemm bad{Pass::Shape, Op::Shape, Scope::Shape, 256, 256, 256, {Role::Activation, false}, {Role::Weight, true}};
-  EXPECT_NE(make_cutlass_provider()->cannot_run(bad, Precision::BF16, Mode::Autocast,
+  EXPECT_NE(make_cutlass_provider()->cannot_run(bad, Precision::BF16, Mode::PerGemm,
                                                 make_recipe(Precision::BF16, bad, RecipeOptions{}), 90)
                 .find("no kernel for this operand layout"),
             std::string::npos);
@@ -267,7 +267,7 @@ TEST(CutlassEngine, CellsRecordTheProviderOrSayWhyNot) {
   auto engine = make_engine(o, why);
   ASSERT_NE(engine, nullptr) << why;
   const Gemm g = grouped_gemm(Pass::Fprop);
-  const Cell c = engine->measure_with(g, Precision::BF16, Mode::Autocast, kProviderCutlass);
+  const Cell c = engine->measure_with(g, Precision::BF16, Mode::PerGemm, kProviderCutlass);
   if (!cutlass_built() || compute_capability() != 90) {
     EXPECT_FALSE(c.ok);
     EXPECT_NE(c.reason.find("CUTLASS"), std::string::npos) << c.reason;
@@ -285,21 +285,21 @@ TEST(CutlassEngine, CellsRecordTheProviderOrSayWhyNot) {
     EXPECT_EQ(gemm_kernels, 1);
   }
   // The same cell through cuBLASLt, for the record; and what CUTLASS does not run is N/A with a reason.
-  const Cell lt = engine->measure_with(g, Precision::BF16, Mode::Autocast, kProviderCublasLt);
+  const Cell lt = engine->measure_with(g, Precision::BF16, Mode::PerGemm, kProviderCublasLt);
   EXPECT_TRUE(lt.ok) << lt.reason;
   std::printf("    grouped Fprop %s over %zu experts: cuBLASLt %.1f us, CUTLASS %.1f us\n", g.shape().c_str(),
               g.group.size(), lt.stats.mean_ms * 1e3, c.stats.mean_ms * 1e3);
-  const Cell fp8 = engine->measure_with(g, Precision::MXFP8, Mode::Autocast, kProviderCutlass);
+  const Cell fp8 = engine->measure_with(g, Precision::MXFP8, Mode::PerGemm, kProviderCutlass);
   EXPECT_FALSE(fp8.ok);
   EXPECT_NE(fp8.reason.find("CUTLASS"), std::string::npos) << fp8.reason;
-  const Cell dense = engine->measure_with(build_shapes_plan("1024").gemms[0], Precision::BF16, Mode::Autocast, kProviderCutlass);
+  const Cell dense = engine->measure_with(build_shapes_plan("1024").gemms[0], Precision::BF16, Mode::PerGemm, kProviderCutlass);
   EXPECT_TRUE(dense.ok) << dense.reason;
   EXPECT_NE(dense.kernels.config.find("one group"), std::string::npos) << dense.kernels.config;
-  const Cell odd = engine->measure_with(build_shapes_plan("1000x1004x1000").gemms[0], Precision::BF16, Mode::Autocast,
+  const Cell odd = engine->measure_with(build_shapes_plan("1000x1004x1000").gemms[0], Precision::BF16, Mode::PerGemm,
                                         kProviderCutlass);
   EXPECT_FALSE(odd.ok) << "k = 1004 is no multiple of 8";
   EXPECT_NE(odd.reason.find("multiple of 8"), std::string::npos) << odd.reason;
-  const Cell wgrad = engine->measure_with(grouped_gemm(Pass::Wgrad), Precision::BF16, Mode::Autocast, kProviderCutlass);
+  const Cell wgrad = engine->measure_with(grouped_gemm(Pass::Wgrad), Precision::BF16, Mode::PerGemm, kProviderCutlass);
   EXPECT_TRUE(wgrad.ok) << wgrad.reason;
 }
 

@@ -113,7 +113,7 @@ void check_dense(Pass pass, Mode mode) {
 
 TEST(DeepGemmProvider, DenseCellsMatchTheReference) {
   GS_REQUIRE_DEEPGEMM_PROVIDER();
-  for (Mode mode : {Mode::PreQuantized, Mode::AutocastShared, Mode::Autocast})
+  for (Mode mode : {Mode::PreQuantized, Mode::Training, Mode::PerGemm})
     for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) check_dense(pass, mode);
 }
 
@@ -166,7 +166,7 @@ void check_m_grouped(Pass pass, Mode mode) {
 
 TEST(DeepGemmProvider, MGroupedCellsWithEmptyAndUnevenExpertsMatchTheReference) {
   GS_REQUIRE_DEEPGEMM_PROVIDER();
-  for (Mode mode : {Mode::PreQuantized, Mode::Autocast})
+  for (Mode mode : {Mode::PreQuantized, Mode::PerGemm})
     for (Pass pass : {Pass::Fprop, Pass::Dgrad}) check_m_grouped(pass, mode);
 }
 
@@ -236,7 +236,7 @@ void check_k_grouped(Mode mode) {
 
 TEST(DeepGemmProvider, GroupedWgradIsOneKGroupedLaunchAccumulatingEachExpertIntoFp32) {
   GS_REQUIRE_DEEPGEMM_PROVIDER();
-  for (Mode mode : {Mode::PreQuantized, Mode::Autocast}) check_k_grouped(mode);
+  for (Mode mode : {Mode::PreQuantized, Mode::PerGemm}) check_k_grouped(mode);
 }
 
 // BF16 cells (sm90_bf16_gemm) on the BF16 sources as the engine stores them, vs FP64 of the same
@@ -411,7 +411,7 @@ RunRequest small_moe_request() {
   c.vocab_size = 0;  // no LM head
   req.plan = build_model_plan(c);
   req.precisions = {Precision::BF16, Precision::FP8Block};
-  req.modes = {Mode::PreQuantized, Mode::AutocastShared};
+  req.modes = {Mode::PreQuantized, Mode::Training};
   req.options.timing.warmup = 2;
   req.options.timing.iters = 5;
   req.options.timing.gpu_warmup_s = 0;

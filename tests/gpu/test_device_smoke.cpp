@@ -34,7 +34,7 @@ TEST(ClockTelemetry, ProbeAndEngineSampleTheSmClock) {
   auto engine = gs::cuda::make_engine(o, why);
   ASSERT_NE(engine, nullptr) << why;
   const gs::Gemm g = gs::build_shapes_plan("4096").gemms[0];
-  const gs::Cell c = engine->measure(g, gs::Precision::BF16, gs::Mode::Autocast);
+  const gs::Cell c = engine->measure(g, gs::Precision::BF16, gs::Mode::PerGemm);
   ASSERT_TRUE(c.ok) << c.reason;
   ASSERT_TRUE(c.clock.has_value()) << "a measured cell carries its clock sample";
   EXPECT_EQ(c.clock->max_sm_mhz, s->max_sm_mhz);

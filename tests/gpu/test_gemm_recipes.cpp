@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/arch_policy.hpp"
 #include "core/formats.hpp"
 #include "core/plan.hpp"
 #include "core/recipe.hpp"
@@ -58,7 +59,7 @@ class RecipeGemmTest : public ::testing::TestWithParam<Case> {};
 TEST_P(RecipeGemmTest, MatchesReferenceOfItsOwnOperands) {
   GS_REQUIRE_GPU();
   const Case c = GetParam();
-  if (gs::test::compute_capability() < min_compute_capability(c.precision)) GTEST_SKIP() << "needs a newer GPU";
+  if (!gs::ArchPolicy(gs::test::compute_capability()).times(c.precision)) GTEST_SKIP() << "needs a newer GPU";
   const Plan plan = small_model_plan();
   RecipeOptions opts;
   opts.wgrad_fp32_accumulate = false;  // BF16 outputs, read as BF16 below (FP32 Wgrad: test_grouped_quant)
@@ -76,8 +77,8 @@ TEST_P(RecipeGemmTest, MatchesReferenceOfItsOwnOperands) {
     GS_CUDA(cudaDeviceSynchronize());  // legacy-stream memset: finished before any other stream's work
     const Recipe recipe = make_recipe(c.precision, g, opts);
     RecipeGemm rg(handle, g, recipe, src, ws.get(), opts);
-    if (c.mode == Mode::Autocast) {
-      for (int i = 0; i < 3; ++i) rg.autocast_step(0);  // delayed scaling: scale from real history
+    if (c.mode == Mode::PerGemm) {
+      for (int i = 0; i < 3; ++i) rg.per_gemm_step(0);  // delayed scaling: scale from real history
     } else {
       rg.prequantize(0);
       rg.gemm_only(0);
@@ -110,7 +111,7 @@ std::vector<Case> cases() {
   std::vector<Case> v;
   for (Precision p : {Precision::BF16, Precision::FP8Current, Precision::FP8Delayed, Precision::FP8Block})
     for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad})
-      for (Mode m : {Mode::Autocast, Mode::PreQuantized}) v.push_back({p, pass, m});
+      for (Mode m : {Mode::PerGemm, Mode::PreQuantized}) v.push_back({p, pass, m});
   return v;
 }
 
@@ -122,7 +123,7 @@ class SharedQuantizationTest : public ::testing::TestWithParam<Precision> {};
 TEST_P(SharedQuantizationTest, SameOutputAndSiblingsMatchTheirConsumers) {
   GS_REQUIRE_GPU();
   const Precision p = GetParam();
-  if (gs::test::compute_capability() < min_compute_capability(p)) GTEST_SKIP() << "needs a newer GPU";
+  if (!gs::ArchPolicy(gs::test::compute_capability()).times(p)) GTEST_SKIP() << "needs a newer GPU";
   const Plan plan = small_model_plan();
   RecipeOptions opts;
   opts.wgrad_fp32_accumulate = false;  // BF16 outputs, read as BF16 below (FP32 Wgrad: test_grouped_quant)
@@ -139,15 +140,15 @@ TEST_P(SharedQuantizationTest, SameOutputAndSiblingsMatchTheirConsumers) {
     for (bool producer_amax : {true, false}) {
       SCOPED_TRACE(producer_amax ? "producer amax" : "own amax pass");
       opts.producer_amax = producer_amax;
-      const OperandWork owl = operand_work(Mode::AutocastShared, g, Side::Left, recipe, opts);
-      const OperandWork owr = operand_work(Mode::AutocastShared, g, Side::Right, recipe, opts);
+      const OperandWork owl = operand_work(Mode::Training, g, Side::Left, recipe, opts);
+      const OperandWork owr = operand_work(Mode::Training, g, Side::Right, recipe, opts);
       producer_amaxes += owl.producer_amax + owr.producer_amax;
       const QuantWork wl = owl.work, wr = owr.work;
       // Own casts, three steps (delayed scaling: the scale comes from this data's history).
       GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));
       GS_CUDA(cudaDeviceSynchronize());
       RecipeGemm own(handle, g, recipe, src, ws.get(), opts);
-      for (int i = 0; i < 3; ++i) own.autocast_step(0);
+      for (int i = 0; i < 3; ++i) own.per_gemm_step(0);
       GS_CUDA(cudaDeviceSynchronize());
       const auto c_own = to_host_u16(src.c);
       GS_CUDA(cudaMemset(src.c.get(), 0xFF, src.c.bytes()));
@@ -197,7 +198,7 @@ INSTANTIATE_TEST_SUITE_P(Hopper, SharedQuantizationTest,
 
 INSTANTIATE_TEST_SUITE_P(Hopper, RecipeGemmTest, ::testing::ValuesIn(cases()), [](const auto& info) {
   return std::string(to_string(info.param.precision)) + "_" + pass_label(info.param.pass) + "_" +
-         (info.param.mode == Mode::Autocast ? "Autocast" : "PreQuantized");
+         (info.param.mode == Mode::PerGemm ? "PerGemm" : "PreQuantized");
 });
 
 }  // namespace

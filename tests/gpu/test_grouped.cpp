@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/arch_policy.hpp"
 #include "core/grouped.hpp"
 #include "core/plan.hpp"
 #include "core/recipe.hpp"
@@ -76,7 +77,7 @@ class GroupedRecipeTest : public ::testing::TestWithParam<Case> {};
 TEST_P(GroupedRecipeTest, EveryExpertMatchesTheReferenceOfItsOwnOperands) {
   GS_REQUIRE_GPU();
   const Case c = GetParam();
-  if (gs::test::compute_capability() < min_compute_capability(c.precision)) GTEST_SKIP() << "needs a newer GPU";
+  if (!gs::ArchPolicy(gs::test::compute_capability()).times(c.precision)) GTEST_SKIP() << "needs a newer GPU";
   const Gemm g = grouped_gemm(c.pass);
   const std::vector<int64_t> padded = padded_group(g, c.precision);
   LtContext lt;
@@ -129,15 +130,15 @@ std::vector<Case> recipe_cases() {
   std::vector<Case> v;
   for (Precision p : {Precision::BF16, Precision::FP8Current, Precision::FP8Delayed, Precision::FP8Block})
     for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad})
-      for (Mode m : {Mode::Autocast, Mode::AutocastShared, Mode::PreQuantized}) v.push_back({p, pass, m, 4});
-  v.push_back({Precision::FP8Current, Pass::Fprop, Mode::Autocast, 0});
-  v.push_back({Precision::FP8Block, Pass::Wgrad, Mode::Autocast, 0});
+      for (Mode m : {Mode::PerGemm, Mode::Training, Mode::PreQuantized}) v.push_back({p, pass, m, 4});
+  v.push_back({Precision::FP8Current, Pass::Fprop, Mode::PerGemm, 0});
+  v.push_back({Precision::FP8Block, Pass::Wgrad, Mode::PerGemm, 0});
   return v;
 }
 
 INSTANTIATE_TEST_SUITE_P(Hopper, GroupedRecipeTest, ::testing::ValuesIn(recipe_cases()), [](const auto& info) {
   const Case& c = info.param;
-  std::string mode = c.mode == Mode::Autocast ? "Autocast" : c.mode == Mode::AutocastShared ? "Shared" : "PreQuantized";
+  std::string mode = c.mode == Mode::PerGemm ? "PerGemm" : c.mode == Mode::Training ? "Training" : "PreQuantized";
   return std::string(to_string(c.precision)) + "_" + pass_label(c.pass) + "_" + mode + "_s" + std::to_string(c.streams);
 });
 
@@ -169,7 +170,7 @@ TEST(Grouped, SerialAndMultiStreamAreBitIdentical) {
         for (auto& b : src->per_expert)
           if (g.group_dim == GroupDim::K) GS_CUDA(cudaMemset(b.get(), 0xFF, b.bytes()));
         GS_CUDA(cudaDeviceSynchronize());  // the legacy-stream poison before the non-blocking streams' work
-        GroupedGemm gg(lt.handle, *src, p, Mode::Autocast, opts, streams, lt.stream, lt.workspace.get(), nullptr);
+        GroupedGemm gg(lt.handle, *src, p, Mode::PerGemm, opts, streams, lt.stream, lt.workspace.get(), nullptr);
         gg.prepare();
         gg.run_once();
         results.push_back(outputs(*src));
@@ -205,7 +206,7 @@ TEST(GroupedEngine, ManyExpertsNeverTimeOutAndHaveADenseEquivalent) {
       for (Precision p : {Precision::BF16, Precision::FP8Current}) {
         SCOPED_TRACE(std::string(to_string(p)) + " " + pass_label(pass) + " streams " + std::to_string(streams));
         const Gemm g = grouped_gemm(pass, skewed_group(256, 3), 512, 256);
-        const Cell c = engine->measure(g, p, Mode::Autocast);
+        const Cell c = engine->measure(g, p, Mode::PerGemm);
         ASSERT_TRUE(c.ok) << c.reason;
         EXPECT_FALSE(c.gate_timed_out);
         ASSERT_TRUE(c.dense_equiv_ms.has_value());
@@ -231,14 +232,14 @@ TEST(GroupedEngine, RefusesWhatDoesNotFitWithAReason) {
   ASSERT_EQ(cudaMemGetInfo(&free_b, &total_b), cudaSuccess);
   const int64_t experts = static_cast<int64_t>(2 * total_b / (size_t{16384} * 16384 * 2)) + 1;
   const Gemm g = grouped_gemm(Pass::Fprop, std::vector<int64_t>(static_cast<size_t>(experts), 16), 16384, 16384);
-  const Cell c = engine->measure(g, Precision::BF16, Mode::Autocast);
+  const Cell c = engine->measure(g, Precision::BF16, Mode::PerGemm);
   EXPECT_FALSE(c.ok);
   EXPECT_NE(c.reason.find("GiB of GPU memory"), std::string::npos) << c.reason;
   // The engine still measures afterwards.
-  const Cell ok = engine->measure(grouped_gemm(Pass::Fprop), Precision::BF16, Mode::Autocast);
+  const Cell ok = engine->measure(grouped_gemm(Pass::Fprop), Precision::BF16, Mode::PerGemm);
   EXPECT_TRUE(ok.ok) << ok.reason;
   // All experts empty along M: nothing to run, said so.
-  const Cell none = engine->measure(grouped_gemm(Pass::Fprop, {0, 0, 0}), Precision::BF16, Mode::Autocast);
+  const Cell none = engine->measure(grouped_gemm(Pass::Fprop, {0, 0, 0}), Precision::BF16, Mode::PerGemm);
   EXPECT_FALSE(none.ok);
   EXPECT_NE(none.reason.find("no rows"), std::string::npos) << none.reason;
 }
@@ -260,7 +261,7 @@ TEST(TimedLoop, HundredThousandIterationsReadLikeAHundred) {
   auto e100 = engine_with(100), e100k = engine_with(100000);
   ASSERT_TRUE(e100 && e100k);
   auto mean = [&](Engine& e) {
-    const Cell c = e.measure(g, Precision::FP8Current, Mode::Autocast);
+    const Cell c = e.measure(g, Precision::FP8Current, Mode::PerGemm);
     EXPECT_TRUE(c.ok) << c.reason;
     EXPECT_FALSE(c.gate_timed_out) << c.stats.iters << " iterations";
     return c.stats.mean_ms;
@@ -290,7 +291,7 @@ TEST(TimedLoop, IterationsSplitAcrossChunksAreSummed) {
   const Gemm g = grouped_gemm(Pass::Fprop, skewed_group(64, 5), 512, 256);
   const auto padded = padded_group(g, Precision::BF16);
   auto src = GroupedSources::allocate(g, padded, 1, lt.stream);
-  GroupedGemm gg(lt.handle, *src, Precision::BF16, Mode::Autocast, opts, 4, lt.stream, lt.workspace.get(), nullptr);
+  GroupedGemm gg(lt.handle, *src, Precision::BF16, Mode::PerGemm, opts, 4, lt.stream, lt.workspace.get(), nullptr);
   gg.prepare();
   LaunchGate gate;
   EventPool events;

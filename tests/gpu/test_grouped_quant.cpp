@@ -315,7 +315,7 @@ TEST_P(FusedGroupedQuantTest, SameBitsAsPerExpertInFewLaunches) {
     for (size_t i = 0; i < states[0].size(); ++i) EXPECT_EQ(states[0][i], states[1][i]) << "buffer " << i;
     // Launches per iteration do not grow with the expert count: per operand amax 2 + cast 1-2 (+ update 1).
     // (Training-mode Wgrad quantizes nothing: its operands are the copies Fprop and Dgrad cast.)
-    if (c.mode == Mode::AutocastShared && c.pass == Pass::Wgrad) {
+    if (c.mode == Mode::Training && c.pass == Pass::Wgrad) {
       EXPECT_EQ(fused_launches, 0);
     } else {
       EXPECT_GT(fused_launches, 0);
@@ -328,14 +328,14 @@ std::vector<GqCase> gq_cases() {
   std::vector<GqCase> v;
   for (Precision p : {Precision::FP8Current, Precision::FP8Delayed, Precision::FP8Block})
     for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad})
-      for (Mode m : {Mode::Autocast, Mode::AutocastShared}) v.push_back({p, pass, m});
+      for (Mode m : {Mode::PerGemm, Mode::Training}) v.push_back({p, pass, m});
   return v;
 }
 
 INSTANTIATE_TEST_SUITE_P(Hopper, FusedGroupedQuantTest, ::testing::ValuesIn(gq_cases()), [](const auto& info) {
   const GqCase& c = info.param;
   return std::string(to_string(c.precision)) + "_" + pass_label(c.pass) + "_" +
-         (c.mode == Mode::Autocast ? "Autocast" : "Shared");
+         (c.mode == Mode::PerGemm ? "PerGemm" : "Training");
 });
 
 // ---- Wgrad into an FP32 main gradient --------------------------------------------------------------
@@ -377,7 +377,7 @@ TEST(WgradFp32, DenseAccumulatesIntoThePriorGradient) {
     GS_CUDA(cudaDeviceSynchronize());
     const std::vector<float> prior = floats_of(src.c);
     RecipeGemm rg(lt.handle, g, r, src, lt.workspace.get(), opts);
-    rg.autocast_step(lt.stream);
+    rg.per_gemm_step(lt.stream);
     GS_CUDA(cudaStreamSynchronize(lt.stream));
     const auto out = floats_of(src.c);
     const auto l = p == Precision::BF16 ? bf16_operand(to_host_u16(src.l), g.m, g.k, g.a.k_major) : dequantize(*rg.l());
@@ -387,7 +387,7 @@ TEST(WgradFp32, DenseAccumulatesIntoThePriorGradient) {
     const double tol = p == Precision::BF16 ? 1e-5 : 1e-3;
     EXPECT_LT(accumulated_error(out, prior, ref_gemm(l, rr, g.m, g.n, g.k)), tol) << "FP32 accumulation";
     // A second step adds the (re-quantized) product again: the gradient accumulates.
-    rg.autocast_step(lt.stream);
+    rg.per_gemm_step(lt.stream);
     GS_CUDA(cudaStreamSynchronize(lt.stream));
     const auto twice = floats_of(src.c);
     const auto l2 = p == Precision::BF16 ? l : dequantize(*rg.l());
@@ -409,7 +409,7 @@ TEST(WgradFp32, GroupedExpertsAccumulateAndEmptyOnesAddNothing) {
     GS_CUDA(cudaDeviceSynchronize());
     std::vector<std::vector<float>> prior;
     for (const DeviceBuffer& b : src->per_expert) prior.push_back(floats_of(b));
-    GroupedGemm gg(lt.handle, *src, p, Mode::Autocast, opts, 4, lt.stream, lt.workspace.get(), nullptr);
+    GroupedGemm gg(lt.handle, *src, p, Mode::PerGemm, opts, 4, lt.stream, lt.workspace.get(), nullptr);
     gg.prepare();
     gg.run_once();
     for (int e = 0; e < gg.experts(); ++e) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/arch_policy.hpp"
 #include "core/formats.hpp"
 #include "core/plan.hpp"
 #include "core/recipe.hpp"
@@ -59,7 +60,7 @@ TEST(KernelTrace, SeesTheExpectedKernelsPerRecipeAndMode) {
   ASSERT_NE(dgrad, nullptr);
   for (gs::Precision p : {gs::Precision::BF16, gs::Precision::FP8Current, gs::Precision::FP8Delayed,
                           gs::Precision::FP8Block})
-    for (gs::Mode m : {gs::Mode::Autocast, gs::Mode::PreQuantized}) {
+    for (gs::Mode m : {gs::Mode::PerGemm, gs::Mode::PreQuantized}) {
       SCOPED_TRACE(std::string(gs::to_string(p)) + " " + gs::to_string(m));
       const gs::Cell c = e->measure(*dgrad, p, m);
       ASSERT_TRUE(c.ok) << c.reason;
@@ -73,7 +74,7 @@ TEST(KernelTrace, SeesTheExpectedKernelsPerRecipeAndMode) {
               << s.name;
         }
       EXPECT_EQ(gs::kernel_flag(p, k.kernels), "") << names(k);
-      const bool quantizes = p != gs::Precision::BF16 && m == gs::Mode::Autocast;
+      const bool quantizes = p != gs::Precision::BF16 && m == gs::Mode::PerGemm;
       EXPECT_EQ(count_class(k, gs::KernelClass::Quantize) > 0, quantizes) << names(k);
       // The traced kernels account for the measured time (back to back, launch gaps aside).
       const double sum = k.class_us(gs::KernelClass::Gemm) + k.class_us(gs::KernelClass::Quantize) +
@@ -243,7 +244,7 @@ TEST(EngineAccuracy, LmHeadStaysBf16AndEmulationOnlyWhereNeeded) {
         // be off by percents.
         EXPECT_NEAR(a.rel_error, bf16.rel_error, 1e-4 * bf16.rel_error) << "the LM head is the BF16 GEMM in every column";
       } else {
-        EXPECT_EQ(a.emulated, cc < gs::min_compute_capability(p));
+        EXPECT_EQ(a.emulated, !gs::ArchPolicy(cc).times(p));
         EXPECT_GT(a.rel_error, 2 * bf16.rel_error) << "a quantized recipe is less accurate than BF16";
       }
     }

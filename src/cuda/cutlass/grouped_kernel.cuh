@@ -18,6 +18,7 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/util/packed_stride.hpp"
 #include "cutlass/detail/blockwise_scale_layout.hpp"
+#include "core/error.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cutlass_grouped.hpp"
 #include "cuda/device_buffer.hpp"
@@ -228,13 +229,13 @@ class Launch final : public CutlassGroupedLaunch {
     workspace_ = DeviceBuffer(K::Gemm::get_workspace_size(args));
     st = gemm_.initialize(args, workspace_.get());
     if (st != cutlass::Status::kSuccess)
-      throw std::runtime_error(fmt::format("CUTLASS grouped GEMM initialize: {}", cutlass::cutlassGetStatusString(st)));
+      throw Unsupported(fmt::format("CUTLASS grouped GEMM initialize: {}", cutlass::cutlassGetStatusString(st)));
   }
 
   void run(cudaStream_t s) override {
     const cutlass::Status st = gemm_.run(s);
     if (st != cutlass::Status::kSuccess)
-      throw std::runtime_error(fmt::format("CUTLASS grouped GEMM launch: {}", cutlass::cutlassGetStatusString(st)));
+      throw Unsupported(fmt::format("CUTLASS grouped GEMM launch: {}", cutlass::cutlassGetStatusString(st)));
   }
 
   std::string config() const override {

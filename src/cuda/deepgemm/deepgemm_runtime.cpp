@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "core/error.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/deepgemm/embedded_headers.hpp"
 #include "cuda/deepgemm/nvrtc_lib.hpp"
@@ -68,7 +69,7 @@ struct Driver {
     if (r == CUDA_SUCCESS) return;
     const char* s = nullptr;
     if (get_error_string) get_error_string(r, &s);
-    throw std::runtime_error(fmt::format("DeepGEMM: {} failed: {}", what, s ? s : std::to_string(static_cast<int>(r))));
+    throw Unsupported(fmt::format("DeepGEMM: {} failed: {}", what, s ? s : std::to_string(static_cast<int>(r))));
   }
 };
 
@@ -224,7 +225,7 @@ CompileResult Runtime::compile(const Problem& p, const Config& c) const {
 
 const LoadedKernel& Runtime::prepare(Problem p, PrepareInfo* info) {
   p.num_sms = num_sms();
-  if (auto why = unsupported_reason(p); !why.empty()) throw std::runtime_error(why);
+  if (auto why = unsupported_reason(p); !why.empty()) throw Unsupported(why);
   const Config c = best_config(p);
   const jit::CacheKey key = cache_key(p, c);
   PrepareInfo local;
@@ -252,7 +253,7 @@ const LoadedKernel& Runtime::prepare(Problem p, PrepareInfo* info) {
     ++compiles_;
     inf.compile_seconds = r.seconds;
     if (!r.ok)
-      throw std::runtime_error(fmt::format("DeepGEMM: NVRTC failed to compile {} ({}): {}", key.kernel, c.describe(), r.log));
+      throw Unsupported(fmt::format("DeepGEMM: NVRTC failed to compile {} ({}): {}", key.kernel, c.describe(), r.log));
     lowered = r.lowered_name;
     cubin = r.cubin;
     std::string why;
