@@ -23,7 +23,8 @@ bool is_known_provider(const std::string& name) {
 std::string provider_note(const std::string& name) {
   if (name == kProviderCutlass)
     return "cutlass: CUTLASS 4.2.1 sm90 ptr-array grouped kernels (TMA warp-specialized cooperative, cluster 1x1; "
-           "BF16 tile 128x128x64, FP8 per-tensor and FP8Block blockwise 128x128x128, on the recipe's own quantization): "
+           "tiles 128x256 for BF16 and FP8 Fprop where built (GEMMSCOPE_CUTLASS_WIDE_TILES), else 128x128; FP8Block "
+           "blockwise 128x128x128; on the recipe's own quantization): "
            "a grouped GEMM is one launch for all experts (Wgrad: each expert's tokens as its K, into FP32 main gradients "
            "with beta 1 or BF16 as --wgrad-output says), a dense GEMM one launch of one group; no dense-equivalent time "
            "for its grouped cells";
