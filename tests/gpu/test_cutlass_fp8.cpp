@@ -27,6 +27,7 @@
 #include "cuda/provider.hpp"
 #include "cuda/recipe_gemm.hpp"
 #include "gemm_reference.hpp"
+#include "cutlass_test_util.hpp"
 #include "gpu_test_util.hpp"
 #include "provider_test_util.hpp"
 
@@ -35,13 +36,6 @@ using namespace gs::cuda;
 using namespace gs::test;
 
 namespace {
-
-#define GS_REQUIRE_CUTLASS()                                                                   \
-  do {                                                                                         \
-    GS_REQUIRE_GPU();                                                                          \
-    if (!cutlass_built()) GTEST_SKIP() << "built without CUTLASS (GEMMSCOPE_CUTLASS_DIR)";     \
-    if (compute_capability() != 90) GTEST_SKIP() << "the CUTLASS kernels are sm_90a only";     \
-  } while (0)
 
 // Real rows per expert: empty experts, sizes no multiple of 16 (padded to 16 for FP8), one expert
 // above a 128-row tile, one of a single row.
@@ -62,18 +56,6 @@ Gemm grouped_gemm(Pass pass, const std::vector<int64_t>& group = kGroup) {
   g.group_dim = pass == Pass::Wgrad ? GroupDim::K : GroupDim::M;
   g.group = group;
   return g;
-}
-
-std::vector<double> to_double(const std::vector<uint16_t>& v) {
-  std::vector<double> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = gs::nf::bf16_to_float(v[i]);
-  return out;
-}
-
-std::vector<float> to_host_f32(const DeviceBuffer& b) {
-  std::vector<float> h(b.bytes() / 4);
-  GS_CUDA(cudaMemcpy(h.data(), b.get(), b.bytes(), cudaMemcpyDeviceToHost));
-  return h;
 }
 
 constexpr float kInit = 0.25f;  // an FP32 main gradient's value before the GEMMs add to it

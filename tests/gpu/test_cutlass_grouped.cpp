@@ -24,6 +24,7 @@
 #include "cuda/grouped_gemm.hpp"
 #include "cuda/provider.hpp"
 #include "gemm_reference.hpp"
+#include "cutlass_test_util.hpp"
 #include "gpu_test_util.hpp"
 #include "provider_test_util.hpp"
 
@@ -49,26 +50,6 @@ Gemm grouped_gemm(Pass pass, const std::vector<int64_t>& group = kGroup, int64_t
   g.group_dim = pass == Pass::Wgrad ? GroupDim::K : GroupDim::M;
   g.group = group;
   return g;
-}
-
-// Skips (with the reason) where the provider cannot run: no GPU, a build without CUTLASS, not sm_90.
-#define GS_REQUIRE_CUTLASS()                                                                   \
-  do {                                                                                         \
-    GS_REQUIRE_GPU();                                                                          \
-    if (!cutlass_built()) GTEST_SKIP() << "built without CUTLASS (GEMMSCOPE_CUTLASS_DIR)";     \
-    if (compute_capability() != 90) GTEST_SKIP() << "the CUTLASS kernels are sm_90a only";     \
-  } while (0)
-
-std::vector<double> to_double(const std::vector<uint16_t>& v) {
-  std::vector<double> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = gs::nf::bf16_to_float(v[i]);
-  return out;
-}
-
-std::vector<float> to_host_f32(const DeviceBuffer& b) {
-  std::vector<float> h(b.bytes() / 4);
-  GS_CUDA(cudaMemcpy(h.data(), b.get(), b.bytes(), cudaMemcpyDeviceToHost));
-  return h;
 }
 
 // Expert e's operands as [outer, K] doubles and the FP64 reference of its output [m, n].

@@ -16,6 +16,7 @@
 #include "cuda/cutlass_grouped.hpp"
 #include "cuda/device_buffer.hpp"
 #include "gemm_reference.hpp"
+#include "cutlass_test_util.hpp"
 #include "gpu_test_util.hpp"
 
 using namespace gs;
@@ -23,13 +24,6 @@ using namespace gs::cuda;
 using namespace gs::test;
 
 namespace {
-
-#define GS_REQUIRE_CUTLASS()                                                                   \
-  do {                                                                                         \
-    GS_REQUIRE_GPU();                                                                          \
-    if (!cutlass_built()) GTEST_SKIP() << "built without CUTLASS (GEMMSCOPE_CUTLASS_DIR)";     \
-    if (compute_capability() != 90) GTEST_SKIP() << "the CUTLASS kernels are sm_90a only";     \
-  } while (0)
 
 enum class In { Bf16, E4m3, E5m2 };
 struct Family {
