@@ -52,7 +52,7 @@ Bytes bytes_of(F f) {
     case F::Bf16ColRowBf16: return {2, 2, 2};
     case F::Fp8E4m3E4m3Bf16Fast:
     case F::Fp8E5m2E4m3Bf16: return {1, 1, 2};
-    case F::Fp8E4m3E5m2F32Acc: return {1, 1, 4};
+    case F::Fp8E5m2E4m3F32Acc: return {1, 1, 4};
     default: return {0, 0, 0};
   }
 }
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
       {"dsv3-like up 8x4096 ->4096", even_groups(8, 4096), 4096, 7168},
   };
   const std::vector<F> families = {F::Bf16RowCol, F::Bf16RowRow, F::Bf16ColRowF32Acc, F::Bf16ColRowBf16,
-                                   F::Fp8E4m3E4m3Bf16Fast, F::Fp8E5m2E4m3Bf16, F::Fp8E4m3E5m2F32Acc};
+                                   F::Fp8E4m3E4m3Bf16Fast, F::Fp8E5m2E4m3Bf16, F::Fp8E5m2E4m3F32Acc};
   std::printf("device: %s\n%-26s %-32s %10s %10s %8s %9s %7s\n", prop.name, "family", "shape", "128x128 ms",
               "128x256 ms", "faster", "rule", "rule ok");
   nlohmann::json out = nlohmann::json::array();

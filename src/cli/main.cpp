@@ -67,6 +67,7 @@ struct Options {
   double gpu_warmup = 5.0;
   double step_other_ms = 0;  // --step-other-ms
   std::string step_context;  // --step-context; empty: te for model plans, none otherwise
+  std::string power_hold = "on";  // --power-hold
   uint64_t seed = 1234;
   // Kernel-level options (core/kernels.hpp, docs/kernels.md).
   bool kernels = false, profile = false;
@@ -340,6 +341,11 @@ RunRequest build_request(const Options& o) {
                               : req.plan.model_mode ? StepContextKind::TransformerEngine
                                                     : StepContextKind::None;
   req.options.timing.step_context_kind = ctx;
+  {
+    const std::string ph = lower(o.power_hold);
+    if (ph != "on" && ph != "off") throw UsageError(fmt::format("--power-hold must be on or off, got '{}'", clip_text(o.power_hold, 40)));
+    req.options.timing.power_hold = ph == "on";
+  }
   req.options.step_model = step_work_model(req.plan, ctx);
   req.options.seed = o.seed;
   req.options.device = static_cast<int>(o.device);
@@ -496,6 +502,12 @@ int run_main(int argc, char** argv) {
          "attention), e.g. from a profile of your step: replaces --step-context's modelled memory-bound work "
          "(attention stays as --step-context runs it). Model plans only")
       ->type_name("MS")
+      ->group("Measurement");
+  app.add_option("--power-hold", o.power_hold,
+                 "on (default): heavy BF16 GEMMs run right before each timed loop, so a short loop starts from the "
+                 "GPU's loaded power state as inside a training step, not from the boost clock an idle gap between "
+                 "cells gives; off: loops start from whatever state the gap left")
+      ->type_name("on|off")
       ->group("Measurement");
   app.add_option("--timing", o.timing, "Timing method: cuda-events")->group("Measurement");
   add_int(app, "--device", o.device, "CUDA device index (default 0)")->group("Measurement");

@@ -43,8 +43,16 @@ size_t index_of(const std::vector<std::string>& v, const std::string& x) {
   return static_cast<size_t>(std::find(v.begin(), v.end(), x) - v.begin());
 }
 
-// "fprop qkv 15872x4096x12288": what dense GEMMs are matched by.
-std::string gemm_key(const Gemm& g) { return fmt::format("{} {} {}", to_string(g.pass), to_string(g.op), g.shape()); }
+// A Wgrad whose left operand is the activation: planned as X^T.dY ([in, out]), as files written
+// before Wgrad took the weight's orientation (dY^T.X, [out, in]; plan.hpp linear_gemm) hold it.
+bool transposed_wgrad(const Gemm& g) { return g.pass == Pass::Wgrad && g.a.role == Role::Activation; }
+
+// "fprop qkv 15872x4096x12288": what dense GEMMs are matched by. A transposed Wgrad is matched
+// under the shape of today's orientation (the same FLOPs; a note says the problems differ).
+std::string gemm_key(const Gemm& g) {
+  const std::string shape = transposed_wgrad(g) ? fmt::format("{}x{}x{}", g.n, g.k, g.m) : g.shape();
+  return fmt::format("{} {} {}", to_string(g.pass), to_string(g.op), shape);
+}
 
 // gemm_key, and a grouped GEMM's expert count: "fprop expert_up 8192x4096x28672 (8 experts)".
 std::string gemm_name_of(const Gemm& g) {
@@ -60,8 +68,9 @@ std::string exact_key(const Gemm& g) {
 // sizes routing does not change.
 std::string grouped_key(const Gemm& g) {
   const bool along_m = g.group_dim == GroupDim::M;
+  const bool t = transposed_wgrad(g);
   return fmt::format("{} {} {}:{} {}x{}", to_string(g.pass), to_string(g.op), to_string(g.group_dim), g.group.size(),
-                     along_m ? g.k : g.m, g.n);
+                     along_m ? g.k : t ? g.n : g.m, t ? g.m : g.n);
 }
 
 std::string group_rows(const std::vector<int64_t>& grp) {
@@ -468,6 +477,14 @@ std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
   std::vector<std::string> out;
   // The main cells come from each file's first provider (core/provider.hpp).
   note_difference(out, "providers", provider_option_string(a.providers), provider_option_string(b.providers));
+  const auto wgrad_orientation = [](const RunResult& r) -> std::string {
+    for (const Gemm& g : r.plan.gemms)
+      if (g.pass == Pass::Wgrad) return transposed_wgrad(g) ? "X^T.dY [in, out]" : "dY^T.X [out, in]";
+    return "";
+  };
+  if (const std::string x = wgrad_orientation(a), y = wgrad_orientation(b); !x.empty() && !y.empty() && x != y)
+    out.push_back(fmt::format("Wgrad orientation: {} vs {} (the same FLOPs; cuBLASLt runs other kernels on the "
+                              "transposed problem, so Wgrad times differ by more than noise)", x, y));
   if (a.plan.config && b.plan.config) {
     const ModelConfig &x = *a.plan.config, &y = *b.plan.config;
     note_difference(out, "config.hidden_size", x.hidden_size, y.hidden_size);
@@ -531,6 +548,8 @@ std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
   note_difference(out, "timing.step_context", std::string(to_string(a.timing.step_context_kind)),
                   std::string(to_string(b.timing.step_context_kind)));
   note_difference(out, "timing.repeats", a.timing.repeats, b.timing.repeats);
+  note_difference(out, "timing.power_hold", std::string(a.timing.power_hold ? "on" : "off"),
+                  std::string(b.timing.power_hold ? "on" : "off"));
   if (a.seed && b.seed) note_difference(out, "timing.seed", *a.seed, *b.seed);
   return out;
 }

@@ -85,24 +85,19 @@ DualConsumer dual_consumer(const Gemm& g, Side side) {
   if (quant_work(Mode::Training, g, side) != QuantWork::Dual)
     throw std::invalid_argument(fmt::format("dual_consumer: {} operand of {} {} is not quantized dual",
                                             side == Side::Left ? "left" : "right", pass_label(g.pass), g.label()));
-  // The three GEMMs of a linear (plan.cpp): Fprop (T, in, out), Dgrad (T, out, in), Wgrad (in, T, out).
-  const Operand act{Role::Activation, false}, grad_t{Role::Grad, false}, w_t{Role::Weight, false};
-  // Grouped (expert) GEMMs keep their per-expert sizes: the token dimension is M in Fprop and
-  // Dgrad, K in Wgrad.
-  const auto grouped = [&](Gemm x) {
-    if (g.grouped()) {
-      x.group_dim = x.pass == Pass::Wgrad ? GroupDim::K : GroupDim::M;
-      x.group = g.group;
-    }
-    return x;
+  // The three GEMMs of a linear (linear_gemm, plan.hpp): X of Fprop is Wgrad's right operand, W
+  // of Fprop Dgrad's right one, dY of Dgrad Wgrad's left one. Grouped (expert) GEMMs keep their
+  // per-expert sizes: the token dimension is M in Fprop and Dgrad, K in Wgrad.
+  const auto consumer = [&](Pass pass, int64_t t, int64_t in, int64_t out) {
+    return g.grouped() ? grouped_linear_gemm(pass, g.op, g.scope, g.group, in, out) : linear_gemm(pass, g.op, g.scope, t, in, out);
   };
   if (g.pass == Pass::Fprop) {
     const int64_t t = g.m, in = g.k, out = g.n;
-    if (side == Side::Left) return {grouped({Pass::Wgrad, g.op, g.scope, in, t, out, act, grad_t}), Side::Left};
-    return {grouped({Pass::Dgrad, g.op, g.scope, t, out, in, {Role::Grad, true}, w_t}), Side::Right};
+    if (side == Side::Left) return {consumer(Pass::Wgrad, t, in, out), Side::Right};
+    return {consumer(Pass::Dgrad, t, in, out), Side::Right};
   }
   const int64_t t = g.m, out = g.k, in = g.n;  // Dgrad, left operand dY
-  return {grouped({Pass::Wgrad, g.op, g.scope, in, t, out, act, grad_t}), Side::Right};
+  return {consumer(Pass::Wgrad, t, in, out), Side::Left};
 }
 
 }  // namespace gs

@@ -42,8 +42,8 @@ const char* to_string(QuantWork w);
 QuantWork quant_work(Mode m, const Gemm& g, Side side);
 
 // The GEMM (same op, scope and sizes) that consumes the other copy of a Dual quantization of
-// operand `side` of `g`, and which of its operands that copy is: Fprop X -> Wgrad left, Fprop W
-// -> Dgrad right, Dgrad dY -> Wgrad right. Throws std::invalid_argument when `side` of `g` is not
+// operand `side` of `g`, and which of its operands that copy is: Fprop X -> Wgrad right, Fprop W
+// -> Dgrad right, Dgrad dY -> Wgrad left. Throws std::invalid_argument when `side` of `g` is not
 // quantized Dual in training mode.
 struct DualConsumer {
   Gemm gemm;

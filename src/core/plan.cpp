@@ -138,6 +138,28 @@ Scope scope_from_string(const std::string& s) {
 std::string Gemm::shape() const { return fmt::format("{}x{}x{}", m, k, n); }
 std::string Gemm::label() const { return op == Op::Shape ? shape() : op_label(op); }
 
+Gemm linear_gemm(Pass pass, Op op, Scope scope, int64_t tokens, int64_t in, int64_t out) {
+  switch (pass) {
+    // X [T,in] is in-contiguous (K-major); W [out,in] is K-major too.
+    case Pass::Fprop: return {pass, op, scope, tokens, in, out, {Role::Activation, true}, {Role::Weight, true}};
+    // dY [T,out] is out-contiguous (K-major); W [out,in] is in-contiguous, i.e. N-major here.
+    case Pass::Dgrad: return {pass, op, scope, tokens, out, in, {Role::Grad, true}, {Role::Weight, false}};
+    // dY^T and X: both stored token-major, so neither is contiguous along the contraction (T).
+    case Pass::Wgrad: return {pass, op, scope, out, tokens, in, {Role::Grad, false}, {Role::Activation, false}};
+    case Pass::Shape: break;
+  }
+  throw std::logic_error("linear_gemm: a linear layer has Fprop, Dgrad and Wgrad only");
+}
+
+Gemm grouped_linear_gemm(Pass pass, Op op, Scope scope, const std::vector<int64_t>& rows, int64_t in, int64_t out) {
+  int64_t total = 0;
+  for (int64_t r : rows) total += r;
+  Gemm g = linear_gemm(pass, op, scope, total, in, out);
+  g.group_dim = pass == Pass::Wgrad ? GroupDim::K : GroupDim::M;
+  g.group = rows;
+  return g;
+}
+
 LayerDims layer_dims(const ModelConfig& c) {
   const int64_t tp = c.tensor_parallel;
   const int64_t hd = c.head_dimension();
@@ -157,30 +179,16 @@ LayerDims layer_dims(const ModelConfig& c) {
 
 namespace {
 
-// One linear layer Y[T, out] = X[T, in] . W[out, in]^T in its three passes.
 void add_linear(std::vector<Gemm>& g, Op op, Scope scope, int64_t tokens, int64_t in, int64_t out) {
-  // Fprop: C[T,out] = X[T,in] . W^T; X is [T,in] (in-contiguous = k-major); W is [out,in] (k-major).
-  g.push_back({Pass::Fprop, op, scope, tokens, in, out, {Role::Activation, true}, {Role::Weight, true}});
-  // Dgrad: dX[T,in] = dY[T,out] . W; contraction over out. dY is out-contiguous (k-major);
-  // W [out,in] is in-contiguous = n-contiguous, not k-major.
-  g.push_back({Pass::Dgrad, op, scope, tokens, out, in, {Role::Grad, true}, {Role::Weight, false}});
-  // Wgrad: dW^T[in,out] = X^T[in,T] . dY[T,out]; contraction over tokens. Both X and dY are
-  // token-major, i.e. not contiguous along the contraction.
-  g.push_back({Pass::Wgrad, op, scope, in, tokens, out, {Role::Activation, false}, {Role::Grad, false}});
+  for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) g.push_back(linear_gemm(pass, op, scope, tokens, in, out));
 }
 
 // A grouped linear: one weight per expert, `rows` tokens per expert (the busiest rank's experts).
-// Fprop (sum rows, in, out) and Dgrad (sum rows, out, in) grouped along M; Wgrad (in, sum rows, out)
+// Fprop (sum rows, in, out) and Dgrad (sum rows, out, in) grouped along M; Wgrad (out, sum rows, in)
 // grouped along K, one weight gradient per expert.
 void add_grouped_linear(std::vector<Gemm>& g, Op op, const std::vector<int64_t>& rows, int64_t in, int64_t out) {
-  int64_t total = 0;
-  for (int64_t r : rows) total += r;
-  const size_t first = g.size();
-  add_linear(g, op, Scope::MoeLayer, total, in, out);
-  for (size_t i = first; i < g.size(); ++i) {
-    g[i].group_dim = g[i].pass == Pass::Wgrad ? GroupDim::K : GroupDim::M;
-    g[i].group = rows;
-  }
+  for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad})
+    g.push_back(grouped_linear_gemm(pass, op, Scope::MoeLayer, rows, in, out));
 }
 
 }  // namespace

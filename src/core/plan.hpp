@@ -74,6 +74,20 @@ struct Gemm {
   std::string label() const;  // op label, or the shape in shapes mode
 };
 
+// The three GEMMs of one linear layer Y[T, out] = X[T, in] . W[out, in]^T, in the orientation
+// training runs them (PyTorch's autograd, Transformer Engine, Megatron):
+//   Fprop  Y[T,out]    = X[T,in]    . W^T[in,out]   m = T,   k = in,  n = out
+//   Dgrad  dX[T,in]    = dY[T,out]  . W[out,in]     m = T,   k = out, n = in
+//   Wgrad  dW[out,in]  = dY^T[out,T] . X[T,in]      m = out, k = T,   n = in
+// Wgrad is written in the weight's own layout ([out, in], the FP32 main gradient's), so its left
+// operand is the gradient and its right one the activation, both token-major (not K-major).
+// `pass` must be Fprop, Dgrad or Wgrad. This is the one definition: the plan, the modes' dual
+// consumers and the tests build a linear's GEMMs through it.
+Gemm linear_gemm(Pass pass, Op op, Scope scope, int64_t tokens, int64_t in, int64_t out);
+// The same pass of a grouped linear (one weight per expert, rows[e] tokens for expert e): grouped
+// along M (the tokens) in Fprop and Dgrad, along K (the tokens) in Wgrad.
+Gemm grouped_linear_gemm(Pass pass, Op op, Scope scope, const std::vector<int64_t>& rows, int64_t in, int64_t out);
+
 struct Plan {
   bool model_mode = false;
   std::optional<ModelConfig> config;  // set in model mode

@@ -347,6 +347,7 @@ json to_json(const RunResult& r) {
     j["timing"]["step_gap_ms_per_gflop"] = r.timing.step_gap_ms_per_gflop;
   }
   j["timing"]["step_context"] = to_string(r.timing.step_context_kind);
+  j["timing"]["power_hold"] = r.timing.power_hold;
   if (r.seed) j["timing"]["seed"] = *r.seed;
   const RecipeOptions& o = r.recipe_options;
   j["recipe_options"] = {
@@ -616,6 +617,7 @@ RunResult read_result(const json& j, const std::string& name) {
     } catch (const UsageError&) {
       throw UsageError(where + ".step_context must be one of te, eager, compile, none");
     }
+    r.timing.power_hold = get_or<bool>(*t, "power_hold", where, false);  // files before --power-hold had none
     if (r.timing.repeats < 1 || r.timing.repeats > static_cast<int>(kMaxRepeats))
       throw UsageError(fmt::format("{}.repeats must be an integer from 1 to {}", where, kMaxRepeats));
     if (const json* seed = find(*t, "seed")) r.seed = as<uint64_t>(*seed, where + ".seed");

@@ -111,6 +111,9 @@ struct TimingConfig {
   // --step-context: the framework whose step is modelled between timed iterations (core/step_model.hpp);
   // te by default for model plans, none for --shapes/--sweep.
   StepContextKind step_context_kind = StepContextKind::None;
+  // --power-hold: heavy GEMMs enqueued before each timed loop's gate, so a short loop starts from
+  // the GPU's loaded power state instead of the boost an idle gap gives (cuda/power_hold.hpp).
+  bool power_hold = true;
   bool step_context() const { return step_other_ms > 0 || step_context_kind != StepContextKind::None; }
 };
 

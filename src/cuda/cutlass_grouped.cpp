@@ -19,8 +19,7 @@ const char* to_string(CutlassGroupedFamily f) {
     case CutlassGroupedFamily::Bf16ColRowBf16: return "bf16 A[k,m] B[k,n] D bf16";
     case CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast: return "fp8 e4m3 A[m,k] x e4m3 B[n,k] D bf16";
     case CutlassGroupedFamily::Fp8E5m2E4m3Bf16: return "fp8 e5m2 A[m,k] x e4m3 B[n,k] D bf16";
-    case CutlassGroupedFamily::Fp8E4m3E5m2F32Acc: return "fp8 e4m3 A[m,k] x e5m2 B[n,k] D fp32 beta=1";
-    case CutlassGroupedFamily::Fp8E4m3E5m2Bf16: return "fp8 e4m3 A[m,k] x e5m2 B[n,k] D bf16";
+    case CutlassGroupedFamily::Fp8E5m2E4m3F32Acc: return "fp8 e5m2 A[m,k] x e4m3 B[n,k] D fp32 beta=1";
     case CutlassGroupedFamily::Fp8Block1x128x128x128Bf16: return "fp8 block e4m3 A[m,k] 1x128 x e4m3 B[n,k] 128x128 D bf16";
     case CutlassGroupedFamily::Fp8Block1x128x1x128F32Acc: return "fp8 block e4m3 A[m,k] 1x128 x e4m3 B[n,k] 1x128 D fp32 beta=1";
     case CutlassGroupedFamily::Fp8Block1x128x1x128Bf16: return "fp8 block e4m3 A[m,k] 1x128 x e4m3 B[n,k] 1x128 D bf16";
@@ -41,15 +40,13 @@ std::optional<CutlassGroupedFamily> cutlass_fp8_family(const Recipe& r) {
   const ElemFormat a = r.a.format, b = r.b.format;
   if (a == ElemFormat::E4M3 && b == ElemFormat::E4M3 && r.fast_accum && !r.fp32_accumulate)
     return CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast;
-  if (a == ElemFormat::E5M2 && b == ElemFormat::E4M3 && !r.fast_accum && !r.fp32_accumulate)
-    return CutlassGroupedFamily::Fp8E5m2E4m3Bf16;
-  if (a == ElemFormat::E4M3 && b == ElemFormat::E5M2 && !r.fast_accum)
-    return r.fp32_accumulate ? CutlassGroupedFamily::Fp8E4m3E5m2F32Acc : CutlassGroupedFamily::Fp8E4m3E5m2Bf16;
+  if (a == ElemFormat::E5M2 && b == ElemFormat::E4M3 && !r.fast_accum)
+    return r.fp32_accumulate ? CutlassGroupedFamily::Fp8E5m2E4m3F32Acc : CutlassGroupedFamily::Fp8E5m2E4m3Bf16;
   return std::nullopt;
 }
 
 std::string cutlass_fp8_families_built() {
-  return "e4m3 x e4m3 fast-accum bf16 out (Fprop), e5m2 x e4m3 split bf16 (Dgrad), e4m3 x e5m2 split fp32+=/bf16 "
+  return "e4m3 x e4m3 fast-accum bf16 out (Fprop), e5m2 x e4m3 split bf16 (Dgrad), e5m2 x e4m3 split fp32+=/bf16 "
          "(Wgrad): TE's hybrid recipe with --fp8-accum auto; FP8Block e4m3 1x128 x 128x128 bf16 out (Fprop, Dgrad), "
          "1x128 x 1x128 fp32+=/bf16 (Wgrad)";
 }
@@ -83,8 +80,7 @@ std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_colrow_f32acc(const std:
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_bf16_colrow_bf16(const std::vector<CutlassGroup>&, int);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e4m3_e4m3_bf16_fast(const std::vector<CutlassGroup>&, int, const float*);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e5m2_e4m3_bf16(const std::vector<CutlassGroup>&, int, const float*);
-std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e4m3_e5m2_f32acc(const std::vector<CutlassGroup>&, int, const float*);
-std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e4m3_e5m2_bf16(const std::vector<CutlassGroup>&, int, const float*);
+std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_e5m2_e4m3_f32acc(const std::vector<CutlassGroup>&, int, const float*);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_block_w128_bf16(const std::vector<CutlassGroup>&, int);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_block_row_f32acc(const std::vector<CutlassGroup>&, int);
 std::unique_ptr<CutlassGroupedLaunch> make_grouped_fp8_block_row_bf16(const std::vector<CutlassGroup>&, int);
@@ -104,7 +100,7 @@ std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily 
   if (t == CutlassTile::Wide && !cutlass_has_wide_tile(f))
     throw std::invalid_argument(fmt::format("CUTLASS family {} has no 128x256 tile", to_string(f)));
   const bool per_tensor = f == CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast || f == CutlassGroupedFamily::Fp8E5m2E4m3Bf16 ||
-                          f == CutlassGroupedFamily::Fp8E4m3E5m2F32Acc || f == CutlassGroupedFamily::Fp8E4m3E5m2Bf16;
+                          f == CutlassGroupedFamily::Fp8E5m2E4m3F32Acc;
   if (alpha && !per_tensor) throw std::invalid_argument("only the CUTLASS FP8 per-tensor families take an alpha array");
 #ifndef GEMMSCOPE_CUTLASS_NO_WIDE
   if (t == CutlassTile::Wide) {
@@ -125,8 +121,7 @@ std::unique_ptr<CutlassGroupedLaunch> make_cutlass_grouped(CutlassGroupedFamily 
     case CutlassGroupedFamily::Bf16ColRowBf16: return make_grouped_bf16_colrow_bf16(groups, device);
     case CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast: return make_grouped_fp8_e4m3_e4m3_bf16_fast(groups, device, alpha);
     case CutlassGroupedFamily::Fp8E5m2E4m3Bf16: return make_grouped_fp8_e5m2_e4m3_bf16(groups, device, alpha);
-    case CutlassGroupedFamily::Fp8E4m3E5m2F32Acc: return make_grouped_fp8_e4m3_e5m2_f32acc(groups, device, alpha);
-    case CutlassGroupedFamily::Fp8E4m3E5m2Bf16: return make_grouped_fp8_e4m3_e5m2_bf16(groups, device, alpha);
+    case CutlassGroupedFamily::Fp8E5m2E4m3F32Acc: return make_grouped_fp8_e5m2_e4m3_f32acc(groups, device, alpha);
     case CutlassGroupedFamily::Fp8Block1x128x128x128Bf16: return make_grouped_fp8_block_w128_bf16(groups, device);
     case CutlassGroupedFamily::Fp8Block1x128x1x128F32Acc: return make_grouped_fp8_block_row_f32acc(groups, device);
     case CutlassGroupedFamily::Fp8Block1x128x1x128Bf16: return make_grouped_fp8_block_row_bf16(groups, device);

@@ -16,9 +16,9 @@
 // RowMajor, B ColumnMajor: the one FP8 layout wgmma reads), so every pass is this layout; alpha per
 // group = the product of the two operands' scale_inv (a device array, computed by the caller):
 //   Fp8E4m3E4m3Bf16Fast  E4M3 x E4M3, BF16 D, fast accumulation            : Fprop (TE's default)
-//   Fp8E5m2E4m3Bf16      E5M2 (dY) x E4M3 (W), BF16 D, split accumulation  : Dgrad (hybrid format)
-//   Fp8E4m3E5m2F32Acc    E4M3 (X) x E5M2 (dY), FP32 D accumulated (beta 1) : Wgrad (hybrid format)
-//   Fp8E4m3E5m2Bf16      the same with a BF16 D written (beta = 0)         : Wgrad, --wgrad-output bf16
+//   Fp8E5m2E4m3Bf16      E5M2 (dY) x E4M3, BF16 D, split accumulation      : Dgrad (x W) and, with
+//                        --wgrad-output bf16, Wgrad (x X) in the hybrid format
+//   Fp8E5m2E4m3F32Acc    E5M2 (dY^T) x E4M3 (X), FP32 D accumulated (beta 1): Wgrad (hybrid format)
 // Other FP8 combinations (--fp8-format e4m3, --fp8-accum overrides) are not instantiated (build
 // time): the provider says so.
 // FP8 block scaling (E4M3 x E4M3, TE's Float8BlockScaling default; scales in the mainloop, each
@@ -43,7 +43,7 @@ namespace gs::cuda {
 
 enum class CutlassGroupedFamily {
   Bf16RowCol, Bf16RowRow, Bf16ColRowF32Acc, Bf16ColRowBf16,
-  Fp8E4m3E4m3Bf16Fast, Fp8E5m2E4m3Bf16, Fp8E4m3E5m2F32Acc, Fp8E4m3E5m2Bf16,
+  Fp8E4m3E4m3Bf16Fast, Fp8E5m2E4m3Bf16, Fp8E5m2E4m3F32Acc,
   Fp8Block1x128x128x128Bf16, Fp8Block1x128x1x128F32Acc, Fp8Block1x128x1x128Bf16,
 };
 const char* to_string(CutlassGroupedFamily f);

@@ -27,6 +27,7 @@
 #include "cuda/provider.hpp"
 #include "cuda/quantize_mx.cuh"
 #include "cuda/recipe_gemm.hpp"
+#include "cuda/power_hold.hpp"
 #include "cuda/step_context_runner.hpp"
 #include "cuda/timed_loop.hpp"
 
@@ -72,29 +73,7 @@ class CudaEngine final : public Engine {
   }
 
   void gpu_warmup(double seconds) override {
-    Gemm g{Pass::Shape, Op::Shape, Scope::Shape, 8192, 8192, 8192, {Role::Activation, true}, {Role::Weight, true}};
-    try {
-      prepare_sources(g);
-      RecipeGemm rg(handle_, g, make_recipe(Precision::BF16, g, opts_.recipe), *sources_, workspace_.get(), opts_.recipe);
-      cudaEvent_t a = events_.at(0), b = events_.at(1);
-      GS_CUDA(cudaEventRecord(a, stream_));
-      float elapsed = 0;
-      while (elapsed < seconds * 1000.0) {
-        for (int i = 0; i < 20; ++i) rg.gemm_only(stream_);
-        GS_CUDA(cudaEventRecord(b, stream_));
-        GS_CUDA(cudaEventSynchronize(b));
-        GS_CUDA(cudaEventElapsedTime(&elapsed, a, b));
-      }
-    } catch (const CudaError& e) {
-      // Not enough memory for the warm-up problem: measurements still work, just less settled.
-      cudaGetLastError();
-      sources_.reset();
-      throw_if_context_lost(e.what(), "the GPU warm-up");
-    } catch (const CublasError&) {
-      // cuBLASLt has no BF16 algorithm for the warm-up GEMM: measure without it.
-      cudaStreamSynchronize(stream_);
-      sources_.reset();
-    }
+    if (PowerHold* h = power_hold()) h->run_for(stream_, seconds);
   }
 
   std::optional<StepContextInfo> step_context() const override {
@@ -106,6 +85,7 @@ class CudaEngine final : public Engine {
     std::vector<std::string> out;
     for (const auto& pv : providers_)
       for (std::string& n : pv->notes()) out.push_back(std::move(n));
+    if (!hold_note_.empty()) out.push_back(hold_note_);
     return out;
   }
 
@@ -277,6 +257,27 @@ class CudaEngine final : public Engine {
     return {context_->between(g, casts), context_->between_cost()};
   }
 
+  // The GEMMs that bring the GPU to its loaded power state (power_hold.hpp), made on first use;
+  // null when --power-hold off or when they cannot be made here (said once in the notes).
+  PowerHold* power_hold() {
+    if (!opts_.timing.power_hold && opts_.timing.gpu_warmup_s <= 0) return nullptr;
+    if (!hold_ && hold_note_.empty()) {
+      try {
+        hold_ = std::make_unique<PowerHold>(handle_.get(), workspace_.get(), kWorkspaceBytes, stream_.get());
+      } catch (const CudaError& e) {
+        cudaGetLastError();
+        throw_if_context_lost(e.what(), "the power hold");
+        hold_note_ = fmt::format("power hold: its GEMM could not be set up ({}); timed loops start from whatever "
+                                 "power state the gap before them left, and the GPU warm-up was skipped", e.what());
+      } catch (const CublasError& e) {
+        cudaStreamSynchronize(stream_.get());
+        hold_note_ = fmt::format("power hold: cuBLASLt ran no BF16 GEMM for it ({}); timed loops start from whatever "
+                                 "power state the gap before them left, and the GPU warm-up was skipped", e.what());
+      }
+    }
+    return hold_.get();
+  }
+
   Cell timed_cell(LoopBody body, const Gap& step) {
     auto flush = l2_flush();
     auto gap = step.run;
@@ -288,8 +289,11 @@ class CudaEngine final : public Engine {
       body.between_cost = (flush ? 1 : 0) + (gap ? step.cost : 0);
     }
     ProfileBracket profiled(opts_.gemm.profile);  // --profile: the timed loop (and its warm-up) only
+    std::function<void(double)> hold;
+    if (opts_.timing.power_hold)
+      if (PowerHold* h = power_hold()) hold = [this, h](double host_ms) { h->enqueue(stream_, PowerHold::hold_ms(host_ms)); };
     const LoopResult lr = run_timed_loop(*gate_, events_, stream_, body, opts_.timing.warmup, opts_.timing.iters,
-                                         probe_.get());
+                                         probe_.get(), kChunkOps, hold);
     profiled.stop();
     Cell cell = Cell::measured(summarize(lr.samples_ms));
     cell.clock = lr.clock;
@@ -434,6 +438,7 @@ class CudaEngine final : public Engine {
 
   void release() {
     context_.reset();  // its buffers and attention graphs before the stream
+    hold_.reset();
     providers_.clear();
     sources_.reset();
     grouped_src_.reset();
@@ -487,6 +492,8 @@ class CudaEngine final : public Engine {
   DeviceBuffer workspace_;
   DeviceBuffer l2_flush_;  // --l2 cold: written between iterations
   std::unique_ptr<StepContextRunner> context_;  // --step-context / --step-other-ms: run between iterations
+  std::unique_ptr<PowerHold> hold_;  // --power-hold and the GPU warm-up (power_hold())
+  std::string hold_note_;            // why there is none, once
   EventPool events_;
   std::optional<GemmSources> sources_;
   std::unique_ptr<GroupedSources> grouped_src_;  // the operands of the last grouped GEMM

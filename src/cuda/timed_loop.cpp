@@ -1,6 +1,7 @@
 #include "cuda/timed_loop.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <stdexcept>
 
@@ -45,7 +46,8 @@ std::optional<ClockSample> clock_mean(const std::vector<ClockSample>& samples) {
 }
 
 LoopResult run_timed_loop(LaunchGate& gate, EventPool& events, cudaStream_t s, const LoopBody& body, int warmup,
-                          int iters, const ClockProbe* probe, int chunk_ops) {
+                          int iters, const ClockProbe* probe, int chunk_ops,
+                          const std::function<void(double)>& before_gate) {
   if (iters < 1 || body.pieces < 1 || body.streams < 1 || !body.enqueue || !body.cost)
     throw std::invalid_argument("run_timed_loop: empty loop");
   const int streams = body.streams;
@@ -55,17 +57,26 @@ LoopResult run_timed_loop(LaunchGate& gate, EventPool& events, cudaStream_t s, c
     if (body.join) body.join();
     if (body.between) body.between();
   };
+  const auto warm_start = std::chrono::steady_clock::now();
   for (int i = 0; i < warmup; ++i) plain_iteration();
+  const double warm_host_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_start).count();
 
   // Slack on the timing stream for the gate, the chunk's start and end events and an iteration's
   // end event; the rest of the budget is for the pieces.
   constexpr int kSlack = 4;
   const int budget = std::max(chunk_ops - kSlack, 1);
+  int64_t ops = 0;  // per iteration
+  for (int p = 0; p < body.pieces; ++p) ops += body.cost(p);
   {
-    int64_t ops = 0;
-    for (int p = 0; p < body.pieces; ++p) ops += body.cost(p);
     const int64_t est_chunks = ops * iters / budget + iters / std::max(budget, 1) + 2;
     events.reserve(static_cast<size_t>(iters) + 1 + 2 * static_cast<size_t>(std::min<int64_t>(est_chunks, 1 << 20)));
+  }
+  if (before_gate) {
+    // Host time per operation from the warm-up (5 us without one), times the first chunk's operations.
+    const double per_op_ms = warmup > 0 && ops > 0 ? warm_host_ms / static_cast<double>(warmup * ops) : 5e-3;
+    before_gate(per_op_ms * static_cast<double>(std::min<int64_t>(budget, ops * iters)));
+    plain_iteration();
   }
 
   LoopResult out;

@@ -71,7 +71,12 @@ std::optional<ClockSample> clock_mean(const std::vector<ClockSample>& samples);
 // Runs `warmup` iterations unmeasured, then `iters` timed iterations on `s` as described above.
 // `chunk_ops` is the per-stream budget (tests shrink it). The clock is sampled at a quarter, half
 // and three quarters of the timed iterations, and LoopResult::clock is their mean.
+// `before_gate`, when set, is called after the warm-up and before the first chunk's gate closes,
+// with the host time (ms) the first chunk is expected to take to enqueue (measured on the
+// warm-up's enqueue): the engine's PowerHold enqueues its GEMMs there (power_hold.hpp). One more
+// untimed iteration follows it, so the operands are back in L2 when the samples start.
 LoopResult run_timed_loop(LaunchGate& gate, EventPool& events, cudaStream_t s, const LoopBody& body, int warmup,
-                          int iters, const ClockProbe* probe, int chunk_ops = kChunkOps);
+                          int iters, const ClockProbe* probe, int chunk_ops = kChunkOps,
+                          const std::function<void(double)>& before_gate = {});
 
 }  // namespace gs::cuda

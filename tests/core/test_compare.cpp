@@ -842,3 +842,26 @@ TEST(CompareMoe, DenseAndMoeLayerTotals) {
   EXPECT_NEAR(full.a_spread, std::sqrt(32 * 32 * ss_layer + 30 * 30 * ss_moe + ss_once), 1e-9);
   EXPECT_NEAR(dense.a_spread, std::sqrt(ss_layer), 1e-12);
 }
+
+// A file whose Wgrad was planned X^T.dY ([in, out], before Wgrad took the weight's orientation)
+// against one planned dY^T.X: the same GEMMs are matched, and the note says the problems differ.
+TEST(Compare, WgradOrientationsAreMatchedAndNoted) {
+  const json a = load("compare_a.json");  // X^T.dY: left operand the activation
+  json b = a;
+  int turned = 0;
+  for (auto& g : b["gemms"]) {
+    if (g["pass"] != "wgrad") continue;
+    std::swap(g["m"], g["n"]);
+    g["a"] = {{"role", "grad"}, {"k_major", false}};
+    g["b"] = {{"role", "activation"}, {"k_major", false}};
+    ++turned;
+  }
+  ASSERT_EQ(turned, 4);
+  const auto r = gs::compare_results(a, b);
+  EXPECT_TRUE(r.unmatched_a.empty());
+  EXPECT_TRUE(r.unmatched_b.empty());
+  EXPECT_EQ(r.modes.at(0).gemms.size(), 12u);
+  ASSERT_EQ(r.differences.size(), 1u);
+  EXPECT_NE(r.differences[0].find("Wgrad orientation: X^T.dY [in, out] vs dY^T.X [out, in]"), std::string::npos);
+  EXPECT_TRUE(gs::compare_results(b, b).differences.empty());
+}

@@ -178,8 +178,8 @@ TEST(Recipes, FormatsPerRoleAndAccumulation) {
   EXPECT_FALSE(bw.fast_accum);
   Recipe n = make_recipe(Precision::NVFP4, wgrad, o);
   EXPECT_TRUE(n.a.hadamard);
-  EXPECT_TRUE(n.b.stochastic_rounding);
-  EXPECT_FALSE(n.a.stochastic_rounding);
+  EXPECT_TRUE(n.a.stochastic_rounding);  // dY^T, the gradient, is Wgrad's left operand
+  EXPECT_FALSE(n.b.stochastic_rounding);
   EXPECT_EQ(make_recipe(Precision::NVFP4, fprop, o).b.scaling, Scaling::Nv16x16);
   EXPECT_FALSE(make_recipe(Precision::NVFP4, fprop, o).a.hadamard);
 }

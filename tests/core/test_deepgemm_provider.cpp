@@ -25,11 +25,11 @@ namespace {
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
 Gemm dense(Pass pass, int64_t m, int64_t k, int64_t n) {
-  // As build_model_plan lays them out: Fprop X[m,k] W[n,k]; Dgrad dY[m,k] W[k,n] (N-major);
-  // Wgrad X^T (token-major) x dY (token-major), as plan.cpp's add_linear.
+  // As build_model_plan lays them out (linear_gemm): Fprop X[m,k] W[n,k]; Dgrad dY[m,k] W[k,n]
+  // (N-major); Wgrad dY^T (token-major) x X (token-major). m, k, n as given.
   Gemm g{pass, Op::MlpUp, Scope::Layer, m, k, n, {Role::Activation, true}, {Role::Weight, true}};
   if (pass == Pass::Dgrad) g.a = {Role::Grad, true}, g.b = {Role::Weight, false};
-  if (pass == Pass::Wgrad) g.a = {Role::Activation, false}, g.b = {Role::Grad, false};
+  if (pass == Pass::Wgrad) g.a = {Role::Grad, false}, g.b = {Role::Activation, false};
   return g;
 }
 

@@ -58,7 +58,7 @@ void expect_shape(const Plan& p, Op op, int64_t m, int64_t k, int64_t n) {
   const Gemm& f = find(p, op, Pass::Fprop);
   EXPECT_EQ(f.shape(), fmt::format("{}x{}x{}", m, k, n));
   EXPECT_EQ(find(p, op, Pass::Dgrad).shape(), fmt::format("{}x{}x{}", m, n, k));
-  EXPECT_EQ(find(p, op, Pass::Wgrad).shape(), fmt::format("{}x{}x{}", k, m, n));
+  EXPECT_EQ(find(p, op, Pass::Wgrad).shape(), fmt::format("{}x{}x{}", n, m, k));
 }
 
 ModelConfig with_routing(ModelConfig c, const std::string& routing) {

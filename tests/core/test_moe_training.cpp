@@ -24,17 +24,7 @@ using gs::test::scratch_dir;
 namespace {
 
 Gemm grouped(Pass pass, std::vector<int64_t> group, int64_t hidden = 256, int64_t ffn = 384) {
-  int64_t t = 0;
-  for (int64_t s : group) t += s;
-  Gemm g{};
-  switch (pass) {
-    case Pass::Fprop: g = {Pass::Fprop, Op::ExpertUp, Scope::MoeLayer, t, hidden, ffn, {Role::Activation, true}, {Role::Weight, true}}; break;
-    case Pass::Dgrad: g = {Pass::Dgrad, Op::ExpertUp, Scope::MoeLayer, t, ffn, hidden, {Role::Grad, true}, {Role::Weight, false}}; break;
-    default: g = {Pass::Wgrad, Op::ExpertUp, Scope::MoeLayer, hidden, t, ffn, {Role::Activation, false}, {Role::Grad, false}}; break;
-  }
-  g.group_dim = pass == Pass::Wgrad ? GroupDim::K : GroupDim::M;
-  g.group = std::move(group);
-  return g;
+  return grouped_linear_gemm(pass, Op::ExpertUp, Scope::MoeLayer, group, hidden, ffn);
 }
 
 }  // namespace
@@ -55,7 +45,7 @@ TEST(WgradOutput, RecipeAccumulatesIntoFp32ExceptTheRouter) {
 
 TEST(WgradOutput, TrafficReadsAndWritesTheFp32GradientOfExpertsWithRows) {
   RecipeOptions o;
-  const Gemm w = grouped(Pass::Wgrad, {16, 0, 32, 0});  // m = 256, n = 384, two experts with rows
+  const Gemm w = grouped(Pass::Wgrad, {16, 0, 32, 0});  // m = 384, n = 256, two experts with rows
   const double mn = 256.0 * 384.0;
   o.wgrad_fp32_accumulate = false;
   const ByteCount bf16 = byte_count(make_recipe(Precision::BF16, w, o), w);
@@ -64,7 +54,7 @@ TEST(WgradOutput, TrafficReadsAndWritesTheFp32GradientOfExpertsWithRows) {
   // BF16: every expert's gradient written (empty ones zeroed); FP32: read + written, experts with rows only.
   EXPECT_DOUBLE_EQ(fp32.gemm - bf16.gemm, 2 * mn * 8 - 4 * mn * 2);
   // A dense Wgrad: 8 bytes per weight element instead of 2.
-  const Gemm d{Pass::Wgrad, Op::MlpUp, Scope::Layer, 256, 4096, 384, {Role::Activation, false}, {Role::Grad, false}};
+  const Gemm d = linear_gemm(Pass::Wgrad, Op::MlpUp, Scope::Layer, 4096, 256, 384);
   o.wgrad_fp32_accumulate = false;
   const double b = byte_count(make_recipe(Precision::FP8Current, d, o), d).gemm;
   o.wgrad_fp32_accumulate = true;

@@ -32,8 +32,8 @@ TEST(Plan, SeedFiveBillionShapes) {
       {Pass::Fprop, Op::MlpUp, 15872, 4096, 16384}, {Pass::Fprop, Op::MlpDown, 15872, 16384, 4096},
       {Pass::Dgrad, Op::Qkv, 15872, 12288, 4096},  {Pass::Dgrad, Op::AttnOut, 15872, 4096, 4096},
       {Pass::Dgrad, Op::MlpUp, 15872, 16384, 4096}, {Pass::Dgrad, Op::MlpDown, 15872, 4096, 16384},
-      {Pass::Wgrad, Op::Qkv, 4096, 15872, 12288},  {Pass::Wgrad, Op::AttnOut, 4096, 15872, 4096},
-      {Pass::Wgrad, Op::MlpUp, 4096, 15872, 16384}, {Pass::Wgrad, Op::MlpDown, 16384, 15872, 4096},
+      {Pass::Wgrad, Op::Qkv, 12288, 15872, 4096},  {Pass::Wgrad, Op::AttnOut, 4096, 15872, 4096},
+      {Pass::Wgrad, Op::MlpUp, 16384, 15872, 4096}, {Pass::Wgrad, Op::MlpDown, 4096, 15872, 16384},
   });
   EXPECT_EQ(p.gemms[0].shape(), "15872x4096x12288");
   EXPECT_EQ(p.layers(), 24);
@@ -71,8 +71,8 @@ TEST(Plan, OperandRolesAndLayouts) {
         EXPECT_EQ(g.b.role, Role::Weight); EXPECT_FALSE(g.b.k_major);
         break;
       case Pass::Wgrad:
-        EXPECT_EQ(g.a.role, Role::Activation); EXPECT_FALSE(g.a.k_major);
-        EXPECT_EQ(g.b.role, Role::Grad); EXPECT_FALSE(g.b.k_major);
+        EXPECT_EQ(g.a.role, Role::Grad); EXPECT_FALSE(g.a.k_major);
+        EXPECT_EQ(g.b.role, Role::Activation); EXPECT_FALSE(g.b.k_major);
         break;
       default: ADD_FAILURE();
     }
@@ -95,8 +95,8 @@ TEST(Plan, GqaAndGatedMlp) {
       {Pass::Fprop, Op::MlpUp, T, 4096, 28672}, {Pass::Fprop, Op::MlpDown, T, 14336, 4096},
       {Pass::Dgrad, Op::Qkv, T, 6144, 4096},   {Pass::Dgrad, Op::AttnOut, T, 4096, 4096},
       {Pass::Dgrad, Op::MlpUp, T, 28672, 4096}, {Pass::Dgrad, Op::MlpDown, T, 4096, 14336},
-      {Pass::Wgrad, Op::Qkv, 4096, T, 6144},   {Pass::Wgrad, Op::AttnOut, 4096, T, 4096},
-      {Pass::Wgrad, Op::MlpUp, 4096, T, 28672}, {Pass::Wgrad, Op::MlpDown, 14336, T, 4096},
+      {Pass::Wgrad, Op::Qkv, 6144, T, 4096},   {Pass::Wgrad, Op::AttnOut, 4096, T, 4096},
+      {Pass::Wgrad, Op::MlpUp, 28672, T, 4096}, {Pass::Wgrad, Op::MlpDown, 4096, T, 14336},
   });
 }
 
@@ -127,7 +127,7 @@ TEST(Plan, TensorParallelSplits) {
       {Pass::Fprop, Op::MlpUp, 15872, 4096, 4096}, {Pass::Fprop, Op::MlpDown, 15872, 4096, 4096},
       {Pass::Dgrad, Op::Qkv, 15872, 3072, 4096},  {Pass::Dgrad, Op::AttnOut, 15872, 4096, 1024},
       {Pass::Dgrad, Op::MlpUp, 15872, 4096, 4096}, {Pass::Dgrad, Op::MlpDown, 15872, 4096, 4096},
-      {Pass::Wgrad, Op::Qkv, 4096, 15872, 3072},  {Pass::Wgrad, Op::AttnOut, 1024, 15872, 4096},
+      {Pass::Wgrad, Op::Qkv, 3072, 15872, 4096},  {Pass::Wgrad, Op::AttnOut, 4096, 15872, 1024},
       {Pass::Wgrad, Op::MlpUp, 4096, 15872, 4096}, {Pass::Wgrad, Op::MlpDown, 4096, 15872, 4096},
   });
 }
@@ -167,7 +167,7 @@ TEST(Plan, LmHeadCountedOncePerModel) {
     EXPECT_EQ(g.scope, Scope::Model);
     if (g.pass == Pass::Fprop) { EXPECT_EQ(g.m, 8192); EXPECT_EQ(g.k, 4096); EXPECT_EQ(g.n, 32000); }
     if (g.pass == Pass::Dgrad) { EXPECT_EQ(g.m, 8192); EXPECT_EQ(g.k, 32000); EXPECT_EQ(g.n, 4096); }
-    if (g.pass == Pass::Wgrad) { EXPECT_EQ(g.m, 4096); EXPECT_EQ(g.k, 8192); EXPECT_EQ(g.n, 32000); }
+    if (g.pass == Pass::Wgrad) { EXPECT_EQ(g.m, 32000); EXPECT_EQ(g.k, 8192); EXPECT_EQ(g.n, 4096); }
   }
   EXPECT_EQ(lm, 3);
   PlanFlops f = plan_flops(p);

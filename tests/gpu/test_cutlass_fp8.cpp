@@ -42,20 +42,11 @@ namespace {
 const std::vector<int64_t> kGroup = {40, 0, 17, 200, 1, 0, 33, 8};
 
 Gemm pass_gemm(Pass pass, int64_t tokens, int64_t hidden, int64_t ffn) {
-  switch (pass) {
-    case Pass::Fprop: return {Pass::Fprop, Op::ExpertUp, Scope::Layer, tokens, hidden, ffn, {Role::Activation, true}, {Role::Weight, true}};
-    case Pass::Dgrad: return {Pass::Dgrad, Op::ExpertUp, Scope::Layer, tokens, ffn, hidden, {Role::Grad, true}, {Role::Weight, false}};
-    default: return {Pass::Wgrad, Op::ExpertUp, Scope::Layer, hidden, tokens, ffn, {Role::Activation, false}, {Role::Grad, false}};
-  }
+  return linear_gemm(pass, Op::ExpertUp, Scope::Layer, tokens, hidden, ffn);
 }
 
 Gemm grouped_gemm(Pass pass, const std::vector<int64_t>& group = kGroup) {
-  int64_t t = 0;
-  for (int64_t s : group) t += s;
-  Gemm g = pass_gemm(pass, t, 256, 384);
-  g.group_dim = pass == Pass::Wgrad ? GroupDim::K : GroupDim::M;
-  g.group = group;
-  return g;
+  return grouped_linear_gemm(pass, Op::ExpertUp, Scope::Layer, group, 256, 384);
 }
 
 constexpr float kInit = 0.25f;  // an FP32 main gradient's value before the GEMMs add to it

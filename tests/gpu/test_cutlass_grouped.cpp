@@ -39,17 +39,7 @@ namespace {
 const std::vector<int64_t> kGroup = {40, 0, 17, 200, 1, 0, 33, 8};
 
 Gemm grouped_gemm(Pass pass, const std::vector<int64_t>& group = kGroup, int64_t hidden = 256, int64_t ffn = 384) {
-  int64_t t = 0;
-  for (int64_t s : group) t += s;
-  Gemm g{};
-  switch (pass) {
-    case Pass::Fprop: g = {Pass::Fprop, Op::ExpertUp, Scope::Layer, t, hidden, ffn, {Role::Activation, true}, {Role::Weight, true}}; break;
-    case Pass::Dgrad: g = {Pass::Dgrad, Op::ExpertUp, Scope::Layer, t, ffn, hidden, {Role::Grad, true}, {Role::Weight, false}}; break;
-    default: g = {Pass::Wgrad, Op::ExpertUp, Scope::Layer, hidden, t, ffn, {Role::Activation, false}, {Role::Grad, false}}; break;
-  }
-  g.group_dim = pass == Pass::Wgrad ? GroupDim::K : GroupDim::M;
-  g.group = group;
-  return g;
+  return grouped_linear_gemm(pass, Op::ExpertUp, Scope::Layer, group, hidden, ffn);
 }
 
 // Expert e's operands as [outer, K] doubles and the FP64 reference of its output [m, n].

@@ -41,8 +41,7 @@ const Family kFamilies[] = {
     {CutlassGroupedFamily::Bf16ColRowBf16, In::Bf16, In::Bf16, false, false, false, 0},
     {CutlassGroupedFamily::Fp8E4m3E4m3Bf16Fast, In::E4m3, In::E4m3, true, true, false, 0},
     {CutlassGroupedFamily::Fp8E5m2E4m3Bf16, In::E5m2, In::E4m3, true, true, false, 0},
-    {CutlassGroupedFamily::Fp8E4m3E5m2F32Acc, In::E4m3, In::E5m2, true, true, true, 0},
-    {CutlassGroupedFamily::Fp8E4m3E5m2Bf16, In::E4m3, In::E5m2, true, true, false, 0},
+    {CutlassGroupedFamily::Fp8E5m2E4m3F32Acc, In::E5m2, In::E4m3, true, true, true, 0},
     {CutlassGroupedFamily::Fp8Block1x128x128x128Bf16, In::E4m3, In::E4m3, true, true, false, 128},
     {CutlassGroupedFamily::Fp8Block1x128x1x128F32Acc, In::E4m3, In::E4m3, true, true, true, 1},
     {CutlassGroupedFamily::Fp8Block1x128x1x128Bf16, In::E4m3, In::E4m3, true, true, false, 1},
@@ -200,8 +199,8 @@ TEST(CutlassTiles, TheRulePicksWideWhereBuilt) {
     EXPECT_EQ(cutlass_pick_tile(f, {{8192, 4096, 4096}}), CutlassTile::Wide);
     EXPECT_EQ(cutlass_pick_tile(f, {{512, 1536, 2048}, {8, 1536, 2048}}), CutlassTile::Wide) << "small experts";
   }
-  for (const auto f : {CutlassGroupedFamily::Fp8E5m2E4m3Bf16, CutlassGroupedFamily::Fp8E4m3E5m2F32Acc,
-                       CutlassGroupedFamily::Fp8Block1x128x128x128Bf16, CutlassGroupedFamily::Fp8E4m3E5m2Bf16}) {
+  for (const auto f : {CutlassGroupedFamily::Fp8E5m2E4m3Bf16, CutlassGroupedFamily::Fp8E5m2E4m3F32Acc,
+                       CutlassGroupedFamily::Fp8Block1x128x128x128Bf16, CutlassGroupedFamily::Fp8Block1x128x1x128F32Acc}) {
     SCOPED_TRACE(to_string(f));
     EXPECT_FALSE(cutlass_has_wide_tile(f));
     EXPECT_EQ(cutlass_pick_tile(f, {{8192, 4096, 4096}}), CutlassTile::Square);

@@ -60,10 +60,7 @@ std::vector<float> prior_pattern(size_t n, int salt) {
 std::unique_ptr<cuda::GemmProvider> provider(const EngineOptions& o) { return configured(cuda::make_deepgemm_provider(), o); }
 
 Gemm linear(Pass pass, int64_t tokens, int64_t in, int64_t out) {
-  // As plan.cpp's add_linear lays them out.
-  if (pass == Pass::Fprop) return {pass, Op::MlpUp, Scope::Layer, tokens, in, out, {Role::Activation, true}, {Role::Weight, true}};
-  if (pass == Pass::Dgrad) return {pass, Op::MlpUp, Scope::Layer, tokens, out, in, {Role::Grad, true}, {Role::Weight, false}};
-  return {pass, Op::MlpUp, Scope::Layer, in, tokens, out, {Role::Activation, false}, {Role::Grad, false}};
+  return linear_gemm(pass, Op::MlpUp, Scope::Layer, tokens, in, out);
 }
 
 void check_dense(Pass pass, Mode mode) {
@@ -118,13 +115,7 @@ TEST(DeepGemmProvider, DenseCellsMatchTheReference) {
 }
 
 Gemm grouped(Pass pass, const std::vector<int64_t>& rows, int64_t in, int64_t out) {
-  const int64_t total = std::accumulate(rows.begin(), rows.end(), int64_t{0});
-  Gemm g = linear(pass, total, in, out);
-  g.op = Op::ExpertUp;
-  g.scope = Scope::MoeLayer;
-  g.group_dim = pass == Pass::Wgrad ? GroupDim::K : GroupDim::M;
-  g.group = rows;
-  return g;
+  return grouped_linear_gemm(pass, Op::ExpertUp, Scope::MoeLayer, rows, in, out);
 }
 
 void check_m_grouped(Pass pass, Mode mode) {
@@ -178,7 +169,7 @@ void check_k_grouped(Mode mode) {
   EngineOptions eo;
   auto pv = provider(eo);
   const std::vector<int64_t> tokens = {0, 200, 37, 300, 128, 0};
-  const Gemm g = grouped(Pass::Wgrad, tokens, 256, 384);  // m = in, n = out, K = tokens
+  const Gemm g = grouped(Pass::Wgrad, tokens, 256, 384);  // m = out, n = in, K = tokens
   const Recipe r = make_recipe(Precision::FP8Block, expert_gemm(g, 128), eo.recipe);
   ASSERT_TRUE(r.fp32_accumulate);
   ASSERT_EQ(pv->cannot_run(g, Precision::FP8Block, mode, r, compute_capability()), "");
@@ -341,7 +332,7 @@ void check_bf16_k_grouped(bool fp32) {
   eo.recipe.wgrad_fp32_accumulate = fp32;
   auto pv = provider(eo);
   const std::vector<int64_t> tokens = {0, 200, 37, 300, 128, 0};
-  const Gemm g = grouped(Pass::Wgrad, tokens, 256, 384);  // m = in, n = out, K = tokens
+  const Gemm g = grouped(Pass::Wgrad, tokens, 256, 384);  // m = out, n = in, K = tokens
   const Recipe r = make_recipe(Precision::BF16, expert_gemm(g, 128), eo.recipe);
   ASSERT_EQ(r.fp32_accumulate, fp32);
   ASSERT_EQ(pv->cannot_run(g, Precision::BF16, Mode::PreQuantized, r, compute_capability()), "");

@@ -18,6 +18,7 @@
 #include "core/results.hpp"
 #include "cuda/engine_cuda.hpp"
 #include "cuda/grouped_gemm.hpp"
+#include "cuda/power_hold.hpp"
 #include "gemm_reference.hpp"
 #include "gpu_test_util.hpp"
 
@@ -32,17 +33,7 @@ const std::vector<int64_t> kGroup = {40, 0, 17, 64, 3, 0, 33};
 
 // The expert up projection of a small MoE layer (hidden 256, gated expert FFN 2 x 192) in one pass.
 Gemm grouped_gemm(Pass pass, const std::vector<int64_t>& group = kGroup, int64_t hidden = 256, int64_t ffn = 384) {
-  int64_t t = 0;
-  for (int64_t s : group) t += s;
-  Gemm g{};
-  switch (pass) {
-    case Pass::Fprop: g = {Pass::Fprop, Op::ExpertUp, Scope::Layer, t, hidden, ffn, {Role::Activation, true}, {Role::Weight, true}}; break;
-    case Pass::Dgrad: g = {Pass::Dgrad, Op::ExpertUp, Scope::Layer, t, ffn, hidden, {Role::Grad, true}, {Role::Weight, false}}; break;
-    default: g = {Pass::Wgrad, Op::ExpertUp, Scope::Layer, hidden, t, ffn, {Role::Activation, false}, {Role::Grad, false}}; break;
-  }
-  g.group_dim = pass == Pass::Wgrad ? GroupDim::K : GroupDim::M;
-  g.group = group;
-  return g;
+  return grouped_linear_gemm(pass, Op::ExpertUp, Scope::Layer, group, hidden, ffn);
 }
 
 struct LtContext {
@@ -310,6 +301,67 @@ TEST(TimedLoop, IterationsSplitAcrossChunksAreSummed) {
   // Splits add a join/fork barrier per segment: a little slower, never faster by much, same order.
   EXPECT_GT(b.median_ms, 0.8 * a.median_ms);
   EXPECT_LT(b.median_ms, 2.0 * a.median_ms);
+}
+
+}  // namespace
+
+namespace {
+
+// The power hold (power_hold.hpp): called once, after the warm-up and before the gate, with the
+// host's expected enqueue time of the first chunk; the samples are those of the loop alone.
+TEST(TimedLoop, PowerHoldRunsOnceBeforeTheGate) {
+  GS_REQUIRE_GPU();
+  LtContext lt;
+  RecipeOptions opts;
+  opts.wgrad_fp32_accumulate = false;
+  const Gemm g = grouped_gemm(Pass::Fprop, skewed_group(16, 5), 512, 256);
+  const auto padded = padded_group(g, Precision::BF16);
+  auto src = GroupedSources::allocate(g, padded, 1, lt.stream);
+  GroupedGemm gg(lt.handle, *src, Precision::BF16, Mode::PerGemm, opts, 1, lt.stream, lt.workspace.get(), nullptr);
+  gg.prepare();
+  PowerHold hold(lt.handle, lt.workspace.get(), kWorkspaceBytes, lt.stream);
+  EXPECT_GT(hold.gemm_ms(), 0.0);
+  LaunchGate gate;
+  EventPool events;
+  int calls = 0;
+  double host_ms = -1;
+  const LoopResult plain = run_timed_loop(gate, events, lt.stream, gg.body(), 5, 40, nullptr);
+  const LoopResult held = run_timed_loop(gate, events, lt.stream, gg.body(), 5, 40, nullptr, kChunkOps, [&](double ms) {
+    ++calls;
+    host_ms = ms;
+    hold.enqueue(lt.stream, PowerHold::hold_ms(ms));
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_GT(host_ms, 0.0);
+  EXPECT_LT(host_ms, 1000.0);
+  EXPECT_FALSE(held.gate_timed_out);
+  ASSERT_EQ(held.samples_ms.size(), 40u);
+  const Stats a = summarize(plain.samples_ms), b = summarize(held.samples_ms);
+  std::printf("    16 experts BF16: %.1f us/iter plain, %.1f us after a %.2f ms hold\n", a.median_ms * 1e3,
+              b.median_ms * 1e3, PowerHold::hold_ms(host_ms));
+  // The hold's GEMMs are not in the samples (the same loop, clocks aside: within 25%).
+  EXPECT_GT(b.median_ms, 0.75 * a.median_ms);
+  EXPECT_LT(b.median_ms, 1.25 * a.median_ms);
+}
+
+TEST(PowerHold, HoldsForAboutTheTimeAsked) {
+  GS_REQUIRE_GPU();
+  LtContext lt;
+  PowerHold hold(lt.handle, lt.workspace.get(), kWorkspaceBytes, lt.stream);
+  Event a = make_event(), b = make_event();
+  GS_CUDA(cudaEventRecord(a.get(), lt.stream));
+  hold.enqueue(lt.stream, 10.0);
+  GS_CUDA(cudaEventRecord(b.get(), lt.stream));
+  GS_CUDA(cudaEventSynchronize(b.get()));
+  float ms = 0;
+  GS_CUDA(cudaEventElapsedTime(&ms, a.get(), b.get()));
+  std::printf("    asked 10 ms, held %.2f ms (%.3f ms per GEMM at construction)\n", ms, hold.gemm_ms());
+  EXPECT_GT(ms, 8.0);   // the rate was timed at construction; under the cap it only gets slower
+  EXPECT_LT(ms, 40.0);
+  EXPECT_DOUBLE_EQ(PowerHold::hold_ms(0), PowerHold::kMinMs);
+  EXPECT_DOUBLE_EQ(PowerHold::hold_ms(10), 15.0);
+  EXPECT_DOUBLE_EQ(PowerHold::hold_ms(1e6), PowerHold::kMaxMs);
+  EXPECT_DOUBLE_EQ(PowerHold::hold_ms(std::nan("")), PowerHold::kMaxMs);
 }
 
 }  // namespace

@@ -246,17 +246,7 @@ std::vector<int64_t> random_group(int experts, uint64_t seed) {
 }
 
 Gemm expert_up(Pass pass, const std::vector<int64_t>& group, int64_t hidden = 256, int64_t ffn = 384) {
-  int64_t t = 0;
-  for (int64_t s : group) t += s;
-  Gemm g{};
-  switch (pass) {
-    case Pass::Fprop: g = {Pass::Fprop, Op::ExpertUp, Scope::Layer, t, hidden, ffn, {Role::Activation, true}, {Role::Weight, true}}; break;
-    case Pass::Dgrad: g = {Pass::Dgrad, Op::ExpertUp, Scope::Layer, t, ffn, hidden, {Role::Grad, true}, {Role::Weight, false}}; break;
-    default: g = {Pass::Wgrad, Op::ExpertUp, Scope::Layer, hidden, t, ffn, {Role::Activation, false}, {Role::Grad, false}}; break;
-  }
-  g.group_dim = pass == Pass::Wgrad ? GroupDim::K : GroupDim::M;
-  g.group = group;
-  return g;
+  return grouped_linear_gemm(pass, Op::ExpertUp, Scope::Layer, group, hidden, ffn);
 }
 
 // Every byte a grouped GEMM's iteration leaves: each expert's quantized copies and scales, the output.
@@ -364,7 +354,7 @@ double accumulated_error(const std::vector<float>& out, const std::vector<float>
 TEST(WgradFp32, DenseAccumulatesIntoThePriorGradient) {
   GS_REQUIRE_GPU();
   LtContext lt;
-  const Gemm g{Pass::Wgrad, Op::MlpUp, Scope::Layer, 256, 512, 384, {Role::Activation, false}, {Role::Grad, false}};
+  const Gemm g = linear_gemm(Pass::Wgrad, Op::MlpUp, Scope::Layer, 512, 384, 256);
   for (Precision p : {Precision::BF16, Precision::FP8Current, Precision::FP8Delayed, Precision::FP8Block}) {
     SCOPED_TRACE(to_string(p));
     RecipeOptions opts;
