@@ -305,7 +305,7 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
     ratio = layer / moe if moe else 1.0
     totals, kernels, missing = {}, {}, {}
     for p in precisions:
-        t, k, miss, per_pass = 0.0, 0.0, [], {}
+        t, k, miss, per_pass, names = 0.0, 0.0, [], {}, {}
         for g in r["gemms"]:
             if g.get("op") not in MOE_OPS:
                 continue
@@ -317,6 +317,9 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
                 kt = (cell.get("kernel_time_us") or {}).get("gemm")
                 k = k + kt / 1000.0 if (k is not None and kt) else None
                 ps = g.get("pass", "?").lower()
+                for kr in cell.get("kernels") or []:  # the kernels gemmscope's cell ran, per pass
+                    if kr.get("class") == "gemm":
+                        names.setdefault(ps, {})[kr["name"]] = names.get(ps, {}).get(kr["name"], 0) + kr.get("count", 1)
                 if kt and per_pass.get(ps, 0.0) is not None:
                     per_pass[ps] = per_pass.get(ps, 0.0) + kt / 1000.0
                 else:
@@ -325,6 +328,7 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
                 miss.append(f"{g['pass']} {g['op']}: {cell.get('reason', cell.get('status'))}")
         totals[p], kernels[p], missing[p] = t, k, miss
         kernels[p + "/passes"] = per_pass
+        kernels[p + "/names"] = names
     return totals, missing, ratio, kernels
 
 
@@ -389,13 +393,22 @@ def main():
                 split = None
                 if a.per_pass:
                     # Sums of GEMM kernel durations (streams 1: nothing overlaps), one step each way.
-                    f_only = torch_moe_step(torch, c, local, p, a.streams, a.seconds, a.steps, d, graph=not a.eager,
-                                            passes="fprop")["gemm_sum"]
-                    f_dgrad = torch_moe_step(torch, c, local, p, a.streams, a.seconds, a.steps, d, graph=not a.eager,
-                                             passes="fprop+dgrad")["gemm_sum"]
+                    t_f = torch_moe_step(torch, c, local, p, a.streams, a.seconds, a.steps, d, graph=not a.eager,
+                                         passes="fprop")
+                    t_fd = torch_moe_step(torch, c, local, p, a.streams, a.seconds, a.steps, d, graph=not a.eager,
+                                          passes="fprop+dgrad")
+                    f_only, f_dgrad = t_f["gemm_sum"], t_fd["gemm_sum"]
                     tp = {"fprop": f_only, "dgrad": f_dgrad - f_only, "wgrad": t["gemm_sum"] - f_dgrad}
+
+                    def minus(x, y):  # kernel launch counts of one run less another's
+                        out = {k: v - y.get(k, 0) for k, v in x.items()}
+                        return {k: v for k, v in out.items() if v > 0}
+                    tk = {"fprop": t_f["gemm_kernels"], "dgrad": minus(t_fd["gemm_kernels"], t_f["gemm_kernels"]),
+                          "wgrad": minus(t["gemm_kernels"], t_fd["gemm_kernels"])}
                     gp = gk.get(p + "/passes") or {}
-                    split = {ps: {"torch_ms": tp[ps], "gemmscope_ms": gp.get(ps),
+                    gn = gk.get(p + "/names") or {}
+                    split = {ps: {"torch_ms": tp[ps], "gemmscope_ms": gp.get(ps), "gemmscope_kernels": gn.get(ps, {}),
+                                  "torch_kernels": tk[ps],
                                   "error_pct": ((gp[ps] / tp[ps] - 1.0) * 100.0) if gp.get(ps) and tp[ps] > 0 else None}
                              for ps in ("fprop", "dgrad", "wgrad")}
                     print(f"  {n:<16} {p:<9} per pass (GEMM kernels, ms): " + "; ".join(

@@ -47,6 +47,7 @@ ClockSummary summarize_clocks(const RunResult& r) {
         const Cell& c = r.cells[m][g][p];
         if (!c.ok || !c.clock || !(c.clock->sm_mhz > *s.steady_mhz * (1.0 + kBoostFlag))) continue;
         if (best[p] > 0 && rate(g, c) < kLightShare * best[p]) ++s.light_above;
+        else if (c.clock->power_capped()) ++s.capped_above;
         else s.boosted.push_back({m, g, p, c.clock->sm_mhz});
       }
   }
@@ -79,10 +80,15 @@ std::vector<std::string> clock_warnings(const RunResult& r) {
     }
     if (s.boosted.size() > 3) names += fmt::format("; and {} more", s.boosted.size() - 3);
     out.push_back(fmt::format("clocks: {} cell(s) sampled more than {:.0f}% above the run's steady clock of {:.0f} MHz "
-                              "(a boost transient, e.g. after a host stall; such a cell reads faster than training "
-                              "would see): {}",
+                              "without the power cap limiting them (a boost transient, e.g. after a host stall; such a "
+                              "cell reads faster than training would see): {}",
                               s.boosted.size(), 100.0 * kBoostFlag, *s.steady_mhz, names));
   }
+  if (s.capped_above > 0)
+    out.push_back(fmt::format("clocks: {} cell(s) ran more than {:.0f}% above the steady clock of {:.0f} MHz at the "
+                              "power cap (NVML's power-cap reason active): that is the clock their own power draw allows "
+                              "under the cap, not a transient",
+                              s.capped_above, 100.0 * kBoostFlag, *s.steady_mhz));
   if (s.light_above > 0)
     out.push_back(fmt::format("clocks: {} light cell(s) (under {:.0f}% of their recipe's best TFLOP/s: small, memory- "
                               "or launch-bound GEMMs that draw less than the power cap allows) ran more than {:.0f}% "

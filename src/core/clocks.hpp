@@ -17,20 +17,25 @@ struct ClockSummary {
   std::vector<std::optional<double>> precision_mean_mhz;
   // The run's steady clock: time-weighted median of every sampled cell's clock; nullopt: no sample.
   std::optional<double> steady_mhz;
-  // Cells sampled far above the steady clock (a boost transient, e.g. after a host stall):
-  // (mode, gemm, precision) indices.
+  // Cells sampled far above the steady clock with the power cap not limiting them (a boost
+  // transient, e.g. after a host stall): (mode, gemm, precision) indices.
   struct Where { size_t mode, gemm, prec; int sm_mhz; };
   std::vector<Where> boosted;
   // Cells above the same bound that run under half their recipe's best TFLOP/s in the mode (small,
   // memory- or launch-bound GEMMs): they draw less than the power cap allows, so a higher clock is
   // their own steady state, not a transient. Counted, not flagged.
   size_t light_above = 0;
+  // Cells above the same bound whose samples had NVML's power-cap reason active: the GPU was at its
+  // power limit, so that clock is what the cell's own power draw allows (a GEMM that draws less per
+  // clock sustains a higher one under the same cap; on an H100 DeepSeek-V3's short MLA and expert
+  // GEMMs run at 1600-1900 MHz at ~690 W where the big ones run at ~1400). Counted, not flagged.
+  size_t capped_above = 0;
 };
 
 // A recipe whose mean clock is more than this fraction away from BF16's gets a warning.
 inline constexpr double kClockSkewWarn = 0.05;
 // A cell sampled more than this fraction above the steady clock is flagged as boosted, unless it is
-// light: under this share of its recipe's best TFLOP/s in the mode.
+// light (under kLightShare of its recipe's best TFLOP/s in the mode) or ran at the power cap.
 inline constexpr double kBoostFlag = 0.10;
 inline constexpr double kLightShare = 0.5;
 

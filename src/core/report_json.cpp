@@ -521,7 +521,8 @@ json to_json(const RunResult& r) {
     json mean = json::object();
     for (size_t p = 0; p < r.precisions.size(); ++p)
       mean[to_string(r.precisions[p])] = opt(cs.precision_mean_mhz[p]);
-    j["clocks"] = {{"steady_sm_mhz", *cs.steady_mhz}, {"mean_sm_mhz", mean}, {"boosted_cells", cs.boosted.size()}};
+    j["clocks"] = {{"steady_sm_mhz", *cs.steady_mhz}, {"mean_sm_mhz", mean}, {"boosted_cells", cs.boosted.size()},
+                   {"capped_above_cells", cs.capped_above}, {"light_above_cells", cs.light_above}};
   }
   if (r.step_context) {
     const StepContextInfo& c = *r.step_context;

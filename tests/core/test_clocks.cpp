@@ -104,3 +104,22 @@ TEST(Clocks, JsonCarriesTheSummary) {
   EXPECT_DOUBLE_EQ(j["clocks"]["steady_sm_mhz"].get<double>(), 1500.0);
   EXPECT_DOUBLE_EQ(j["clocks"]["mean_sm_mhz"]["BF16"].get<double>(), 1550.0);
 }
+
+// Above the steady clock at the power cap (NVML's power-cap reason in its samples): the cell's own
+// clock under the cap, counted and noted, never flagged as a transient.
+TEST(Clocks, CellsAboveTheSteadyClockAtThePowerCapAreNotTransients) {
+  Cell capped = cell(1, 1900);
+  capped.clock->reasons = ClockSample::kPowerCap;
+  const RunResult r = run_with({{cell(3, 1400), capped}, {cell(3, 1400), cell(0.0, 0)}});
+  const ClockSummary s = summarize_clocks(r);
+  EXPECT_TRUE(s.boosted.empty());
+  EXPECT_EQ(s.capped_above, 1u);
+  bool note = false;
+  for (const auto& w : clock_warnings(r)) {
+    note |= w.find("1 cell(s) ran more than 10% above the steady clock of 1400 MHz at the power cap") != std::string::npos;
+    EXPECT_EQ(w.find("boost transient"), std::string::npos) << w;
+  }
+  EXPECT_TRUE(note);
+  EXPECT_EQ(to_json(r)["clocks"]["capped_above_cells"], 1);
+  EXPECT_EQ(to_json(r)["clocks"]["boosted_cells"], 0);
+}

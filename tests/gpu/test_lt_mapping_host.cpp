@@ -18,11 +18,11 @@ TEST(LtMappingHost, RecipesMapToTheDocumentedTypesAndScaleModes) {
   const Gemm& fprop = p.gemms[0];
   const Gemm& wgrad = p.gemms[8];
   // TE's MXFP8BlockScaling default: E4M3 for dY too; the hybrid option maps dY to E5M2.
-  EXPECT_EQ(cuda::cuda_type(make_recipe(Precision::MXFP8, wgrad, o).b.format), CUDA_R_8F_E4M3);
+  EXPECT_EQ(cuda::cuda_type(make_recipe(Precision::MXFP8, wgrad, o).a.format), CUDA_R_8F_E4M3);
   o.block_fp8_format = Fp8Format::Hybrid;
   Recipe mx = make_recipe(Precision::MXFP8, wgrad, o);
-  EXPECT_EQ(cuda::cuda_type(mx.a.format), CUDA_R_8F_E4M3);
-  EXPECT_EQ(cuda::cuda_type(mx.b.format), CUDA_R_8F_E5M2);  // dY under the hybrid format
+  EXPECT_EQ(cuda::cuda_type(mx.a.format), CUDA_R_8F_E5M2);  // dY^T under the hybrid format
+  EXPECT_EQ(cuda::cuda_type(mx.b.format), CUDA_R_8F_E4M3);
   EXPECT_EQ(cuda::lt_scale_mode(mx.a.scaling), CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0);
   Recipe nv = make_recipe(Precision::NVFP4, fprop, o);
   EXPECT_EQ(cuda::cuda_type(nv.a.format), CUDA_R_4F_E2M1);
@@ -84,7 +84,7 @@ TEST(LtMappingHost, BlackwellRecipeDescriptorsReadBack) {
                         Want{Precision::NVFP4, 8, CUDA_R_4F_E2M1, CUDA_R_4F_E2M1, CUBLASLT_MATMUL_MATRIX_SCALE_VEC16_UE4M3, true},
                         Want{Precision::MXFP8, 4, CUDA_R_8F_E5M2, CUDA_R_8F_E4M3,  // Dgrad: L = dY
                         CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0, false},
-                        Want{Precision::MXFP8, 8, CUDA_R_8F_E4M3, CUDA_R_8F_E5M2,  // Wgrad: R = dY
+                        Want{Precision::MXFP8, 8, CUDA_R_8F_E5M2, CUDA_R_8F_E4M3,  // Wgrad: L = dY^T
                         CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0, false},
                         Want{Precision::FP8Block, 0, CUDA_R_8F_E4M3, CUDA_R_8F_E4M3, CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0, false}}) {
     const Gemm& g = plan.gemms[static_cast<size_t>(w.gemm)];
