@@ -140,7 +140,8 @@ std::string markdown_table(const Table& t) {
   bool first_note = true;
   for (const Table::Line& l : t.lines)
     if (l.kind == Table::Line::Kind::Note) {
-      out += (first_note ? "\n" : "") + l.note + "\n";
+      if (first_note) out += '\n';
+      out += l.note + "\n";
       first_note = false;
     }
   return out;
@@ -152,7 +153,8 @@ class TextPrinter final : public Printer {
 
  protected:
   void heading(const Block& b, bool first, std::string& out) const override {
-    out += (first ? "" : "\n") + b.text.in(Format::Text).render(Format::Text) + "\n";
+    if (!first) out += '\n';
+    out += b.text.in(Format::Text).render(Format::Text) + "\n";
   }
   void paragraph(const Block& b, bool, std::string& out) const override {
     out += "  " + b.text.in(Format::Text).render(Format::Text) + "\n";
@@ -170,11 +172,13 @@ class MarkdownPrinter final : public Printer {
 
  protected:
   void heading(const Block& b, bool first, std::string& out) const override {
-    out += (first ? "" : "\n") + std::string(static_cast<size_t>(std::max(b.level, 1)), '#') + " " +
+    if (!first) out += '\n';
+    out += std::string(static_cast<size_t>(std::max(b.level, 1)), '#') + " " +
            b.text.in(Format::Markdown).render(Format::Markdown) + "\n";
   }
   void paragraph(const Block& b, bool first, std::string& out) const override {
-    out += (first ? "" : "\n") + b.text.in(Format::Markdown).render(Format::Markdown) + "\n";
+    if (!first) out += '\n';
+    out += b.text.in(Format::Markdown).render(Format::Markdown) + "\n";
   }
   void list(const Block& b, bool first, std::string& out) const override {
     if (!first) out += "\n";
@@ -182,7 +186,8 @@ class MarkdownPrinter final : public Printer {
       if (item.only != Only::Text) out += "- " + item.text.in(Format::Markdown).render(Format::Markdown) + "\n";
   }
   void table(const Block& b, bool first, std::string& out) const override {
-    out += (first ? "" : "\n") + render_table(b.table, Format::Markdown);
+    if (!first) out += '\n';
+    out += render_table(b.table, Format::Markdown);
   }
 };
 
