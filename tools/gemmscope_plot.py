@@ -156,7 +156,7 @@ def normalize_mode_names(doc):
     "summary" to the current ones, so files from before the rename still chart."""
     if isinstance(doc.get("modes"), list):
         doc["modes"] = [canonical_mode(m) if isinstance(m, str) else m for m in doc["modes"]]
-    objs = [g.get("results") for g in doc.get("gemms") or [] if isinstance(g, dict)] + [doc.get("summary")]
+    objs = [g.get("results") for g in doc.get("gemms") or [] if isinstance(g, dict)] + [doc.get("summary"), doc.get("totals")]
     for obj in objs:
         if isinstance(obj, dict):
             for key in list(obj.keys()):
@@ -297,6 +297,7 @@ def select_provider(doc, name, provider):
             if not isinstance(pr, dict) or not isinstance(pr.get(chosen), dict):
                 raise InputError("%s: gemms[%d] has no provider_results.%s" % (name, i, clip(chosen, 80)))
             g["results"] = pr[chosen]
+        doc.pop("totals", None)  # written for the first provider's cells: the chosen one's are summed here
     if providers != ["cublaslt"]:
         others = [p for p in providers if p != chosen]
         doc["_provider_line"] = "kernel provider: %s%s" % (
@@ -482,9 +483,31 @@ def gemm_weights(doc):
     return {"layer": layers, "dense_layer": dense, "moe_layer": moe, "model": 1}
 
 
+def written_total(doc, mode, prec):
+    """The "totals" entry gemmscope wrote for (mode, prec) (docs/json-schema.md): the time the
+    speedups are taken from ("ms"), its spread ("spread_ms") and a prediction's band ("low_ms",
+    "high_ms"), computed by gemmscope itself. None for a file written before "totals" existed, which
+    the functions below then sum from the cells as gemmscope does."""
+    totals = doc.get("totals")
+    if totals is None:
+        return None
+    entry = (totals.get(mode) or {}).get(prec) if isinstance(totals, dict) and isinstance(totals.get(mode), dict) else None
+    where = "totals.%s.%s" % (clip(mode, 80), clip(prec, 80))
+    if not isinstance(entry, dict):
+        raise InputError(where + " must be an object (the file lists the mode and the precision)")
+    for key in ("ms", "spread_ms", "low_ms", "high_ms"):
+        v = entry.get(key)
+        if v is not None and (not _is_num(v) or not 0 <= v <= MAX_MS * MAX_DIM):
+            raise InputError("%s.%s must be a time from 0 to %g ms, got %s" % (where, key, MAX_MS * MAX_DIM, clip(v, 40)))
+    return entry
+
+
 def run_total_sd(doc, mode, prec):
     """±1 standard deviation of run_total: the cells' per-iteration stdevs, each times the number of
     times its GEMM counts (layers), summed as variances (root-sum-square)."""
+    written = written_total(doc, mode, prec)
+    if written is not None:
+        return float(written.get("spread_ms") or 0.0)
     if doc["kind"] != "model":
         return spread_of_sum(doc["gemms"], mode, prec)
     w = gemm_weights(doc)
@@ -495,6 +518,11 @@ def run_total_band(doc, mode, prec):
     """The band of run_total for a predicted document (each GEMM as many times as it counts), or None."""
     if not is_predicted(doc):
         return None
+    written = written_total(doc, mode, prec)
+    if written is not None:
+        if written.get("low_ms") is None or written.get("high_ms") is None:
+            return None
+        return float(written["low_ms"]), float(written["high_ms"])
     if doc["kind"] != "model":
         return band_of_sum([(g, 1) for g in doc["gemms"]], mode, prec)
     w = gemm_weights(doc)
@@ -1180,6 +1208,9 @@ def chart_sweep(doc, mode, baseline, out):
 def run_total(doc, mode, prec):
     """Time the speedups are taken from: the full-model GEMM time of a model run (per-layer total
     x layers + LM head), the sum over all GEMMs of a shapes run. None when any cell is n/a."""
+    written = written_total(doc, mode, prec)
+    if written is not None:
+        return None if written.get("ms") is None else float(written["ms"])
     if doc["kind"] == "model":
         full = ((((doc.get("summary") or {}).get(mode) or {}).get("full_model")) or {})
         if prec in full:

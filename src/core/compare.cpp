@@ -293,9 +293,10 @@ std::string fmt_ms(double v) { return fmt::format("{:.3f}", v); }
 
 std::string pct(double ratio) { return fmt::format("{:+.1f}%", (ratio - 1.0) * 100.0); }
 
-// Text of a B/A cell: the ratio and its flag. Markdown spells the flag out (`worse` / `better`:
-// "slower" / "faster" for times, "less" / "more" for speedups).
-std::string flagged_text(const CompareCell& c, bool markdown, const char* worse, const char* better) {
+// A B/A cell: the ratio and its flag. Text marks a regression "R" and an improvement "I";
+// markdown spells the flag out (`worse` / `better`: "slower" / "faster" for times, "less" / "more"
+// for speedups), strong for a regression, emphasized for an improvement. Within noise: "~".
+print::Cell flagged_cell(const CompareCell& c, const char* worse, const char* better) {
   std::string s;
   if (c.ratio)
     s = fmt::format("{:.3f}", *c.ratio);
@@ -305,13 +306,13 @@ std::string flagged_text(const CompareCell& c, bool markdown, const char* worse,
     s = "ok->n/a";
   else
     s = "n/a->ok";
-  if (c.verdict == Verdict::Regression) return markdown ? fmt::format("**{} {}**", s, worse) : s + " R";
-  if (c.verdict == Verdict::Improvement) return markdown ? fmt::format("_{} {}_", s, better) : s + " I";
-  return c.within_noise ? s + " ~" : s;
+  if (c.verdict == Verdict::Regression) return print::Cell::marked(s, "R", worse, print::Style::Strong);
+  if (c.verdict == Verdict::Improvement) return print::Cell::marked(s, "I", better, print::Style::Emphasis);
+  return c.within_noise ? print::Cell::marked(s, "~") : print::Cell(s);
 }
 
 // A time's cell (per GEMM, totals).
-std::string cell_text(const CompareCell& c, bool markdown) { return flagged_text(c, markdown, "slower", "faster"); }
+print::Cell time_cell(const CompareCell& c) { return flagged_cell(c, "slower", "faster"); }
 
 std::string describe_change(const CompareCell& c) {
   if (c.a_ms && c.b_ms) return fmt::format("{} -> {} ms ({})", fmt_ms(*c.a_ms), fmt_ms(*c.b_ms), pct(*c.ratio));
@@ -373,46 +374,6 @@ void collect(const CompareResult& r, Verdict v, std::vector<Flagged>& out) {
   }
 }
 
-// Left-aligned first `left` columns, right-aligned others.
-std::string render_table(const std::vector<std::vector<std::string>>& rows, size_t left) {
-  std::vector<size_t> w;
-  for (const auto& row : rows) {
-    if (w.size() < row.size()) w.resize(row.size(), 0);
-    for (size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], row[i].size());
-  }
-  std::string out;
-  for (size_t r = 0; r < rows.size(); ++r) {
-    std::string line = "  ";
-    for (size_t i = 0; i < rows[r].size(); ++i) {
-      if (i) line += "  ";
-      if (i < left)
-        line += fmt::format("{:<{}}", rows[r][i], w[i]);
-      else
-        line += fmt::format("{:>{}}", rows[r][i], w[i]);
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-    if (r == 0) {
-      size_t total = 2;
-      for (size_t i = 0; i < w.size(); ++i) total += w[i] + (i ? 2 : 0);
-      out += "  " + std::string(total - 2, '-') + "\n";
-    }
-  }
-  return out;
-}
-
-std::string md_row(const std::vector<std::string>& cells) {
-  std::string s = "|";
-  for (const auto& c : cells) s += " " + c + " |";
-  return s + "\n";
-}
-
-std::string md_align(size_t left, size_t n) {
-  std::string s = "|";
-  for (size_t i = 0; i < n; ++i) s += i < left ? "---|" : "---:|";
-  return s + "\n";
-}
-
 // Strings from the files (and their paths) are printed through printable(): a device name or a
 // date cannot move the cursor or add lines.
 std::string file_line(const std::string& path, const std::string& dev, const std::string& created) {
@@ -425,7 +386,7 @@ std::string file_line(const std::string& path, const std::string& dev, const std
 }
 
 // A speedup's B/A cell (its verdict already the other way round: a lower speedup in B regresses).
-std::string speedup_text(const CompareCell& c, bool markdown) { return flagged_text(c, markdown, "less", "more"); }
+print::Cell speedup_cell(const CompareCell& c) { return flagged_cell(c, "less", "more"); }
 
 std::string noise_head(const CompareMode& m) {
   if (m.totals_noise == NoiseBasis::Band) return "band / reach A / B";
@@ -826,148 +787,131 @@ double parse_threshold(const std::string& text) {
   return frac;
 }
 
-std::string format_compare_text(const CompareResult& r) {
-  std::string out;
-  out += "gemmscope compare (ratio B/A of mean GEMM time: above 1 means B is slower)\n";
-  out += "  A: " + file_line(r.a_path, r.a_device, r.a_created) + "\n";
-  out += "  B: " + file_line(r.b_path, r.b_device, r.b_created) + "\n";
-  for (const auto& d : r.differences) out += "  note: A and B differ in " + d + "\n";
-  if (r.different_gpus)
-    out += fmt::format("  warning: A and B ran on different GPUs ({} vs {}): the ratios compare the hardware too\n",
-                       printable(r.a_device), printable(r.b_device));
-  out += "  kind " + r.kind + ", " + threshold_line(r.threshold) + "\n";
-  if (!predicted_line(r).empty()) out += "  " + predicted_line(r) + "\n";
-  out += "  precisions compared: " + join(r.precisions) + "\n";
-  if (!r.only_a_precisions.empty()) out += "  precisions only in A (not compared): " + join(r.only_a_precisions) + "\n";
-  if (!r.only_b_precisions.empty()) out += "  precisions only in B (not compared): " + join(r.only_b_precisions) + "\n";
-  if (!r.only_a_modes.empty()) out += "  modes only in A (not compared): " + join(r.only_a_modes) + "\n";
-  if (!r.only_b_modes.empty()) out += "  modes only in B (not compared): " + join(r.only_b_modes) + "\n";
+print::Document compare_document(const CompareResult& r) {
+  using print::Inline;
+  using print::Only;
+  using print::Span;
+  using print::Style;
+  using print::Text;
+  const auto strong_label = [](const char* label, std::string rest) {
+    return Inline{Span{label, Style::Strong}, Span{" " + std::move(rest)}};
+  };
+  // A sentence of a list: markdown starts it with a capital.
+  const auto sentence = [](const std::string& s) {
+    std::string md = s;
+    if (!md.empty() && md[0] >= 'a' && md[0] <= 'z') md[0] = static_cast<char>(md[0] - 'a' + 'A');
+    return Text::split(s, md);
+  };
+  const std::string result = fmt::format("Result: {} regression{}, {} improvement{}", r.regressions,
+                                         r.regressions == 1 ? "" : "s", r.improvements, r.improvements == 1 ? "" : "s");
 
+  print::Document d;
+  d.heading(Text::split("gemmscope compare (ratio B/A of mean GEMM time: above 1 means B is slower)", "gemmscope compare"));
+  std::vector<print::Item> about;
+  about.emplace_back(strong_label("A:", file_line(r.a_path, r.a_device, r.a_created)));
+  about.emplace_back(strong_label("B:", file_line(r.b_path, r.b_device, r.b_created)));
+  for (const auto& x : r.differences) about.emplace_back(strong_label("note:", "A and B differ in " + x));
+  if (r.different_gpus)
+    about.emplace_back(strong_label("warning:", fmt::format("A and B ran on different GPUs ({} vs {}): the ratios compare "
+                                                            "the hardware too",
+                                                            printable(r.a_device), printable(r.b_device))));
+  about.emplace_back(sentence("kind " + r.kind + ", " + threshold_line(r.threshold)));
+  if (!predicted_line(r).empty()) about.emplace_back(predicted_line(r));
+  about.emplace_back("precisions compared: " + join(r.precisions), Only::Text);
+  about.emplace_back("Cells show B/A of the mean time (above 1: B is slower).", Only::Markdown);
+  if (!r.only_a_precisions.empty())
+    about.emplace_back(sentence("precisions only in A (not compared): " + join(r.only_a_precisions)));
+  if (!r.only_b_precisions.empty())
+    about.emplace_back(sentence("precisions only in B (not compared): " + join(r.only_b_precisions)));
+  if (!r.only_a_modes.empty()) about.emplace_back(sentence("modes only in A (not compared): " + join(r.only_a_modes)));
+  if (!r.only_b_modes.empty()) about.emplace_back(sentence("modes only in B (not compared): " + join(r.only_b_modes)));
+  d.list(std::move(about));
+  // Markdown leads with the verdict, text ends with it.
+  d.paragraph(Inline{Span{result + ".", Style::Strong}}, Only::Markdown);
+
+  using print::Align;
   for (const CompareMode& m : r.modes) {
-    out += fmt::format("\nMode {}: B/A per GEMM (R = regression, I = improvement)\n", m.mode);
-    std::vector<std::vector<std::string>> rows;
-    std::vector<std::string> head = {"Pass", "Op", "Shape (MxKxN)"};
-    for (const auto& p : r.precisions) head.push_back(p);
-    rows.push_back(head);
+    // B/A per GEMM: text prints it first, markdown after the totals and speedups.
+    std::vector<print::Column> cols = {{"Pass"}, {"Op"}, {"Shape (MxKxN)"}};
+    for (const auto& p : r.precisions) cols.push_back({p, Align::Right});
+    print::Table gemms(std::move(cols));
+    gemms.add_header();
     for (const auto& g : m.gemms) {
-      std::vector<std::string> row = {g.pass, g.label, shape_text(g)};
-      for (const auto& c : g.cells) row.push_back(cell_text(c, false));
-      rows.push_back(row);
+      std::vector<print::Cell> row = {g.pass, g.label, shape_text(g)};
+      for (const auto& c : g.cells) row.push_back(time_cell(c));
+      gemms.add_row(std::move(row));
     }
-    out += render_table(rows, 3);
+    d.heading(fmt::format("Mode {}: B/A per GEMM (R = regression, I = improvement)", m.mode), 3, Only::Text);
+    d.table(gemms, Only::Text);
     if (!m.totals.empty()) {
-      out += fmt::format("\nMode {}: totals\n", m.mode);
-      std::vector<std::vector<std::string>> t = {{"Total", "Precision", "A ms", "B ms", "B/A", noise_head(m)}};
+      d.heading(Text::split(fmt::format("Mode {}: totals", m.mode), fmt::format("{}: totals", m.mode)), 3);
+      print::Table t({{"Total"}, {"Precision"}, {"A ms", Align::Right}, {"B ms", Align::Right}, {"B/A", Align::Right},
+                      {noise_head(m), Align::Right}});
+      t.add_header();
       for (const auto& tr : m.totals)
         for (const auto& c : tr.cells)
-          t.push_back({tr.what, c.precision, c.a_ms ? fmt_ms(*c.a_ms) : "n/a", c.b_ms ? fmt_ms(*c.b_ms) : "n/a",
-                       cell_text(c, false), noise_text(c, 3)});
-      out += render_table(t, 2);
+          t.add_row({tr.what, c.precision, c.a_ms ? fmt_ms(*c.a_ms) : "n/a", c.b_ms ? fmt_ms(*c.b_ms) : "n/a",
+                     time_cell(c), noise_text(c, 3)});
+      d.table(std::move(t));
     }
     if (!m.speedups.empty()) {
-      out += fmt::format("\nMode {}: speedups (full model; B/A below 1 means B gains less)\n", m.mode);
-      std::vector<std::vector<std::string>> t = {{"Speedup", "A", "B", "B/A", noise_head(m)}};
+      d.heading(Text::split(fmt::format("Mode {}: speedups (full model; B/A below 1 means B gains less)", m.mode),
+                            fmt::format("{}: speedups (full model; B/A below 1: B gains less)", m.mode)),
+                3);
+      print::Table t({{"Speedup"}, {"A", Align::Right}, {"B", Align::Right}, {"B/A", Align::Right},
+                      {noise_head(m), Align::Right}});
+      t.add_header();
       for (const auto& sp : m.speedups)
-        t.push_back({sp.name, fmt_speedup(sp.cell.a_ms), fmt_speedup(sp.cell.b_ms), speedup_text(sp.cell, false),
-                     noise_text(sp.cell, 3)});
-      out += render_table(t, 1);
+        t.add_row({sp.name, fmt_speedup(sp.cell.a_ms), fmt_speedup(sp.cell.b_ms), speedup_cell(sp.cell),
+                   noise_text(sp.cell, 3)});
+      d.table(std::move(t));
     }
-    if (!m.totals.empty() || !m.speedups.empty()) out += "  " + noise_rule_line(m.totals_noise) + "\n";
+    if (!m.totals.empty() || !m.speedups.empty())
+      d.paragraph(Text::split(noise_rule_line(m.totals_noise), noise_rule_line(m.totals_noise) + "."));
+    d.heading(fmt::format("{}: B/A per GEMM", m.mode), 3, Only::Markdown);
+    d.table(std::move(gemms), Only::Markdown);
   }
   if (!r.group_differences.empty()) {
-    out += "\nGrouped GEMMs paired although their rows per expert differ (*; the routing differs, so their ratios "
-           "compare different work):\n";
-    for (const auto& s : r.group_differences) out += "  " + s + "\n";
+    d.heading(Text::split("Grouped GEMMs paired although their rows per expert differ (*; the routing differs, so their "
+                          "ratios compare different work):",
+                          "Grouped GEMMs paired although their rows per expert differ"),
+              3);
+    d.paragraph("The routing differs (*), so their ratios compare different work.", Only::Markdown);
+    d.list({r.group_differences.begin(), r.group_differences.end()});
   }
-
   if (!r.unmatched_a.empty() || !r.unmatched_b.empty()) {
-    out += "\nUnmatched GEMMs (not compared):\n";
-    for (const auto& s : r.unmatched_a) out += "  only in A: " + s + "\n";
-    for (const auto& s : r.unmatched_b) out += "  only in B: " + s + "\n";
+    d.heading(Text::split("Unmatched GEMMs (not compared):", "Unmatched GEMMs (not compared)"), 3);
+    std::vector<print::Item> items;
+    for (const auto& s : r.unmatched_a) items.emplace_back(Inline{Span{"only in A: "}, Span{s, Style::Code}});
+    for (const auto& s : r.unmatched_b) items.emplace_back(Inline{Span{"only in B: "}, Span{s, Style::Code}});
+    d.list(std::move(items));
   }
   for (Verdict v : {Verdict::Regression, Verdict::Improvement}) {
     std::vector<Flagged> f;
     collect(r, v, f);
     if (f.empty()) continue;
-    out += fmt::format("\n{} ({}): {}\n", v == Verdict::Regression ? "Regressions" : "Improvements", f.size(),
-                       v == Verdict::Regression
-                           ? fmt::format("B slower than A, or its speedup lower, by more than {:.1f}% and beyond noise, or n/a in B only",
-                                         r.threshold * 100)
-                           : fmt::format("B faster than A, or its speedup higher, by more than {:.1f}% and beyond noise, or n/a in A only",
-                                         r.threshold * 100));
-    for (const auto& x : f) out += "  " + x.where + ": " + x.change + "\n";
+    const bool reg = v == Verdict::Regression;
+    const std::string title = fmt::format("{} ({})", reg ? "Regressions" : "Improvements", f.size());
+    const std::string what =
+        reg ? fmt::format("B slower than A, or its speedup lower, by more than {:.1f}% and beyond noise, or n/a in B only",
+                          r.threshold * 100)
+            : fmt::format("B faster than A, or its speedup higher, by more than {:.1f}% and beyond noise, or n/a in A only",
+                          r.threshold * 100);
+    // Markdown lists the regressions only.
+    const Only only = reg ? Only::Both : Only::Text;
+    d.heading(Text::split(title + ": " + what, title), 3, only);
+    std::vector<print::Item> items;
+    for (const auto& x : f) items.emplace_back(x.where + ": " + x.change);
+    d.list(std::move(items), only);
   }
-  out += fmt::format("\nResult: {} regression{}, {} improvement{}\n", r.regressions, r.regressions == 1 ? "" : "s",
-                     r.improvements, r.improvements == 1 ? "" : "s");
-  return out;
+  d.heading(result, 3, Only::Text);
+  return d;
 }
 
-std::string format_compare_markdown(const CompareResult& r) {
-  std::string out;
-  out += "## gemmscope compare\n\n";
-  out += "- **A:** " + file_line(r.a_path, r.a_device, r.a_created) + "\n";
-  out += "- **B:** " + file_line(r.b_path, r.b_device, r.b_created) + "\n";
-  for (const auto& d : r.differences) out += "- **note:** A and B differ in " + d + "\n";
-  if (r.different_gpus)
-    out += fmt::format("- **warning:** A and B ran on different GPUs ({} vs {}): the ratios compare the hardware too\n",
-                       printable(r.a_device), printable(r.b_device));
-  out += "- Kind " + r.kind + ", " + threshold_line(r.threshold) + "\n";
-  if (!predicted_line(r).empty()) out += "- " + predicted_line(r) + "\n";
-  out += "- Cells show B/A of the mean time (above 1: B is slower).\n";
-  if (!r.only_a_precisions.empty()) out += "- Precisions only in A (not compared): " + join(r.only_a_precisions) + "\n";
-  if (!r.only_b_precisions.empty()) out += "- Precisions only in B (not compared): " + join(r.only_b_precisions) + "\n";
-  if (!r.only_a_modes.empty()) out += "- Modes only in A (not compared): " + join(r.only_a_modes) + "\n";
-  if (!r.only_b_modes.empty()) out += "- Modes only in B (not compared): " + join(r.only_b_modes) + "\n";
-  out += fmt::format("\n**Result: {} regression{}, {} improvement{}.**\n", r.regressions, r.regressions == 1 ? "" : "s",
-                     r.improvements, r.improvements == 1 ? "" : "s");
+std::string format_compare_text(const CompareResult& r) { return print::render(compare_document(r), print::Format::Text); }
 
-  for (const CompareMode& m : r.modes) {
-    if (!m.totals.empty()) {
-      out += fmt::format("\n### {}: totals\n\n", m.mode);
-      out += md_row({"Total", "Precision", "A ms", "B ms", "B/A", noise_head(m)});
-      out += md_align(2, 6);
-      for (const auto& tr : m.totals)
-        for (const auto& c : tr.cells)
-          out += md_row({tr.what, c.precision, c.a_ms ? fmt_ms(*c.a_ms) : "n/a", c.b_ms ? fmt_ms(*c.b_ms) : "n/a",
-                         cell_text(c, true), noise_text(c, 3)});
-    }
-    if (!m.speedups.empty()) {
-      out += fmt::format("\n### {}: speedups (full model; B/A below 1: B gains less)\n\n", m.mode);
-      out += md_row({"Speedup", "A", "B", "B/A", noise_head(m)});
-      out += md_align(1, 5);
-      for (const auto& sp : m.speedups)
-        out += md_row({sp.name, fmt_speedup(sp.cell.a_ms), fmt_speedup(sp.cell.b_ms), speedup_text(sp.cell, true),
-                       noise_text(sp.cell, 3)});
-    }
-    if (!m.totals.empty() || !m.speedups.empty()) out += "\n" + noise_rule_line(m.totals_noise) + ".\n";
-    out += fmt::format("\n### {}: B/A per GEMM\n\n", m.mode);
-    std::vector<std::string> head = {"Pass", "Op", "Shape (MxKxN)"};
-    for (const auto& p : r.precisions) head.push_back(p);
-    out += md_row(head);
-    out += md_align(3, head.size());
-    for (const auto& g : m.gemms) {
-      std::vector<std::string> row = {g.pass, g.label, shape_text(g)};
-      for (const auto& c : g.cells) row.push_back(cell_text(c, true));
-      out += md_row(row);
-    }
-  }
-  if (!r.group_differences.empty()) {
-    out += "\n### Grouped GEMMs paired although their rows per expert differ\n\n";
-    out += "The routing differs (*), so their ratios compare different work.\n\n";
-    for (const auto& s : r.group_differences) out += "- " + s + "\n";
-  }
-  if (!r.unmatched_a.empty() || !r.unmatched_b.empty()) {
-    out += "\n### Unmatched GEMMs (not compared)\n\n";
-    for (const auto& s : r.unmatched_a) out += "- only in A: `" + s + "`\n";
-    for (const auto& s : r.unmatched_b) out += "- only in B: `" + s + "`\n";
-  }
-  std::vector<Flagged> f;
-  collect(r, Verdict::Regression, f);
-  if (!f.empty()) {
-    out += fmt::format("\n### Regressions ({})\n\n", f.size());
-    for (const auto& x : f) out += "- " + x.where + ": " + x.change + "\n";
-  }
-  return out;
+std::string format_compare_markdown(const CompareResult& r) {
+  return print::render(compare_document(r), print::Format::Markdown);
 }
 
 }  // namespace gs

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "core/printer.hpp"
 #include "core/repeats.hpp"
 #include "core/results.hpp"
 
@@ -155,8 +156,14 @@ CompareResult compare_files(const std::string& a_path, const std::string& b_path
 // anything else, negative values or values of 100 % and more.
 double parse_threshold(const std::string& text);
 
-// Both start with a "note: A and B differ in ..." line per difference; strings from the files
-// (device names, dates) have control characters replaced by '?'.
+// The report of a comparison as one document (core/printer.hpp): the files, the notes ("A and B
+// differ in ..." per difference), per mode the B/A per GEMM, the totals and the speedups, the
+// unmatched GEMMs, the regressions and improvements, the result. Text and markdown print the same
+// document (format_compare_text, format_compare_markdown): the same rows and values, markdown with
+// its own headings and order (the result first, the tables per GEMM after the totals, the
+// regressions listed but not the improvements). Strings from the files (device names, dates) have
+// control characters replaced by '?'.
+print::Document compare_document(const CompareResult& r);
 std::string format_compare_text(const CompareResult& r);
 std::string format_compare_markdown(const CompareResult& r);
 

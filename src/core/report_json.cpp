@@ -35,6 +35,65 @@ namespace {
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
+// "totals": per mode and precision, the time a chart takes its speedups from (a model run's full
+// model, the sum of a shapes run's GEMMs), its spread (root-sum-square of the cells' stdevs, each
+// times the times its GEMM counts) and, for a prediction, its band (the cells' band ends summed
+// the same way). The chart script reads these instead of summing cells itself.
+json totals_json(const RunResult& r) {
+  const Plan& plan = r.plan;
+  const auto weight = [&](const Gemm& g) -> double {
+    switch (g.scope) {
+      case Scope::Layer: return static_cast<double>(plan.layers());
+      case Scope::DenseLayer: return static_cast<double>(plan.dense_layers());
+      case Scope::MoeLayer: return static_cast<double>(plan.moe_layers());
+      case Scope::Model: return 1.0;
+      case Scope::Shape: return 1.0;
+    }
+    return 0.0;
+  };
+  // A sum over the plan of a per-GEMM value: the full model's (sum_precision) or every GEMM once.
+  const auto total = [&](const CellValue& value) -> std::optional<double> {
+    if (plan.model_mode) return sum_precision(plan, value).full_model;
+    double sum = 0;
+    for (size_t g = 0; g < plan.gemms.size(); ++g) {
+      const std::optional<double> v = value(g);
+      if (!v) return std::nullopt;
+      sum += *v;
+    }
+    return sum;
+  };
+  json out = json::object();
+  out["scope"] = plan.model_mode ? "full_model" : "all_gemms";
+  for (size_t m = 0; m < r.modes.size(); ++m) {
+    json jm = json::object();
+    for (size_t p = 0; p < r.precisions.size(); ++p) {
+      const auto cell_of = [&](size_t g) -> const Cell& { return r.cell(m, g, p); };
+      const std::optional<double> ms =
+          total([&](size_t g) { return cell_of(g).ok ? std::optional<double>(cell_of(g).stats.mean_ms) : std::nullopt; });
+      double ss = 0;
+      for (size_t g = 0; g < plan.gemms.size(); ++g)
+        if (cell_of(g).ok) ss += std::pow(weight(plan.gemms[g]) * cell_of(g).stats.stdev_ms, 2);
+      json jp = {{"ms", opt(ms)}, {"spread_ms", ms ? json(std::sqrt(ss)) : json(nullptr)}};
+      if (r.predicted()) {
+        const auto end = [&](double TimeBand::*f) {
+          return total([&](size_t g) {
+            const Cell& c = cell_of(g);
+            return c.ok && c.band ? std::optional<double>((*c.band).*f) : std::nullopt;
+          });
+        };
+        const auto lo = end(&TimeBand::low_ms), hi = end(&TimeBand::high_ms);
+        if (ms && lo && hi) {
+          jp["low_ms"] = *lo;
+          jp["high_ms"] = *hi;
+        }
+      }
+      jm[to_string(r.precisions[p])] = jp;
+    }
+    out[to_string(r.modes[m])] = jm;
+  }
+  return out;
+}
+
 // Experts and MLA of a config (schema /2; absent for dense models and plain attention).
 void moe_mla_json(json& j, const ModelConfig& c) {
   const MoeConfig& m = c.moe;
@@ -487,6 +546,7 @@ json to_json(const RunResult& r) {
     }
     j["summary"] = sum;
   }
+  if (!r.dry_run && !r.modes.empty()) j["totals"] = totals_json(r);
   const PlanFlops f = plan_flops(r.plan);
   j["plan"] = {{"flops_per_layer", {{"fprop", f.fprop}, {"dgrad", f.dgrad}, {"wgrad", f.wgrad}, {"total", f.per_layer()}}},
                {"flops_model_once", f.model_once},

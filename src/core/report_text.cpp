@@ -13,6 +13,7 @@
 #include "core/grouped.hpp"
 
 #include "core/clocks.hpp"
+#include "core/printer.hpp"
 #include "core/repeats.hpp"
 
 namespace gs {
@@ -36,35 +37,22 @@ struct Footnotes {
   }
 };
 
-struct Table {
-  std::vector<int> widths;
-  // The separators of a table are as wide as its rows can be (at least the report's width).
-  std::string rule(char c, size_t columns) const {
-    int w = 0;
-    for (size_t i = 0; i < columns; ++i) w += (i < widths.size() ? widths[i] : 12) + (i > 1 ? 1 : 0);
-    return std::string(static_cast<size_t>(std::max(w, kWidth)), c) + "\n";
-  }
-  std::string row(const std::vector<std::string>& cells) const {
-    std::string out;
-    int debt = 0;  // how far a label ran past its column; an empty cell after it gives that room back
-    for (size_t i = 0; i < cells.size(); ++i) {
-      int w = i < widths.size() ? widths[i] : 12;
-      if (cells[i].empty() && debt > 0) {
-        const int give = std::min(debt, w);
-        w -= give;
-        debt -= give;
-      }
-      if (i < 2 && static_cast<int>(cells[i].size()) > w) debt += static_cast<int>(cells[i].size()) - w;
-      // A cell as wide as its column (huge shapes or values) still gets a space before it.
-      const bool sep = i > 0 && !out.empty() && out.back() != ' ' &&
-                       static_cast<int>(cells[i].size()) >= w;
-      if (sep) out += ' ';
-      out += i < 2 ? fmt::format("{:<{}}", cells[i], w) : fmt::format("{:>{}}", cells[i], w);
-    }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
-  }
-};
+// The run report's tables: the printer's fixed layout (core/printer.hpp), the first two columns
+// left-aligned labels (a long label runs into the empty cells after it), the others right-aligned
+// numbers, rules as wide as the rows can be and at least the report's width.
+print::Table report_table(const std::vector<int>& widths, const std::vector<std::string>& headers = {}) {
+  print::Table t;
+  t.layout = print::Table::Layout::Fixed;
+  t.min_rule = kWidth;
+  for (size_t i = 0; i < widths.size(); ++i)
+    t.columns.push_back({i < headers.size() ? headers[i] : std::string(), i < 2 ? print::Align::Left : print::Align::Right,
+                         widths[i]});
+  return t;
+}
+
+std::vector<print::Cell> cells(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
+
+std::string text(const print::Table& t) { return print::render_table(t, print::Format::Text); }
 
 // Plan-table numbers: one decimal, but three significant digits below 1 (tiny shapes are not 0.0).
 std::string plan_number(double v) { return v >= 1.0 || v == 0.0 ? fmt::format("{:.1f}", v) : fmt::format("{:.3g}", v); }
@@ -166,51 +154,51 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
   const ModeSummary s = summarize_mode(r, mode);
   const bool moe = r.plan.has_moe();
   const int64_t n_moe = r.plan.moe_layers(), n_dense = r.plan.dense_layers();
-  const size_t ncols = 2 + r.precisions.size();
   // The summary first: per-layer and full-model time, measured speedups.
-  Table st;
-  st.widths = {22, 0};
-  for (size_t i = 0; i < r.precisions.size(); ++i) st.widths.push_back(prec_width(r));
-  auto sums_row = [&](const std::string& label, auto field) {
-    std::vector<std::string> row = {label, ""};
-    for (const auto& ps : s.sums) row.push_back(ms(field(ps)));
-    return st.row(row);
-  };
-  out += "Per-Layer GEMM Time:\n";
+  std::vector<int> sw = {22, 0};
+  for (size_t i = 0; i < r.precisions.size(); ++i) sw.push_back(prec_width(r));
   std::vector<std::string> head = {"", ""};
   for (auto& h : prec_headers(r, "ms")) head.push_back(h);
-  out += st.row(head);
+  print::Table st = report_table(sw, head);
+  auto sums_row = [&](const std::string& label, auto field) {
+    std::vector<print::Cell> row = {label, ""};
+    for (const auto& ps : s.sums) row.push_back(ms(field(ps)));
+    st.add_row(std::move(row));
+  };
+  out += "Per-Layer GEMM Time:\n";
+  st.add_header();
   if (!moe || n_dense > 0) {
-    if (moe) out += fmt::format("Dense layer ({} of {}):\n", n_dense, r.plan.layers());
-    out += sums_row("Fprop:", [](const PrecisionSums& p) { return p.fprop; });
-    out += sums_row("Dgrad:", [](const PrecisionSums& p) { return p.dgrad; });
-    out += sums_row("Fprop + Dgrad:", [](const PrecisionSums& p) { return p.fprop_dgrad; });
-    out += sums_row("Wgrad:", [](const PrecisionSums& p) { return p.wgrad; });
-    out += sums_row("Per-layer total:", [](const PrecisionSums& p) { return p.total; });
+    if (moe) st.add_note(fmt::format("Dense layer ({} of {}):", n_dense, r.plan.layers()));
+    sums_row("Fprop:", [](const PrecisionSums& p) { return p.fprop; });
+    sums_row("Dgrad:", [](const PrecisionSums& p) { return p.dgrad; });
+    sums_row("Fprop + Dgrad:", [](const PrecisionSums& p) { return p.fprop_dgrad; });
+    sums_row("Wgrad:", [](const PrecisionSums& p) { return p.wgrad; });
+    sums_row("Per-layer total:", [](const PrecisionSums& p) { return p.total; });
   }
   if (moe) {
-    out += fmt::format("MoE layer ({} of {}):\n", n_moe, r.plan.layers());
-    out += sums_row("Fprop:", [](const PrecisionSums& p) { return p.moe_fprop; });
-    out += sums_row("Dgrad:", [](const PrecisionSums& p) { return p.moe_dgrad; });
-    out += sums_row("Wgrad:", [](const PrecisionSums& p) { return p.moe_wgrad; });
-    out += sums_row("Per-layer total:", [](const PrecisionSums& p) { return p.moe_total; });
-    out += "Per layer, 3 passes:\n";
-    out += sums_row("Attention projections:", [](const PrecisionSums& p) { return p.attention; });
-    if (n_dense > 0) out += sums_row("Dense MLP:", [](const PrecisionSums& p) { return p.dense_mlp; });
-    out += sums_row("Router (BF16):", [](const PrecisionSums& p) { return p.router; });
-    out += sums_row("Routed experts:", [](const PrecisionSums& p) { return p.routed_experts; });
+    st.add_note(fmt::format("MoE layer ({} of {}):", n_moe, r.plan.layers()));
+    sums_row("Fprop:", [](const PrecisionSums& p) { return p.moe_fprop; });
+    sums_row("Dgrad:", [](const PrecisionSums& p) { return p.moe_dgrad; });
+    sums_row("Wgrad:", [](const PrecisionSums& p) { return p.moe_wgrad; });
+    sums_row("Per-layer total:", [](const PrecisionSums& p) { return p.moe_total; });
+    st.add_note("Per layer, 3 passes:");
+    sums_row("Attention projections:", [](const PrecisionSums& p) { return p.attention; });
+    if (n_dense > 0) sums_row("Dense MLP:", [](const PrecisionSums& p) { return p.dense_mlp; });
+    sums_row("Router (BF16):", [](const PrecisionSums& p) { return p.router; });
+    sums_row("Routed experts:", [](const PrecisionSums& p) { return p.routed_experts; });
     if (r.plan.config->moe.shared_experts > 0)
-      out += sums_row("Shared experts:", [](const PrecisionSums& p) { return p.shared_experts; });
+      sums_row("Shared experts:", [](const PrecisionSums& p) { return p.shared_experts; });
   }
   if (s.has_model_once) {
-    out += "Once per step:\n";
-    out += sums_row("LM Head (3 passes):", [](const PrecisionSums& p) { return p.model_once; });
+    st.add_note("Once per step:");
+    sums_row("LM Head (3 passes):", [](const PrecisionSums& p) { return p.model_once; });
   }
   if (moe)
-    out += fmt::format("Full Model ({} dense + {} MoE layers{}):\n", n_dense, n_moe, s.has_model_once ? " + LM head" : "");
+    st.add_note(fmt::format("Full Model ({} dense + {} MoE layers{}):", n_dense, n_moe, s.has_model_once ? " + LM head" : ""));
   else
-    out += fmt::format("Full Model ({} layers{}):\n", r.plan.layers(), s.has_model_once ? " + LM head" : "");
-  out += sums_row("Total GEMM time (ms):", [](const PrecisionSums& p) { return p.full_model; });
+    st.add_note(fmt::format("Full Model ({} layers{}):", r.plan.layers(), s.has_model_once ? " + LM head" : ""));
+  sums_row("Total GEMM time (ms):", [](const PrecisionSums& p) { return p.full_model; });
+  out += text(st);
   out += fmt::format("Measured GEMM Speedups (full model, {} mode):\n", to_string(r.modes[mode]));
   for (const Speedup& sp : s.speedups)
     out += sp.value ? fmt::format("{}: {:.2f}x\n", sp.name(), *sp.value) : fmt::format("{}: N/A\n", sp.name());
@@ -218,74 +206,76 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
     out += "LM Head: BF16 in every column (--lm-head-precision bf16, as Megatron and Transformer Engine keep the "
            "output layer out of FP8)\n";
   // Then the per-GEMM detail.
-  Table t;
   int op_width = 10;
   for (const Gemm& x : r.plan.gemms) op_width = std::max(op_width, static_cast<int>(op_cell(x).size()) + 1);
-  t.widths = {op_width, 20};
-  for (size_t i = 0; i < r.precisions.size(); ++i) t.widths.push_back(prec_width(r));
-  out += t.rule('=', ncols);
+  std::vector<int> pw = {op_width, 20};
+  for (size_t i = 0; i < r.precisions.size(); ++i) pw.push_back(prec_width(r));
+  std::vector<std::string> ph = {"Op", "Shape"};
+  for (auto& h : prec_headers(r, "ms")) ph.push_back(h);
+  print::Table t = report_table(pw, ph);
+  t.add_rule('=');
   for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
-    out += fmt::format("{} Shapes:\n", pass_label(pass));
-    out += t.rule('-', ncols);
-    std::vector<std::string> ph = {"Op", "Shape"};
-    for (auto& h : prec_headers(r, "ms")) ph.push_back(h);
-    out += t.row(ph);
-    out += t.rule('-', ncols);
+    t.add_note(fmt::format("{} Shapes:", pass_label(pass)));
+    t.add_rule('-');
+    t.add_header();
+    t.add_rule('-');
     bool lm = false;
     for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
       const Gemm& x = r.plan.gemms[g];
       if (x.pass != pass) continue;
       lm |= x.scope == Scope::Model;
-      std::vector<std::string> row = {op_cell(x), x.shape()};
+      std::vector<print::Cell> row = {op_cell(x), x.shape()};
       for (size_t p = 0; p < r.precisions.size(); ++p) row.push_back(cell_ms(r.cell(mode, g, p), fn));
-      out += t.row(row);
+      t.add_row(std::move(row));
     }
-    out += t.rule('-', ncols);
+    t.add_rule('-');
     if (!moe) {
       std::vector<std::string> sum = {fmt::format("{} sum (ms):", pass_label(pass)), ""};
       for (size_t p = 0; p < r.precisions.size(); ++p) {
         const auto& ps = s.sums[p];
         sum.push_back(ms(pass == Pass::Fprop ? ps.fprop : pass == Pass::Dgrad ? ps.dgrad : ps.wgrad));
       }
-      out += t.row(sum);
+      t.add_row(cells(sum));
     } else {
       // One sum per kind of layer: a dense layer (attention + dense MLP), a MoE layer (attention +
       // router + experts).
       if (n_dense > 0) {
         std::vector<std::string> sum = {fmt::format("{} sum, dense layer (ms):", pass_label(pass)), ""};
         for (const auto& ps : s.sums) sum.push_back(ms(pass == Pass::Fprop ? ps.fprop : pass == Pass::Dgrad ? ps.dgrad : ps.wgrad));
-        out += t.row(sum);
+        t.add_row(cells(sum));
       }
       std::vector<std::string> sum = {fmt::format("{} sum, MoE layer (ms):", pass_label(pass)), ""};
       for (const auto& ps : s.sums)
         sum.push_back(ms(pass == Pass::Fprop ? ps.moe_fprop : pass == Pass::Dgrad ? ps.moe_dgrad : ps.moe_wgrad));
-      out += t.row(sum);
-      out += fmt::format("MLP rows run in the {} dense layers only; Router, Expert and Shared rows in the {} MoE layers "
-                         "only; the others in every layer.\n", n_dense, n_moe);
+      t.add_row(cells(sum));
+      t.add_note(fmt::format("MLP rows run in the {} dense layers only; Router, Expert and Shared rows in the {} MoE layers "
+                             "only; the others in every layer.", n_dense, n_moe));
     }
-    if (lm) out += "* LM Head runs once per step, not per layer; it is not in the per-layer sums.\n";
-    out += t.rule('=', ncols);
+    if (lm) t.add_note("* LM Head runs once per step, not per layer; it is not in the per-layer sums.");
+    t.add_rule('=');
   }
+  out += text(t);
   // Throughput of every GEMM: the first number a CUTLASS or nvbench user looks for.
-  Table tt;
-  tt.widths = {op_width + 8, 20};
-  for (size_t i = 0; i < r.precisions.size(); ++i) tt.widths.push_back(prec_width(r) + 3);
-  out += "Throughput per GEMM (TFLOP/s):\n";
-  out += tt.rule('-', ncols);
+  std::vector<int> tw = {op_width + 8, 20};
+  for (size_t i = 0; i < r.precisions.size(); ++i) tw.push_back(prec_width(r) + 3);
   std::vector<std::string> th = {"Pass Op", "Shape"};
   for (Precision p : r.precisions) th.push_back(fmt::format("{} TF/s", to_string(p)));
-  out += tt.row(th);
-  out += tt.rule('-', ncols);
+  print::Table tt = report_table(tw, th);
+  out += "Throughput per GEMM (TFLOP/s):\n";
+  tt.add_rule('-');
+  tt.add_header();
+  tt.add_rule('-');
   for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
     const Gemm& x = r.plan.gemms[g];
-    std::vector<std::string> row = {fmt::format("{} {}", pass_label(x.pass), op_cell(x)), x.shape()};
+    std::vector<print::Cell> row = {fmt::format("{} {}", pass_label(x.pass), op_cell(x)), x.shape()};
     for (size_t p = 0; p < r.precisions.size(); ++p) {
       const Cell& c = r.cell(mode, g, p);
       row.push_back(c.ok ? fmt::format("{:.1f}", tflops(x, c.stats.mean_ms)) : fmt::format("N/A[{}]", fn.index(c.reason)));
     }
-    out += tt.row(row);
+    tt.add_row(std::move(row));
   }
-  out += tt.rule('=', ncols);
+  tt.add_rule('=');
+  out += text(tt);
   out += step_estimate_block(r, mode);
   if (moe) out += moe_grouped_block(r, mode);
   return out;
@@ -293,23 +283,24 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
 
 std::string shapes_block(const RunResult& r, size_t mode, Footnotes& fn) {
   std::string out;
-  Table t;
-  t.widths = {22, 0};
+  std::vector<int> widths = {22, 0};
   // Wide enough for the longest header ("FP8Current TFLOP/s") plus a gap.
-  for (size_t i = 0; i < r.precisions.size(); ++i) t.widths.push_back(prec_width(r) + 7);
+  for (size_t i = 0; i < r.precisions.size(); ++i) widths.push_back(prec_width(r) + 7);
   auto table = [&](const char* title, const char* unit, auto value) {
     out += fmt::format("{}:\n", title);
-    out += t.rule('-', 2 + r.precisions.size());
     std::vector<std::string> head = {"Shape (MxKxN)", ""};
     for (auto& h : prec_headers(r, unit)) head.push_back(h);
-    out += t.row(head);
-    out += t.rule('-', 2 + r.precisions.size());
+    print::Table t = report_table(widths, head);
+    t.add_rule('-');
+    t.add_header();
+    t.add_rule('-');
     for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
-      std::vector<std::string> row = {r.plan.gemms[g].shape(), ""};
+      std::vector<print::Cell> row = {r.plan.gemms[g].shape(), ""};
       for (size_t p = 0; p < r.precisions.size(); ++p) row.push_back(value(g, p));
-      out += t.row(row);
+      t.add_row(std::move(row));
     }
-    out += t.rule('=', 2 + r.precisions.size());
+    t.add_rule('=');
+    out += text(t);
   };
   table("Time per GEMM", "ms", [&](size_t g, size_t p) { return cell_ms(r.cell(mode, g, p), fn); });
   table("Throughput", "TFLOP/s", [&](size_t g, size_t p) {
@@ -346,27 +337,27 @@ std::string modes_block(const RunResult& r) {
     title += (i ? " vs " : "") + name;
   }
   out += fmt::format("{} ({}):\n", title, r.plan.model_mode ? "per-layer GEMM time" : "sum over shapes");
-  Table t;
   std::vector<std::string> head = {"Precision", ""};
-  t.widths = {14, 0};
+  std::vector<int> widths = {14, 0};
   for (Mode m : r.modes) {
     head.push_back(fmt::format("{} ms", mode_short(m)));
-    t.widths.push_back(m == Mode::PreQuantized ? 16 : 14);
+    widths.push_back(m == Mode::PreQuantized ? 16 : 14);
   }
   const bool one = quantizing.size() == 1;
   for (size_t i : quantizing) {
     const std::string pre = one ? "Quant" : mode_short(r.modes[i]);
     head.push_back(pre + " ovh ms");
     head.push_back(one ? "Ovh %" : pre + " ovh %");
-    t.widths.push_back(16);
-    t.widths.push_back(one ? 12 : 16);
+    widths.push_back(16);
+    widths.push_back(one ? 12 : 16);
   }
   for (Mode m : r.modes) {
     head.push_back(m == Mode::PreQuantized ? "Spd pre-q" : fmt::format("Spd {}", m == Mode::PerGemm ? "per-GEMM" : "training"));
-    t.widths.push_back(14);
+    widths.push_back(14);
   }
-  out += t.row(head);
-  out += t.rule('-', head.size());
+  print::Table t = report_table(widths, head);
+  t.add_header();
+  t.add_rule('-');
   // Summaries once per mode (model mode), not once per precision.
   std::vector<ModeSummary> sums;
   if (r.plan.model_mode)
@@ -397,15 +388,15 @@ std::string modes_block(const RunResult& r) {
       }
       row.push_back(sp);
     }
-    out += t.row(row);
+    t.add_row(cells(row));
   }
-  if (pq && bf != r.precisions.end())
-    out += "BF16 quantizes nothing: its differences between modes are measurement noise.\n";
-  out += fmt::format("Spd = speedup vs BF16 in that mode.{}\n",
-                     !pq ? std::string()
-                     : one ? fmt::format(" Quant ovh = {} - pre-quantized.", to_string(r.modes[quantizing[0]]))
-                           : std::string(" <Mode> ovh = that mode - pre-quantized."));
-  out += t.rule('=', head.size());
+  if (pq && bf != r.precisions.end()) t.add_note("BF16 quantizes nothing: its differences between modes are measurement noise.");
+  t.add_note(fmt::format("Spd = speedup vs BF16 in that mode.{}",
+                         !pq ? std::string()
+                         : one ? fmt::format(" Quant ovh = {} - pre-quantized.", to_string(r.modes[quantizing[0]]))
+                               : std::string(" <Mode> ovh = that mode - pre-quantized.")));
+  t.add_rule('=');
+  out += text(t);
   return out;
 }
 
@@ -414,30 +405,30 @@ std::string accuracy_block(const RunResult& r, Footnotes& fn) {
   out += fmt::format("Accuracy (relative Frobenius error vs an FP32 GEMM of the BF16 inputs; {} inputs{}):\n",
                      to_string(r.accuracy_dist),
                      r.accuracy_dist == Dist::Outliers ? ": 0.1% of activation/gradient elements x50" : "");
-  Table t;
-  t.widths = {16, 20};
-  for (size_t i = 0; i < r.accuracy_precisions.size(); ++i) t.widths.push_back(13);
-  const size_t ncols = 2 + r.accuracy_precisions.size();
-  out += t.rule('-', ncols);
+  std::vector<int> widths = {16, 20};
+  for (size_t i = 0; i < r.accuracy_precisions.size(); ++i) widths.push_back(13);
   std::vector<std::string> head = {"Pass Op", "Shape"};
   for (Precision p : r.accuracy_precisions) head.push_back(to_string(p));
-  out += t.row(head);
-  out += t.rule('-', ncols);
+  print::Table t = report_table(widths, head);
+  t.add_rule('-');
+  t.add_header();
+  t.add_rule('-');
   bool any_emulated = false;
   for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
     const Gemm& x = r.plan.gemms[g];
-    std::vector<std::string> row = {x.scope == Scope::Shape ? "-" : fmt::format("{} {}", pass_label(x.pass), x.label()),
+    std::vector<print::Cell> row = {x.scope == Scope::Shape ? "-" : fmt::format("{} {}", pass_label(x.pass), x.label()),
                                     x.shape()};
     for (size_t p = 0; p < r.accuracy_precisions.size(); ++p) {
       const AccuracyCell& c = r.accuracy[g][p];
       any_emulated |= c.ok && c.emulated;
       row.push_back(c.ok ? fmt::format("{:.2e}{}", c.rel_error, c.emulated ? "*" : "") : fmt::format("N/A[{}]", fn.index(c.reason)));
     }
-    out += t.row(row);
+    t.add_row(std::move(row));
   }
-  out += t.rule('-', ncols);
-  if (any_emulated) out += "* emulated: our quantization, dequantized, BF16 GEMM with FP32 accumulation (no native kernel on this GPU)\n";
-  out += t.rule('=', ncols);
+  t.add_rule('-');
+  if (any_emulated) t.add_note("* emulated: our quantization, dequantized, BF16 GEMM with FP32 accumulation (no native kernel on this GPU)");
+  t.add_rule('=');
+  out += text(t);
   return out;
 }
 
@@ -653,26 +644,27 @@ std::string render_plan_text(const RunResult& r) {
   const bool scoped = r.plan.model_mode;
   const size_t width = scoped ? 125 : 110;
   out += std::string(width, '=') + "\n";
-  Table t;
-  t.widths = {7, 10, 20, 12, 14, 14, 11, 11, 11, 15};
   std::vector<std::string> head = {"Pass", "Op", "Shape", "GFLOP", "A (m x k)", "B (k x n)", "BF16 MB", "FP8 MB", "NVFP4 MB"};
   if (scoped) head.push_back("Runs in");
-  out += t.row(head);
-  out += "  (MB = bytes the GEMM kernel reads + writes: operands in that format with scales; output BF16, Wgrad FP32 r+w)\n";
-  out += std::string(width, '-') + "\n";
+  const std::vector<int> widths = {7, 10, 20, 12, 14, 14, 11, 11, 11, 15};
+  print::Table t = report_table({widths.begin(), widths.begin() + static_cast<std::ptrdiff_t>(head.size())}, head);
+  t.add_header();
+  t.add_note("  (MB = bytes the GEMM kernel reads + writes: operands in that format with scales; output BF16, Wgrad FP32 r+w)");
+  t.add_note(std::string(width, '-'));  // the plan's own rules, wider than its columns
   auto mb = [&](Precision p, const Gemm& g) {
     return plan_number(byte_count(make_recipe(p, g, r.recipe_options), g).gemm / 1e6);
   };
   auto opnd = [](const Operand& o) { return fmt::format("{}{}", to_string(o.role), o.k_major ? "" : "^T"); };
   for (const Gemm& g : r.plan.gemms) {
-    std::vector<std::string> row = {g.scope == Scope::Shape ? "-" : pass_label(g.pass),
+    std::vector<print::Cell> row = {g.scope == Scope::Shape ? "-" : pass_label(g.pass),
                                     g.scope == Scope::Shape ? "-" : g.label(),
                                     g.shape(), plan_number(g.flops() / 1e9), opnd(g.a), opnd(g.b),
                                     mb(Precision::BF16, g), mb(Precision::FP8Current, g), mb(Precision::NVFP4, g)};
     if (scoped) row.push_back(scope_text(g));
-    out += t.row(row);
+    t.add_row(std::move(row));
   }
-  out += std::string(width, '-') + "\n";
+  t.add_note(std::string(width, '-'));
+  out += text(t);
   out += "  ^T: operand stored with the contraction dimension strided (FP8 on Hopper needs a transposed copy)\n";
   const PlanFlops f = plan_flops(r.plan);
   if (r.plan.model_mode) {
