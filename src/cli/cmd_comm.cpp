@@ -17,10 +17,7 @@ namespace gs::cli {
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+std::string lower(std::string_view s) { return ascii_lower(s); }
 
 const char* const kLayoutFlags[] = {"--data-parallel", "--sequence-parallel", "--zero-stage", "--grad-reduce-type",
                                     "--comm-iters", "--comm-json"};

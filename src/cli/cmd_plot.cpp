@@ -145,8 +145,7 @@ namespace {
 // --kind in any case; an unknown kind is refused with a suggestion, as every enum value is.
 std::string chart_kind(const std::string& typed) {
   static const std::vector<std::string> kinds = {"auto", "model", "shapes", "sweep", "modes", "roofline", "experts", "fleet"};
-  std::string k = typed;
-  for (char& ch : k) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string k = ascii_lower(typed);
   if (std::find(kinds.begin(), kinds.end(), k) != kinds.end()) return k;
   throw UsageError(fmt::format("--kind must be auto, model, shapes, sweep, modes, roofline, experts or fleet, got '{}'{}",
                                clip_text(typed, 80), did_you_mean(typed, kinds)));

@@ -28,7 +28,8 @@ GpuDb load_db() {
   return read_gpu_db_file(*path);
 }
 
-std::vector<Mode> modes_of(const std::string& mode, bool model) {
+std::vector<Mode> modes_of(const std::string& given, bool model) {
+  const std::string mode = ascii_lower(given);  // names in any case, as everywhere
   if (mode.empty() || mode == "all")
     return model ? std::vector<Mode>{Mode::PerGemm, Mode::Training, Mode::PreQuantized}
                  : std::vector<Mode>{Mode::PerGemm, Mode::PreQuantized};

@@ -1,6 +1,6 @@
-// Subcommands of the gemmscope CLI that live outside main.cpp.
+// Subcommands of the gemmscope CLI that live outside cli.cpp.
 //
-// main.cpp dispatches `gemmscope plot ...` and `gemmscope compare ...` here with the subcommand
+// cli.cpp dispatches `gemmscope plot ...` and `gemmscope compare ...` here with the subcommand
 // name as argv[0]: run_plot(argc - 1, argv + 1).
 #pragma once
 

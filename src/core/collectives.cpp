@@ -51,8 +51,7 @@ int64_t comm_type_bytes(CommType t) {
   return 0;
 }
 CommType comm_type_from_string(const std::string& s) {
-  std::string l = trim(s);
-  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  const std::string l = ascii_lower(trim(s));
   if (l == "fp32") return CommType::Fp32;
   if (l == "bf16") return CommType::Bf16;
   throw UsageError(fmt::format("gradient reduction type '{}' is not fp32 or bf16", clip_text(printable(s), 40)));

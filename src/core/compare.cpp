@@ -1,4 +1,5 @@
 #include "core/compare.hpp"
+#include "core/settings.hpp"
 #include "core/provider.hpp"
 
 #include <fmt/format.h>
@@ -482,36 +483,8 @@ std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
       out.push_back(fmt::format("plan.routing.counts: max/mean rows per expert {:.2f} vs {:.2f}, empty experts {} vs {}",
                                 u.max_over_mean(), v.max_over_mean(), u.empty_experts(), v.empty_experts()));
   }
-  const RecipeOptions &p = a.recipe_options, &q = b.recipe_options;
-  note_difference(out, "recipe_options.fp8_format", std::string(to_string(p.fp8_format)),
-                  std::string(to_string(q.fp8_format)));
-  note_difference(out, "recipe_options.fp8_accumulation", std::string(to_string(p.fp8_accum)),
-                  std::string(to_string(q.fp8_accum)));
-  note_difference(out, "recipe_options.amax_history_len", p.amax_history_len, q.amax_history_len);
-  note_difference(out, "recipe_options.nvfp4_2d_weights", p.nvfp4_2d_weights, q.nvfp4_2d_weights);
-  note_difference(out, "recipe_options.nvfp4_rht", p.nvfp4_rht, q.nvfp4_rht);
-  note_difference(out, "recipe_options.nvfp4_stochastic_rounding", p.nvfp4_stochastic_rounding,
-                  q.nvfp4_stochastic_rounding);
-  note_difference(out, "recipe_options.producer_amax", p.producer_amax, q.producer_amax);
-  note_difference(out, "recipe_options.lm_head_precision", std::string(p.lm_head_bf16 ? "bf16" : "same"),
-                  std::string(q.lm_head_bf16 ? "bf16" : "same"));
-  note_difference(out, "recipe_options.fp8_block_via_mxfp8", p.fp8_block_via_mxfp8, q.fp8_block_via_mxfp8);
-  note_difference(out, "recipe_options.grouped_quant", std::string(p.grouped_quant_fused ? "fused" : "per-expert"),
-                  std::string(q.grouped_quant_fused ? "fused" : "per-expert"));
-  note_difference(out, "recipe_options.wgrad_output", std::string(p.wgrad_fp32_accumulate ? "fp32-accumulate" : "bf16"),
-                  std::string(q.wgrad_fp32_accumulate ? "fp32-accumulate" : "bf16"));
-  note_difference(out, "timing.method", a.timing.method, b.timing.method);
-  note_difference(out, "timing.warmup", a.timing.warmup, b.timing.warmup);
-  note_difference(out, "timing.iters", a.timing.iters, b.timing.iters);
-  note_difference(out, "timing.gpu_warmup_s", a.timing.gpu_warmup_s, b.timing.gpu_warmup_s);
-  note_difference(out, "timing.l2", a.timing.l2, b.timing.l2);
-  note_difference(out, "timing.step_other_ms", a.timing.step_other_ms, b.timing.step_other_ms);
-  note_difference(out, "timing.step_context", std::string(to_string(a.timing.step_context_kind)),
-                  std::string(to_string(b.timing.step_context_kind)));
-  note_difference(out, "timing.repeats", a.timing.repeats, b.timing.repeats);
-  note_difference(out, "timing.power_hold", std::string(a.timing.power_hold ? "on" : "off"),
-                  std::string(b.timing.power_hold ? "on" : "off"));
-  if (a.seed && b.seed) note_difference(out, "timing.seed", *a.seed, *b.seed);
+  // The run's settings (recipe options, timing, GEMM options): the registry's labels (core/settings.hpp).
+  for (std::string& d : settings_differences(a, b)) out.push_back(std::move(d));
   return out;
 }
 

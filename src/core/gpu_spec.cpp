@@ -35,10 +35,7 @@ namespace {
 constexpr size_t kMaxGpus = 4096;
 constexpr size_t kMaxGpuKeyChars = 64;
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
+std::string lower(std::string_view s) { return ascii_lower(s); }
 
 bool alnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 

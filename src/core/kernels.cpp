@@ -1,4 +1,5 @@
 #include "core/kernels.hpp"
+#include "core/settings.hpp"
 
 #include <fmt/format.h>
 
@@ -46,11 +47,7 @@ const char* to_string(KernelInputs k) {
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
+std::string lower(std::string_view s) { return ascii_lower(s); }
 
 bool has(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
@@ -326,28 +323,16 @@ CellKernels kernels_from_json(const json& cell, const std::string& where) {
   return k;
 }
 
+// The registry (core/settings.hpp) declares gemm_options' keys, defaults and checks.
 json gemm_options_to_json(const GemmOptions& o) {
-  return {{"algo", algo_option_string(o)},
-          {"num_sms", o.num_sms},
-          {"kernel_trace", o.trace_kernels},
-          {"kernel_trace_iters", o.trace_iters},
-          {"profile", o.profile}};
+  json j = json::object();
+  gemm_settings_to_json(o, j);
+  return j;
 }
 
 GemmOptions gemm_options_from_json(const json& j, const std::string& where) {
   GemmOptions o;
-  if (!j.is_object()) throw UsageError(where + " must be an object");
-  if (const std::string a = str(j, "algo", where); !a.empty()) {
-    try {
-      parse_algo_option(a, o);
-    } catch (const UsageError& e) {
-      throw UsageError(fmt::format("{}.algo: {}", where, e.what()));
-    }
-  }
-  o.num_sms = integer(j, "num_sms", where, 0);
-  if (const json* v = field(j, "kernel_trace"); v && v->is_boolean()) o.trace_kernels = v->get<bool>();
-  o.trace_iters = integer(j, "kernel_trace_iters", where, o.trace_iters);
-  if (const json* v = field(j, "profile"); v && v->is_boolean()) o.profile = v->get<bool>();
+  gemm_settings_from_json(j, where, o);
   return o;
 }
 

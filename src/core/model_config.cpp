@@ -1,3 +1,4 @@
+#include "core/text_util.hpp"
 #include "core/model_config.hpp"
 
 #include <fmt/format.h>
@@ -122,12 +123,8 @@ const std::vector<Preset>& presets() {
 const Preset& find_preset(const std::string& name) {
   std::string known;
   std::vector<std::string> names;
-  auto lower = [](std::string x) {
-    for (char& ch : x) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    return x;
-  };
   for (const auto& p : presets()) {
-    if (lower(p.name) == lower(name)) return p;
+    if (iequals(p.name, name)) return p;
     known += (known.empty() ? "" : ", ") + p.name;
     names.push_back(p.name);
   }

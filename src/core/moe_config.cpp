@@ -1,3 +1,4 @@
+#include "core/text_util.hpp"
 #include "core/moe_config.hpp"
 
 #include <fmt/format.h>
@@ -91,10 +92,7 @@ std::string json_hint(const json& v) {
   return d.size() <= 40 ? d : d.substr(0, 37) + "...";
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-  return s;
-}
+std::string lower(std::string_view s) { return ascii_lower(s); }
 
 // Fields gemmscope reads, or knows to leave the linear layers' shapes alone (router scoring and
 // losses, group-limited routing, inference-time expert placement, attention variants).

@@ -43,8 +43,7 @@ std::string chart_path_problem(const std::string& path) {
   if (path.empty()) return "empty file name";
   std::string name = base_name(path);
   if (name.empty()) return "ends in '/': give a file name ending in .png, .svg or .pdf";
-  std::string lower = name;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = ascii_lower(name);
   const auto ends = [&](const char* e) { return lower.size() >= 4 && lower.compare(lower.size() - 4, 4, e) == 0; };
   if (!ends(".png") && !ends(".svg") && !ends(".pdf")) return "the chart file must end in .png, .svg or .pdf";
   const std::string stem = name.substr(0, name.size() - 4);

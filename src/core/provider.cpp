@@ -1,4 +1,5 @@
 #include "core/provider.hpp"
+#include "core/text_util.hpp"
 
 #include <fmt/format.h>
 
@@ -46,9 +47,7 @@ std::string lower_trim(const std::string& s) {
   size_t a = 0, b = s.size();
   while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
   while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
-  std::string out = s.substr(a, b - a);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
+  return ascii_lower(s.substr(a, b - a));
 }
 
 std::string known_list() {

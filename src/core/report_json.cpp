@@ -22,6 +22,7 @@
 
 #include "core/clocks.hpp"
 #include "core/provider.hpp"
+#include "core/settings.hpp"
 #include "core/repeats.hpp"
 #include "core/step_context.hpp"
 #include "core/report_step.hpp"
@@ -397,32 +398,13 @@ json to_json(const RunResult& r) {
   } else {
     j["device"] = nullptr;
   }
-  j["timing"] = {{"method", r.timing.method}, {"warmup", r.timing.warmup}, {"iters", r.timing.iters},
-                 {"gpu_warmup_s", r.timing.gpu_warmup_s}};
-  if (r.timing.repeats > 1) j["timing"]["repeats"] = r.timing.repeats;
-  j["timing"]["l2"] = r.timing.l2;
-  if (r.timing.step_other_ms > 0) {
-    j["timing"]["step_other_ms"] = r.timing.step_other_ms;
-    j["timing"]["step_gap_ms_per_gflop"] = r.timing.step_gap_ms_per_gflop;
-  }
-  j["timing"]["step_context"] = to_string(r.timing.step_context_kind);
-  j["timing"]["power_hold"] = r.timing.power_hold;
-  if (r.seed) j["timing"]["seed"] = *r.seed;
+  // The run's settings through the registry (core/settings.hpp); the step gap is derived.
+  j["timing"] = json::object();
+  settings_to_json(r, "timing", j["timing"]);
+  if (r.timing.step_other_ms > 0) j["timing"]["step_gap_ms_per_gflop"] = r.timing.step_gap_ms_per_gflop;
+  j["recipe_options"] = json::object();
+  settings_to_json(r, "recipe_options", j["recipe_options"]);
   const RecipeOptions& o = r.recipe_options;
-  j["recipe_options"] = {
-      {"fp8_format", to_string(o.fp8_format)},
-      {"fp8_accumulation", to_string(o.fp8_accum)},
-      {"amax_history_len", o.amax_history_len},
-      {"nvfp4_2d_weights", o.nvfp4_2d_weights},
-      {"nvfp4_rht", o.nvfp4_rht},
-      {"nvfp4_stochastic_rounding", o.nvfp4_stochastic_rounding},
-      {"producer_amax", o.producer_amax},
-      {"lm_head_precision", o.lm_head_bf16 ? "bf16" : "same"},
-      {"fp8_block_via_mxfp8", o.fp8_block_via_mxfp8},
-      {"block_fp8_format", to_string(o.block_fp8_format)},
-      {"fp8_block_pow2_scales", o.fp8_block_pow2_scales},
-      {"grouped_quant", o.grouped_quant_fused ? "fused" : "per-expert"},
-      {"wgrad_output", o.wgrad_fp32_accumulate ? "fp32-accumulate" : "bf16"}};
   j["gemm_options"] = gemm_options_to_json(r.gemm_options);
   j["modes"] = json::array();
   for (Mode m : r.modes) j["modes"].push_back(to_string(m));
@@ -658,73 +640,17 @@ RunResult read_result(const json& j, const std::string& name) {
     di.cublaslt_version = get_or<int64_t>(*d, "cublaslt_version", where, 0);
     r.device = di;
   }
-  if (const json* t = find(j, "timing"); t && !t->is_null()) {
-    const std::string where = top("timing");
-    if (!t->is_object()) throw UsageError(where + " must be an object");
-    r.timing.method = get_or<std::string>(*t, "method", where, r.timing.method);
-    r.timing.warmup = get_or<int>(*t, "warmup", where, r.timing.warmup);
-    r.timing.iters = get_or<int>(*t, "iters", where, r.timing.iters);
-    r.timing.gpu_warmup_s = number_in(*t, "gpu_warmup_s", where, r.timing.gpu_warmup_s, 0.0, 1e6, " s");
-    r.timing.repeats = get_or<int>(*t, "repeats", where, 1);
-    r.timing.l2 = get_or<std::string>(*t, "l2", where, "warm");  // files before --l2 measured warm
-    if (r.timing.l2 != "warm" && r.timing.l2 != "cold") throw UsageError(where + ".l2 must be \"warm\" or \"cold\"");
-    // Files before --step-other-ms timed GEMMs back to back.
-    r.timing.step_other_ms = number_in(*t, "step_other_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");
-    r.timing.step_gap_ms_per_gflop = number_in(*t, "step_gap_ms_per_gflop", where, 0.0, 0.0, 1e9, " ms/GFLOP");
-    // Files before --step-context had none (back to back, or --step-other-ms alone).
-    const std::string ctx = get_or<std::string>(*t, "step_context", where, "none");
-    try {
-      r.timing.step_context_kind = step_context_from_string(ctx);
-    } catch (const UsageError&) {
-      throw UsageError(where + ".step_context must be one of te, eager, compile, none");
-    }
-    r.timing.power_hold = get_or<bool>(*t, "power_hold", where, false);  // files before --power-hold had none
-    if (r.timing.repeats < 1 || r.timing.repeats > static_cast<int>(kMaxRepeats))
-      throw UsageError(fmt::format("{}.repeats must be an integer from 1 to {}", where, kMaxRepeats));
-    if (const json* seed = find(*t, "seed")) r.seed = as<uint64_t>(*seed, where + ".seed");
-  }
-  // Files written before --lm-head-precision ran the LM head in each column's precision.
-  r.recipe_options.lm_head_bf16 = false;
-  // Files written before these options existed quantized experts one by one and wrote BF16 Wgrad.
-  r.recipe_options.grouped_quant_fused = false;
-  r.recipe_options.wgrad_fp32_accumulate = false;
-  if (const json* o = find(j, "recipe_options"); o && !o->is_null()) {
-    const std::string where = top("recipe_options");
-    if (!o->is_object()) throw UsageError(where + " must be an object");
-    RecipeOptions& ro = r.recipe_options;
-    const std::string fmt8 = get_or<std::string>(*o, "fp8_format", where, "hybrid");
-    if (fmt8 != "hybrid" && fmt8 != "e4m3")
-      throw UsageError(fmt::format("{}.fp8_format must be \"hybrid\" or \"e4m3\"", where));
-    ro.fp8_format = fmt8 == "e4m3" ? Fp8Format::E4M3 : Fp8Format::Hybrid;
-    const std::string acc = get_or<std::string>(*o, "fp8_accumulation", where, "auto");
-    if (acc != "auto" && acc != "fast" && acc != "split")
-      throw UsageError(fmt::format("{}.fp8_accumulation must be \"auto\", \"fast\" or \"split\"", where));
-    ro.fp8_accum = acc == "fast" ? Accumulation::Fast : acc == "split" ? Accumulation::Split : Accumulation::Auto;
-    ro.amax_history_len = get_or<int>(*o, "amax_history_len", where, 1024);
-    ro.nvfp4_2d_weights = get_or<bool>(*o, "nvfp4_2d_weights", where, true);
-    ro.nvfp4_rht = get_or<bool>(*o, "nvfp4_rht", where, true);
-    ro.nvfp4_stochastic_rounding = get_or<bool>(*o, "nvfp4_stochastic_rounding", where, true);
-    ro.producer_amax = get_or<bool>(*o, "producer_amax", where, true);
-    ro.fp8_block_via_mxfp8 = get_or<bool>(*o, "fp8_block_via_mxfp8", where, false);
-    const std::string lm = get_or<std::string>(*o, "lm_head_precision", where, "same");
-    if (lm != "same" && lm != "bf16")
-      throw UsageError(fmt::format("{}.lm_head_precision must be \"same\" or \"bf16\"", where));
-    ro.lm_head_bf16 = lm == "bf16";
-    // Files written before these fields existed ran block/MX recipes as hybrid with FP32 scales.
-    const std::string bfmt = get_or<std::string>(*o, "block_fp8_format", where, "hybrid");
-    if (bfmt != "hybrid" && bfmt != "e4m3")
-      throw UsageError(fmt::format("{}.block_fp8_format must be \"hybrid\" or \"e4m3\"", where));
-    ro.block_fp8_format = bfmt == "e4m3" ? Fp8Format::E4M3 : Fp8Format::Hybrid;
-    ro.fp8_block_pow2_scales = get_or<bool>(*o, "fp8_block_pow2_scales", where, false);
-    // Files written before these fields existed quantized experts one by one and wrote BF16 Wgrad.
-    const std::string gq = get_or<std::string>(*o, "grouped_quant", where, "per-expert");
-    if (gq != "fused" && gq != "per-expert")
-      throw UsageError(fmt::format("{}.grouped_quant must be \"fused\" or \"per-expert\"", where));
-    ro.grouped_quant_fused = gq == "fused";
-    const std::string wo = get_or<std::string>(*o, "wgrad_output", where, "bf16");
-    if (wo != "fp32-accumulate" && wo != "bf16")
-      throw UsageError(fmt::format("{}.wgrad_output must be \"fp32-accumulate\" or \"bf16\"", where));
-    ro.wgrad_fp32_accumulate = wo == "fp32-accumulate";
+  // The run's settings through the registry (core/settings.hpp): a key a file lacks takes the
+  // value files written before it meant.
+  {
+    const json* t = find(j, "timing");
+    if (t && t->is_null()) t = nullptr;
+    settings_from_json(t, "timing", top("timing"), r);
+    // Derived from the plan and --step-other-ms.
+    if (t) r.timing.step_gap_ms_per_gflop = number_in(*t, "step_gap_ms_per_gflop", top("timing"), 0.0, 0.0, 1e9, " ms/GFLOP");
+    const json* o = find(j, "recipe_options");
+    if (o && o->is_null()) o = nullptr;
+    settings_from_json(o, "recipe_options", top("recipe_options"), r);
   }
   if (const json* go = find(j, "gemm_options"); go && !go->is_null()) r.gemm_options = gemm_options_from_json(*go, top("gemm_options"));
   const std::vector<std::string> mode_names = string_list(j, "modes", name);

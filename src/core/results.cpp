@@ -7,14 +7,15 @@
 #include <stdexcept>
 
 #include "core/error.hpp"
+#include "core/text_util.hpp"
 
 namespace gs {
 
 const char* to_string(Dist d) { return d == Dist::Normal ? "normal" : "outliers"; }
 
-Dist dist_from_string(const std::string& s) {
-  if (s == "normal") return Dist::Normal;
-  if (s == "outliers") return Dist::Outliers;
+Dist dist_from_string(const std::string& s) {  // any case
+  if (iequals(s, "normal")) return Dist::Normal;
+  if (iequals(s, "outliers")) return Dist::Outliers;
   throw UsageError(fmt::format("unknown distribution '{}' (normal, outliers)", s));
 }
 

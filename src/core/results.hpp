@@ -94,16 +94,20 @@ struct DeviceInfo {
   ArchPolicy arch_policy() const { return ArchPolicy(compute_capability()); }
 };
 
+// --l2 (core/settings.cpp holds the names "warm" and "cold").
+enum class L2State { Warm, Cold };
+const char* to_string(L2State l);
+
 struct TimingConfig {
   std::string method = "cuda-events";
   int warmup = 10;
   int iters = 100;
   double gpu_warmup_s = 5.0;
   int repeats = 1;  // --repeats: every cell measured this many times, interleaved GEMM-major
-  // --l2: "warm" (operands stay in L2 from one iteration to the next) or "cold" (L2 flushed
+  // --l2: warm (operands stay in L2 from one iteration to the next) or cold (L2 flushed
   // between iterations, outside the timed samples).
-  std::string l2 = "warm";
-  bool l2_cold() const { return l2 == "cold"; }
+  L2State l2 = L2State::Warm;
+  bool l2_cold() const { return l2 == L2State::Cold; }
   // --step-other-ms: the non-GEMM kernel time of one layer's training step, run as memory-bound
   // work between timed iterations (core/step_context.hpp); 0 = GEMMs back to back.
   double step_other_ms = 0;

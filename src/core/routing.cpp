@@ -1,4 +1,5 @@
 #include "core/routing.hpp"
+#include "core/text_util.hpp"
 
 #include "core/input_file.hpp"
 
@@ -114,7 +115,7 @@ RoutingSpec parse_routing(const std::string& s) {
   RoutingSpec r;
   const std::string shown = clip_text(s, 80);  // what messages quote of it
   const auto colon = s.find(':');
-  const std::string name = s.substr(0, colon);
+  const std::string name = ascii_lower(s.substr(0, colon));  // the kind in any case; a file's path as given
   const std::string arg = colon == std::string::npos ? std::string() : s.substr(colon + 1);
   const bool has_arg = colon != std::string::npos;
   if ((name == "balanced" || name == "random") && !has_arg) {

@@ -1,4 +1,5 @@
 #include "core/step_model.hpp"
+#include "core/settings.hpp"
 
 #include <fmt/format.h>
 
@@ -33,13 +34,7 @@ const char* step_context_framework(StepContextKind k) {
 }
 
 StepContextKind step_context_from_string(const std::string& s) {
-  std::string v = s;
-  for (char& ch : v) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  for (StepContextKind k : {StepContextKind::None, StepContextKind::TransformerEngine, StepContextKind::Eager,
-                            StepContextKind::Compiled})
-    if (v == to_string(k)) return k;
-  if (v == "transformer-engine") return StepContextKind::TransformerEngine;
-  if (v == "compiled") return StepContextKind::Compiled;
+  if (const std::optional<StepContextKind> k = step_context_names().find(s)) return *k;  // any case, old names too
   throw UsageError(fmt::format("--step-context must be te, eager, compile or none, got '{}'{}", clip_text(s, 80),
                                did_you_mean(s, {"te", "eager", "compile", "none"})));
 }

@@ -1,4 +1,5 @@
 #include "core/suggest.hpp"
+#include "core/text_util.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -19,10 +20,7 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 namespace {
 
-std::string lower(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
+std::string lower(std::string_view s) { return ascii_lower(s); }
 
 // Lower case, '_' as '-', no leading dashes.
 std::string norm(const std::string& s) {

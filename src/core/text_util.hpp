@@ -31,4 +31,8 @@ double parse_decimal_number(std::string_view text, std::string_view what);
 // '?': for strings from files and the command line that end up on a terminal.
 std::string printable(std::string_view text);
 
+// Names are matched in any case (ASCII): the one lower-casing helper of the project.
+std::string ascii_lower(std::string_view text);
+bool iequals(std::string_view a, std::string_view b);
+
 }  // namespace gs

@@ -1,5 +1,5 @@
 // libFuzzer harness: the command line. The input is split at newlines into arguments and given
-// to the gemmscope front end (src/cli/main.cpp, compiled in with its main() renamed): flags,
+// to the gemmscope front end (cli/cli.hpp's gemmscope_main, the library main.cpp calls): flags,
 // --shapes/--sweep-sizes/--precisions lists, presets, model sizes, `compare` and its
 // --threshold. The documented exit statuses are 0 (the plan, in this CPU-only build), 1
 // (compare: regressions) and 2 (bad input); 70 (internal error) or anything else is a finding.
@@ -27,19 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/cli_util.hpp"
-#include "core/error.hpp"
-#include "core/model_config.hpp"
-#include "core/output_paths.hpp"
-#include "core/plan.hpp"
-#include "core/report.hpp"
-#include "core/runner.hpp"
-#include "core/text_util.hpp"
-
-// main.cpp's own text only: its headers are included above (include guards keep them out now).
-#define main gemmscope_cli_main
-#include "cli/main.cpp"
-#undef main
+#include "cli/cli.hpp"
 
 namespace {
 
@@ -146,7 +134,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::cout.clear();
-  const int rc = gemmscope_cli_main(static_cast<int>(args.size()), argv.data());
+  const int rc = gs::cli::gemmscope_main(static_cast<int>(args.size()), argv.data());
   clear_scratch();
   if (rc != 0 && rc != 1 && rc != 2) {
     std::fprintf(stderr, "fuzz_flags: exit status %d is not in the documented set {0, 1, 2}\n", rc);

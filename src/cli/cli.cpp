@@ -1,0 +1,648 @@
+// gemmscope's command line as a library (cli/cli.hpp): the options, the run request, the
+// dispatch to the subcommands. main.cpp, the tests and the flag fuzzer call gemmscope_main().
+#include "cli/cli.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fmt/format.h>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "cli/cli_util.hpp"
+#include "cli/cmd_comm.hpp"
+#include "cli/cmd_mpi.hpp"
+#include "core/comm_step.hpp"
+#include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "core/model_config.hpp"
+#include "core/output_paths.hpp"
+#include "core/plan.hpp"
+#include "core/provider.hpp"
+#include "core/report.hpp"
+#include "core/runner.hpp"
+#include "core/settings.hpp"
+#include "core/step_context.hpp"
+#include "core/step_model.hpp"
+#include "core/suggest.hpp"
+#include "core/text_util.hpp"
+#if __has_include("cli/commands.hpp")
+#include "cli/commands.hpp"
+#define GS_HAVE_SUBCOMMANDS 1
+#endif
+#ifdef GEMMSCOPE_WITH_CUDA
+#include "cuda/engine_cuda.hpp"
+#endif
+
+namespace {
+
+using namespace gs;
+
+struct Options {
+  ModelOverrides model;
+  std::string config_path, preset, shapes, mode, sweep_spec;  // mode "": training (model) / per-gemm (shapes)
+  bool sweep = false, list_models = false, dry_run = false, pre_quantize = false, quiet = false;
+  bool verify_dgrad = false;  // the seed's early flag; a no-op here (Dgrad is always measured)
+  bool accuracy = false, accuracy_only = false;
+  bool mode_given = false;  // --mode was on the command line (o.mode alone cannot tell the default)
+  std::string dist = "normal";
+  bool bf16_only = false;
+  bool no_bf16 = false, no_fp8_current = false, no_fp8_delayed = false, no_fp8_block = false, no_mxfp8 = false,
+       no_fp4 = false;
+  std::string precisions;
+  std::string out_chart, out_json, out_csv;
+  std::string grouped = "streams:4";
+  int64_t device = 0;
+  // The registry's settings as given (core/settings.hpp): "section.key" -> the text.
+  GivenSettings settings;
+  bool kernels = false;  // --kernels: print the kernel table (core/kernels.hpp, docs/kernels.md)
+  cli::CommFlags comm;  // --comm, --comm-only and the layout flags (cmd_comm.hpp)
+  bool all_gpus = false;         // never set here: dispatch() hands --all-gpus to cmd_fleet.cpp
+  std::string fleet_threshold;   // idem
+  bool mpi = false;              // never set here: dispatch() hands --mpi to cmd_mpi.cpp
+  std::string provider = "cublaslt";  // --provider (core/provider.hpp)
+};
+
+// The first of CLI11's comma-separated option names: "--hidden_size,--hidden-size" -> "--hidden_size".
+std::string first_name(const char* names) {
+  const std::string s = names;
+  return s.substr(0, s.find(','));
+}
+
+// Integer and number options take their text and parse it as plain decimal (text_util.hpp):
+// CLI11's own conversion detects bases (010 = 8, 0x200 = 512) and accepts nan/inf.
+// `Dst` is int64_t, or std::optional<int64_t> for model fields that are unset unless given.
+template <class Dst>
+CLI::Option* add_int(CLI::App& app, const char* names, Dst& dst, const char* help) {
+  const std::string flag = first_name(names);
+  return app.add_option_function<std::string>(names, [&dst, flag](const std::string& v) { dst = parse_decimal_int(v, flag); },
+                                              help)
+      ->type_name("INT");
+}
+
+}  // namespace
+
+// The registry's settings of help group `group` as CLI11 options (core/settings.hpp): each stores
+// the text it was given in `given`; numbers are checked for their syntax as they are parsed (as
+// every integer option is), values against their names and ranges by apply_settings().
+void gs::cli::add_setting_options(CLI::App& app, GivenSettings& given, const std::string& group) {
+  for (const Setting& s : run_settings()) {
+    if (s.flags.empty() || s.group != group) continue;
+    const std::string path = s.path();
+    if (s.type == SettingType::Flag) {
+      app.add_flag_callback(s.flags, [&given, path] { given[path] = ""; }, s.help)->group(group);
+      continue;
+    }
+    const Setting* sp = &s;
+    CLI::Option* opt = app.add_option_function<std::string>(
+        s.flags,
+        [&given, path, sp](const std::string& v) {
+          if (sp->type == SettingType::Int) parse_decimal_int(v, sp->first_flag());
+          if (sp->type == SettingType::Uint) parse_decimal_uint(v, sp->first_flag());
+          if (sp->type == SettingType::Number) parse_decimal_number(v, sp->first_flag());
+          given[path] = v;
+        },
+        s.help);
+    opt->group(group);
+    if (!s.type_name.empty()) opt->type_name(s.type_name);
+  }
+}
+
+namespace {
+
+void add_model_options(CLI::App& app, Options& o) {
+  auto i64 = [&](const char* names, std::optional<int64_t>& dst, const char* help) {
+    add_int(app, names, dst, help)->group("Model");
+  };
+  i64("--hidden_size,--hidden-size", o.model.hidden_size, "Hidden size");
+  i64("--intermediate_size,--intermediate-size", o.model.intermediate_size, "MLP intermediate size");
+  i64("--num_attention_heads,--num-attention-heads", o.model.num_attention_heads, "Attention heads");
+  i64("--num_key_value_heads,--num-key-value-heads", o.model.num_key_value_heads, "KV heads for GQA/MQA (default: = heads)");
+  i64("--head_dim,--head-dim", o.model.head_dim, "Head dimension (default: hidden / heads)");
+  i64("--num_hidden_layers,--num-hidden-layers", o.model.num_hidden_layers, "Transformer layers");
+  i64("--micro_batch_size,--micro-batch-size", o.model.micro_batch_size, "Micro-batch size");
+  i64("--sequence_length,--sequence-length,--seq_length", o.model.sequence_length, "Sequence length");
+  i64("--vocab_size,--vocab-size", o.model.vocab_size, "Vocabulary size: adds the LM-head GEMMs (once per step)");
+  i64("--tensor-parallel,--tensor_parallel,--tp", o.model.tensor_parallel, "Tensor-parallel degree (per-rank shapes)");
+  i64("--make-vocab-size-divisible-by,--make_vocab_size_divisible_by", o.model.vocab_divisible_by,
+      "Pad the LM head's vocabulary to a multiple of this x TP, as Megatron (default: 128 under tensor "
+      "parallelism, no padding at TP 1)");
+  // Two flags, each with its own help line (one CLI11 flag with a '!' negation renders as
+  // "--gated-mlp,--gated_mlp,--no-gated-mlp{false}").
+  CLI::Option* gated = app.add_flag_callback("--gated-mlp,--gated_mlp", [&o] { o.model.gated_mlp = true; },
+                                             "Gated MLP (SwiGLU/GeGLU): MLP-up N = 2 x intermediate")
+                           ->group("Model");
+  CLI::Option* plain = app.add_flag_callback("--no-gated-mlp,--no_gated_mlp", [&o] { o.model.gated_mlp = false; },
+                                             "Plain MLP: overrides a preset or config.json that gates")
+                           ->group("Model");
+  // Both given: an error after parsing (CLI11's excludes() would add "Excludes: ..." to the help).
+  app.final_callback([gated, plain] {
+    if (gated->count() > 0 && plain->count() > 0) throw UsageError("--gated-mlp and --no-gated-mlp are mutually exclusive");
+  });
+  // Mixture-of-Experts and Multi-head Latent Attention (docs/moe.md).
+  auto moe = [&](const char* names, std::optional<int64_t>& dst, const char* help) {
+    add_int(app, names, dst, help)->group("MoE and MLA");
+  };
+  moe("--num-experts,--num_experts", o.model.moe.num_experts, "Routed experts per MoE layer (0: dense MLP)");
+  moe("--top-k,--top_k,--num-experts-per-tok", o.model.moe.top_k, "Experts per token");
+  moe("--moe-intermediate-size,--moe_intermediate_size", o.model.moe.expert_intermediate_size,
+      "One routed expert's FFN size (default: --intermediate_size)");
+  moe("--shared-experts,--n-shared-experts", o.model.moe.shared_experts, "Shared experts (every token; dense GEMMs)");
+  moe("--shared-expert-intermediate-size", o.model.moe.shared_expert_intermediate_size,
+      "One shared expert's FFN size (default: the routed expert size)");
+  moe("--first-dense-layers,--first-k-dense-replace", o.model.moe.first_dense_layers,
+      "Leading layers with a dense MLP of --intermediate_size instead of experts");
+  moe("--moe-layer-freq", o.model.moe.layer_freq, "Experts only in layers i with i % N == 0 (after the dense ones)");
+  moe("--expert-parallel,--ep", o.model.moe.expert_parallel,
+      "Expert-parallel ranks: E/N experts each; the busiest rank's experts are planned");
+  app.add_option_function<std::string>(
+         "--routing", [&o](const std::string& v) { o.model.moe.routing = v; },
+         "balanced | random (seeded, default) | lognormal:SIGMA | hot:FRACTION | file:PATH (JSON list of per-expert "
+         "token counts)")
+      ->type_name("KIND")
+      ->group("MoE and MLA");
+  app.add_option_function<std::string>(
+         "--capacity-factor",
+         [&o](const std::string& v) {
+           const double f = parse_decimal_number(v, "--capacity-factor");
+           if (!(f > 0) || f > 1e6) throw UsageError("--capacity-factor must be a positive number");
+           o.model.moe.capacity_factor = f;
+         },
+         "Drop tokens over ceil(F x assignments / experts) per expert (reported)")
+      ->type_name("F")
+      ->group("MoE and MLA");
+  app.add_option_function<std::string>(
+         "--q-lora-rank,--q_lora_rank",
+         [&o](const std::string& v) {
+           if (iequals(v, "none")) { o.model.moe.q_lora_rank = 0; return; }
+           const int64_t r = parse_decimal_int(v, "--q-lora-rank");
+           if (r <= 0) throw UsageError(fmt::format("--q-lora-rank must be > 0 (or 'none' for a plain q projection), got {}", r));
+           o.model.moe.q_lora_rank = r;
+         },
+         "MLA q low rank, or 'none' (a plain q projection)")
+      ->type_name("INT|none")
+      ->group("MoE and MLA");
+  moe("--kv-lora-rank,--kv_lora_rank", o.model.moe.kv_lora_rank, "MLA kv low rank (enables MLA)");
+  moe("--qk-nope-head-dim,--qk_nope_head_dim", o.model.moe.qk_nope_head_dim, "MLA per-head q/k dimension without rope");
+  moe("--qk-rope-head-dim,--qk_rope_head_dim", o.model.moe.qk_rope_head_dim, "MLA per-head rope dimension");
+  moe("--v-head-dim,--v_head_dim", o.model.moe.v_head_dim, "MLA per-head value dimension");
+  app.add_option("--config", o.config_path, "Hugging Face config.json (flags override its values)")->group("Model");
+  app.add_option("--model", o.preset, "Model preset (see --list-models)")->group("Model");
+  app.add_flag("--list-models", o.list_models, "List model presets and exit")->group("Model");
+}
+
+std::vector<Precision> chosen_precisions(const Options& o) {
+  std::vector<Precision> out;
+  if (o.bf16_only) {
+    if (!o.precisions.empty()) throw UsageError("--bf16-only and --precisions are mutually exclusive");
+    return {Precision::BF16};
+  }
+  if (!o.precisions.empty()) {
+    for (const std::string& item : split_list(o.precisions)) {
+      const Precision p = precision_from_string(item);  // an empty item is "unknown precision ''"
+      for (Precision q : out)
+        if (q == p) throw UsageError(fmt::format("--precisions lists {} twice", item));
+      out.push_back(p);
+    }
+    return out;
+  }
+  for (Precision p : kAllPrecisions) {
+    if ((p == Precision::BF16 && o.no_bf16) || (p == Precision::FP8Current && o.no_fp8_current) ||
+        (p == Precision::FP8Delayed && o.no_fp8_delayed) || (p == Precision::FP8Block && o.no_fp8_block) ||
+        (p == Precision::MXFP8 && o.no_mxfp8) || (p == Precision::NVFP4 && o.no_fp4))
+      continue;
+    out.push_back(p);
+  }
+  if (out.empty()) throw UsageError("every precision is disabled; nothing to measure");
+  return out;
+}
+
+// --sweep-sizes "512,1024,...": square sizes N only (an MxKxN item is refused even when M = K = N).
+std::vector<int64_t> sweep_sizes(const std::string& spec) {
+  if (spec.empty()) return {256, 512, 1024, 2048, 4096, 8192, 16384};
+  int index = 0;
+  for (const std::string& item : split_list(spec)) {
+    ++index;
+    if (item.find_first_of("xX") != std::string::npos)
+      throw UsageError(fmt::format("--sweep-sizes takes square sizes N (e.g. 512,1024), got item {} '{}'", index, clip_text(item, 80)));
+  }
+  std::vector<int64_t> out;
+  for (const Gemm& g : build_shapes_plan(spec, "--sweep-sizes").gemms) out.push_back(g.m);
+  return out;
+}
+
+// Names are matched case-insensitively everywhere (--mode Training, --model Llama-3-8B, --dist Normal).
+std::string lower(std::string_view s) { return ascii_lower(s); }
+
+// --grouped serial | streams:N -> EngineOptions::grouped_streams (0 = serial).
+int grouped_streams(const std::string& v) {
+  if (v == "serial") return 0;
+  const std::string prefix = "streams:";
+  if (v.rfind(prefix, 0) == 0) {
+    const std::string num = v.substr(prefix.size());
+    const int64_t n = num.empty() || num.find_first_not_of("0123456789") != std::string::npos ? -1
+                      : num.size() > 3                                                     ? 1000
+                                                                                           : std::stoll(num);
+    if (n >= 1 && n <= 64) return static_cast<int>(n);
+  }
+  throw UsageError(fmt::format("--grouped must be serial, streams:N with N in 1..64, or cutlass, got '{}'", clip_text(v, 80)));
+}
+
+// --grouped cutlass is --provider cutlass: the default provider list becomes CUTLASS alone; a list
+// that names CUTLASS already is kept; any other list contradicts it.
+std::vector<std::string> grouped_cutlass_providers(const std::vector<std::string>& providers) {
+  if (providers == std::vector<std::string>{kProviderCublasLt}) return {kProviderCutlass};
+  if (std::find(providers.begin(), providers.end(), kProviderCutlass) != providers.end()) return providers;
+  throw UsageError(fmt::format("--grouped cutlass is --provider cutlass, but --provider {} has no cutlass",
+                               provider_option_string(providers)));
+}
+
+
+// --seed as given (the routing draws of a model plan need it before the plan exists), else the default.
+uint64_t seed_of(const Options& o) {
+  const Setting& s = find_setting("timing.seed");
+  const auto it = o.settings.find(s.path());
+  const SettingValue v = it != o.settings.end() ? setting_from_text(s, it->second) : s.dflt;
+  return static_cast<uint64_t>(std::get<int64_t>(v));
+}
+
+RunRequest build_request(const Options& o) {
+  RunRequest req;
+  const bool model_flags = o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length ||
+                           o.model.tensor_parallel || o.model.vocab_divisible_by || o.model.moe.expert_parallel ||
+                           o.model.moe.routing || o.model.moe.capacity_factor || !o.config_path.empty() || !o.preset.empty();
+  if (!o.shapes.empty() && o.sweep) throw UsageError("--shapes and --sweep are mutually exclusive");
+  if (!o.sweep_spec.empty() && !o.sweep) throw UsageError("--sweep-sizes needs --sweep");
+  if ((!o.shapes.empty() || o.sweep) && model_flags)
+    throw UsageError(fmt::format("{} is mutually exclusive with model flags (--hidden_size, --config, --model, ...)",
+                                 o.sweep ? "--sweep" : "--shapes"));
+  if (!o.config_path.empty() && !o.preset.empty()) throw UsageError("--config and --model are mutually exclusive");
+  if (!o.shapes.empty()) {
+    req.plan = build_shapes_plan(o.shapes);
+  } else if (o.sweep) {
+    req.plan = build_shapes_plan(sweep_sizes(o.sweep_spec));
+  } else {
+    ModelConfig c = !o.config_path.empty() ? load_hf_config(o.config_path)
+                    : !o.preset.empty()    ? find_preset(o.preset).config
+                                           : default_config();
+    if (o.config_path.empty() && o.preset.empty() && o.model.any_model_field()) {
+      // A model from flags keeps the default config's batch only where no batch flag was given,
+      // and says so (the header prints where each batch number came from).
+      c.name = "custom";
+      c.micro_batch_from = c.sequence_from = "default of codonfm-5b, the default config";
+    }
+    apply_overrides(c, o.model);
+    c.moe.routing_seed = seed_of(o);  // routing draws are reproducible by --seed
+    req.plan = build_model_plan(c);
+  }
+  req.precisions = chosen_precisions(o);
+  if (o.accuracy_only && (o.mode_given || o.pre_quantize))
+    throw UsageError(fmt::format("--accuracy-only times nothing: {} does not apply (use --accuracy to time and measure "
+                                 "accuracy)",
+                                 o.mode_given ? "--mode" : "--pre-quantize"));
+  // The default answers "what will training get": a model plan is timed in Transformer Engine's
+  // training schedule (each tensor quantized once per step). Standalone shapes have nothing to
+  // share, so they are timed per GEMM. Names are case-insensitive; the old names stay accepted.
+  const std::string mode = lower(o.mode);
+  const bool named_mode = mode != "" && mode != "both" && mode != "all";
+  if (o.pre_quantize && o.mode_given && (!named_mode || mode_from_string(mode) != Mode::PreQuantized))
+    throw UsageError(fmt::format("--pre-quantize conflicts with --mode {} (--pre-quantize means --mode pre-quantized)", o.mode));
+  const Mode quantizing = req.plan.model_mode ? Mode::Training : Mode::PerGemm;
+  if (o.pre_quantize) req.modes = {Mode::PreQuantized};
+  else if (mode.empty()) req.modes = {quantizing};
+  else if (mode == "both") req.modes = {quantizing, Mode::PreQuantized};
+  else if (mode == "all" && req.plan.model_mode) req.modes = {Mode::PerGemm, Mode::Training, Mode::PreQuantized};
+  else if (mode == "all") req.modes = {Mode::PerGemm, Mode::PreQuantized};  // shapes: nothing to share
+  else {
+    try {
+      req.modes = {mode_from_string(mode)};
+    } catch (const UsageError&) {
+      throw UsageError(fmt::format("--mode must be training, per-gemm, pre-quantized, both or all (old names: "
+                                   "autocast-shared = training, autocast = per-gemm), got '{}'{}", clip_text(o.mode, 80),
+                                   did_you_mean(o.mode, {"training", "per-gemm", "pre-quantized", "both", "all"})));
+    }
+  }
+  if (!req.plan.model_mode && req.modes.front() == Mode::Training)
+    throw UsageError(fmt::format("--mode {} needs a model plan: it shares quantized tensors between the Fprop, Dgrad and "
+                                 "Wgrad of a layer, and --shapes/--sweep GEMMs stand alone (they are timed per-gemm)",
+                                 o.mode));
+  // The registry's settings (core/settings.hpp): given, or the default of the plan's kind.
+  apply_settings(o.settings, req);
+  if (o.device < 0) throw UsageError(fmt::format("--device must be >= 0, got {}", o.device));
+  if (o.device > std::numeric_limits<int>::max()) throw UsageError(fmt::format("--device {} is too large", o.device));
+  if (req.options.timing.repeats > 1 && o.accuracy_only)
+    throw UsageError("--repeats repeats timed cells: --accuracy-only times nothing");
+  // --grouped cutlass: the single CUTLASS launch for the experts, i.e. the CUTLASS provider (below).
+  const bool grouped_cutlass = lower(o.grouped) == kProviderCutlass;
+  req.options.grouped_streams = grouped_cutlass ? 4 : grouped_streams(lower(o.grouped));
+  req.options.timing.step_gap_ms_per_gflop = step_gap_ms_per_gflop(req.plan, req.options.timing.step_other_ms);
+  req.options.step_model = step_work_model(req.plan, req.options.timing.step_context_kind);
+  req.options.device = static_cast<int>(o.device);
+  req.providers = parse_provider_option(o.provider);
+  if (grouped_cutlass) req.providers = grouped_cutlass_providers(req.providers);
+  req.accuracy = o.accuracy;
+  req.accuracy_only = o.accuracy_only;
+  req.dist = dist_from_string(lower(o.dist));
+  if (req.dist != Dist::Normal && !o.accuracy && !o.accuracy_only)
+    throw UsageError("--dist applies to --accuracy / --accuracy-only");
+  return req;
+}
+
+// Output paths are checked before any measurement so a long run never ends in an unwritable or
+// clobbered file: each must be writable (output_paths.hpp), and no two outputs may be one file.
+// Without --json, -o X also writes its results to X.json.
+void check_outputs(const Options& o) {
+  if (!o.out_chart.empty()) check_chart_path(o.out_chart, "-o");
+  const std::string implicit_json = !o.out_chart.empty() && o.out_json.empty() ? o.out_chart + ".json" : "";
+  struct Out {
+    std::string path, what;
+  };
+  std::vector<Out> outs;
+  if (!o.out_json.empty()) outs.push_back({o.out_json, "--json"});
+  if (!o.out_csv.empty()) outs.push_back({o.out_csv, "--csv"});
+  if (!o.out_chart.empty()) outs.push_back({o.out_chart, "-o"});
+  if (!implicit_json.empty()) outs.push_back({implicit_json, fmt::format("the results JSON of -o {}", o.out_chart)});
+  for (const Out& x : outs) check_output_path(x.path, x.what);
+  for (size_t i = 0; i < outs.size(); ++i)
+    for (size_t j = i + 1; j < outs.size(); ++j)
+      if (same_output_path(outs[i].path, outs[j].path))
+        throw UsageError(fmt::format("{} {} and {} {} are the same file", outs[i].what, clip_text(outs[i].path),
+                                     outs[j].what, clip_text(outs[j].path)));
+}
+
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled), tty_(isatty(STDERR_FILENO) != 0) {}
+  void operator()(size_t done, size_t total, const std::string& what) {
+    if (!enabled_) return;
+    std::string line = fmt::format("[{}/{}] {}", done, total, what);
+    if (tty_) fmt::print(stderr, "\r\033[K{}", line);
+    else fmt::print(stderr, "{}\n", line);
+    if (tty_ && done == total) fmt::print(stderr, "\n");
+    std::fflush(stderr);
+  }
+ private:
+  bool enabled_, tty_;
+};
+
+int run_main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"gemmscope: where a transformer's training GEMM time goes, per precision, on this GPU"};
+  app.set_version_flag("--version", std::string("gemmscope ") + GEMMSCOPE_VERSION);
+  app.footer("Subcommands: 'gemmscope plot RESULT.json -o chart.png', 'gemmscope compare A.json B.json',\n"
+             "'gemmscope report RESULT.json' (the text report of a saved run),\n"
+             "'gemmscope predict RUN.json --gpu B300' (predicted times on another GPU; --list-gpus).\n"
+             "With no arguments: the seed's 5B config (codonfm-5b) in training mode on GPU 0.");
+  add_model_options(app, o);
+  app.add_option("--shapes", o.shapes, "Explicit GEMMs 'MxKxN,...' or square sizes '1024,2048' (no model flags)")->group("Shapes");
+  app.add_flag("--sweep", o.sweep, "Square sweep 256..16384 (or --sweep-sizes)")->group("Shapes");
+  app.add_option("--sweep-sizes", o.sweep_spec, "Sizes for --sweep, e.g. '512,1024,4096'")->group("Shapes");
+  app.add_option("--precisions", o.precisions, "Comma list, e.g. BF16,FP8Current (overrides --no-*)")->group("Precisions");
+  app.add_flag("--no-bf16", o.no_bf16, "Skip BF16")->group("Precisions");
+  app.add_flag("--no-fp8-current", o.no_fp8_current, "Skip FP8 current scaling")->group("Precisions");
+  app.add_flag("--no-fp8-delayed", o.no_fp8_delayed, "Skip FP8 delayed scaling")->group("Precisions");
+  app.add_flag("--no-fp8-block", o.no_fp8_block, "Skip FP8 block scaling")->group("Precisions");
+  app.add_flag("--no-fp8,--no-mxfp8", o.no_mxfp8,
+               "Skip MXFP8 (the seed tool's meaning of --no-fp8: FP8 current/delayed/block still run; for BF16 "
+               "alone use --bf16-only)")
+      ->group("Precisions");
+  app.add_flag("--bf16-only", o.bf16_only, "Only BF16 (= --precisions BF16)")->group("Precisions");
+  app.add_flag("--no-fp4,--no-nvfp4", o.no_fp4, "Skip NVFP4")->group("Precisions");
+  app.add_flag("--pre-quantize", o.pre_quantize, "Time the GEMM kernel only (= --mode pre-quantized)")->group("Measurement");
+  app.add_flag("--verify-dgrad", o.verify_dgrad, "Accepted for scripts written for the seed tool's first version: Dgrad is always "
+                                 "measured, never estimated as 2 x Fprop")
+      ->group("Measurement");
+  CLI::Option* mode_opt = app.add_option("--mode", o.mode,
+                 "training (default for model plans: each tensor quantized once per step, as Transformer Engine "
+                 "trains) | per-gemm (each GEMM quantizes its own operands: the seed tool's autocast; the default "
+                 "for --shapes/--sweep) | pre-quantized (GEMM kernel only) | both (the default + pre-quantized) | all. "
+                 "Old names: autocast-shared = training, autocast = per-gemm")
+      ->group("Measurement");
+  cli::add_setting_options(app, o.settings, "Measurement");  // --num-warmup, --l2, --seed, ... (core/settings.cpp)
+  add_int(app, "--device", o.device, "CUDA device index (default 0)")->group("Measurement");
+  cli::add_comm_options(app, o.comm);
+  // Handled by dispatch() before this parser (cmd_fleet.cpp); declared here for --help.
+  app.add_flag("--all-gpus", o.all_gpus, "Run on every visible GPU at once, one worker each; the fleet summary (docs/node.md)")
+      ->group("Node");
+  app.add_option("--fleet-threshold", o.fleet_threshold, "With --all-gpus: name GPUs slower than the median by more than this (3%)")
+      ->group("Node");
+  // Handled by dispatch() (cmd_mpi.cpp), which passes every other flag to each rank's run.
+  app.add_flag("--mpi", o.mpi, "One rank per GPU under mpirun/srun (automatic under a launcher); needs libgemmscope_mpi.so (docs/node.md)")
+      ->group("Node");
+  app.add_option("--grouped", o.grouped,
+                 "Grouped (MoE expert) GEMMs: serial | streams:N, per-expert GEMMs over N streams (default streams:4, "
+                 "as TE GroupedLinear) | cutlass, every expert in one CUTLASS launch as torch._grouped_mm (the same as "
+                 "--provider cutlass: dense cells run through CUTLASS too)")
+      ->group("Measurement");
+  cli::add_setting_options(app, o.settings, "Recipes");  // --fp8-format, --amax-history, ...
+  app.add_flag("--kernels", o.kernels, "Print the kernels each cell ran (CUPTI), their times and the cuBLASLt algorithm")
+      ->group("Kernels");
+  cli::add_setting_options(app, o.settings, "Kernels");  // --algo, --num-sms, --profile
+  app.add_option("--provider", o.provider,
+                 "Kernel providers every cell is measured by: cublaslt (default, as TE and PyTorch) | cutlass | deepgemm | all | "
+                 "a comma list; the first is the report's main columns, the others are reported beside it")
+      ->group("Kernels");
+  app.add_flag("--accuracy", o.accuracy, "Also measure each recipe's error vs an FP32 GEMM of the BF16 inputs")->group("Accuracy");
+  app.add_flag("--accuracy-only", o.accuracy_only, "Only the accuracy pass (no timing)")->group("Accuracy");
+  app.add_option("--dist", o.dist, "Operand distribution for --accuracy: normal | outliers")->group("Accuracy");
+  app.add_flag("--dry-run", o.dry_run, "Print the plan (FLOPs, bytes); touch no GPU")->group("Output");
+  app.add_option("-o,--output", o.out_chart, "Chart file (.png/.svg/.pdf)")->group("Output");
+  app.add_option("--json", o.out_json, "Write the result JSON here")->group("Output");
+  app.add_option("--csv", o.out_csv, "Write one CSV row per (mode, GEMM, precision, provider)")->group("Output");
+  app.add_flag("-q,--quiet", o.quiet, "No progress on stderr")->group("Output");
+
+  app.allow_extras();  // unknown options: reject_extras() names them with a suggestion
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "gemmscope: {} (see --help)\n", clip_text(e.what(), 300));
+    return 2;
+  }
+  cli::reject_extras(app);
+  cli::reject_empty_values(app);
+  o.mode_given = mode_opt->count() > 0;
+  if (o.list_models) {
+    for (const Preset& p : presets()) {
+      const ModelConfig& c = p.config;
+      fmt::print("{:<15} hidden={} intermediate={} heads={}/{} layers={} vocab={} batch={}x{}  {}\n", p.name,
+                 c.hidden_size, c.intermediate_size, c.num_attention_heads, c.kv_heads(), c.num_hidden_layers,
+                 c.vocab_size, c.micro_batch_size, c.sequence_length, p.description);
+    }
+    return 0;
+  }
+  cli::check_comm_flags(app, o.comm);
+  RunRequest req = build_request(o);
+  check_outputs(o);
+  // The layout's collectives (cmd_comm.cpp), before any GEMM is timed: a layout this node cannot
+  // run is refused first. --comm-only stops there.
+  std::string comm_text;
+  CommResult comm_result;
+  if (o.comm.enabled()) {
+    comm_text = cli::comm_section(req.plan, o.comm, !o.dry_run, &comm_result);
+    if (o.comm.only) {
+      std::cout << comm_text << std::flush;
+      return 0;
+    }
+  }
+
+  RunResult result;
+  bool measured = false;
+  if (o.dry_run) {
+    result = plan_only(req);
+    result.dry_run_requested = true;
+    result.why_not_measured = "--dry-run";
+  } else {
+    std::string why_not;
+#ifdef GEMMSCOPE_WITH_CUDA
+    std::string why;
+    std::unique_ptr<Engine> engine = cuda::make_engine(req.options, why);
+    if (engine) {
+      Progress progress(!o.quiet);
+      result = run(*engine, req, [&](size_t d, size_t t, const std::string& w) { progress(d, t, w); });
+      measured = true;
+    } else {
+      why_not = "no GPU: " + why;
+      fmt::print(stderr, "gemmscope: no GPU measurement: {}. Printing the plan instead; measuring needs a CUDA GPU.\n", why);
+    }
+#else
+    why_not = "this build has no CUDA backend";
+    fmt::print(stderr, "gemmscope: this build has no CUDA backend; printing the plan instead (measuring needs a CUDA build and a GPU).\n");
+#endif
+    if (!measured) {  // exit 0 with the plan, but never dressed up as a requested dry run
+      result = plan_only(req);
+      result.why_not_measured = why_not;
+    }
+  }
+  // Roofline and % of peak of a measured run on its own GPU (data/gpus.json); a database that
+  // cannot be read becomes a note, never a lost measurement.
+  nlohmann::json roofline;
+  std::string roofline_text;
+#ifdef GS_HAVE_SUBCOMMANDS
+  if (measured) {
+    std::optional<GpuDb> db;
+    RooflineContext ctx;
+    try {
+      ctx = cli::local_roofline(result, db);
+    } catch (const UsageError& e) {
+      ctx = {nullptr, fmt::format("the GPU spec database cannot be used ({}): no roofline", e.what())};
+    }
+    roofline = roofline_json(result, ctx);
+    roofline_text = render_roofline_text(result, ctx);
+  }
+#endif
+  const auto result_json = [&] {
+    nlohmann::json j = to_json(result);
+    if (!roofline.is_null()) j["roofline"] = roofline;
+    return j.dump(2) + "\n";
+  };
+  std::string report = measured ? render_text(result) + roofline_text : render_plan_text(result);
+  if (measured && o.kernels) report += render_kernel_table(result);
+  else if (measured) report += render_autotune_table(result);
+  report += comm_text;
+  if (measured && o.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/comm_step.hpp
+  // The files before the report: a write that fails (a full disk) is the run's error, said
+  // before anything is printed; a measured run still prints its report, so no measurement is lost.
+  try {
+    if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
+    if (!o.out_csv.empty() && measured) write_file_atomic(o.out_csv, render_csv(result));
+  } catch (const UsageError&) {
+    if (measured) std::cout << report << std::flush;
+    throw;
+  }
+  std::cout << report << std::flush;
+  if (!o.out_csv.empty() && !measured) fmt::print(stderr, "gemmscope: --csv skipped: nothing was measured\n");
+  if (!o.out_chart.empty()) {
+    if (!measured) {
+      fmt::print(stderr, "gemmscope: -o skipped: nothing was measured to chart\n");
+    } else {
+#ifdef GS_HAVE_SUBCOMMANDS
+      std::string json_path = o.out_json;
+      if (json_path.empty()) {
+        json_path = o.out_chart + ".json";
+        write_file_atomic(json_path, result_json());
+      }
+      const int rc = cli::render_chart(json_path, o.out_chart, {});
+      if (rc != 0) {  // the measurement is kept: say where, and fail with the chart's status
+        fmt::print(stderr, "gemmscope: drawing the chart {} failed (exit status {}); the results are in {}\n",
+                   o.out_chart, rc, json_path);
+        return rc;
+      }
+#endif
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+// Exit status: 0 ok, 1 regressions (compare only), 2 bad input, 3 no chart renderer (plot, -o),
+// 70 internal error, 74 the report could not be written to stdout.
+constexpr int kExitInternalError = 70;
+constexpr int kExitStdoutError = 74;  // EX_IOERR
+
+namespace {
+
+int dispatch(int argc, char** argv) {
+  try {
+#ifdef GS_HAVE_SUBCOMMANDS
+    if (argc > 1 && std::string(argv[1]) == "plot") return gs::cli::run_plot(argc - 1, argv + 1);
+    if (argc > 1 && std::string(argv[1]) == "compare") return gs::cli::run_compare(argc - 1, argv + 1);
+    if (argc > 1 && std::string(argv[1]) == "report") return gs::cli::run_report(argc - 1, argv + 1);
+    if (argc > 1 && std::string(argv[1]) == "predict") return gs::cli::run_predict(argc - 1, argv + 1);
+    if (gs::cli::mpi_wanted(argc, argv)) return gs::cli::run_mpi(argc, argv, run_main);
+    for (int i = 1; i < argc; ++i)
+      if (std::string(argv[i]) == "--all-gpus") return gs::cli::run_fleet(argc, argv);
+    // A first word that is no option and no subcommand: a mistyped subcommand (gemmscope takes no
+    // positional arguments), named with the nearest subcommand.
+    if (argc > 1 && argv[1][0] != '-' && argv[1][0] != '\0') {
+      const std::string word = argv[1];
+      const std::string hint = gs::did_you_mean(word, {"plot", "compare", "report", "predict"});
+      if (!hint.empty())
+        throw gs::UsageError(fmt::format("unknown subcommand '{}'{} (subcommands: plot, compare, report, predict)",
+                                         word, hint));
+    }
+#endif
+    return run_main(argc, argv);
+  } catch (const gs::UsageError& e) {  // messages may quote file contents: one line, no control characters
+    // Values in messages are cut where they are quoted; the whole line is bounded here as well.
+    fmt::print(stderr, "gemmscope: {}\n", gs::clip_text(e.what(), 1000));
+    return 2;
+  } catch (const std::exception& e) {
+    // Not the user's input: 70 (EX_SOFTWARE), apart from compare's 1 = "regressions found".
+    fmt::print(stderr, "gemmscope: internal error: {}\n", gs::printable(e.what()));
+    return kExitInternalError;
+  }
+}
+
+}  // namespace
+
+int gs::cli::gemmscope_main(int argc, char** argv) {
+  const int rc = dispatch(argc, argv);
+  // A report that did not reach stdout (a full disk, /dev/full, a closed descriptor) is not a
+  // success: check the stream state and the final flush.
+  std::cout.flush();
+  errno = 0;
+  const bool flushed = std::fflush(stdout) == 0;
+  const int err = errno;
+  if (!flushed || std::ferror(stdout) || !std::cout) {
+    if (rc == 0 || rc == 1) {
+      fmt::print(stderr, "gemmscope: error writing to stdout{}\n", err ? fmt::format(": {}", std::strerror(err)) : "");
+      return kExitStdoutError;
+    }
+  }
+  return rc;
+}

@@ -1,0 +1,25 @@
+// gemmscope's command line as a library: the tiny main.cpp, the CPU tests and the flag fuzzer
+// (tests/fuzz/fuzz_flags.cpp) all call gemmscope_main().
+#pragma once
+#include <string>
+
+#include "core/settings.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace gs::cli {
+
+// The whole command: subcommands (plot, compare, report, predict), --all-gpus, MPI, or a run.
+// Returns the exit status: 0 ok, 1 regressions (compare only), 2 bad input, 3 no chart renderer
+// (plot, -o), 70 internal error, 74 the report could not be written to stdout. Prints to
+// stdout and stderr; never exits the process.
+int gemmscope_main(int argc, char** argv);
+
+// The run-settings registry's options of help group `group` ("Measurement", "Recipes",
+// "Kernels"), bound to CLI11: each records the text it was given under the setting's
+// "section.key" in `given`, for apply_settings() (core/settings.hpp).
+void add_setting_options(CLI::App& app, GivenSettings& given, const std::string& group);
+
+}  // namespace gs::cli
