@@ -1,4 +1,5 @@
-// Small text helpers for the command-line parsers (--shapes, --precisions, --threshold).
+// Small text helpers for the command-line parsers (--shapes, --precisions, --threshold) and for
+// numbers in reports and notes.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,5 +31,7 @@ double parse_decimal_number(std::string_view text, std::string_view what);
 // `text` with control characters (ASCII 0-31 and 127, and U+0080-U+009F in UTF-8) replaced by
 // '?': for strings from files and the command line that end up on a terminal.
 std::string printable(std::string_view text);
+
+std::string format_thousands(int64_t v);  // 15872 -> "15,872"; INT64_MIN too
 
 }  // namespace gs
