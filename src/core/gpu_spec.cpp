@@ -11,7 +11,6 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/suggest.hpp"
-#include "core/report.hpp"
 #include "core/text_util.hpp"
 
 namespace gs {

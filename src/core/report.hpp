@@ -8,6 +8,7 @@
 #include "core/output_paths.hpp"
 #include "core/input_file.hpp"
 #include "core/results.hpp"
+#include "core/text_util.hpp"
 
 namespace gs {
 
@@ -44,7 +45,7 @@ std::string render_csv(const RunResult& r);
 
 // write_file_atomic(path, text): core/output_paths.hpp (included here for its callers).
 
-std::string format_thousands(int64_t v);  // 15872 -> "15,872"
+// format_thousands(v): core/text_util.hpp (included here for its callers).
 
 // The attention heads of a config for headers: "heads=32, kv_heads=8, head_dim=128"; for MLA the
 // real head sizes instead of hidden / heads: "heads=128 (MLA: qk head 192 = 128 nope + 64 rope,

@@ -491,21 +491,6 @@ std::string repeats_block(const RunResult& r) {
 
 }  // namespace
 
-std::string format_thousands(int64_t v) {
-  // The magnitude as unsigned: -v overflows for INT64_MIN.
-  std::string s = std::to_string(v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v));
-  std::string out;
-  int n = 0;
-  for (auto it = s.rbegin(); it != s.rend(); ++it) {
-    if (n && n % 3 == 0) out.push_back(',');
-    out.push_back(*it);
-    ++n;
-  }
-  if (v < 0) out.push_back('-');
-  std::reverse(out.begin(), out.end());
-  return out;
-}
-
 std::string render_text(const RunResult& r) {
   std::string out;
   Footnotes fn;

@@ -1,11 +1,10 @@
 #include "core/arch_policy.hpp"
 #include "core/runner.hpp"
 
-#include "core/report_moe.hpp"
-
 #include "core/clocks.hpp"
 #include "core/provider.hpp"
 #include "core/repeats.hpp"
+#include "core/text_util.hpp"
 
 #include <fmt/format.h>
 
@@ -150,6 +149,55 @@ void add_grouped_note(RunResult& r, int streams) {
       r.notes.push_back(grouped_note(streams, r.recipe_options.grouped_quant_fused));
       return;
     }
+}
+
+// Measured runs with MoE layers: one note per mode and low-precision recipe whose MoE layer is not
+// faster than BF16's, saying why from the traffic model (labelled as such): the quantization bytes of
+// the expert GEMMs (the expert weights' share of them: every weight is cast once per step), the
+// rows per expert, and the Wgrad output traffic every precision pays. Empty when FP8 wins.
+std::vector<std::string> moe_fp8_notes(const RunResult& r) {
+  std::vector<std::string> out;
+  if (!r.plan.has_moe() || r.precisions.empty() || r.precisions[0] != Precision::BF16) return out;
+  for (size_t m = 0; m < r.modes.size(); ++m) {
+    const ModeSummary s = summarize_mode(r, m);
+    const std::optional<double> bf16 = s.sums[0].moe_total;
+    if (!bf16) continue;
+    for (size_t p = 1; p < r.precisions.size(); ++p) {
+      const std::optional<double> t = s.sums[p].moe_total;
+      if (!t || *t < *bf16) continue;
+      // The expert GEMMs' modelled traffic in this mode: quantization (weights apart) and output.
+      double quant = 0, weights = 0, wgrad_out = 0, flops = 0;
+      int64_t rows = 0, experts = 0;
+      for (const Gemm& g : r.plan.gemms) {
+        if (!g.grouped()) continue;
+        const Recipe rec = make_recipe(r.precisions[p], g, r.recipe_options);
+        const OperandWork a = operand_work(r.modes[m], g, Side::Left, rec, r.recipe_options);
+        const OperandWork b = operand_work(r.modes[m], g, Side::Right, rec, r.recipe_options);
+        quant += byte_count(rec, g, a, b).quantize;
+        if (g.b.role == Role::Weight) weights += byte_count(rec, g, OperandWork(QuantWork::None), b).quantize;
+        flops += g.flops();
+        if (g.pass == Pass::Wgrad) wgrad_out += output_bytes(rec, g);
+        if (g.pass == Pass::Fprop && g.op == Op::ExpertUp) {
+          rows = g.m;
+          experts = static_cast<int64_t>(g.group.size());
+        }
+      }
+      out.push_back(fmt::format(
+          "{} mode, {}: the MoE layer is not faster than BF16 ({:.3f} vs {:.3f} ms). Traffic model of its expert "
+          "GEMMs (an estimate, not a measurement): {:.2f} GB of quantization per layer, {:.2f} GB of it expert "
+          "weights (each cast once per step), against {:.2f} TFLOP; {} rows over {} experts ({:.0f} per expert) "
+          "leave little math per quantized byte. {}More rows per expert (expert parallelism, a larger "
+          "micro-batch) or weights cast once per several micro-batches change the answer",
+          to_string(r.modes[m]), to_string(r.precisions[p]), *t, *bf16, quant / 1e9, weights / 1e9, flops / 1e12,
+          format_thousands(rows), experts, experts ? static_cast<double>(rows) / static_cast<double>(experts) : 0.0,
+          r.recipe_options.wgrad_fp32_accumulate
+              ? fmt::format("Every precision's expert Wgrad also reads and writes FP32 main gradients ({:.2f} GB "
+                            "per layer). ",
+                            wgrad_out / 1e9)
+              : std::string()));
+    }
+  }
+  return out;
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/step_model.hpp"
 
 namespace gs {
 
@@ -18,13 +19,6 @@ double step_gap_ms_per_gflop(const Plan& plan, double other_ms_per_layer) {
   const double layer_gflops = average_layer_gflops(plan);
   if (!(layer_gflops > 0)) throw UsageError("--step-other-ms: the plan has no layer GEMMs to spread the work over");
   return other_ms_per_layer / layer_gflops;
-}
-
-double average_layer_gflops(const Plan& plan) {
-  const int64_t layers = plan.layers();
-  if (layers <= 0) return 0;
-  const PlanFlops f = plan_flops(plan);
-  return (f.full_model(layers) - f.model_once) / static_cast<double>(layers) * 1e-9;
 }
 
 double step_gap_ms(const TimingConfig& t, const Gemm& g) { return t.step_gap_ms_per_gflop * g.flops() * 1e-9; }

@@ -25,10 +25,6 @@ constexpr double kMaxStepOtherMs = 1e4;
 // (--shapes/--sweep: a standalone GEMM has no step around it) or an out-of-range value.
 double step_gap_ms_per_gflop(const Plan& plan, double other_ms_per_layer);
 
-// The GEMM GFLOPs of an average layer: dense and MoE layers weighted by their counts, the LM head
-// (a model-once GEMM) left out; 0 for a plan without layers. The denominator of every share.
-double average_layer_gflops(const Plan& plan);
-
 // The memory-bound work that follows each timed iteration of `g` under `t` (ms); 0 without
 // --step-other-ms.
 double step_gap_ms(const TimingConfig& t, const Gemm& g);

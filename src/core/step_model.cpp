@@ -8,7 +8,6 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
-#include "core/step_context.hpp"
 #include "core/suggest.hpp"
 
 namespace gs {
@@ -124,6 +123,13 @@ double other_elements(const LayerShape& s, StepContextKind k) {
 }
 
 }  // namespace
+
+double average_layer_gflops(const Plan& plan) {
+  const int64_t layers = plan.layers();
+  if (layers <= 0) return 0;
+  const PlanFlops f = plan_flops(plan);
+  return (f.full_model(layers) - f.model_once) / static_cast<double>(layers) * 1e-9;
+}
 
 StepWorkModel step_work_model(const Plan& plan, StepContextKind kind) {
   StepWorkModel m;

@@ -47,6 +47,11 @@ struct StepWorkModel {
 };
 StepWorkModel step_work_model(const Plan& plan, StepContextKind kind);
 
+// The GEMM GFLOPs of an average layer: dense and MoE layers weighted by their counts, the LM head
+// (a model-once GEMM) left out; 0 for a plan without layers. The denominator of every share
+// (StepWorkModel::layer_gflops, and --step-other-ms's spread: core/step_context.hpp).
+double average_layer_gflops(const Plan& plan);
+
 // Rates relative to the stand-in kernel, set from the eager and torch.compile PyTorch steps of the
 // layers the model was developed on (bench/validate_step.py "tune" set, H200: eager 0.95-1.21,
 // compiled 1.09-1.23 for the BF16 step's non-GEMM, non-attention kernels; FP8 casts matched within

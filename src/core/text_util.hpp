@@ -1,4 +1,5 @@
-// Small text helpers for the command-line parsers (--shapes, --precisions, --threshold).
+// Small text helpers for the command-line parsers (--shapes, --precisions, --threshold) and for
+// numbers in reports and notes.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -34,5 +35,7 @@ std::string printable(std::string_view text);
 // Names are matched in any case (ASCII): the one lower-casing helper of the project.
 std::string ascii_lower(std::string_view text);
 bool iequals(std::string_view a, std::string_view b);
+
+std::string format_thousands(int64_t v);  // 15872 -> "15,872"; INT64_MIN too
 
 }  // namespace gs
