@@ -1,5 +1,4 @@
 #include "core/kernels.hpp"
-#include "core/settings.hpp"
 
 #include <fmt/format.h>
 
@@ -323,18 +322,6 @@ CellKernels kernels_from_json(const json& cell, const std::string& where) {
   return k;
 }
 
-// The registry (core/settings.hpp) declares gemm_options' keys, defaults and checks.
-json gemm_options_to_json(const GemmOptions& o) {
-  json j = json::object();
-  gemm_settings_to_json(o, j);
-  return j;
-}
-
-GemmOptions gemm_options_from_json(const json& j, const std::string& where) {
-  GemmOptions o;
-  gemm_settings_from_json(j, where, o);
-  return o;
-}
 
 std::string cell_range_name(Mode m, const Gemm& g, Precision p) {
   return fmt::format("gemmscope/{}/{}/{}/{}", to_string(m), to_string(g.pass), to_string(g.op), to_string(p));

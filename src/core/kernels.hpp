@@ -129,8 +129,6 @@ void kernels_to_json(const CellKernels& k, nlohmann::json& cell);
 CellKernels kernels_from_json(const nlohmann::json& cell, const std::string& where);
 nlohmann::json algo_to_json(const AlgoRecord& a);
 AlgoRecord algo_from_json(const nlohmann::json& j, const std::string& where);
-nlohmann::json gemm_options_to_json(const GemmOptions& o);
-GemmOptions gemm_options_from_json(const nlohmann::json& j, const std::string& where);
 
 // NVTX range of a measured cell: "gemmscope/<mode>/<pass>/<op>/<precision>",
 // e.g. "gemmscope/per-gemm/fprop/qkv/FP8Current".

@@ -149,4 +149,11 @@ ModeSummary summarize_mode(const RunResult& r, size_t mode) {
 
 double tflops(const Gemm& g, double ms) { return ms > 0 ? g.flops() / (ms * 1e-3) / 1e12 : 0.0; }
 
+const char* to_string(L2State l) { return l2_names().name(l); }
+
+const EnumNames<L2State>& l2_names() {
+  static const EnumNames<L2State> n{{{L2State::Warm, {"warm"}}, {L2State::Cold, {"cold"}}}};
+  return n;
+}
+
 }  // namespace gs

@@ -11,6 +11,7 @@
 #include "core/kernels.hpp"
 #include "core/modes.hpp"
 #include "core/plan.hpp"
+#include "core/text_util.hpp"
 #include "core/recipe.hpp"
 #include "core/step_model.hpp"
 
@@ -97,6 +98,7 @@ struct DeviceInfo {
 // --l2 (core/settings.cpp holds the names "warm" and "cold").
 enum class L2State { Warm, Cold };
 const char* to_string(L2State l);
+const EnumNames<L2State>& l2_names();  // "warm", "cold" (the registry's choices)
 
 struct TimingConfig {
   std::string method = "cuda-events";

@@ -17,29 +17,6 @@ namespace gs {
 
 using json = nlohmann::json;
 
-std::string names_list(const std::vector<std::string>& names, bool quote) {
-  std::string out;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
-    out += quote ? "\"" + names[i] + "\"" : names[i];
-  }
-  return out;
-}
-
-const char* to_string(L2State l) { return l2_names().name(l); }
-
-const EnumNames<L2State>& l2_names() {
-  static const EnumNames<L2State> n{{{L2State::Warm, {"warm"}}, {L2State::Cold, {"cold"}}}};
-  return n;
-}
-
-const EnumNames<StepContextKind>& step_context_names() {
-  static const EnumNames<StepContextKind> n{{{StepContextKind::TransformerEngine, {"te", "transformer-engine"}},
-                                            {StepContextKind::Eager, {"eager"}},
-                                            {StepContextKind::Compiled, {"compile", "compiled"}},
-                                            {StepContextKind::None, {"none"}}}};
-  return n;
-}
 
 namespace {
 
@@ -685,6 +662,19 @@ std::vector<std::string> settings_differences(const RunResult& a, const RunResul
       out.push_back(fmt::format("{}: {} vs {}", s.label, Setting::show(u), Setting::show(w)));
   }
   return out;
+}
+
+// The registry (core/settings.hpp) declares gemm_options' keys, defaults and checks.
+nlohmann::json gemm_options_to_json(const GemmOptions& o) {
+  nlohmann::json j = json::object();
+  gemm_settings_to_json(o, j);
+  return j;
+}
+
+GemmOptions gemm_options_from_json(const nlohmann::json& j, const std::string& where) {
+  GemmOptions o;
+  gemm_settings_from_json(j, where, o);
+  return o;
 }
 
 }  // namespace gs

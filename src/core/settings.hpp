@@ -19,44 +19,13 @@
 #include "core/kernels.hpp"
 #include "core/recipe.hpp"
 #include "core/results.hpp"
+#include "core/step_model.hpp"
 #include "core/text_util.hpp"
 
 namespace gs {
 
 struct RunRequest;
 
-// ---- names in any case: the one helper every enum's names go through ----------------------
-
-// ascii_lower() and iequals() (core/text_util.hpp) do the comparing.
-// An enum's names: the first spelling of each value is how it is written (JSON, reports); the
-// others are accepted aliases. Every lookup ignores case.
-template <class E>
-struct EnumNames {
-  struct Entry {
-    E value;
-    std::vector<std::string> names;
-  };
-  std::vector<Entry> entries;
-  const char* name(E v) const {
-    for (const Entry& e : entries)
-      if (e.value == v) return e.names.front().c_str();
-    return "?";
-  }
-  std::optional<E> find(std::string_view text) const {
-    for (const Entry& e : entries)
-      for (const std::string& n : e.names)
-        if (iequals(n, text)) return e.value;
-    return std::nullopt;
-  }
-  std::vector<std::string> canonical() const {
-    std::vector<std::string> out;
-    for (const Entry& e : entries) out.push_back(e.names.front());
-    return out;
-  }
-};
-
-// "a", "a or b", "a, b or c" (quote: each name in double quotes, as JSON messages write them).
-std::string names_list(const std::vector<std::string>& names, bool quote = false);
 
 // ---- the registry ----------------------------------------------------------------------------
 
@@ -151,13 +120,15 @@ void settings_from_json(const nlohmann::json* obj, const std::string& section, c
 // The same over a bare GemmOptions (kernels.cpp's gemm_options_to_json / _from_json).
 void gemm_settings_to_json(const GemmOptions& o, nlohmann::json& obj);
 void gemm_settings_from_json(const nlohmann::json& obj, const std::string& where, GemmOptions& o);
+// A result file's "gemm_options" object (docs/json-schema.md), through the registry.
+nlohmann::json gemm_options_to_json(const GemmOptions& o);
+GemmOptions gemm_options_from_json(const nlohmann::json& j, const std::string& where);
 
 // compare's "runs differ" notes: "label: A vs B" for every setting whose values differ (a
 // setting either file does not record is skipped).
 std::vector<std::string> settings_differences(const RunResult& a, const RunResult& b);
 
-// L2 and the FP8 enums' names (the registry's choices).
-const EnumNames<L2State>& l2_names();
-const EnumNames<StepContextKind>& step_context_names();
+// L2's and the step context's names (the registry's choices) are declared with their enums
+// (results.hpp l2_names, step_model.hpp step_context_names).
 
 }  // namespace gs

@@ -1,5 +1,4 @@
 #include "core/step_model.hpp"
-#include "core/settings.hpp"
 
 #include <fmt/format.h>
 
@@ -186,6 +185,14 @@ StepWorkModel step_work_model(const Plan& plan, StepContextKind kind) {
   if (!(m.layer_gflops > 0)) throw UsageError("--step-context: the plan has no layer GEMMs to spread the work over");
   m.efficiency = kind == StepContextKind::Eager ? kEagerRate : kFusedRate;
   return m;
+}
+
+const EnumNames<StepContextKind>& step_context_names() {
+  static const EnumNames<StepContextKind> n{{{StepContextKind::TransformerEngine, {"te", "transformer-engine"}},
+                                            {StepContextKind::Eager, {"eager"}},
+                                            {StepContextKind::Compiled, {"compile", "compiled"}},
+                                            {StepContextKind::None, {"none"}}}};
+  return n;
 }
 
 }  // namespace gs

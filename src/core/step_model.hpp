@@ -20,10 +20,13 @@
 
 #include "core/attention_shape.hpp"
 #include "core/plan.hpp"
+#include "core/text_util.hpp"
 
 namespace gs {
 
 enum class StepContextKind { None, TransformerEngine, Eager, Compiled };
+// Its names: te (also transformer-engine), eager, compile (also compiled), none; any case.
+const EnumNames<StepContextKind>& step_context_names();
 const char* to_string(StepContextKind k);            // "none", "te", "eager", "compile"
 const char* step_context_framework(StepContextKind k);  // "Transformer Engine / Megatron-LM", ...
 StepContextKind step_context_from_string(const std::string& s);  // case-insensitive; UsageError

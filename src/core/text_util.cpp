@@ -159,4 +159,13 @@ std::string format_thousands(int64_t v) {
   return out;
 }
 
+std::string names_list(const std::vector<std::string>& names, bool quote) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
+    out += quote ? "\"" + names[i] + "\"" : names[i];
+  }
+  return out;
+}
+
 }  // namespace gs

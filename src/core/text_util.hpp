@@ -2,6 +2,7 @@
 // numbers in reports and notes.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,5 +38,38 @@ std::string ascii_lower(std::string_view text);
 bool iequals(std::string_view a, std::string_view b);
 
 std::string format_thousands(int64_t v);  // 15872 -> "15,872"; INT64_MIN too
+
+// ---- names in any case: the one helper every enum's names go through ----------------------
+
+// ascii_lower() and iequals() (core/text_util.hpp) do the comparing.
+// An enum's names: the first spelling of each value is how it is written (JSON, reports); the
+// others are accepted aliases. Every lookup ignores case.
+template <class E>
+struct EnumNames {
+  struct Entry {
+    E value;
+    std::vector<std::string> names;
+  };
+  std::vector<Entry> entries;
+  const char* name(E v) const {
+    for (const Entry& e : entries)
+      if (e.value == v) return e.names.front().c_str();
+    return "?";
+  }
+  std::optional<E> find(std::string_view text) const {
+    for (const Entry& e : entries)
+      for (const std::string& n : e.names)
+        if (iequals(n, text)) return e.value;
+    return std::nullopt;
+  }
+  std::vector<std::string> canonical() const {
+    std::vector<std::string> out;
+    for (const Entry& e : entries) out.push_back(e.names.front());
+    return out;
+  }
+};
+
+// "a", "a or b", "a, b or c" (quote: each name in double quotes, as JSON messages write them).
+std::string names_list(const std::vector<std::string>& names, bool quote = false);
 
 }  // namespace gs

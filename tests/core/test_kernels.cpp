@@ -9,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/formats.hpp"
 #include "core/kernels.hpp"
+#include "core/settings.hpp"
 #include "core/report.hpp"
 #include "core/runner.hpp"
 #include "test_util.hpp"
