@@ -9,7 +9,7 @@
 // 1 s of back-to-back forwards first so the clocks settle. Each timed call follows a ~100 us
 // one-warp spin kernel on the stream, so the CUDA events bracket the device time of the call and
 // not the host's enqueue (as bench/quant_bandwidth.cu does). Median and minimum are reported;
-// TFLOP/s = core/attention_shape.hpp's FLOPs (causal halved; backward 2x pairs x (3 d_qk + 2 d_v))
+// TFLOP/s = core/model/attention_shape.hpp's FLOPs (causal halved; backward 2x pairs x (3 d_qk + 2 d_v))
 // / median time.
 // Exit status: 0 measured; 1 cuDNN attention unavailable (one line: why) or a CUDA error;
 // 2 bad arguments.
@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "core/attention_shape.hpp"
+#include "core/model/attention_shape.hpp"
 #include "cuda/attention_cudnn.hpp"
 #include "cuda/cuda_check.hpp"
 

@@ -11,7 +11,7 @@
 //        "providers": ["cublaslt", "cutlass"], "wgrad_fp32_accumulate": true}  (old name "autocast" accepted; providers default
 //        cublaslt; a provider other than cuBLASLt runs once, under the first "streams" entry,
 //        which only cuBLASLt's per-expert GEMMs use)
-// One linear layer per case, Y[T,out] = X[T,in] W[out,in]^T, as core/plan.cpp lays it out:
+// One linear layer per case, Y[T,out] = X[T,in] W[out,in]^T, as core/plan/plan.cpp lays it out:
 // Fprop and Dgrad grouped along M (counts = rows per expert), Wgrad along K (tokens per expert).
 // OUT: one record per (case, streams, precision, mode) with the cell's times, the dense-equivalent
 // time, the gate flag and TFLOP/s over the real (unpadded) tokens.
@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "core/grouped.hpp"
-#include "core/plan.hpp"
-#include "core/recipe.hpp"
+#include "core/recipes/grouped.hpp"
+#include "core/plan/plan.hpp"
+#include "core/recipes/recipe.hpp"
 #include "cuda/engine_cuda.hpp"
 
 using nlohmann::json;

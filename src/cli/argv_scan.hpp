@@ -7,9 +7,9 @@
 #include <optional>
 #include <string>
 
-#include "core/error.hpp"
-#include "core/input_file.hpp"
-#include "core/text_util.hpp"
+#include "core/util/error.hpp"
+#include "core/io/input_file.hpp"
+#include "core/util/text_util.hpp"
 
 namespace gs::cli {
 

@@ -20,20 +20,20 @@
 #include "cli/cli_util.hpp"
 #include "cli/cmd_comm.hpp"
 #include "cli/cmd_mpi.hpp"
-#include "core/comm_step.hpp"
-#include "core/error.hpp"
-#include "core/input_file.hpp"
-#include "core/model_config.hpp"
-#include "core/output_paths.hpp"
-#include "core/plan.hpp"
-#include "core/provider.hpp"
-#include "core/report.hpp"
-#include "core/runner.hpp"
-#include "core/settings.hpp"
-#include "core/step_context.hpp"
-#include "core/step_model.hpp"
-#include "core/suggest.hpp"
-#include "core/text_util.hpp"
+#include "core/node/comm_step.hpp"
+#include "core/util/error.hpp"
+#include "core/io/input_file.hpp"
+#include "core/model/model_config.hpp"
+#include "core/io/output_paths.hpp"
+#include "core/plan/plan.hpp"
+#include "core/providers/provider.hpp"
+#include "core/report/report.hpp"
+#include "core/run/runner.hpp"
+#include "core/run/settings.hpp"
+#include "core/run/step_context.hpp"
+#include "core/plan/step_model.hpp"
+#include "core/util/suggest.hpp"
+#include "core/util/text_util.hpp"
 #if __has_include("cli/commands.hpp")
 #include "cli/commands.hpp"
 #define GS_HAVE_SUBCOMMANDS 1
@@ -61,14 +61,14 @@ struct Options {
   std::string out_chart, out_json, out_csv;
   std::string grouped = "streams:4";
   int64_t device = 0;
-  // The registry's settings as given (core/settings.hpp): "section.key" -> the text.
+  // The registry's settings as given (core/run/settings.hpp): "section.key" -> the text.
   GivenSettings settings;
-  bool kernels = false;  // --kernels: print the kernel table (core/kernels.hpp, docs/kernels.md)
+  bool kernels = false;  // --kernels: print the kernel table (core/results/kernels.hpp, docs/kernels.md)
   cli::CommFlags comm;  // --comm, --comm-only and the layout flags (cmd_comm.hpp)
   bool all_gpus = false;         // never set here: dispatch() hands --all-gpus to cmd_fleet.cpp
   std::string fleet_threshold;   // idem
   bool mpi = false;              // never set here: dispatch() hands --mpi to cmd_mpi.cpp
-  std::string provider = "cublaslt";  // --provider (core/provider.hpp)
+  std::string provider = "cublaslt";  // --provider (core/providers/provider.hpp)
 };
 
 // The first of CLI11's comma-separated option names: "--hidden_size,--hidden-size" -> "--hidden_size".
@@ -90,7 +90,7 @@ CLI::Option* add_int(CLI::App& app, const char* names, Dst& dst, const char* hel
 
 }  // namespace
 
-// The registry's settings of help group `group` as CLI11 options (core/settings.hpp): each stores
+// The registry's settings of help group `group` as CLI11 options (core/run/settings.hpp): each stores
 // the text it was given in `given`; numbers are checked for their syntax as they are parsed (as
 // every integer option is), values against their names and ranges by apply_settings().
 void gs::cli::add_setting_options(CLI::App& app, GivenSettings& given, const std::string& group) {
@@ -334,7 +334,7 @@ RunRequest build_request(const Options& o) {
     throw UsageError(fmt::format("--mode {} needs a model plan: it shares quantized tensors between the Fprop, Dgrad and "
                                  "Wgrad of a layer, and --shapes/--sweep GEMMs stand alone (they are timed per-gemm)",
                                  o.mode));
-  // The registry's settings (core/settings.hpp): given, or the default of the plan's kind.
+  // The registry's settings (core/run/settings.hpp): given, or the default of the plan's kind.
   apply_settings(o.settings, req);
   if (o.device < 0) throw UsageError(fmt::format("--device must be >= 0, got {}", o.device));
   if (o.device > std::numeric_limits<int>::max()) throw UsageError(fmt::format("--device {} is too large", o.device));
@@ -426,7 +426,7 @@ int run_main(int argc, char** argv) {
                  "for --shapes/--sweep) | pre-quantized (GEMM kernel only) | both (the default + pre-quantized) | all. "
                  "Old names: autocast-shared = training, autocast = per-gemm")
       ->group("Measurement");
-  cli::add_setting_options(app, o.settings, "Measurement");  // --num-warmup, --l2, --seed, ... (core/settings.cpp)
+  cli::add_setting_options(app, o.settings, "Measurement");  // --num-warmup, --l2, --seed, ... (core/run/settings.cpp)
   add_int(app, "--device", o.device, "CUDA device index (default 0)")->group("Measurement");
   cli::add_comm_options(app, o.comm);
   // Handled by dispatch() before this parser (cmd_fleet.cpp); declared here for --help.
@@ -553,7 +553,7 @@ int run_main(int argc, char** argv) {
   if (measured && o.kernels) report += render_kernel_table(result);
   else if (measured) report += render_autotune_table(result);
   report += comm_text;
-  if (measured && o.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/comm_step.hpp
+  if (measured && o.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/node/comm_step.hpp
   // The files before the report: a write that fails (a full disk) is the run's error, said
   // before anything is printed; a measured run still prints its report, so no measurement is lost.
   try {

@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "core/settings.hpp"
+#include "core/run/settings.hpp"
 
 namespace CLI {
 class App;
@@ -19,7 +19,7 @@ int gemmscope_main(int argc, char** argv);
 
 // The run-settings registry's options of help group `group` ("Measurement", "Recipes",
 // "Kernels"), bound to CLI11: each records the text it was given under the setting's
-// "section.key" in `given`, for apply_settings() (core/settings.hpp).
+// "section.key" in `given`, for apply_settings() (core/run/settings.hpp).
 void add_setting_options(CLI::App& app, GivenSettings& given, const std::string& group);
 
 }  // namespace gs::cli

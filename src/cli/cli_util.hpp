@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "core/input_file.hpp"
-#include "core/error.hpp"
-#include "core/suggest.hpp"
-#include "core/text_util.hpp"
+#include "core/io/input_file.hpp"
+#include "core/util/error.hpp"
+#include "core/util/suggest.hpp"
+#include "core/util/text_util.hpp"
 
 namespace gs::cli {
 
@@ -33,7 +33,7 @@ inline void print_parse_error(const char* command, const CLI::ParseError& e) {
   fmt::print(stderr, "{}: error: {} (see --help)\n", command, clip_text(e.what(), 300));
 }
 
-// The option of `app` a mistyped `--name` most likely meant, or "" (core/suggest.hpp's rule over
+// The option of `app` a mistyped `--name` most likely meant, or "" (core/util/suggest.hpp's rule over
 // every spelling of every option): the nearest spelling (--hidden-szie -> --hidden-size), else the
 // option whose words begin with the typed words (--seq-len -> --sequence_length), else one whose
 // name ends in them (--batch-size -> --micro_batch_size). Several options: "--a or --b".

@@ -5,10 +5,10 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/mpi_plugin.hpp"
-#include "core/collectives.hpp"
-#include "core/error.hpp"
-#include "core/output_paths.hpp"
-#include "core/text_util.hpp"
+#include "core/node/collectives.hpp"
+#include "core/util/error.hpp"
+#include "core/io/output_paths.hpp"
+#include "core/util/text_util.hpp"
 #ifdef GEMMSCOPE_WITH_CUDA
 #include "cuda/nccl_comm.hpp"
 #endif

@@ -1,5 +1,5 @@
 // The communication of the layout on the gemmscope command line (cmd_comm.cpp): --comm,
-// --comm-only and the layout flags, over core/collectives.hpp and, in a CUDA build, the NCCL
+// --comm-only and the layout flags, over core/node/collectives.hpp and, in a CUDA build, the NCCL
 // engine (cuda/nccl_comm.hpp).
 #pragma once
 #include <CLI/CLI.hpp>
@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/collectives.hpp"
-#include "core/plan.hpp"
+#include "core/node/collectives.hpp"
+#include "core/plan/plan.hpp"
 
 namespace gs::cli {
 
@@ -32,7 +32,7 @@ void check_comm_flags(const CLI::App& app, const CommFlags& f);
 // The layout's collectives for `plan`: measured with NCCL when `measure` (a CUDA build; GPUs too
 // few for a communicator: UsageError; NCCL absent: the sizes and a line saying why), else sizes
 // only. Writes --comm-json. Returns the report section; `out` (when given) gets the result, for the
-// per-layer summary beside the GEMMs (core/comm_step.hpp).
+// per-layer summary beside the GEMMs (core/node/comm_step.hpp).
 std::string comm_section(const Plan& plan, const CommFlags& f, bool measure, CommResult* out = nullptr);
 
 }  // namespace gs::cli

@@ -6,12 +6,12 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
-#include "core/compare.hpp"
-#include "core/error.hpp"
-#include "core/fleet.hpp"
-#include "core/input_file.hpp"
-#include "core/modes.hpp"
-#include "core/text_util.hpp"
+#include "core/analysis/compare.hpp"
+#include "core/util/error.hpp"
+#include "core/node/fleet.hpp"
+#include "core/io/input_file.hpp"
+#include "core/recipes/modes.hpp"
+#include "core/util/text_util.hpp"
 
 namespace gs::cli {
 

@@ -1,5 +1,5 @@
 // `gemmscope ... --all-gpus`: the same run on every visible GPU at once, one worker process per GPU
-// (CUPTI, NVML and the engine hold process-wide state), then the fleet summary (core/fleet.hpp).
+// (CUPTI, NVML and the engine hold process-wide state), then the fleet summary (core/node/fleet.hpp).
 // Each worker is this binary with the same flags plus --device I --json <scratch>/gpu<I>.json;
 // all are started back to back before any is waited for.
 #include <fcntl.h>
@@ -20,12 +20,12 @@
 
 #include "cli/commands.hpp"
 #include "cli/argv_scan.hpp"
-#include "core/error.hpp"
-#include "core/fleet.hpp"
-#include "core/input_file.hpp"
-#include "core/output_paths.hpp"
-#include "core/report.hpp"
-#include "core/text_util.hpp"
+#include "core/util/error.hpp"
+#include "core/node/fleet.hpp"
+#include "core/io/input_file.hpp"
+#include "core/io/output_paths.hpp"
+#include "core/report/report.hpp"
+#include "core/util/text_util.hpp"
 #ifdef GEMMSCOPE_WITH_CUDA
 #include "cuda/device_count.hpp"
 #endif

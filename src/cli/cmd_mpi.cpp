@@ -1,6 +1,6 @@
 // Several processes under MPI (cmd_mpi.hpp). Each rank runs the ordinary single-process run
 // in-process with --device <local rank> --json <scratch> --quiet, its standard output captured;
-// then every rank's report (core/rank_results.hpp) is gathered to rank 0, which prints its own
+// then every rank's report (core/node/rank_results.hpp) is gathered to rank 0, which prints its own
 // report (the GEMMs of its GPU and, with --comm, the collectives over every rank), then the fleet
 // summary of all ranks, and writes --json as a fleet file naming hosts and ranks.
 #include "cli/cmd_mpi.hpp"
@@ -22,12 +22,12 @@
 
 #include "cli/mpi_plugin.hpp"
 #include "cli/argv_scan.hpp"
-#include "core/error.hpp"
-#include "core/fleet.hpp"
-#include "core/input_file.hpp"
-#include "core/output_paths.hpp"
-#include "core/rank_results.hpp"
-#include "core/text_util.hpp"
+#include "core/util/error.hpp"
+#include "core/node/fleet.hpp"
+#include "core/io/input_file.hpp"
+#include "core/io/output_paths.hpp"
+#include "core/node/rank_results.hpp"
+#include "core/util/text_util.hpp"
 
 namespace gs::cli {
 

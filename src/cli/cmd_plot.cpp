@@ -16,14 +16,14 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
-#include "core/error.hpp"
-#include "core/fleet.hpp"
-#include "core/input_file.hpp"
-#include "core/modes.hpp"
-#include "core/output_paths.hpp"
-#include "core/recipe.hpp"
-#include "core/report.hpp"
-#include "core/text_util.hpp"
+#include "core/util/error.hpp"
+#include "core/node/fleet.hpp"
+#include "core/io/input_file.hpp"
+#include "core/recipes/modes.hpp"
+#include "core/io/output_paths.hpp"
+#include "core/recipes/recipe.hpp"
+#include "core/report/report.hpp"
+#include "core/util/text_util.hpp"
 
 extern char** environ;
 
@@ -193,7 +193,7 @@ int run_plot(int argc, char** argv) {
   // A result written before the roofline existed (or elsewhere) gets it from the spec database
   // here, into a temporary copy; the file itself is not changed.
   std::string chart_input = result, temp;
-  // A fleet file (--all-gpus, MPI): the per-GPU chart of its summary (core/fleet.hpp), computed here
+  // A fleet file (--all-gpus, MPI): the per-GPU chart of its summary (core/node/fleet.hpp), computed here
   // and handed to the script as a small chart document in a temporary file.
   {
     nlohmann::json doc;

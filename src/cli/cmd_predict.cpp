@@ -1,4 +1,4 @@
-// `gemmscope predict`: predicted GEMM times on another GPU (core/predict.hpp), from a measured
+// `gemmscope predict`: predicted GEMM times on another GPU (core/analysis/predict.hpp), from a measured
 // run or from the datasheet alone. Also the spec-database lookup the measured run's roofline uses.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -7,14 +7,14 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
-#include "core/compare.hpp"
-#include "core/error.hpp"
-#include "core/input_file.hpp"
-#include "core/model_config.hpp"
-#include "core/output_paths.hpp"
-#include "core/predict.hpp"
-#include "core/report.hpp"
-#include "core/text_util.hpp"
+#include "core/analysis/compare.hpp"
+#include "core/util/error.hpp"
+#include "core/io/input_file.hpp"
+#include "core/model/model_config.hpp"
+#include "core/io/output_paths.hpp"
+#include "core/analysis/predict.hpp"
+#include "core/report/report.hpp"
+#include "core/util/text_util.hpp"
 
 namespace gs::cli {
 

@@ -7,10 +7,10 @@
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
-#include "core/error.hpp"
-#include "core/fleet.hpp"
-#include "core/report.hpp"
-#include "core/text_util.hpp"
+#include "core/util/error.hpp"
+#include "core/node/fleet.hpp"
+#include "core/report/report.hpp"
+#include "core/util/text_util.hpp"
 
 namespace gs::cli {
 

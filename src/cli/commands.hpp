@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/gpu_spec.hpp"
-#include "core/roofline.hpp"
+#include "core/gpu/gpu_spec.hpp"
+#include "core/analysis/roofline.hpp"
 
 namespace gs::cli {
 

@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "core/input_file.hpp"
-#include "core/text_util.hpp"
+#include "core/io/input_file.hpp"
+#include "core/util/text_util.hpp"
 #include "mpi/gemmscope_mpi.h"
 
 namespace gs::cli {

@@ -1,11 +1,11 @@
 // The optional MPI plugin (libgemmscope_mpi.so, src/mpi/gemmscope_mpi.h) seen from the front end:
 // whether this process was started by an MPI launcher, loading the plugin with dlopen, and the
-// gs::ProcessGroup over it (core/process_group.hpp). The binary never links MPI.
+// gs::ProcessGroup over it (core/node/process_group.hpp). The binary never links MPI.
 #pragma once
 #include <memory>
 #include <string>
 
-#include "core/process_group.hpp"
+#include "core/node/process_group.hpp"
 
 namespace gs::cli {
 

@@ -22,11 +22,11 @@
 #include <memory>
 #include <string>
 
-#include "core/attention_shape.hpp"
+#include "core/model/attention_shape.hpp"
 
 namespace gs::cuda {
 
-using AttentionDims = gs::AttentionShape;  // core/attention_shape.hpp: dims, FLOPs, checks
+using AttentionDims = gs::AttentionShape;  // core/model/attention_shape.hpp: dims, FLOPs, checks
 
 enum class AttentionDtype {
   BF16,     // Q/K/V/O/dO/dQ/dK/dV in BF16, FP32 softmax and accumulation (TE's default)
@@ -59,7 +59,7 @@ class CudnnAttention {
 
   const AttentionDims& dims() const;
   AttentionDtype dtype() const;
-  double fwd_flops() const { return gs::attention_fwd_flops(dims()); }  // core/attention_shape.hpp
+  double fwd_flops() const { return gs::attention_fwd_flops(dims()); }  // core/model/attention_shape.hpp
   double bwd_flops() const { return gs::attention_bwd_flops(dims()); }
   size_t workspace_bytes() const;  // the larger of the two graphs' workspaces (one buffer)
   size_t device_bytes() const;     // all device memory held: tensors + workspace

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "core/results.hpp"
+#include "core/results/results.hpp"
 
 namespace gs::cuda {
 

@@ -11,9 +11,9 @@
 #pragma once
 #include <memory>
 
-#include "core/modes.hpp"
-#include "core/plan.hpp"
-#include "core/recipe.hpp"
+#include "core/recipes/modes.hpp"
+#include "core/plan/plan.hpp"
+#include "core/recipes/recipe.hpp"
 #include "cuda/cutlass_grouped.hpp"
 #include "cuda/provider.hpp"
 

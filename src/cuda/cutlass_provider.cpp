@@ -14,7 +14,7 @@
 #include <optional>
 #include <stdexcept>
 
-#include "core/arch_policy.hpp"
+#include "core/gpu/arch_policy.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cutlass_fp8_run.hpp"
 #include "cuda/cutlass_grouped.hpp"
@@ -113,7 +113,7 @@ class CutlassProvider final : public GemmProvider {
   }
   // FP8 per-tensor: an instantiated family for the operand formats, output and accumulation;
   // TMA's 16-byte rows are FP8's 16 elements, which the FP8 shape rule already requires
-  // (core/recipe.hpp shape_constraint, per expert for grouped GEMMs).
+  // (core/recipes/recipe.hpp shape_constraint, per expert for grouped GEMMs).
   static std::string cannot_run_fp8(const Gemm& g, const Recipe& r) {
     if (!cutlass_fp8_family(r))
       return fmt::format("CUTLASS: no FP8 kernel instantiated for {} {} x {} {}, {} accumulation, {} output (built: {})",

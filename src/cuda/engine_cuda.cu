@@ -6,13 +6,13 @@
 #include <optional>
 #include <vector>
 
-#include "core/arch_policy.hpp"
-#include "core/grouped.hpp"
-#include "core/modes.hpp"
-#include "core/provider.hpp"
-#include "core/results.hpp"
-#include "core/step_context.hpp"
-#include "core/error.hpp"
+#include "core/gpu/arch_policy.hpp"
+#include "core/recipes/grouped.hpp"
+#include "core/recipes/modes.hpp"
+#include "core/providers/provider.hpp"
+#include "core/results/results.hpp"
+#include "core/run/step_context.hpp"
+#include "core/util/error.hpp"
 #include "cuda/clock_probe.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_handles.hpp"
@@ -302,7 +302,7 @@ class CudaEngine final : public Engine {
   }
 
   // Runs `f` (which returns the measured cell) and turns what the libraries or the device refuse
-  // into an N/A cell (core/error.hpp Unsupported); a lost context stops the run, and so does any
+  // into an N/A cell (core/util/error.hpp Unsupported); a lost context stops the run, and so does any
   // other exception (a defect: exit 70 with its message, never an N/A that hides it).
   template <class F>
   Cell guarded(const Gemm& g, Precision p, Mode mode, const Recipe& recipe, F&& f) {
@@ -337,7 +337,7 @@ class CudaEngine final : public Engine {
 
   // A grouped GEMM (grouped_gemm.hpp), then the dense GEMM of the same total padded size beside it.
   Cell measure_grouped(const Gemm& g, Precision p, Mode mode) {
-    // The layout and the per-expert shape rule: core/grouped.hpp, the rule the dry run predicts with.
+    // The layout and the per-expert shape rule: core/recipes/grouped.hpp, the rule the dry run predicts with.
     if (std::string why = cell_shape_problem(g, p, opts_.recipe); !why.empty()) return Cell::na(why);
     const std::vector<int64_t> padded = padded_group(g, p);
     int64_t sum = 0;
@@ -510,7 +510,7 @@ std::unique_ptr<Engine> make_engine(const EngineOptions& options, std::string& w
   cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess) {
     // Without the driver library the runtime says "driver version is insufficient", which sends
-    // people to upgrade a driver they do not have: ask the loader first (core/engine.hpp).
+    // people to upgrade a driver they do not have: ask the loader first (core/run/engine.hpp).
     void* libcuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
     why = cuda_unavailable_reason(libcuda != nullptr, cudaGetErrorString(e));
     if (libcuda) dlclose(libcuda);

@@ -1,9 +1,9 @@
-// The CUDA implementation of gs::Engine (core/engine.hpp).
+// The CUDA implementation of gs::Engine (core/run/engine.hpp).
 #pragma once
 #include <memory>
 #include <string>
 
-#include "core/engine.hpp"
+#include "core/run/engine.hpp"
 
 namespace gs::cuda {
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "core/kernels.hpp"
+#include "core/results/kernels.hpp"
 #include "cuda/device_buffer.hpp"
 
 namespace gs::cuda {

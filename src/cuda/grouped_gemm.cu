@@ -5,7 +5,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "core/grouped.hpp"
+#include "core/recipes/grouped.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/fill.cuh"
 
@@ -21,7 +21,7 @@ int64_t total(const std::vector<int64_t>& v) { return std::accumulate(v.begin(),
 
 }  // namespace
 
-// grouped_layout_problem: core/grouped.hpp (the dry run predicts with the same rule).
+// grouped_layout_problem: core/recipes/grouped.hpp (the dry run predicts with the same rule).
 
 bool GroupedSources::matches(const Gemm& g, const std::vector<int64_t>& padded, bool fp32) const {
   return fp32_out == (fp32 && g.group_dim == GroupDim::K) && gemm.m == g.m && gemm.k == g.k && gemm.n == g.n && gemm.group_dim == g.group_dim &&

@@ -10,9 +10,9 @@
 //   GroupDim::K (Wgrad): both operands are token-major buffers [sum(tokens), m] and [sum(tokens), n]
 //     sliced per expert along the contraction; each expert writes its own weight gradient [m, n].
 //     An expert with no tokens has its gradient zeroed (a memset, as TE does), inside the group.
-// Per-expert sizes are the recipe's padded sizes (core/grouped.hpp). Every precision works per
+// Per-expert sizes are the recipe's padded sizes (core/recipes/grouped.hpp). Every precision works per
 // expert with its own quantized copies and scales (FP8 delayed scaling: its own amax history).
-// Quantization, in the timed region as the mode says (core/modes.hpp, applied to each expert's
+// Quantization, in the timed region as the mode says (core/recipes/modes.hpp, applied to each expert's
 // GEMM): by default all experts' operands in a few multi-tensor launches before the GEMMs
 // (grouped_quant.hpp, RecipeOptions::grouped_quant_fused), else per expert (one amax/cast per
 // expert tensor, on the expert's stream). Wgrad (GroupDim::K) writes each expert's gradient in
@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
-#include "core/modes.hpp"
-#include "core/plan.hpp"
-#include "core/recipe.hpp"
+#include "core/recipes/modes.hpp"
+#include "core/plan/plan.hpp"
+#include "core/recipes/recipe.hpp"
 #include "cuda/cuda_handles.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/gemm_lt.hpp"

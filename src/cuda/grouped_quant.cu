@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include "core/grouped.hpp"
-#include "core/modes.hpp"
+#include "core/recipes/grouped.hpp"
+#include "core/recipes/modes.hpp"
 
 namespace gs::cuda {
 

@@ -7,7 +7,7 @@
 //
 // Built from the experts' GEMMs (recipe_gemm.hpp), it takes over their quantization work: every
 // operand that a GEMM's step() would quantize (Own or Dual, with or without a producer's amax,
-// core/modes.hpp) is quantized here with exactly the same arguments, so each expert's quantized
+// core/recipes/modes.hpp) is quantized here with exactly the same arguments, so each expert's quantized
 // copies and scales are bit-identical to the per-expert path (GPU test GroupedQuant.*); the
 // GEMMs then run alone. Per grouped GEMM and operand: amax (current scaling, 2 launches), one
 // cast, and after the GEMMs one delayed-scaling update, whatever the expert count.
@@ -19,7 +19,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/recipe.hpp"
+#include "core/recipes/recipe.hpp"
 #include "cuda/quantize_multi.cuh"
 #include "cuda/recipe_gemm.hpp"
 

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <stdexcept>
 
-#include "core/error.hpp"
+#include "core/util/error.hpp"
 #include "cuda/cuda_check.hpp"
 
 #if GEMMSCOPE_HAVE_CUPTI

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "core/kernels.hpp"
-#include "core/modes.hpp"
-#include "core/plan.hpp"
-#include "core/recipe.hpp"
+#include "core/results/kernels.hpp"
+#include "core/recipes/modes.hpp"
+#include "core/plan/plan.hpp"
+#include "core/recipes/recipe.hpp"
 
 namespace gs::cuda {
 

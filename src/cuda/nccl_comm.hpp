@@ -1,4 +1,4 @@
-// The NCCL implementation of gs::CommEngine (core/collectives.hpp): one process, one communicator
+// The NCCL implementation of gs::CommEngine (core/node/collectives.hpp): one process, one communicator
 // per group size over the first N local GPUs (ncclCommInitAll), or one rank per process under MPI, each collective timed with CUDA
 // events on every rank's stream (the slowest rank counts). libnccl.so.2 is loaded with dlopen, so
 // the binary runs where NCCL is absent; then make_nccl_engine says why it cannot measure.
@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "core/collectives.hpp"
-#include "core/process_group.hpp"
+#include "core/node/collectives.hpp"
+#include "core/node/process_group.hpp"
 
 namespace gs::cuda {
 

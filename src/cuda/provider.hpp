@@ -1,4 +1,4 @@
-// Kernel providers in the backend (the provider axis, core/provider.hpp): a provider is a name,
+// Kernel providers in the backend (the provider axis, core/providers/provider.hpp): a provider is a name,
 // what it can run (recipe x layout x architecture, with the reason when it cannot) and how it runs
 // a dense or a grouped GEMM on the engine's operands, one iteration at a time, inside the engine's
 // timed loop (timed_loop.hpp). The engine owns the operands, the memory check, the timed loop, the
@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "core/engine.hpp"
-#include "core/modes.hpp"
-#include "core/plan.hpp"
-#include "core/recipe.hpp"
+#include "core/run/engine.hpp"
+#include "core/recipes/modes.hpp"
+#include "core/plan/plan.hpp"
+#include "core/recipes/recipe.hpp"
 
 namespace gs::cuda {
 
@@ -39,7 +39,7 @@ class ProviderRun {
 class GemmProvider {
  public:
   virtual ~GemmProvider() = default;
-  virtual const char* name() const = 0;  // as core/provider.hpp spells it
+  virtual const char* name() const = 0;  // as core/providers/provider.hpp spells it
   // Why this provider cannot measure `g` in precision `p` and mode `m` on a device of compute
   // capability `cc` ("" when it can). `r` is the recipe of the cell (make_recipe of the GEMM, or of
   // one expert for a grouped GEMM). The engine has already applied the shape rules
@@ -58,7 +58,7 @@ class GemmProvider {
   virtual std::vector<std::string> notes() const { return {}; }
 };
 
-// Every provider this build knows besides cuBLASLt, in core/provider.hpp's order. A provider whose
+// Every provider this build knows besides cuBLASLt, in core/providers/provider.hpp's order. A provider whose
 // library is absent from the build is still listed: its cannot_run() says so.
 std::vector<std::unique_ptr<GemmProvider>> make_providers();
 

@@ -43,7 +43,7 @@ __host__ __device__ __forceinline__ float scale_from_amax(float amax, float fmax
 
 // Block scaling's scale: scale_from_amax with fallback 1; pow2 rounds it down to a power of two
 // by clearing its mantissa (the scale is a positive normal float or 1 here). Mirrors the host
-// reference gs::nf::fp8_block_scale (core/formats.hpp).
+// reference gs::nf::fp8_block_scale (core/formats/formats.hpp).
 __host__ __device__ __forceinline__ float block_scale(float amax, float fmax, bool pow2) {
   const float s = scale_from_amax(amax, fmax, 1.f);
   if (!pow2) return s;

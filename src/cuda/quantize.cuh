@@ -69,7 +69,7 @@ void delayed_scale_update(float* history, int hist_len, int* pos, Fp8Kind kind, 
 // scale_inv = 1 / (fmax / amax) (the reciprocal of the scale actually used), amax == 0 -> 1.
 // pow2 (Transformer Engine's default for Float8BlockScaling): the scale fmax / amax is rounded
 // down to a power of two (its mantissa bits cleared) before use, so scale_inv is exact too
-// (host reference: gs::nf::fp8_block_scale in core/formats.hpp).
+// (host reference: gs::nf::fp8_block_scale in core/formats/formats.hpp).
 // With transpose=true the blocks follow the transposed operand: 1x128 blocks run along the
 // source's rows (the new K); 128x128 tiles are the same source tiles, indexed (ob = col tile,
 // kb = row tile).

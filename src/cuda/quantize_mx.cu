@@ -13,7 +13,7 @@
 //    bytes go back through shared memory so that neighbouring lanes store contiguous 16-byte
 //    chunks of a row. The grid covers the padded scale buffer exactly, so every scale byte
 //    (padding included) is written once.
-// Every FP32 operation mirrors core/mx_reference.cpp in order and rounding (no fast math, no
+// Every FP32 operation mirrors core/formats/mx_reference.cpp in order and rounding (no fast math, no
 // contractible a*b+c patterns), which is what makes the results bit-identical.
 #include "cuda/quantize_mx.cuh"
 

@@ -7,7 +7,7 @@
 // quantized transpose (outer = cols, K = rows). Everything is asynchronous on `stream`, with no
 // allocation and no host synchronization. Pointers must be 16-byte aligned (cudaMalloc's are).
 //
-// Results are bit-identical to the host reference in core/mx_reference.hpp (same scale rules,
+// Results are bit-identical to the host reference in core/formats/mx_reference.hpp (same scale rules,
 // same swizzled scale layout including the zero padding, same stochastic-rounding bits); see
 // docs/formats.md for the exact recipes and where they follow Transformer Engine.
 // Invalid shapes throw std::invalid_argument before anything is launched.
@@ -18,7 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/mx_reference.hpp"
+#include "core/formats/mx_reference.hpp"
 #include "cuda/quantize.cuh"
 
 namespace gs::cuda {

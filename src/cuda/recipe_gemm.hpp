@@ -1,6 +1,6 @@
 // One GEMM of the plan in one precision, ready to run: the BF16 sources, the quantized copies in
 // the layout cuBLASLt needs, the quantization steps the recipe prescribes and the cuBLASLt call.
-// This is the only place that turns a Recipe (core/recipe.hpp) into kernels.
+// This is the only place that turns a Recipe (core/recipes/recipe.hpp) into kernels.
 #pragma once
 #include <cublasLt.h>
 #include <cuda_bf16.h>
@@ -11,21 +11,21 @@
 #include <string>
 #include <vector>
 
-#include "core/plan.hpp"
-#include "core/recipe.hpp"
+#include "core/plan/plan.hpp"
+#include "core/recipes/recipe.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/gemm_lt.hpp"
 #include "cuda/quantize_multi.cuh"
 
 namespace gs::cuda {
 
-// BF16 operands as a training framework stores them (see core/plan.hpp), and the output.
+// BF16 operands as a training framework stores them (see core/plan/plan.hpp), and the output.
 struct GemmSources {
   int64_t m = 0, k = 0, n = 0;
   bool l_k_major = true, r_k_major = true;
   DeviceBuffer l, r, c;  // l: [m,k] or [k,m]; r: [n,k] or [k,n]; c: [m,n]; BF16 (c: see c_fp32)
   // c is an FP32 main gradient the GEMM accumulates into (FP32 C and D, beta = 1): Wgrad with
-  // RecipeOptions::wgrad_fp32_accumulate (core/recipe.hpp: wgrad_accumulates_fp32).
+  // RecipeOptions::wgrad_fp32_accumulate (core/recipes/recipe.hpp: wgrad_accumulates_fp32).
   bool c_fp32 = false;
   static GemmSources allocate(const Gemm& g, bool c_fp32 = false);
   bool matches(const Gemm& g, bool fp32 = false) const {
@@ -84,7 +84,7 @@ class RecipeGemm {
  public:
   // with_gemm=false builds only the quantization side (accuracy emulation where cuBLASLt has no
   // kernel for the format, e.g. MXFP8/NVFP4 on Hopper).
-  // wl / wr: what step() does for the left / right operand (core/modes.hpp). A Dual operand gets
+  // wl / wr: what step() does for the left / right operand (core/recipes/modes.hpp). A Dual operand gets
   // a sibling: the other-layout copy its dual_consumer GEMM reads, with that GEMM's recipe.
   // `cache` (optional): the cuBLASLt heuristic is asked once per distinct problem (grouped GEMMs).
   RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, GemmSources& src, void* workspace,

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/gpu_spec.hpp"
+#include "core/gpu/gpu_spec.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/event_timer.hpp"
 

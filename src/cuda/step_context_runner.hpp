@@ -1,4 +1,4 @@
-// The step context on the GPU (core/step_model.hpp): after each timed iteration of a GEMM, its
+// The step context on the GPU (core/plan/step_model.hpp): after each timed iteration of a GEMM, its
 // share (by FLOPs) of what an average layer's step runs between its GEMMs.
 //   - memory-bound kernels: the modelled bytes at the framework's efficiency, run as the
 //     calibrated activation kernel (step_work.hpp) for that long;
@@ -14,9 +14,9 @@
 #include <memory>
 #include <string>
 
-#include "core/plan.hpp"
-#include "core/results.hpp"
-#include "core/step_model.hpp"
+#include "core/plan/plan.hpp"
+#include "core/results/results.hpp"
+#include "core/plan/step_model.hpp"
 #include "cuda/step_work.hpp"
 
 namespace gs::cuda {

@@ -1,5 +1,5 @@
 // Memory-bound work between timed iterations: the stand-in for a training step's non-GEMM
-// kernels (--step-other-ms, core/step_context.hpp). One activation-like kernel (BF16 in, GELU in
+// kernels (--step-other-ms, core/run/step_context.hpp). One activation-like kernel (BF16 in, GELU in
 // FP32, BF16 out) streams between two buffers larger than the L2, wrapping around them for as many
 // bytes as the requested time needs; its rate is calibrated once on this GPU, so "0.3 ms of work"
 // is real traffic and math, not a sleep or a plain copy (an idle GPU or a copy draws less power

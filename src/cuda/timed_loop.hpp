@@ -21,7 +21,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/results.hpp"
+#include "core/results/results.hpp"
 #include "cuda/clock_probe.hpp"
 #include "cuda/cuda_handles.hpp"
 #include "cuda/launch_gate.hpp"

@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "core/engine.hpp"
+#include "core/run/engine.hpp"
 
 namespace gs::test {
 

@@ -8,7 +8,7 @@
 #include <exception>
 #include <string>
 
-#include "core/error.hpp"
+#include "core/util/error.hpp"
 
 namespace gs::fuzz {
 

@@ -5,10 +5,10 @@
 #include <iterator>
 #include <string>
 
-#include "core/model_config.hpp"
-#include "core/plan.hpp"
-#include "core/report.hpp"
-#include "core/runner.hpp"
+#include "core/model/model_config.hpp"
+#include "core/plan/plan.hpp"
+#include "core/report/report.hpp"
+#include "core/run/runner.hpp"
 #include "fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -6,11 +6,11 @@
 #include <cstdint>
 #include <string>
 
-#include "core/gpu_spec.hpp"
-#include "core/input_file.hpp"
-#include "core/model_config.hpp"
-#include "core/plan.hpp"
-#include "core/predict.hpp"
+#include "core/gpu/gpu_spec.hpp"
+#include "core/io/input_file.hpp"
+#include "core/model/model_config.hpp"
+#include "core/plan/plan.hpp"
+#include "core/analysis/predict.hpp"
 #include "fuzz_common.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/output_paths.hpp"
+#include "core/io/output_paths.hpp"
 #include "fuzz_common.hpp"
 
 namespace fs = std::filesystem;

@@ -8,11 +8,11 @@
 #include <optional>
 #include <string>
 
-#include "core/compare.hpp"
-#include "core/gpu_spec.hpp"
-#include "core/input_file.hpp"
-#include "core/predict.hpp"
-#include "core/report.hpp"
+#include "core/analysis/compare.hpp"
+#include "core/gpu/gpu_spec.hpp"
+#include "core/io/input_file.hpp"
+#include "core/analysis/predict.hpp"
+#include "core/report/report.hpp"
 #include "fuzz_common.hpp"
 
 namespace {

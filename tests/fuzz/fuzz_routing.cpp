@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/routing.hpp"
+#include "core/plan/routing.hpp"
 #include "fuzz_common.hpp"
 
 namespace {

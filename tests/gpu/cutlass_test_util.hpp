@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/formats.hpp"
+#include "core/formats/formats.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cutlass_grouped.hpp"
 #include "cuda/device_buffer.hpp"

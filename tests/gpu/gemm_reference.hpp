@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/formats.hpp"
+#include "core/formats/formats.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/recipe_gemm.hpp"

@@ -3,8 +3,8 @@
 
 #include <memory>
 
-#include "core/engine.hpp"
-#include "core/recipe.hpp"
+#include "core/run/engine.hpp"
+#include "core/recipes/recipe.hpp"
 #include "cuda/provider.hpp"
 
 namespace gs::test {

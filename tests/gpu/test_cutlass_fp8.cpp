@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "core/grouped.hpp"
-#include "core/plan.hpp"
-#include "core/provider.hpp"
-#include "core/recipe.hpp"
-#include "core/results.hpp"
+#include "core/recipes/grouped.hpp"
+#include "core/plan/plan.hpp"
+#include "core/providers/provider.hpp"
+#include "core/recipes/recipe.hpp"
+#include "core/results/results.hpp"
 #include "cuda/cutlass_grouped.hpp"
 #include "cuda/engine_cuda.hpp"
 #include "cuda/fill.cuh"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/formats.hpp"
+#include "core/formats/formats.hpp"
 #include "cuda/cutlass_grouped.hpp"
 #include "cuda/device_buffer.hpp"
 #include "gemm_reference.hpp"

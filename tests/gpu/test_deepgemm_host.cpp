@@ -2,7 +2,7 @@
 // toolkit headers, and NVRTC compiling the embedded headers (where libnvrtc is installed).
 #include <gtest/gtest.h>
 
-#include "core/deepgemm_config.hpp"
+#include "core/providers/deepgemm_config.hpp"
 #include "cuda/deepgemm/deepgemm_runtime.hpp"
 #include "cuda/deepgemm/embedded_headers.hpp"
 #include "cuda/deepgemm/nvrtc_lib.hpp"

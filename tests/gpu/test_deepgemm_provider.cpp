@@ -12,10 +12,10 @@
 #include <filesystem>
 #include <numeric>
 
-#include "core/deepgemm_cells.hpp"
-#include "core/grouped.hpp"
-#include "core/model_config.hpp"
-#include "core/runner.hpp"
+#include "core/providers/deepgemm_cells.hpp"
+#include "core/recipes/grouped.hpp"
+#include "core/model/model_config.hpp"
+#include "core/run/runner.hpp"
 #include "cuda/deepgemm/deepgemm_provider.hpp"
 #include "cuda/deepgemm/deepgemm_runtime.hpp"
 #include "cuda/engine_cuda.hpp"

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/plan.hpp"
+#include "core/plan/plan.hpp"
 #include "cuda/clock_probe.hpp"
 #include "cuda/engine_cuda.hpp"
 #include "cuda/launch_gate.hpp"

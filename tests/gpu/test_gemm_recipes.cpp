@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "core/arch_policy.hpp"
-#include "core/formats.hpp"
-#include "core/plan.hpp"
-#include "core/recipe.hpp"
-#include "core/results.hpp"
+#include "core/gpu/arch_policy.hpp"
+#include "core/formats/formats.hpp"
+#include "core/plan/plan.hpp"
+#include "core/recipes/recipe.hpp"
+#include "core/results/results.hpp"
 #include "cuda/fill.cuh"
 #include "cuda/recipe_gemm.hpp"
 #include "gemm_reference.hpp"

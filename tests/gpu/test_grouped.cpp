@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "core/arch_policy.hpp"
-#include "core/grouped.hpp"
-#include "core/plan.hpp"
-#include "core/recipe.hpp"
-#include "core/results.hpp"
+#include "core/gpu/arch_policy.hpp"
+#include "core/recipes/grouped.hpp"
+#include "core/plan/plan.hpp"
+#include "core/recipes/recipe.hpp"
+#include "core/results/results.hpp"
 #include "cuda/engine_cuda.hpp"
 #include "cuda/grouped_gemm.hpp"
 #include "cuda/power_hold.hpp"

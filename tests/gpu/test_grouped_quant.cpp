@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "core/grouped.hpp"
-#include "core/kernels.hpp"
-#include "core/plan.hpp"
-#include "core/recipe.hpp"
+#include "core/recipes/grouped.hpp"
+#include "core/results/kernels.hpp"
+#include "core/plan/plan.hpp"
+#include "core/recipes/recipe.hpp"
 #include "cuda/engine_cuda.hpp"
 #include "cuda/fill.cuh"
 #include "cuda/grouped_gemm.hpp"

@@ -5,8 +5,8 @@
 #include <cublasLt.h>
 #include <gtest/gtest.h>
 
-#include "core/plan.hpp"
-#include "core/recipe.hpp"
+#include "core/plan/plan.hpp"
+#include "core/recipes/recipe.hpp"
 #include "cuda/gemm_lt.hpp"
 #include "cuda/recipe_gemm.hpp"
 

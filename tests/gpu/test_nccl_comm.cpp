@@ -6,10 +6,10 @@
 
 #include <iostream>
 
-#include "core/error.hpp"
+#include "core/util/error.hpp"
 
-#include "core/collectives.hpp"
-#include "core/model_config.hpp"
+#include "core/node/collectives.hpp"
+#include "core/model/model_config.hpp"
 #include "cuda/device_count.hpp"
 #include "cuda/nccl_comm.hpp"
 #include "gpu_test_util.hpp"

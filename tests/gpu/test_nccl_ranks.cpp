@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/collectives.hpp"
-#include "core/model_config.hpp"
-#include "core/process_group.hpp"
+#include "core/node/collectives.hpp"
+#include "core/model/model_config.hpp"
+#include "core/node/process_group.hpp"
 #include "cuda/device_count.hpp"
 #include "cuda/nccl_comm.hpp"
 #include "gpu_test_util.hpp"

@@ -1,5 +1,5 @@
 // GPU tests of the MXFP8 / NVFP4 kernels (src/cuda/quantize_mx.cu) against the host reference
-// (core/mx_reference.hpp, whose codecs are checked against cuda_fp8.h/cuda_fp4.h in the core
+// (core/formats/mx_reference.hpp, whose codecs are checked against cuda_fp8.h/cuda_fp4.h in the core
 // tests). Data bytes, every byte of the swizzled scale buffer (zero padding included) and the
 // NVFP4 global decode scale must match BIT FOR BIT. Output buffers are poisoned before each run
 // (with two different poison bytes, so a byte a kernel never writes fails even when its expected
@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "core/formats.hpp"
-#include "core/mx_reference.hpp"
+#include "core/formats/formats.hpp"
+#include "core/formats/mx_reference.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/quantize.cuh"
 #include "cuda/quantize_mx.cuh"

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <string>
 
-#include "core/model_config.hpp"
-#include "core/plan.hpp"
-#include "core/step_model.hpp"
+#include "core/model/model_config.hpp"
+#include "core/plan/plan.hpp"
+#include "core/plan/step_model.hpp"
 #include "cuda/attention_cudnn.hpp"
 #include "cuda/engine_cuda.hpp"
 #include "cuda/step_context_runner.hpp"

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <string>
 
-#include "core/plan.hpp"
-#include "core/results.hpp"
-#include "core/step_context.hpp"
+#include "core/plan/plan.hpp"
+#include "core/results/results.hpp"
+#include "core/run/step_context.hpp"
 #include "cuda/engine_cuda.hpp"
 #include "cuda/step_work.hpp"
 #include "gpu_test_util.hpp"

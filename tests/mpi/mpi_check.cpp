@@ -1,5 +1,5 @@
 // gemmscope_mpi_check: the MPI plugin's collectives through gemmscope's own loader
-// (src/cli/mpi_plugin.cpp), run by tests/core/test_mpi.cpp as
+// (src/cli/mpi_plugin.cpp), run by tests/core/node/test_mpi.cpp as
 //   mpirun -np N gemmscope_mpi_check        (GEMMSCOPE_PLUGIN_DIR names the plugin's folder)
 // Rank 0 prints "mpi-check ok: N ranks ..." when every check passed, else the first failure; every
 // rank exits non-zero on a failure it saw.
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cli/mpi_plugin.hpp"
-#include "core/rank_results.hpp"
+#include "core/node/rank_results.hpp"
 
 namespace {
 

@@ -18,7 +18,7 @@
 #include "cutlass/gemm/kernel/gemm_universal.hpp"
 #include "cutlass/util/packed_stride.hpp"
 #include "cutlass/detail/blockwise_scale_layout.hpp"
-#include "core/error.hpp"
+#include "core/util/error.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cutlass_grouped.hpp"
 #include "cuda/device_buffer.hpp"

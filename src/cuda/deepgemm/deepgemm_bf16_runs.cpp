@@ -18,8 +18,8 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "core/deepgemm_cells.hpp"
-#include "core/grouped.hpp"
+#include "core/providers/deepgemm_cells.hpp"
+#include "core/recipes/grouped.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/deepgemm/deepgemm_runs.hpp"
 

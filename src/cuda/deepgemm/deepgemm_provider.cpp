@@ -28,9 +28,9 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "core/deepgemm_cells.hpp"
-#include "core/grouped.hpp"
-#include "core/jit_cache.hpp"
+#include "core/providers/deepgemm_cells.hpp"
+#include "core/recipes/grouped.hpp"
+#include "core/providers/jit_cache.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/deepgemm/deepgemm_layouts.cuh"
 #include "cuda/deepgemm/deepgemm_provider.hpp"

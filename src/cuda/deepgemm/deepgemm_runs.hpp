@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "core/engine.hpp"
-#include "core/plan.hpp"
-#include "core/recipe.hpp"
+#include "core/run/engine.hpp"
+#include "core/plan/plan.hpp"
+#include "core/recipes/recipe.hpp"
 #include "cuda/deepgemm/deepgemm_provider.hpp"
 #include "cuda/deepgemm/deepgemm_runtime.hpp"
 #include "cuda/device_buffer.hpp"

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "core/error.hpp"
+#include "core/util/error.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/deepgemm/embedded_headers.hpp"
 #include "cuda/deepgemm/nvrtc_lib.hpp"

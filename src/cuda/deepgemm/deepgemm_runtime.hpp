@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "core/deepgemm_config.hpp"
-#include "core/jit_cache.hpp"
+#include "core/providers/deepgemm_config.hpp"
+#include "core/providers/jit_cache.hpp"
 #include "cuda/deepgemm/nvrtc_lib.hpp"
 
 namespace gs::dg {

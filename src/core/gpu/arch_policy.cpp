@@ -1,0 +1,56 @@
+// The architecture policy (arch_policy.hpp).
+#include "core/gpu/arch_policy.hpp"
+
+#include <fmt/format.h>
+
+namespace gs {
+
+const char* to_string(PeakFormat f) {
+  switch (f) {
+    case PeakFormat::BF16: return "BF16";
+    case PeakFormat::FP8: return "FP8";
+    case PeakFormat::MXFP8: return "MXFP8";
+    case PeakFormat::NVFP4: return "NVFP4";
+  }
+  return "?";
+}
+
+std::string ArchPolicy::cc_text() const { return fmt::format("{}.{}", cc_ / 10, cc_ % 10); }
+
+int ArchPolicy::min_cc(Precision p) {
+  switch (p) {
+    case Precision::BF16: return 80;
+    case Precision::FP8Current:
+    case Precision::FP8Delayed: return 89;
+    case Precision::FP8Block: return 90;
+    case Precision::MXFP8:
+    case Precision::NVFP4: return 100;
+  }
+  return 0;
+}
+
+std::string ArchPolicy::why_not(Precision p) const {
+  if (times(p)) return {};
+  return fmt::format("needs compute capability >= {} (device is {})", ArchPolicy(min_cc(p)).cc_text(), cc_text());
+}
+
+PeakFormat ArchPolicy::peak_format(Precision p) const {
+  switch (p) {
+    case Precision::BF16: return PeakFormat::BF16;
+    case Precision::FP8Current:
+    case Precision::FP8Delayed: return PeakFormat::FP8;
+    case Precision::FP8Block: return fp8_block_via_mxfp8() ? PeakFormat::MXFP8 : PeakFormat::FP8;
+    case Precision::MXFP8: return PeakFormat::MXFP8;
+    case Precision::NVFP4: return PeakFormat::NVFP4;
+  }
+  return PeakFormat::BF16;
+}
+
+int ArchPolicy::bf16_dense_flops_per_sm_clock() const {
+  if (cc_ >= 100 && cc_ < 110) return 8192;
+  if (cc_ >= 90 && cc_ < 100) return 4096;
+  if (cc_ == 80 || cc_ == 87) return 2048;
+  return 1024;
+}
+
+}  // namespace gs

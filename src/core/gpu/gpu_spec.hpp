@@ -1,0 +1,64 @@
+// GPU datasheet numbers (data/gpus.json): SMs, the clock the peaks assume, dense tensor TFLOP/s
+// per number format, memory bandwidth, L2, memory size, TDP, each with its source. The roofline
+// and `gemmscope predict` read them; nothing here measures.
+//
+// Matching a device name (cudaDeviceProp::name) to an entry: the first entry in file order whose
+// every `match` item occurs in the name as a whole word (case-insensitive; a word boundary is any
+// character that is not a letter or digit, so "H20" does not match "H200" and "B200" does not
+// match "GB200") and none of whose `exclude` items occurs. The file lists specific entries first.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/gpu/arch_policy.hpp"
+#include "core/recipes/recipe.hpp"
+
+namespace gs {
+
+// A datasheet number: value and where it comes from. Absent (nullopt in GpuSpec) when the file
+// has null: not sourced.
+struct Sourced {
+  double value = 0;
+  std::string source;
+};
+
+struct GpuSpec {
+  std::string key;   // "H100", "B300" (what --gpu takes)
+  std::string name;  // "NVIDIA H100 SXM"
+  std::string arch;  // "hopper", "blackwell", ...
+  std::vector<std::string> match, exclude;
+  int cc_major = 0, cc_minor = 0;
+  std::optional<Sourced> sm_count, boost_clock_mhz, bandwidth_gbs, l2_bytes, memory_bytes, tdp_w;
+  std::optional<Sourced> tflops[4];  // indexed by PeakFormat
+  std::vector<std::string> notes;
+  int compute_capability() const { return cc_major * 10 + cc_minor; }
+  ArchPolicy arch_policy() const { return ArchPolicy(compute_capability()); }
+  const std::optional<Sourced>& peak(PeakFormat f) const { return tflops[static_cast<int>(f)]; }
+};
+
+// Why `spec` cannot run precision `p` (compute capability below the recipe's, or no datasheet
+// peak for its format), or "" when it can.
+std::string cannot_run(const GpuSpec& spec, Precision p);
+
+struct GpuDb {
+  std::vector<GpuSpec> gpus;
+  std::string path;  // where it was read from (for notes)
+  // The entry matching a cudaDeviceProp name (rules above), or nullptr.
+  const GpuSpec* match_device(const std::string& device_name) const;
+  // --gpu NAME: an entry's key (case-insensitive; '-', '_' and ' ' alike), else a device name
+  // (match_device). UsageError "unknown GPU 'X' (known: H100, ...)" otherwise.
+  const GpuSpec& find(const std::string& name) const;
+  std::string known_keys() const;  // "GH200, GH200-144G, ..."
+};
+
+// Parses the spec document. UsageError (naming `where` and the entry and field) for a document
+// that is not the schema, a number that is not a positive finite number, a non-null number
+// without a non-empty "source", duplicate keys, an entry without "match".
+GpuDb parse_gpu_db(const nlohmann::json& doc, const std::string& where);
+// read_json_file(path) + parse_gpu_db; UsageError naming the file.
+GpuDb read_gpu_db_file(const std::string& path);
+
+}  // namespace gs

@@ -1,0 +1,70 @@
+// What a training step runs between its GEMMs, per average layer, from the plan: the core attention
+// (QKᵀ, softmax, PV: fused flash attention in practice) and the memory-bound kernels (norms,
+// activations, residual adds, layout copies, FP8 casts), for the framework whose kernels the user
+// runs. Pure: the bytes and FLOPs are tested on CPU; the engine turns bytes into time on the GPU
+// (a calibrated streaming kernel) and measures attention where it can (cuDNN).
+//
+// Frameworks (--step-context):
+//   te       Transformer Engine / Megatron-LM (the default for model plans): norm fused into the
+//            next linear's input (LayerNormLinear), fused activations, attention with native
+//            GQA/MQA and packed QKV layouts (no head repeats, no concatenations), fused residuals.
+//   eager    eager PyTorch, Hugging Face style: one kernel per op, key/value heads repeated for
+//            GQA, the activation's product and chunk as separate kernels.
+//   compile  torch.compile (Inductor): elementwise chains fused, residual add fused into the
+//            next norm; head repeats and the QKV gradient's concatenation remain.
+//   none     GEMMs back to back (the sustained-GEMM-power bound).
+// --step-other-ms replaces the memory-bound part by the user's measured figure.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/model/attention_shape.hpp"
+#include "core/plan/plan.hpp"
+#include "core/util/text_util.hpp"
+
+namespace gs {
+
+enum class StepContextKind { None, TransformerEngine, Eager, Compiled };
+// Its names: te (also transformer-engine), eager, compile (also compiled), none; any case.
+const EnumNames<StepContextKind>& step_context_names();
+const char* to_string(StepContextKind k);            // "none", "te", "eager", "compile"
+const char* step_context_framework(StepContextKind k);  // "Transformer Engine / Megatron-LM", ...
+StepContextKind step_context_from_string(const std::string& s);  // case-insensitive; UsageError
+
+// One layer's core attention on one GPU (heads split by tensor parallelism; MLA: every head its
+// own key and value, head dims qk_nope + qk_rope and v), causal, self-attention.
+AttentionShape attention_shape(const ModelConfig& c);
+std::string describe(const AttentionShape& a);  // "batch 2 x seq 4096, heads 28/4, head dims 128/128, causal"
+
+// The work between an average layer's GEMMs in one training step (forward and backward).
+struct StepWorkModel {
+  StepContextKind kind = StepContextKind::None;
+  double other_bytes = 0;    // memory-bound kernels' traffic (read + written), FP8 casts excluded
+  double cast_bytes = 0;     // FP8 casts of every linear's operands (X, W, dY; rowwise + transposed)
+  AttentionShape attention;  // of a layer (every layer has one)
+  double layer_gflops = 0;   // GEMM GFLOPs of the average layer: the spread's denominator
+  // The framework's memory-bound kernels' rate over the modelled bytes, relative to the calibrated
+  // stand-in kernel's (cuda/step_work.hpp): time = bytes / (efficiency x stand-in rate).
+  double efficiency = 1.0;
+  bool active() const { return kind != StepContextKind::None; }
+};
+StepWorkModel step_work_model(const Plan& plan, StepContextKind kind);
+
+// The GEMM GFLOPs of an average layer: dense and MoE layers weighted by their counts, the LM head
+// (a model-once GEMM) left out; 0 for a plan without layers. The denominator of every share
+// (StepWorkModel::layer_gflops, and --step-other-ms's spread: core/run/step_context.hpp).
+double average_layer_gflops(const Plan& plan);
+
+// Rates relative to the stand-in kernel, set from the eager and torch.compile PyTorch steps of the
+// layers the model was developed on (bench/validate_step.py "tune" set, H200: eager 0.95-1.21,
+// compiled 1.09-1.23 for the BF16 step's non-GEMM, non-attention kernels; FP8 casts matched within
+// 10% at the eager rate). Transformer Engine's fused kernels take the compiled rate: there is no
+// Transformer Engine on the validation machine to set it from.
+constexpr double kEagerRate = 1.05;
+constexpr double kFusedRate = 1.15;
+
+// Attention's throughput when it cannot be measured: this fraction of the GPU's dense BF16 peak
+// (cuDNN SDPA fwd+bwd on the "tune" layers ran at 39-50% of an H200's).
+constexpr double kAttentionPeakFraction = 0.45;
+
+}  // namespace gs

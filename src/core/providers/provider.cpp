@@ -1,0 +1,195 @@
+#include "core/providers/provider.hpp"
+#include "core/util/text_util.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/util/error.hpp"
+#include "core/util/suggest.hpp"
+
+namespace gs {
+
+const std::vector<std::string>& known_providers() {
+  static const std::vector<std::string> names{kProviderCublasLt, kProviderCutlass, kProviderDeepGemm};
+  return names;
+}
+
+bool is_known_provider(const std::string& name) {
+  const auto& k = known_providers();
+  return std::find(k.begin(), k.end(), name) != k.end();
+}
+
+std::string provider_note(const std::string& name) {
+  if (name == kProviderCutlass)
+    return "cutlass: CUTLASS 4.2.1 sm90 ptr-array grouped kernels (TMA warp-specialized cooperative, cluster 1x1; "
+           "tiles 128x256 for BF16 and FP8 Fprop where built (GEMMSCOPE_CUTLASS_WIDE_TILES), else 128x128; FP8Block "
+           "blockwise 128x128x128; on the recipe's own quantization): "
+           "a grouped GEMM is one launch for all experts (Wgrad: each expert's tokens as its K, into FP32 main gradients "
+           "with beta 1 or BF16 as --wgrad-output says), a dense GEMM one launch of one group; no dense-equivalent time "
+           "for its grouped cells";
+  if (name == kProviderDeepGemm)
+    return "deepgemm: DeepGEMM's sm90 kernels, compiled with NVRTC at prepare time (never in a timed loop) and "
+           "cached on disk. FP8Block (DeepSeek's recipe: 1x128 activations/gradients, 128x128 weights, E4M3): "
+           "Fprop/Dgrad gemm_fp8_fp8_bf16_nt (grouped: the M-grouped contiguous kernel, each expert's rows padded to "
+           "128), Wgrad wgrad_gemm_fp8_fp8_fp32_nt into the FP32 main gradient (grouped: one K-grouped launch, each "
+           "expert's tokens padded to 128). BF16: its BF16 GEMM, dense, M-grouped and K-grouped. Timed: the kernel "
+           "only in pre-quantized mode; in per-gemm/training modes the engine's FP8Block quantization of the "
+           "operands the mode quantizes (as the cuBLASLt cell), the scale-layout conversion DeepGEMM needs, then the "
+           "kernel. The other recipes: N/A";
+  return {};
+}
+
+namespace {
+
+std::string lower_trim(const std::string& s) {
+  size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return ascii_lower(s.substr(a, b - a));
+}
+
+std::string known_list() {
+  std::string out;
+  for (const std::string& n : known_providers()) out += n + "|";
+  return out + "all";
+}
+
+}  // namespace
+
+std::vector<std::string> parse_provider_option(const std::string& v) {
+  if (v.size() > 256) throw UsageError("--provider: the value is longer than 256 characters");
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = v.find(',', start);
+    const std::string item = lower_trim(v.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (item.empty()) throw UsageError(fmt::format("--provider: an empty item in '{}' (use {})", v, known_list()));
+    std::vector<std::string> add;
+    if (item == "all") add = known_providers();
+    else if (is_known_provider(item)) add = {item};
+    else {
+      std::vector<std::string> names = known_providers();
+      names.push_back("all");
+      throw UsageError(fmt::format("--provider: unknown provider '{}'{} (use {})", item, did_you_mean(item, names), known_list()));
+    }
+    for (std::string& a : add) {
+      if (std::find(out.begin(), out.end(), a) != out.end())
+        throw UsageError(fmt::format("--provider: {} is named twice", a));
+      out.push_back(std::move(a));
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string provider_option_string(const std::vector<std::string>& providers) {
+  std::string out;
+  for (size_t i = 0; i < providers.size(); ++i) out += (i ? "," : "") + providers[i];
+  return out;
+}
+
+std::optional<double> best_provider_ms(const RunResult& r, size_t mode, size_t gemm, size_t prec, size_t* provider) {
+  std::optional<double> best;
+  for (size_t i = 0; i < r.providers.size(); ++i) {
+    const Cell& c = r.provider_cell(i, mode, gemm, prec);
+    if (c.ok && (!best || c.stats.mean_ms < *best)) {
+      best = c.stats.mean_ms;
+      if (provider) *provider = i;
+    }
+  }
+  return best;
+}
+
+ProviderSums summarize_providers(const RunResult& r, size_t mode) {
+  ProviderSums s;
+  for (size_t i = 0; i < r.providers.size(); ++i) {
+    std::vector<PrecisionSums> row;
+    for (size_t p = 0; p < r.precisions.size(); ++p)
+      row.push_back(sum_precision(r.plan, [&](size_t g) -> std::optional<double> {
+        const Cell& c = r.provider_cell(i, mode, g, p);
+        return c.ok ? std::optional<double>(c.stats.mean_ms) : std::nullopt;
+      }));
+    s.per_provider.push_back(std::move(row));
+  }
+  for (size_t p = 0; p < r.precisions.size(); ++p)
+    s.best.push_back(sum_precision(r.plan, [&](size_t g) { return best_provider_ms(r, mode, g, p); }));
+  return s;
+}
+
+namespace {
+
+std::string ms_text(std::optional<double> v) { return v ? fmt::format("{:.3f}", *v) : "N/A"; }
+
+}  // namespace
+
+std::string render_provider_block(const RunResult& r, size_t mode) {
+  if (r.providers.size() < 2 || mode >= r.cells.size()) return {};
+  std::vector<std::string> notes;  // footnotes of N/A cells
+  auto note = [&](const std::string& why) {
+    auto it = std::find(notes.begin(), notes.end(), why);
+    if (it == notes.end()) { notes.push_back(why); return notes.size(); }
+    return static_cast<size_t>(it - notes.begin()) + 1;
+  };
+  std::string out = fmt::format("Providers ({}): ms per GEMM, the best available marked *\n", to_string(r.modes[mode]));
+  std::string head = fmt::format("{:<8} {:<14} {:<11}", "Pass", "GEMM", "Precision");
+  for (const std::string& p : r.providers) head += fmt::format(" {:>14}", p);
+  head += fmt::format(" {:>14}\n", "best");
+  out += head;
+  for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+    const Gemm& x = r.plan.gemms[g];
+    for (size_t p = 0; p < r.precisions.size(); ++p) {
+      size_t win = 0;
+      const std::optional<double> best = best_provider_ms(r, mode, g, p, &win);
+      std::string line = fmt::format("{:<8} {:<14} {:<11}", pass_label(x.pass), x.label(), to_string(r.precisions[p]));
+      for (size_t i = 0; i < r.providers.size(); ++i) {
+        const Cell& c = r.provider_cell(i, mode, g, p);
+        const std::string v = c.ok ? fmt::format("{:.3f}{}", c.stats.mean_ms, best && win == i ? "*" : " ")
+                                   : fmt::format("N/A[{}]", note(c.reason));
+        line += fmt::format(" {:>14}", v);
+      }
+      line += fmt::format(" {:>14}\n", ms_text(best));
+      out += line;
+    }
+  }
+  if (r.plan.model_mode) {
+    const ProviderSums s = summarize_providers(r, mode);
+    const bool moe = r.plan.has_moe();
+    out += fmt::format("Per-{}layer total by provider (ms; N/A where any GEMM of that provider is N/A):\n", moe ? "MoE " : "");
+    std::string h = fmt::format("{:<16}", "");
+    for (Precision p : r.precisions) h += fmt::format(" {:>14}", to_string(p));
+    out += h + "\n";
+    auto row = [&](const std::string& label, const std::vector<PrecisionSums>& sums) {
+      std::string l = fmt::format("{:<16}", label);
+      for (const PrecisionSums& ps : sums) l += fmt::format(" {:>14}", ms_text(moe ? ps.moe_total : ps.total));
+      out += l + "\n";
+    };
+    for (size_t i = 0; i < r.providers.size(); ++i) row(r.providers[i], s.per_provider[i]);
+    row("best available", s.best);
+    // The best-available speedups against BF16, beside the first provider's.
+    const auto bf = std::find(r.precisions.begin(), r.precisions.end(), Precision::BF16);
+    if (bf != r.precisions.end()) {
+      const size_t b = static_cast<size_t>(bf - r.precisions.begin());
+      for (size_t p = 0; p < r.precisions.size(); ++p) {
+        if (p == b) continue;
+        auto sp = [&](const std::vector<PrecisionSums>& sums) -> std::optional<double> {
+          const auto num = moe ? sums[p].moe_total : sums[p].total;
+          const auto den = moe ? sums[b].moe_total : sums[b].total;
+          if (!num || !den || *num <= 0) return std::nullopt;
+          return *den / *num;
+        };
+        const auto first = sp(s.per_provider[0]);
+        const auto best = sp(s.best);
+        out += fmt::format("{} vs BF16 per layer: {} {}, best available {}\n", to_string(r.precisions[p]),
+                           r.providers[0], first ? fmt::format("{:.2f}x", *first) : "N/A",
+                           best ? fmt::format("{:.2f}x", *best) : "N/A");
+      }
+    }
+  }
+  for (size_t i = 0; i < notes.size(); ++i) out += fmt::format("  [{}] {}\n", i + 1, notes[i]);
+  return out;
+}
+
+}  // namespace gs

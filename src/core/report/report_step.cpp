@@ -1,0 +1,107 @@
+#include "core/report/report_step.hpp"
+
+#include <fmt/format.h>
+
+namespace gs {
+namespace {
+
+std::optional<double> average_layer_gemm_ms(const RunResult& r, const PrecisionSums& s) {
+  const double layers = static_cast<double>(r.plan.layers());
+  const double moe = static_cast<double>(r.plan.moe_layers());
+  if (moe == 0) return s.total;
+  if (!s.moe_total || (layers > moe && !s.total)) return std::nullopt;
+  return ((layers - moe) * s.total.value_or(0) + moe * *s.moe_total) / layers;
+}
+
+std::string opt_ms(std::optional<double> v) { return v ? fmt::format("{:.3f}", *v) : "N/A"; }
+
+}  // namespace
+
+std::string step_context_lines(const RunResult& r) {
+  const StepContextKind kind = r.timing.step_context_kind;
+  if (!r.timing.step_context()) return {};
+  std::string out;
+  if (r.step_context) {
+    const StepContextInfo& c = *r.step_context;
+    out += fmt::format("Step context: {} (--step-context {}), per layer between timed iterations, outside the samples, "
+                       "spread over the GEMMs by FLOPs:\n",
+                       step_context_framework(c.kind), to_string(c.kind));
+    if (c.other_from_user)
+      out += fmt::format("  other kernels {:.3f} ms (--step-other-ms, your step's figure)\n", c.other_ms);
+    else
+      out += fmt::format("  other kernels {:.3f} ms (modelled: the bytes of norms, activations, residuals and layout "
+                         "copies at {:.2f}x the stand-in kernel's {:.0f} GB/s on this GPU){}\n",
+                         c.other_ms, c.efficiency, c.stream_gb_per_s,
+                         c.cast_ms > 0 ? fmt::format("; FP8 casts {:.3f} ms in pre-quantized FP8 cells", c.cast_ms)
+                                       : std::string());
+    if (c.attention_ms() > 0)
+      out += fmt::format("  attention {:.3f} ms forward + {:.3f} ms backward ({}; {})\n", c.attention_fwd_ms,
+                         c.attention_bwd_ms, c.attention_source, c.attention_shape);
+    return out;
+  }
+  // Not measured (a dry run, or a file from before the context was recorded): what would run.
+  if (!r.plan.model_mode || !r.plan.config) return out;
+  if (kind == StepContextKind::None) {
+    out += fmt::format("Step context: {:g} ms of memory-bound work per layer between timed iterations "
+                       "(--step-other-ms)\n", r.timing.step_other_ms);
+    return out;
+  }
+  const StepWorkModel m = step_work_model(r.plan, kind);
+  const std::string memory =
+      r.timing.step_other_ms > 0
+          ? fmt::format("memory-bound kernels for {:g} ms (--step-other-ms)", r.timing.step_other_ms)
+          : fmt::format("memory-bound kernels moving {:.2f} GB (modelled; FP8 casts {:.2f} GB more in pre-quantized FP8 "
+                        "cells)",
+                        m.other_bytes * 1e-9, m.cast_bytes * 1e-9);
+  out += fmt::format("Step context: {} (--step-context {}) {} between timed iterations, per layer, spread over the "
+                     "GEMMs by FLOPs: {}, and attention ({}; {:.2f} TFLOP forward + backward; cuDNN's fused attention, "
+                     "timed on the GPU)\n",
+                     step_context_framework(kind), to_string(kind), r.dry_run ? "would run" : "ran", memory,
+                     describe(m.attention), (attention_fwd_flops(m.attention) + attention_bwd_flops(m.attention)) * 1e-12);
+  return out;
+}
+
+std::vector<StepEstimate> step_estimates(const RunResult& r, size_t mode) {
+  std::vector<StepEstimate> out;
+  if (!r.step_context || !r.plan.model_mode || mode >= r.modes.size()) return out;
+  const StepContextInfo& c = *r.step_context;
+  const ModeSummary s = summarize_mode(r, mode);
+  for (size_t p = 0; p < r.precisions.size(); ++p) {
+    StepEstimate e;
+    e.gemm_ms = average_layer_gemm_ms(r, s.sums[p]);
+    e.attention_ms = c.attention_ms();
+    e.other_ms = c.other_ms;
+    // Pre-quantized GEMMs leave the FP8 casts out of their time: the step has them.
+    if (r.precisions[p] != Precision::BF16 && r.modes[mode] == Mode::PreQuantized) e.other_ms += c.cast_ms;
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::string step_estimate_block(const RunResult& r, size_t mode) {
+  const std::vector<StepEstimate> est = step_estimates(r, mode);
+  if (est.empty()) return {};
+  const StepContextInfo& c = *r.step_context;
+  std::optional<size_t> bf16;
+  for (size_t p = 0; p < r.precisions.size(); ++p)
+    if (r.precisions[p] == Precision::BF16) bf16 = p;
+  std::string out = fmt::format("Step estimate per layer (ms): GEMMs measured, attention {}, other work modelled{}\n",
+                                c.attention_measured ? "measured" : "modelled",
+                                c.other_from_user ? " (--step-other-ms)" : "");
+  out += fmt::format("{:<14}{:>10}{:>11}{:>9}{:>10}{:>14}{:>14}\n", "", "GEMMs", "attention", "other", "step",
+                     "GEMM speedup", "step speedup");
+  for (size_t p = 0; p < r.precisions.size(); ++p) {
+    const StepEstimate& e = est[p];
+    std::string gsp = "", ssp = "";
+    if (bf16 && p != *bf16 && e.gemm_ms && est[*bf16].gemm_ms && *e.gemm_ms > 0) {
+      gsp = fmt::format("{:.2f}x", *est[*bf16].gemm_ms / *e.gemm_ms);
+      ssp = fmt::format("{:.2f}x", *est[*bf16].step_ms() / *e.step_ms());
+    }
+    out += fmt::format("{:<14}{:>10}{:>11.3f}{:>9.3f}{:>10}{:>14}{:>14}\n", to_string(r.precisions[p]),
+                       opt_ms(e.gemm_ms), e.attention_ms, e.other_ms, opt_ms(e.step_ms()), gsp, ssp);
+  }
+  out += "  An average layer; the LM head (once per step), optimizer, communication and host gaps are not in it.\n";
+  return out;
+}
+
+}  // namespace gs

@@ -1,0 +1,680 @@
+#include "core/run/settings.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+#include "core/util/error.hpp"
+#include "core/io/input_file.hpp"
+#include "core/run/runner.hpp"
+#include "core/run/step_context.hpp"
+#include "core/util/suggest.hpp"
+
+namespace gs {
+
+using json = nlohmann::json;
+
+
+namespace {
+
+const EnumNames<Fp8Format>& fp8_format_names() {
+  static const EnumNames<Fp8Format> n{{{Fp8Format::Hybrid, {"hybrid"}}, {Fp8Format::E4M3, {"e4m3"}}}};
+  return n;
+}
+
+const EnumNames<Accumulation>& accumulation_names() {
+  static const EnumNames<Accumulation> n{
+      {{Accumulation::Auto, {"auto"}}, {Accumulation::Fast, {"fast"}}, {Accumulation::Split, {"split"}}}};
+  return n;
+}
+
+template <class E>
+std::vector<std::vector<std::string>> choices_of(const EnumNames<E>& names) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& e : names.entries) out.push_back(e.names);
+  return out;
+}
+
+// Two-valued settings stored as a bool: `yes` is the name of true.
+std::vector<std::vector<std::string>> two(const char* first, const char* second) { return {{first}, {second}}; }
+
+const std::string& text_of(const SettingValue& v) {
+  static const std::string empty;
+  const std::string* s = std::get_if<std::string>(&v);
+  return s ? *s : empty;
+}
+bool bool_of(const SettingValue& v) { return std::holds_alternative<bool>(v) && std::get<bool>(v); }
+int64_t int_of(const SettingValue& v) { return std::holds_alternative<int64_t>(v) ? std::get<int64_t>(v) : 0; }
+double number_of(const SettingValue& v) { return std::holds_alternative<double>(v) ? std::get<double>(v) : 0.0; }
+
+constexpr int64_t kMaxIters = 100000;  // --num-iters, --num-warmup
+constexpr int64_t kMaxRepeats = 1000;  // --repeats; also what a result file may hold
+
+// The declarations. Each setting once: flag, type, names, defaults, checks, JSON key, label.
+std::vector<Setting> declare() {
+  std::vector<Setting> v;
+  const auto add = [&](std::string section, std::string key) -> Setting& {
+    Setting s;
+    s.section = std::move(section);
+    s.key = std::move(key);
+    s.label = s.path();  // compare's notes and reports name a setting by its JSON path
+    v.push_back(std::move(s));
+    return v.back();
+  };
+  // An enum of RecipeOptions as a choice: its names, and the member it lives in.
+  const auto recipe_enum = [&](const char* key, const auto& names, auto member) -> Setting& {
+    Setting& s = add("recipe_options", key);
+    s.type = SettingType::Choice;
+    s.type_name = "TEXT";
+    s.group = "Recipes";
+    s.choices = choices_of(names);
+    s.get = [&names, member](const SettingsRef& r) -> SettingValue { return std::string(names.name(r.recipe->*member)); };
+    s.set = [&names, member](const SettingsRef& r, const SettingValue& x) { r.recipe->*member = *names.find(text_of(x)); };
+    return s;
+  };
+  // A bool of RecipeOptions written as one of two names (lm_head_precision: bf16 = true).
+  const auto recipe_named_bool = [&](const char* key, const char* yes, const char* no, bool RecipeOptions::*member) -> Setting& {
+    Setting& s = add("recipe_options", key);
+    s.type = SettingType::Choice;
+    s.type_name = "TEXT";
+    s.group = "Recipes";
+    s.choices = two(yes, no);
+    const std::string y = yes, n = no;
+    s.get = [y, n, member](const SettingsRef& r) -> SettingValue { return r.recipe->*member ? y : n; };
+    s.set = [y, member](const SettingsRef& r, const SettingValue& x) { r.recipe->*member = text_of(x) == y; };
+    return s;
+  };
+  const auto recipe_bool = [&](const char* key, bool RecipeOptions::*member) -> Setting& {
+    Setting& s = add("recipe_options", key);
+    s.type = SettingType::Flag;
+    s.group = "Recipes";
+    s.get = [member](const SettingsRef& r) -> SettingValue { return r.recipe->*member; };
+    s.set = [member](const SettingsRef& r, const SettingValue& x) { r.recipe->*member = bool_of(x); };
+    return s;
+  };
+  const auto int_range = [](std::string flag_msg, int64_t lo, int64_t hi) {
+    return [flag_msg, lo, hi](const SettingValue& x) {
+      if (int_of(x) < lo || int_of(x) > hi) throw UsageError(fmt::format(fmt::runtime(flag_msg), int_of(x)));
+    };
+  };
+
+  // ---- recipe_options ----
+  {
+    Setting& s = recipe_enum("fp8_format", fp8_format_names(), &RecipeOptions::fp8_format);
+    s.flags = "--fp8-format";
+    s.help = "hybrid (E5M2 gradients, default) | e4m3";
+    s.dflt = s.absent = std::string("hybrid");
+  }
+  {
+    Setting& s = recipe_enum("fp8_accumulation", accumulation_names(), &RecipeOptions::fp8_accum);
+    s.flags = "--fp8-accum";
+    s.help = "auto (fast Fprop, split Dgrad/Wgrad) | fast | split";
+    s.dflt = s.absent = std::string("auto");
+  }
+  {
+    Setting& s = add("recipe_options", "amax_history_len");
+    s.type = SettingType::Int;
+    s.flags = "--amax-history";
+    s.group = "Recipes";
+    s.type_name = "INT";
+    s.help = "FP8 delayed scaling amax history length, 1..1024 (default 1024)";
+    s.dflt = s.absent = int64_t{1024};
+    s.check = [](const SettingValue& x) {
+      if (int_of(x) < 1 || int_of(x) > 1024) throw UsageError("--amax-history must be between 1 and 1024");
+    };
+    s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.recipe->amax_history_len}; };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { r.recipe->amax_history_len = static_cast<int>(int_of(x)); };
+  }
+  {
+    Setting& s = recipe_bool("nvfp4_2d_weights", &RecipeOptions::nvfp4_2d_weights);
+    s.flags = "--nvfp4-no-2d";
+    s.flag_sets = false;
+    s.help = "NVFP4: 1x16 weight scales instead of 16x16";
+    s.dflt = s.absent = true;
+  }
+  {
+    Setting& s = recipe_bool("nvfp4_rht", &RecipeOptions::nvfp4_rht);
+    s.flags = "--nvfp4-no-rht";
+    s.flag_sets = false;
+    s.help = "NVFP4: no random Hadamard transform on Wgrad inputs";
+    s.dflt = s.absent = true;
+  }
+  {
+    Setting& s = recipe_bool("nvfp4_stochastic_rounding", &RecipeOptions::nvfp4_stochastic_rounding);
+    s.flags = "--nvfp4-no-sr";
+    s.flag_sets = false;
+    s.help = "NVFP4: no stochastic rounding of gradients";
+    s.dflt = s.absent = true;
+  }
+  {
+    Setting& s = recipe_bool("producer_amax", &RecipeOptions::producer_amax);
+    s.flags = "--no-producer-amax";
+    s.flag_sets = false;
+    s.help = "training mode: an amax pass for every FP8 current-scaling tensor, also norm/activation outputs "
+             "(default: their amax comes from the producing kernel, as TE LayerNormLinear/LayerNormMLP)";
+    s.dflt = s.absent = true;
+  }
+  {
+    Setting& s = recipe_named_bool("lm_head_precision", "bf16", "same", &RecipeOptions::lm_head_bf16);
+    s.flags = "--lm-head-precision";
+    s.help = "bf16 (default: the LM head stays in BF16 in every column, as Megatron and Transformer Engine keep "
+             "the output layer out of FP8) | same (the column's precision)";
+    s.dflt = std::string("bf16");
+    s.absent = std::string("same");  // files before the option ran the LM head in each column's precision
+  }
+  {
+    // Set by the runner from the device (FP8 block scaling through MXFP8 on Blackwell): no flag.
+    Setting& s = recipe_bool("fp8_block_via_mxfp8", &RecipeOptions::fp8_block_via_mxfp8);
+    s.dflt = s.absent = false;
+  }
+  {
+    Setting& s = recipe_named_bool("grouped_quant", "fused", "per-expert", &RecipeOptions::grouped_quant_fused);
+    s.flags = "--grouped-quant";
+    s.help = "MoE expert operands: fused (default: every expert's tensors quantized in a few multi-tensor "
+             "launches, as TE GroupedLinear and DeepSeek-V3 do) | per-expert (an amax and cast launch per expert "
+             "tensor)";
+    s.dflt = std::string("fused");
+    s.absent = std::string("per-expert");  // files before the option quantized experts one by one
+  }
+  {
+    Setting& s = recipe_named_bool("wgrad_output", "fp32-accumulate", "bf16", &RecipeOptions::wgrad_fp32_accumulate);
+    s.flags = "--wgrad-output";
+    s.help = "Wgrad output: fp32-accumulate (default: accumulated into an FP32 main gradient, FP32 C/D, beta 1, "
+             "as Megatron-LM with TE gradient-accumulation fusion) | bf16 (BF16 output, beta 0)";
+    s.dflt = std::string("fp32-accumulate");
+    s.absent = std::string("bf16");  // files before the option wrote BF16 Wgrad
+  }
+  {
+    Setting& s = recipe_enum("block_fp8_format", fp8_format_names(), &RecipeOptions::block_fp8_format);
+    s.flags = "--block-fp8-format";
+    s.help = "FP8Block and MXFP8: e4m3 (every operand, TE's default) | hybrid (E5M2 gradients)";
+    s.dflt = std::string("e4m3");
+    s.absent = std::string("hybrid");  // files before the key ran block/MX recipes as hybrid
+  }
+  {
+    Setting& s = recipe_named_bool("fp8_block_pow2_scales", "pow2", "fp32", &RecipeOptions::fp8_block_pow2_scales);
+    s.flags = "--fp8-block-scales";
+    s.json_bool = true;  // JSON: true for pow2
+    s.help = "FP8Block scales: pow2 (rounded down to powers of two, TE's default) | fp32";
+    s.dflt = std::string("pow2");
+    s.absent = std::string("fp32");  // files before the key used FP32 scales
+  }
+
+  // ---- timing ----
+  {
+    Setting& s = add("timing", "method");
+    s.type = SettingType::Text;
+    s.flags = "--timing";
+    s.group = "Measurement";
+    s.type_name = "TEXT";
+    s.help = "Timing method: cuda-events";
+    s.dflt = s.absent = std::string("cuda-events");
+    // A result file may also say "predicted" (gemmscope predict); the command line only cuda-events.
+    s.parse = [](const std::string& text, const std::string&) -> SettingValue { return ascii_lower(text); };
+    s.check = [](const SettingValue& x) {
+      if (text_of(x) != "cuda-events") throw UsageError("--timing: only 'cuda-events' is implemented");
+    };
+    s.get = [](const SettingsRef& r) -> SettingValue { return r.timing->method; };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { r.timing->method = text_of(x); };
+  }
+  {
+    Setting& s = add("timing", "warmup");
+    s.type = SettingType::Int;
+    s.flags = "--num-warmup";
+    s.group = "Measurement";
+    s.type_name = "INT";
+    s.help = "Warmup iterations per GEMM, 0..100000 (default 10)";
+    s.dflt = s.absent = int64_t{10};
+    s.check = [](const SettingValue& x) {
+      if (int_of(x) < 0) throw UsageError("--num-warmup must be >= 0");
+      if (int_of(x) > kMaxIters) throw UsageError(fmt::format("--num-warmup must be <= {}", kMaxIters));
+    };
+    s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.timing->warmup}; };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { r.timing->warmup = static_cast<int>(int_of(x)); };
+  }
+  {
+    Setting& s = add("timing", "iters");
+    s.type = SettingType::Int;
+    s.flags = "--num-iters";
+    s.group = "Measurement";
+    s.type_name = "INT";
+    s.help = "Timed iterations per GEMM, 1..100000 (default 100)";
+    s.dflt = s.absent = int64_t{100};
+    s.check = [](const SettingValue& x) {
+      if (int_of(x) < 1) throw UsageError("--num-iters must be >= 1");
+      if (int_of(x) > kMaxIters) throw UsageError(fmt::format("--num-iters must be <= {}", kMaxIters));
+    };
+    s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.timing->iters}; };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { r.timing->iters = static_cast<int>(int_of(x)); };
+  }
+  {
+    Setting& s = add("timing", "gpu_warmup_s");
+    s.type = SettingType::Number;
+    s.flags = "--gpu-warmup";
+    s.group = "Measurement";
+    s.type_name = "SECONDS";
+    s.help = "Seconds of BF16 GEMMs to settle clocks first, 0..600 (default 5)";
+    s.dflt = s.absent = 5.0;
+    s.json_range = {{0.0, 1e6}};
+    s.unit = " s";
+    s.check = [](const SettingValue& x) {
+      if (!(number_of(x) >= 0 && number_of(x) <= 600)) throw UsageError("--gpu-warmup must be between 0 and 600 seconds");
+    };
+    s.get = [](const SettingsRef& r) -> SettingValue { return r.timing->gpu_warmup_s; };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { r.timing->gpu_warmup_s = number_of(x); };
+  }
+  {
+    Setting& s = add("timing", "l2");
+    s.type = SettingType::Choice;
+    s.flags = "--l2";
+    s.group = "Measurement";
+    s.type_name = "TEXT";
+    s.help = "warm | cold: flush the L2 between timed iterations (outside the samples); default cold for "
+             "--shapes/--sweep, warm for model plans";
+    s.choices = choices_of(l2_names());
+    // Standalone shapes default to a cold L2: a GEMM of a training step finds its weight (read once
+    // per step) and most of its activations in HBM, not in the L2 a back-to-back loop leaves warm.
+    // Model plans keep the layer's own loop warm, as validated against a training step.
+    s.dflt = std::string("warm");
+    s.dflt_shapes = std::string("cold");
+    s.absent = std::string("warm");  // files before --l2 measured warm
+    s.get = [](const SettingsRef& r) -> SettingValue { return std::string(to_string(r.timing->l2)); };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { r.timing->l2 = *l2_names().find(text_of(x)); };
+  }
+  {
+    Setting& s = add("timing", "step_other_ms");
+    s.type = SettingType::Number;
+    s.flags = "--step-other-ms";
+    s.group = "Measurement";
+    s.type_name = "MS";
+    s.help = "Non-GEMM kernel time of one layer's training step (norms, activations, residuals, quantization; not "
+             "attention), e.g. from a profile of your step: replaces --step-context's modelled memory-bound work "
+             "(attention stays as --step-context runs it). Model plans only";
+    s.dflt = s.absent = 0.0;  // files before --step-other-ms timed GEMMs back to back
+    s.json_range = {{0.0, kMaxStepOtherMs}};
+    s.unit = " ms";
+    s.written = [](const SettingValue& x) { return number_of(x) > 0; };
+    s.get = [](const SettingsRef& r) -> SettingValue { return r.timing->step_other_ms; };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { r.timing->step_other_ms = number_of(x); };
+  }
+  {
+    Setting& s = add("timing", "step_context");
+    s.type = SettingType::Choice;
+    s.flags = "--step-context";
+    s.group = "Measurement";
+    s.type_name = "FRAMEWORK";
+    s.help = "What runs between timed iterations, as a training step runs it between its GEMMs: te (Transformer "
+             "Engine / Megatron-LM fused modules; the default for model plans), eager (eager PyTorch), compile "
+             "(torch.compile), none (GEMMs back to back; the default for --shapes/--sweep). The norms, "
+             "activations, residuals and layout copies are modelled from their bytes; attention is cuDNN's fused "
+             "attention measured on this GPU (modelled from its FLOPs where cuDNN is unavailable)";
+    s.choices = choices_of(step_context_names());
+    // The step's context: Transformer Engine's (the training default) for model plans; standalone
+    // shapes have no step around them.
+    s.dflt = std::string("te");
+    s.dflt_shapes = std::string("none");
+    s.absent = std::string("none");  // files before --step-context had none
+    s.get = [](const SettingsRef& r) -> SettingValue { return std::string(to_string(r.timing->step_context_kind)); };
+    s.set = [](const SettingsRef& r, const SettingValue& x) {
+      r.timing->step_context_kind = *step_context_names().find(text_of(x));
+    };
+  }
+  {
+    Setting& s = add("timing", "power_hold");
+    s.type = SettingType::Choice;
+    s.flags = "--power-hold";
+    s.group = "Measurement";
+    s.type_name = "on|off";
+    s.help = "on (default): heavy BF16 GEMMs run right before each timed loop, so a short loop starts from the "
+             "GPU's loaded power state as inside a training step, not from the boost clock an idle gap between "
+             "cells gives; off: loops start from whatever state the gap left";
+    s.choices = two("on", "off");
+    s.json_bool = true;  // JSON: true for on
+    s.dflt = std::string("on");
+    s.absent = std::string("off");  // files before --power-hold had no hold
+    s.get = [](const SettingsRef& r) -> SettingValue { return std::string(r.timing->power_hold ? "on" : "off"); };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { r.timing->power_hold = text_of(x) == "on"; };
+  }
+  {
+    Setting& s = add("timing", "repeats");
+    s.type = SettingType::Int;
+    s.flags = "--repeats";
+    s.group = "Measurement";
+    s.type_name = "INT";
+    s.help = "Measure every cell N times, interleaved GEMM-major; per-layer totals and speedups get a median and a 95% "
+             "interval (N >= 3), 1..1000 (default 1)";
+    s.dflt = s.absent = int64_t{1};
+    s.json_range = {{1.0, static_cast<double>(kMaxRepeats)}};
+    s.check = int_range("--repeats must be between 1 and 1000, got {}", 1, kMaxRepeats);
+    s.written = [](const SettingValue& x) { return int_of(x) > 1; };
+    s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.timing->repeats}; };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { r.timing->repeats = static_cast<int>(int_of(x)); };
+  }
+  {
+    Setting& s = add("timing", "seed");
+    s.type = SettingType::Uint;
+    s.flags = "--seed";
+    s.group = "Measurement";
+    s.type_name = "UINT";
+    s.help = "Seed for the random operands, 0..2^64-1 (default 1234)";
+    s.dflt = int64_t{1234};
+    s.absent = std::monostate{};  // files before the seed was recorded
+    // Uint values travel as int64_t bit patterns (2^64-1 is -1).
+    s.get = [](const SettingsRef& r) -> SettingValue {
+      if (!r.seed->has_value()) return std::monostate{};
+      return static_cast<int64_t>(**r.seed);
+    };
+    s.set = [](const SettingsRef& r, const SettingValue& x) {
+      if (std::holds_alternative<std::monostate>(x)) *r.seed = std::nullopt;
+      else *r.seed = static_cast<uint64_t>(int_of(x));
+    };
+  }
+
+  // ---- gemm_options ----
+  {
+    Setting& s = add("gemm_options", "algo");
+    s.type = SettingType::Text;
+    s.flags = "--algo";
+    s.group = "Kernels";
+    s.type_name = "TEXT";
+    s.help = "heuristic (cuBLASLt's first choice, as TE; default) | autotune[:K] (time the top K, default 8, keep "
+             "the fastest) | search[:K] (also screen the configurations near them, keep the fastest whose output "
+             "matches)";
+    s.dflt = s.absent = std::string("heuristic");
+    s.parse = [](const std::string& text, const std::string&) -> SettingValue {
+      GemmOptions o;
+      parse_algo_option(ascii_lower(text), o);
+      return algo_option_string(o);
+    };
+    s.get = [](const SettingsRef& r) -> SettingValue { return algo_option_string(*r.gemm); };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { parse_algo_option(text_of(x), *r.gemm); };
+  }
+  {
+    Setting& s = add("gemm_options", "num_sms");
+    s.type = SettingType::Int;
+    s.flags = "--num-sms";
+    s.group = "Kernels";
+    s.type_name = "INT";
+    s.help = "Limit every GEMM to N SMs (cuBLASLt SM-count target; DeepGEMM's set_num_sms, even; default all)";
+    s.dflt = s.absent = int64_t{0};
+    s.check = int_range("--num-sms must be from 1 to 4096 (0: all SMs), got {}", 0, 4096);
+    s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.gemm->num_sms}; };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { r.gemm->num_sms = static_cast<int>(int_of(x)); };
+  }
+  {
+    Setting& s = add("gemm_options", "profile");
+    s.type = SettingType::Flag;
+    s.flags = "--profile";
+    s.group = "Kernels";
+    s.help = "cudaProfilerStart/Stop around the timed loops only (nsys --capture-range=cudaProfilerApi, "
+             "ncu --profile-from-start off)";
+    s.dflt = s.absent = false;
+    s.get = [](const SettingsRef& r) -> SettingValue { return r.gemm->profile; };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { r.gemm->profile = bool_of(x); };
+  }
+  {
+    // The engine's own: CUPTI records per cell (no flag; --kernels only prints them).
+    Setting& s = add("gemm_options", "kernel_trace");
+    s.type = SettingType::Flag;
+    s.dflt = s.absent = true;
+    s.get = [](const SettingsRef& r) -> SettingValue { return r.gemm->trace_kernels; };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { r.gemm->trace_kernels = bool_of(x); };
+  }
+  {
+    Setting& s = add("gemm_options", "kernel_trace_iters");
+    s.type = SettingType::Int;
+    s.dflt = s.absent = int64_t{3};
+    s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.gemm->trace_iters}; };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { r.gemm->trace_iters = static_cast<int>(int_of(x)); };
+  }
+  return v;
+}
+
+// Names of a choice setting (every spelling) and its canonical names.
+std::vector<std::string> canonical_names(const Setting& s) {
+  std::vector<std::string> out;
+  for (const auto& c : s.choices) out.push_back(c.front());
+  return out;
+}
+
+// The canonical name of `text` among a choice's spellings, any case; nullopt when none.
+std::optional<std::string> choice_of(const Setting& s, std::string_view text) {
+  for (const auto& c : s.choices)
+    for (const std::string& n : c)
+      if (iequals(n, text)) return c.front();
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string Setting::show(const SettingValue& v) {
+  if (const bool* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+  if (const int64_t* i = std::get_if<int64_t>(&v)) return fmt::format("{}", *i);
+  if (const double* d = std::get_if<double>(&v)) return fmt::format("{}", *d);
+  if (const std::string* s = std::get_if<std::string>(&v)) return printable(*s);
+  return "(not recorded)";
+}
+
+std::vector<std::string> registry_problems(const std::vector<Setting>& settings) {
+  std::vector<std::string> out;
+  std::set<std::string> paths, labels, flags;
+  for (const Setting& s : settings) {
+    const std::string name = s.path();
+    if (s.section.empty() || s.key.empty()) out.push_back(fmt::format("setting '{}' has no JSON section or key", name));
+    if (s.label.empty()) out.push_back(fmt::format("{} has no label", name));
+    if (!paths.insert(name).second) out.push_back(fmt::format("{} is declared twice", name));
+    if (!s.label.empty() && !labels.insert(s.label).second) out.push_back(fmt::format("label '{}' is used twice", s.label));
+    if (!s.get || !s.set) out.push_back(fmt::format("{} has no getter or setter", name));
+    if (s.type == SettingType::Choice && s.choices.empty()) out.push_back(fmt::format("{} is a choice without names", name));
+    for (const auto& c : s.choices)
+      if (c.empty()) out.push_back(fmt::format("{} has a choice without a name", name));
+    if (s.type == SettingType::Text && !s.parse) out.push_back(fmt::format("{} is text without a parser", name));
+    if (s.json_bool && s.choices.size() != 2) out.push_back(fmt::format("{} is a JSON bool without two choices", name));
+    if (!s.flags.empty()) {
+      if (s.help.empty()) out.push_back(fmt::format("{} has a flag but no help", name));
+      size_t at = 0;
+      while (at <= s.flags.size()) {
+        const size_t comma = s.flags.find(',', at);
+        const std::string f = s.flags.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+        if (!flags.insert(f).second) out.push_back(fmt::format("flag {} is declared twice", f));
+        if (comma == std::string::npos) break;
+        at = comma + 1;
+      }
+    }
+  }
+  return out;
+}
+
+const std::vector<Setting>& run_settings() {
+  static const std::vector<Setting> settings = [] {
+    std::vector<Setting> v = declare();
+    if (const std::vector<std::string> bad = registry_problems(v); !bad.empty())
+      throw std::logic_error("run-settings registry: " + bad.front());
+    return v;
+  }();
+  return settings;
+}
+
+const Setting& find_setting(std::string_view path) {
+  for (const Setting& s : run_settings())
+    if (s.path() == path) return s;
+  throw std::logic_error(fmt::format("no run setting '{}'", path));
+}
+
+SettingsRef settings_ref(RunResult& r) { return {&r.timing, &r.recipe_options, &r.gemm_options, &r.seed}; }
+
+SettingValue setting_from_text(const Setting& s, const std::string& text) {
+  const std::string flag = s.first_flag();
+  SettingValue v;
+  switch (s.type) {
+    case SettingType::Flag: v = s.flag_sets; break;
+    case SettingType::Int: v = parse_decimal_int(text, flag); break;
+    case SettingType::Uint: v = static_cast<int64_t>(parse_decimal_uint(text, flag)); break;
+    case SettingType::Number: v = parse_decimal_number(text, flag); break;
+    case SettingType::Choice: {
+      const std::optional<std::string> c = choice_of(s, text);
+      if (!c) {
+        const std::vector<std::string> names = canonical_names(s);
+        throw UsageError(fmt::format("{} must be {}, got '{}'{}", flag, names_list(names), clip_text(text, 80),
+                                     did_you_mean(text, names)));
+      }
+      v = *c;
+      if (s.parse) v = s.parse(text_of(v), flag);
+      break;
+    }
+    case SettingType::Text: v = s.parse(text, flag); break;
+  }
+  if (s.check) s.check(v);
+  return v;
+}
+
+void apply_settings(const GivenSettings& given, RunRequest& req) {
+  std::optional<uint64_t> seed = req.options.seed;
+  const SettingsRef ref{&req.options.timing, &req.options.recipe, &req.options.gemm, &seed};
+  for (const Setting& s : run_settings()) {
+    const auto it = given.find(s.path());
+    s.set(ref, it != given.end() ? setting_from_text(s, it->second) : s.default_for(req.plan.model_mode));
+  }
+  req.options.seed = seed.value_or(1234);
+}
+
+// ---- JSON ------------------------------------------------------------------------------------
+
+namespace {
+
+json value_json(const Setting& s, const SettingValue& v) {
+  if (s.json_bool) return text_of(v) == s.choices.front().front();
+  if (const bool* b = std::get_if<bool>(&v)) return *b;
+  if (const int64_t* i = std::get_if<int64_t>(&v)) {
+    if (s.type == SettingType::Uint) return static_cast<uint64_t>(*i);
+    return *i;
+  }
+  if (const double* d = std::get_if<double>(&v)) return *d;
+  return text_of(v);
+}
+
+SettingValue value_from_json(const Setting& s, const json& v, const std::string& what) {
+  switch (s.type) {
+    case SettingType::Flag:
+      if (!v.is_boolean()) throw UsageError(fmt::format("{} must be true or false", what));
+      return v.get<bool>();
+    case SettingType::Int: {
+      const int64_t lo = s.json_range ? static_cast<int64_t>(s.json_range->first) : std::numeric_limits<int>::min();
+      const int64_t hi = s.json_range ? static_cast<int64_t>(s.json_range->second) : std::numeric_limits<int>::max();
+      const bool ok = (v.is_number_unsigned() && v.get<uint64_t>() <= static_cast<uint64_t>(hi)) ||
+                      (v.is_number_integer() && !v.is_number_unsigned() && v.get<int64_t>() >= lo && v.get<int64_t>() <= hi);
+      if (!ok || (v.is_number_unsigned() && static_cast<int64_t>(v.get<uint64_t>()) < lo)) {
+        if (s.json_range) throw UsageError(fmt::format("{} must be an integer from {} to {}", what, lo, hi));
+        throw UsageError(fmt::format("{} must be an integer from {} to {}, got {}", what, lo, hi, json_value_hint(v)));
+      }
+      return v.is_number_unsigned() ? static_cast<int64_t>(v.get<uint64_t>()) : v.get<int64_t>();
+    }
+    case SettingType::Uint:
+      if (v.is_number_unsigned()) return static_cast<int64_t>(v.get<uint64_t>());
+      if (v.is_number_integer() && v.get<int64_t>() >= 0) return v.get<int64_t>();
+      throw UsageError(fmt::format("{} must be an integer from 0 to {}, got {}", what,
+                                   std::numeric_limits<uint64_t>::max(), json_value_hint(v)));
+    case SettingType::Number: {
+      if (!v.is_number()) throw UsageError(fmt::format("{} must be a number", what));
+      const double x = v.get<double>();
+      if (!std::isfinite(x)) throw UsageError(fmt::format("{} must be a finite number", what));
+      if (s.json_range && !(x >= s.json_range->first && x <= s.json_range->second))
+        throw UsageError(fmt::format("{} must be from {:g} to {:g}{}, got {}", what, s.json_range->first,
+                                     s.json_range->second, s.unit, json(x).dump()));
+      return x;
+    }
+    case SettingType::Choice: {
+      if (s.json_bool) {
+        if (!v.is_boolean()) throw UsageError(fmt::format("{} must be true or false", what));
+        return s.choices[v.get<bool>() ? 0 : 1].front();
+      }
+      const std::optional<std::string> c = v.is_string() ? choice_of(s, v.get<std::string>()) : std::nullopt;
+      if (!c) throw UsageError(fmt::format("{} must be {}", what, names_list(canonical_names(s), true)));
+      return *c;
+    }
+    case SettingType::Text: {
+      if (!v.is_string()) throw UsageError(fmt::format("{} must be a string", what));
+      try {
+        return s.parse(v.get<std::string>(), what);
+      } catch (const UsageError& e) {
+        throw UsageError(fmt::format("{}: {}", what, e.what()));
+      }
+    }
+  }
+  return std::monostate{};
+}
+
+void write_section(const SettingsRef& ref, const std::string& section, json& obj) {
+  for (const Setting& s : run_settings()) {
+    if (s.section != section) continue;
+    const SettingValue v = s.get(ref);
+    if (std::holds_alternative<std::monostate>(v) || (s.written && !s.written(v))) continue;
+    obj[s.key] = value_json(s, v);
+  }
+}
+
+void read_section(const SettingsRef& ref, const json* obj, const std::string& section, const std::string& where) {
+  for (const Setting& s : run_settings()) {
+    if (s.section != section) continue;
+    const json* v = nullptr;
+    if (obj && obj->is_object())
+      if (const auto it = obj->find(s.key); it != obj->end()) v = &*it;
+    s.set(ref, v ? value_from_json(s, *v, fmt::format("{}.{}", where, s.key)) : s.absent);
+  }
+}
+
+}  // namespace
+
+void settings_to_json(const RunResult& r, const std::string& section, json& obj) {
+  RunResult& m = const_cast<RunResult&>(r);  // read only: get() does not write
+  write_section(settings_ref(m), section, obj);
+}
+
+void settings_from_json(const json* obj, const std::string& section, const std::string& where, RunResult& r) {
+  if (obj && !obj->is_object()) throw UsageError(where + " must be an object");
+  read_section(settings_ref(r), obj, section, where);
+}
+
+void gemm_settings_to_json(const GemmOptions& o, json& obj) {
+  GemmOptions copy = o;
+  write_section({nullptr, nullptr, &copy, nullptr}, "gemm_options", obj);
+}
+
+void gemm_settings_from_json(const json& obj, const std::string& where, GemmOptions& o) {
+  if (!obj.is_object()) throw UsageError(where + " must be an object");
+  read_section({nullptr, nullptr, &o, nullptr}, &obj, "gemm_options", where);
+}
+
+std::vector<std::string> settings_differences(const RunResult& a, const RunResult& b) {
+  std::vector<std::string> out;
+  RunResult& x = const_cast<RunResult&>(a);  // read only
+  RunResult& y = const_cast<RunResult&>(b);
+  const SettingsRef ra = settings_ref(x), rb = settings_ref(y);
+  for (const Setting& s : run_settings()) {
+    const SettingValue u = s.get(ra), w = s.get(rb);
+    if (std::holds_alternative<std::monostate>(u) || std::holds_alternative<std::monostate>(w) || u == w) continue;
+    if (s.type == SettingType::Uint)  // bit patterns back to unsigned
+      out.push_back(fmt::format("{}: {} vs {}", s.label, static_cast<uint64_t>(int_of(u)), static_cast<uint64_t>(int_of(w))));
+    else
+      out.push_back(fmt::format("{}: {} vs {}", s.label, Setting::show(u), Setting::show(w)));
+  }
+  return out;
+}
+
+// The registry (core/run/settings.hpp) declares gemm_options' keys, defaults and checks.
+nlohmann::json gemm_options_to_json(const GemmOptions& o) {
+  nlohmann::json j = json::object();
+  gemm_settings_to_json(o, j);
+  return j;
+}
+
+GemmOptions gemm_options_from_json(const nlohmann::json& j, const std::string& where) {
+  GemmOptions o;
+  gemm_settings_from_json(j, where, o);
+  return o;
+}
+
+}  // namespace gs

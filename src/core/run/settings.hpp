@@ -1,0 +1,134 @@
+// The run-settings registry: every setting of a run declared once, with its flag names, type,
+// names (matched in any case), defaults, checks, JSON key and the label reports and `compare`
+// use. The CLI binds its options from it (src/cli/cli.cpp), apply_settings() puts the values into
+// a RunRequest, the result JSON writes and reads the settings through it (report_json.cpp,
+// kernels.cpp's gemm_options) and compare's "runs differ" notes loop over it (compare.cpp).
+// Pure C++: no CLI11, no CUDA.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/results/kernels.hpp"
+#include "core/recipes/recipe.hpp"
+#include "core/results/results.hpp"
+#include "core/plan/step_model.hpp"
+#include "core/util/text_util.hpp"
+
+namespace gs {
+
+struct RunRequest;
+
+
+// ---- the registry ----------------------------------------------------------------------------
+
+// A setting's value: a flag or JSON boolean, an integer, a number, or text (a choice's canonical
+// name, or a text setting's canonical form). monostate: not recorded (a file before the key).
+using SettingValue = std::variant<std::monostate, bool, int64_t, double, std::string>;
+
+enum class SettingType {
+  Flag,    // a CLI flag without a value that sets the bool `flag_sets`; JSON true/false
+  Int,     // a decimal integer (no bases, no signs beyond '-')
+  Uint,    // 0..2^64-1
+  Number,  // a finite decimal number
+  Choice,  // one of `choices`, any case; JSON: its canonical name, or a bool (json_bool)
+  Text,    // free text through `parse` (e.g. --algo autotune:8)
+};
+
+// Where a run's settings live: a RunResult's fields or a RunRequest's engine options.
+struct SettingsRef {
+  TimingConfig* timing = nullptr;
+  RecipeOptions* recipe = nullptr;
+  GemmOptions* gemm = nullptr;
+  std::optional<uint64_t>* seed = nullptr;
+};
+SettingsRef settings_ref(RunResult& r);
+
+struct Setting {
+  // Identity and JSON: the object `section` of the result holds it as `key`; `key` is unique
+  // within the section and section.key names the setting everywhere (find_setting).
+  std::string section, key;
+  // How reports and compare's "runs differ" notes name it.
+  std::string label;
+  SettingType type = SettingType::Text;
+  // CLI11 names ("--fp8-format" or "--num-warmup"; aliases after commas). Empty: not a flag (the
+  // engine sets it, e.g. fp8_block_via_mxfp8).
+  std::string flags, group, help, type_name;
+  // Choice: the accepted names; choices[i][0] is how choice i is written, the rest are aliases.
+  std::vector<std::vector<std::string>> choices;
+  // Choice stored in JSON as a bool: true for choices[0] (fp8_block_pow2_scales: pow2 / fp32).
+  bool json_bool = false;
+  bool flag_sets = true;  // Flag: the value the flag gives (--nvfp4-no-2d gives false)
+  // The default of a new run, and where --shapes/--sweep plans differ from model plans.
+  SettingValue dflt;
+  std::optional<SettingValue> dflt_shapes;
+  // What a result file without the key means (files written before the setting existed).
+  SettingValue absent;
+  // JSON: the range a number must be in (Number), and the unit of its message.
+  std::optional<std::pair<double, double>> json_range;
+  std::string unit;
+  // Text (and Choice, after the name lookup): the canonical value of `text`; throws UsageError
+  // naming `what` (the flag, or the JSON field).
+  std::function<SettingValue(const std::string& text, const std::string& what)> parse;
+  // Checks of a value given on the command line (ranges), with the flag's own message.
+  std::function<void(const SettingValue&)> check;
+  // Whether the JSON carries the key for this value (default: always, monostate never).
+  std::function<bool(const SettingValue&)> written;
+  std::function<SettingValue(const SettingsRef&)> get;
+  std::function<void(const SettingsRef&, const SettingValue&)> set;
+
+  std::string first_flag() const { return flags.substr(0, flags.find(',')); }
+  std::string path() const { return section + "." + key; }
+  // The default for a model plan (true) or a --shapes/--sweep plan.
+  const SettingValue& default_for(bool model_plan) const { return !model_plan && dflt_shapes ? *dflt_shapes : dflt; }
+  // A value as the notes print it: true/false, numbers as {}, text as given.
+  static std::string show(const SettingValue& v);
+};
+
+// Every setting, in the order compare's notes list them.
+const std::vector<Setting>& run_settings();
+// By "section.key" (e.g. "recipe_options.fp8_format"); std::logic_error when unknown.
+const Setting& find_setting(std::string_view path);
+
+// The registry's own rules (a key or label declared twice, a setting without a JSON key, label,
+// getter or setter, a flag name used twice, a choice without names): one line per problem;
+// empty when sound. Tested, and checked once when run_settings() is first built.
+std::vector<std::string> registry_problems(const std::vector<Setting>& settings);
+
+// A value given on the command line (`text`; "" for a flag): parsed and checked.
+SettingValue setting_from_text(const Setting& s, const std::string& text);
+
+// The command line's settings: path -> the text given (flags: "").
+using GivenSettings = std::map<std::string, std::string>;
+
+// Every registry setting of `req`: the text given on the command line, or the default of
+// req.plan's kind. Throws UsageError with the flag's message for a bad value.
+void apply_settings(const GivenSettings& given, RunRequest& req);
+
+// JSON of the settings of `section` ("timing", "recipe_options", "gemm_options") into `obj`.
+void settings_to_json(const RunResult& r, const std::string& section, nlohmann::json& obj);
+// Reads them back; a key that is absent takes the setting's `absent` value (a null `obj`: the
+// section is absent). `where` names the document and the object ("a.json: timing").
+void settings_from_json(const nlohmann::json* obj, const std::string& section, const std::string& where, RunResult& r);
+// The same over a bare GemmOptions (kernels.cpp's gemm_options_to_json / _from_json).
+void gemm_settings_to_json(const GemmOptions& o, nlohmann::json& obj);
+void gemm_settings_from_json(const nlohmann::json& obj, const std::string& where, GemmOptions& o);
+// A result file's "gemm_options" object (docs/json-schema.md), through the registry.
+nlohmann::json gemm_options_to_json(const GemmOptions& o);
+GemmOptions gemm_options_from_json(const nlohmann::json& j, const std::string& where);
+
+// compare's "runs differ" notes: "label: A vs B" for every setting whose values differ (a
+// setting either file does not record is skipped).
+std::vector<std::string> settings_differences(const RunResult& a, const RunResult& b);
+
+// L2's and the step context's names (the registry's choices) are declared with their enums
+// (results.hpp l2_names, step_model.hpp step_context_names).
+
+}  // namespace gs

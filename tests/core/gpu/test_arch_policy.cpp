@@ -1,0 +1,56 @@
+// The architecture policy (core/gpu/arch_policy.hpp): each rule at the boundaries that matter.
+#include <gtest/gtest.h>
+
+#include "core/gpu/arch_policy.hpp"
+#include "core/gpu/gpu_spec.hpp"
+
+using gs::ArchPolicy;
+using gs::PeakFormat;
+using gs::Precision;
+
+TEST(ArchPolicy, WhichRecipesEachArchitectureTimes) {
+  const ArchPolicy a100(80), l40(89), h100(90), b200(100), rtx50(120);
+  EXPECT_TRUE(a100.times(Precision::BF16));
+  EXPECT_FALSE(a100.times(Precision::FP8Current));
+  EXPECT_TRUE(l40.times(Precision::FP8Delayed));
+  EXPECT_FALSE(l40.times(Precision::FP8Block));
+  EXPECT_TRUE(h100.times(Precision::FP8Block));
+  EXPECT_FALSE(h100.times(Precision::MXFP8));
+  EXPECT_FALSE(h100.times(Precision::NVFP4));
+  EXPECT_TRUE(b200.times(Precision::NVFP4));
+  EXPECT_TRUE(rtx50.times(Precision::MXFP8));
+  EXPECT_EQ(h100.why_not(Precision::FP8Block), "");
+  EXPECT_EQ(l40.why_not(Precision::FP8Block), "needs compute capability >= 9.0 (device is 8.9)");
+  EXPECT_EQ(ArchPolicy(121).cc_text(), "12.1");
+}
+
+TEST(ArchPolicy, BlockFp8RunsAsMxfp8OnBlackwellAndItsPeakFollows) {
+  EXPECT_FALSE(ArchPolicy(90).fp8_block_via_mxfp8());
+  EXPECT_TRUE(ArchPolicy(100).fp8_block_via_mxfp8());
+  EXPECT_EQ(ArchPolicy(90).peak_format(Precision::FP8Block), PeakFormat::FP8);
+  EXPECT_EQ(ArchPolicy(100).peak_format(Precision::FP8Block), PeakFormat::MXFP8);
+  EXPECT_EQ(ArchPolicy(90).peak_format(Precision::FP8Current), PeakFormat::FP8);
+  EXPECT_EQ(ArchPolicy(100).peak_format(Precision::NVFP4), PeakFormat::NVFP4);
+  EXPECT_EQ(ArchPolicy(80).peak_format(Precision::BF16), PeakFormat::BF16);
+}
+
+TEST(ArchPolicy, ProvidersAndComputeModel) {
+  EXPECT_TRUE(ArchPolicy(90).runs_sm90a_kernels());
+  EXPECT_FALSE(ArchPolicy(89).runs_sm90a_kernels());
+  EXPECT_FALSE(ArchPolicy(100).runs_sm90a_kernels());
+  EXPECT_EQ(ArchPolicy(90).bf16_dense_flops_per_sm_clock(), 4096);
+  EXPECT_EQ(ArchPolicy(100).bf16_dense_flops_per_sm_clock(), 8192);
+  EXPECT_EQ(ArchPolicy(80).bf16_dense_flops_per_sm_clock(), 2048);
+  EXPECT_EQ(ArchPolicy(89).bf16_dense_flops_per_sm_clock(), 1024);
+  EXPECT_FALSE(ArchPolicy(90).may_convert_fp4_in_hardware());
+  EXPECT_TRUE(ArchPolicy(100).may_convert_fp4_in_hardware());
+}
+
+// The datasheet side asks the same policy: a GPU spec's arch_policy() is its compute capability's.
+TEST(ArchPolicy, GpuSpecAndDeviceAskTheSamePolicy) {
+  gs::GpuSpec s;
+  s.key = "X";
+  s.cc_major = 8, s.cc_minor = 9;
+  EXPECT_EQ(s.arch_policy().cc(), 89);
+  EXPECT_NE(gs::cannot_run(s, Precision::FP8Block).find("needs compute capability 9.0; X is 8.9"), std::string::npos);
+}

@@ -1,0 +1,224 @@
+// The step context's model (core/plan/step_model.hpp) and its reports (core/report/report_step.hpp).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "core/util/error.hpp"
+#include "core/model/model_config.hpp"
+#include "core/plan/plan.hpp"
+#include "core/report/report.hpp"
+#include "core/report/report_step.hpp"
+#include "core/run/runner.hpp"
+#include "core/plan/step_model.hpp"
+#include "test_util.hpp"
+
+namespace {
+
+using gs::StepContextKind;
+
+// A Qwen3-1.7B-like layer: hidden 2048, GQA 16/8 x 128, SwiGLU 6144, 4 x 4096 tokens.
+gs::ModelConfig small_layer() {
+  gs::ModelConfig c = gs::default_config();
+  c.hidden_size = 2048;
+  c.intermediate_size = 6144;
+  c.num_attention_heads = 16;
+  c.num_key_value_heads = 8;
+  c.head_dim = 128;
+  c.num_hidden_layers = 1;
+  c.micro_batch_size = 4;
+  c.sequence_length = 4096;
+  c.gated_mlp = true;
+  c.vocab_size = 0;
+  return c;
+}
+
+// Hand count, T = 16384 tokens, h = 2048, q = 2048, kv = 1024, f = 6144, in elements:
+//   eager: norms and residuals 24 T h (forward: 2 norms x 2 + 2 adds x 3; backward: 2 norm backwards
+//   x 4 + 2 gradient adds x 3); key/value head repeat and its backward 4 T (kv + q); the QKV
+//   gradient's concatenation 2 T (q + 2 kv); SwiGLU 18 T f (forward 5, backward 13). = 2,952,790,016.
+//   te: 22 T h (norm backward 3 instead of 4) + 8 T f; no repeat, no concatenation = 1,543,503,872.
+//   compile: 17 T h + repeat + concatenation + 8 T f = 1,811,939,328 + ... (below).
+TEST(StepModel, MemoryBoundBytesOfAKnownLayer) {
+  const gs::Plan plan = gs::build_model_plan(small_layer());
+  EXPECT_DOUBLE_EQ(gs::step_work_model(plan, StepContextKind::Eager).other_bytes, 2.0 * 2952790016.0);
+  EXPECT_DOUBLE_EQ(gs::step_work_model(plan, StepContextKind::TransformerEngine).other_bytes, 2.0 * 1543503872.0);
+  const double T = 16384, h = 2048, q = 2048, kv = 1024, f = 6144;
+  const double compiled = 17 * T * h + 4 * T * (kv + q) + 2 * T * (q + 2 * kv) + 8 * T * f;
+  EXPECT_DOUBLE_EQ(gs::step_work_model(plan, StepContextKind::Compiled).other_bytes, 2.0 * compiled);
+  EXPECT_EQ(gs::step_work_model(plan, StepContextKind::None).other_bytes, 0);
+  // FP8 casts: X and W of every Fprop, dY of every Dgrad, 6 bytes per element (read twice, two
+  // one-byte copies). Fprop: QKV 16384x2048 + 2048x4096, Attn-out 16384x2048 + 2048x2048, MLP-up
+  // 16384x2048 + 2048x12288, MLP-down 16384x6144 + 6144x2048; Dgrad dY: 16384 x (4096 + 2048 + 12288 + 2048).
+  const double fprop = 3 * T * 2048 + T * 6144 + 2048.0 * 4096 + 2048.0 * 2048 + 2048.0 * 12288 + 6144.0 * 2048;
+  const double dgrad = T * (4096 + 2048 + 12288 + 2048);
+  EXPECT_DOUBLE_EQ(gs::step_work_model(plan, StepContextKind::Eager).cast_bytes, 6.0 * (fprop + dgrad));
+}
+
+TEST(StepModel, AttentionShapeOfAKnownLayer) {
+  const gs::AttentionShape a = gs::attention_shape(small_layer());
+  EXPECT_EQ(a.heads_q, 16);
+  EXPECT_EQ(a.heads_kv, 8);
+  EXPECT_TRUE(a.causal);
+  // 4 x 16 heads x 2 x 4096^2 x (128 + 128), halved by the causal mask.
+  EXPECT_DOUBLE_EQ(gs::attention_fwd_flops(a), 274877906944.0);
+  EXPECT_DOUBLE_EQ(gs::attention_bwd_flops(a), 2.5 * 274877906944.0);
+  // Tensor parallelism splits the heads; fewer kv heads than ranks keep one per rank.
+  gs::ModelConfig c = small_layer();
+  c.tensor_parallel = 16;
+  const gs::AttentionShape t = gs::attention_shape(c);
+  EXPECT_EQ(t.heads_q, 1);
+  EXPECT_EQ(t.heads_kv, 1);
+  // MLA: every head its own key and value, head dims qk_nope + qk_rope and v.
+  const gs::AttentionShape m = gs::attention_shape(gs::find_preset("deepseek-v3").config);
+  EXPECT_EQ(m.d_qk, 192);
+  EXPECT_EQ(m.d_v, 128);
+  EXPECT_EQ(m.heads_q, m.heads_kv);
+}
+
+// The work per layer of a model with MoE layers averages its dense and MoE layers, and an MoE
+// layer moves its tokens to the experts and back.
+TEST(StepModel, MoeLayersAddTheirDispatch) {
+  gs::ModelConfig c = gs::find_preset("mixtral-8x7b").config;
+  const gs::StepWorkModel one = gs::step_work_model(gs::build_model_plan(c), StepContextKind::TransformerEngine);
+  c.moe.top_k = 4;
+  const gs::StepWorkModel four = gs::step_work_model(gs::build_model_plan(c), StepContextKind::TransformerEngine);
+  EXPECT_GT(four.other_bytes, one.other_bytes);
+  EXPECT_GT(one.layer_gflops, 0);
+}
+
+TEST(StepModel, NamesAndRefusals) {
+  EXPECT_EQ(gs::step_context_from_string("TE"), StepContextKind::TransformerEngine);
+  EXPECT_EQ(gs::step_context_from_string("Eager"), StepContextKind::Eager);
+  EXPECT_EQ(gs::step_context_from_string("COMPILE"), StepContextKind::Compiled);
+  EXPECT_EQ(gs::step_context_from_string("none"), StepContextKind::None);
+  try {
+    gs::step_context_from_string("eagr");
+    FAIL() << "a misspelt framework was accepted";
+  } catch (const gs::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("eager"), std::string::npos) << e.what();
+  }
+  const gs::Plan shapes = gs::build_shapes_plan("1024x1024x1024");
+  EXPECT_THROW(gs::step_work_model(shapes, StepContextKind::Eager), gs::UsageError);
+  EXPECT_NO_THROW(gs::step_work_model(shapes, StepContextKind::None));
+}
+
+// A result as the engine returns it: two precisions, one pre-quantized mode, per-layer GEMMs 10
+// (BF16) and 5 ms (FP8Current) over the layer's twelve GEMMs.
+gs::RunResult measured_result() {
+  gs::RunResult r;
+  r.plan = gs::build_model_plan(small_layer());
+  r.precisions = {gs::Precision::BF16, gs::Precision::FP8Current};
+  r.modes = {gs::Mode::PreQuantized};
+  r.allocate_cells();
+  const double n = static_cast<double>(r.plan.gemms.size());
+  for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+    r.cells[0][g][0] = gs::Cell::measured(gs::summarize({10.0 / n}));
+    r.cells[0][g][1] = gs::Cell::measured(gs::summarize({5.0 / n}));
+  }
+  r.timing.step_context_kind = StepContextKind::Eager;
+  gs::StepContextInfo c;
+  c.kind = StepContextKind::Eager;
+  c.efficiency = 1.05;
+  c.stream_gb_per_s = 2200;
+  c.other_ms = 3;
+  c.cast_ms = 1;
+  c.attention_fwd_ms = 0.5;
+  c.attention_bwd_ms = 1.5;
+  c.attention_measured = true;
+  c.attention_source = "cuDNN test";
+  r.step_context = c;
+  return r;
+}
+
+// GEMMs + attention + other, the FP8 casts only where the timed region left them out; the step
+// speedup is the step times' ratio.
+TEST(StepModel, StepEstimateAndSpeedup) {
+  const gs::RunResult r = measured_result();
+  const auto e = gs::step_estimates(r, 0);
+  ASSERT_EQ(e.size(), 2u);
+  EXPECT_NEAR(*e[0].step_ms(), 10 + 2 + 3, 1e-9);
+  EXPECT_NEAR(*e[1].step_ms(), 5 + 2 + 3 + 1, 1e-9);
+  const std::string block = gs::step_estimate_block(r, 0);
+  EXPECT_NE(block.find("2.00x"), std::string::npos) << block;  // GEMM speedup 10 / 5
+  EXPECT_NE(block.find("1.36x"), std::string::npos) << block;  // step speedup 15 / 11
+  EXPECT_NE(gs::step_context_lines(r).find("cuDNN test"), std::string::npos);
+  // Training mode times the casts with the GEMMs: none added.
+  gs::RunResult t = r;
+  t.modes = {gs::Mode::Training};
+  EXPECT_NEAR(*gs::step_estimates(t, 0)[1].step_ms(), 5 + 2 + 3, 1e-9);
+}
+
+TEST(StepModel, JsonRoundTrip) {
+  const gs::RunResult r = measured_result();
+  const nlohmann::json j = gs::to_json(r);
+  EXPECT_EQ(j["timing"]["step_context"], "eager");
+  EXPECT_NEAR(j["step_context"]["step_estimate_per_layer"]["pre-quantized"]["FP8Current"]["step_ms"].get<double>(), 11,
+              1e-9);
+  const gs::RunResult back = gs::from_json(j);
+  ASSERT_TRUE(back.step_context);
+  EXPECT_EQ(back.timing.step_context_kind, StepContextKind::Eager);
+  EXPECT_EQ(back.step_context->other_ms, 3);
+  EXPECT_EQ(back.step_context->attention_bwd_ms, 1.5);
+  EXPECT_TRUE(back.step_context->attention_measured);
+  EXPECT_EQ(back.step_context->attention_source, "cuDNN test");
+  // Files from before the step context read as none; a hostile kind is refused naming the field.
+  nlohmann::json old = j;
+  old["timing"].erase("step_context");
+  old.erase("step_context");
+  EXPECT_EQ(gs::from_json(old).timing.step_context_kind, StepContextKind::None);
+  nlohmann::json bad = j;
+  bad["step_context"]["kind"] = "turbo";
+  try {
+    gs::from_json(bad);
+    FAIL() << "a bad step_context.kind was accepted";
+  } catch (const gs::UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("step_context.kind"), std::string::npos) << e.what();
+  }
+}
+
+// The runner records what the engine says ran between iterations.
+class ContextEngine : public gs::test::FakeEngineBase {
+ public:
+  gs::Cell measure(const gs::Gemm&, gs::Precision, gs::Mode) override { return gs::Cell::measured(gs::summarize({1.0})); }
+  std::optional<gs::StepContextInfo> step_context() const override {
+    gs::StepContextInfo c;
+    c.kind = StepContextKind::TransformerEngine;
+    c.other_ms = 0.25;
+    return c;
+  }
+};
+
+TEST(StepModel, RunnerRecordsTheEnginesContext) {
+  gs::RunRequest req;
+  req.plan = gs::build_model_plan(small_layer());
+  req.precisions = {gs::Precision::BF16};
+  req.modes = {gs::Mode::PreQuantized};
+  req.options.timing.gpu_warmup_s = 0;
+  req.options.timing.step_context_kind = StepContextKind::TransformerEngine;
+  ContextEngine engine;
+  const gs::RunResult r = gs::run(engine, req);
+  ASSERT_TRUE(r.step_context);
+  EXPECT_EQ(r.step_context->other_ms, 0.25);
+  EXPECT_NE(gs::render_text(r).find("Step estimate per layer"), std::string::npos);
+}
+
+// The CLI's default: Transformer Engine's context for model plans, none for standalone shapes.
+TEST(StepModel, CliDefaults) {
+  const auto dir = gs::test::scratch_dir("step_model_cli");
+  const std::string f = (dir / "r.json").string();
+  auto r = gs::test::run_gemmscope("--dry-run -q --json " + f, dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(gs::test::slurp(f))["timing"]["step_context"], "te");
+  r = gs::test::run_gemmscope("--dry-run -q --shapes 1024 --json " + f, dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(gs::test::slurp(f))["timing"]["step_context"], "none");
+  r = gs::test::run_gemmscope("--dry-run -q --shapes 1024 --step-context eager", dir);
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("--step-context eager needs a model plan"), std::string::npos) << r.err;
+  r = gs::test::run_gemmscope("--dry-run -q --step-context EAGER --json " + f, dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(gs::test::slurp(f))["timing"]["step_context"], "eager");
+}
+
+}  // namespace
