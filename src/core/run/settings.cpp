@@ -328,12 +328,12 @@ std::vector<Setting> declare() {
     s.flags = "--power-hold";
     s.group = "Measurement";
     s.type_name = "on|off";
-    s.help = "on (default): heavy BF16 GEMMs run right before each timed loop, so a short loop starts from the "
-             "GPU's loaded power state as inside a training step, not from the boost clock an idle gap between "
-             "cells gives; off: loops start from whatever state the gap left";
+    s.help = "on: heavy BF16 GEMMs run right before each timed loop, so it starts from the GPU's loaded power "
+             "state instead of the boost clock an idle gap between cells gives; off (default): loops start from "
+             "whatever state the gap left, which read closer to a PyTorch training step on the H100";
     s.choices = two("on", "off");
     s.json_bool = true;  // JSON: true for on
-    s.dflt = std::string("on");
+    s.dflt = std::string("off");
     s.absent = std::string("off");  // files before --power-hold had no hold
     s.get = [](const SettingsRef& r) -> SettingValue { return std::string(r.timing->power_hold ? "on" : "off"); };
     s.set = [](const SettingsRef& r, const SettingValue& x) { r.timing->power_hold = text_of(x) == "on"; };
