@@ -258,21 +258,27 @@ class CudaEngine final : public Engine {
   }
 
   // The GEMMs that bring the GPU to its loaded power state (power_hold.hpp), made on first use;
-  // null when --power-hold off or when they cannot be made here (said once in the notes).
+  // null when neither the GPU warm-up nor --power-hold on needs them, or when they cannot be made
+  // here (said once in the notes, naming what goes without them).
   PowerHold* power_hold() {
     if (!opts_.timing.power_hold && opts_.timing.gpu_warmup_s <= 0) return nullptr;
     if (!hold_ && hold_note_.empty()) {
+      // What goes without it: the GPU warm-up always, and the hold before each loop when asked for.
+      const auto without = [this](const std::string& why) {
+        return fmt::format("power hold: {}; the GPU warm-up was skipped{}", why,
+                           opts_.timing.power_hold ? " and timed loops start from whatever power state the gap "
+                                                     "before them left (--power-hold on has no effect)"
+                                                   : "");
+      };
       try {
         hold_ = std::make_unique<PowerHold>(handle_.get(), workspace_.get(), kWorkspaceBytes, stream_.get());
       } catch (const CudaError& e) {
         cudaGetLastError();
         throw_if_context_lost(e.what(), "the power hold");
-        hold_note_ = fmt::format("power hold: its GEMM could not be set up ({}); timed loops start from whatever "
-                                 "power state the gap before them left, and the GPU warm-up was skipped", e.what());
+        hold_note_ = without(fmt::format("its GEMM could not be set up ({})", e.what()));
       } catch (const CublasError& e) {
         cudaStreamSynchronize(stream_.get());
-        hold_note_ = fmt::format("power hold: cuBLASLt ran no BF16 GEMM for it ({}); timed loops start from whatever "
-                                 "power state the gap before them left, and the GPU warm-up was skipped", e.what());
+        hold_note_ = without(fmt::format("cuBLASLt ran no BF16 GEMM for it ({})", e.what()));
       }
     }
     return hold_.get();
