@@ -122,7 +122,7 @@ std::string json_escape(const std::string& s) {
 
 int usage(const char* argv0, int rc) {
   std::fprintf(rc ? stderr : stdout,
-               "usage: %s [--json FILE] [--iters N] [--warmup N] [--gpu-warmup SECONDS]\n"
+               "usage: %s [--json FILE] [--iters N] [--warmup N] [--gpu-warmup SECONDS] [--grouped-only]\n"
                "Measures D2D cudaMemcpy bandwidth, then every FP8 quantization kernel on the\n"
                "transformer shapes, and reports GB/s and the ratio to the copy bandwidth.\n"
                "Defaults: --iters 100 (min 50, median reported), --warmup 10 calls,\n"
@@ -137,6 +137,7 @@ int main(int argc, char** argv) try {
   std::string json_path;
   int iters = 100, warmup = 10;
   double gpu_warmup_s = 2.0;
+  bool grouped_only = false;  // --grouped-only: the multi-tensor launches alone
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) {
@@ -147,6 +148,8 @@ int main(int argc, char** argv) try {
       warmup = std::max(0, std::atoi(argv[++i]));
     } else if (a == "--gpu-warmup" && i + 1 < argc) {
       gpu_warmup_s = std::max(0.0, std::atof(argv[++i]));
+    } else if (a == "--grouped-only") {
+      grouped_only = true;
     } else if (a == "-h" || a == "--help") {
       return usage(argv[0], 0);
     } else {
@@ -232,6 +235,7 @@ int main(int argc, char** argv) try {
   std::printf("%-30s %13s %10s %10s %9s %7s  %s\n", "kernel", "shape", "MB moved", "median us",
               "GB/s", "ratio", "vs 0.85");
   for (const Shape sh : shapes) {
+    if (grouped_only) break;
     const size_t n = size_t(sh.rows) * sh.cols;
     __nv_bfloat16* x = nullptr;
     uint8_t *q = nullptr, *q2 = nullptr;  // q2, sc2: the dual passes' transposed copy

@@ -305,7 +305,7 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
     ratio = layer / moe if moe else 1.0
     totals, kernels, missing = {}, {}, {}
     for p in precisions:
-        t, k, miss, per_pass, names = 0.0, 0.0, [], {}, {}
+        t, k, miss, per_pass, names, mhz = 0.0, 0.0, [], {}, {}, {}
         for g in r["gemms"]:
             if g.get("op") not in MOE_OPS:
                 continue
@@ -320,6 +320,11 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
                 for kr in cell.get("kernels") or []:  # the kernels gemmscope's cell ran, per pass
                     if kr.get("class") == "gemm":
                         names.setdefault(ps, {})[kr["name"]] = names.get(ps, {}).get(kr["name"], 0) + kr.get("count", 1)
+                # The cell's SM clock (sampled during its timed loop), weighted by its kernel time.
+                ck = (cell.get("clock") or {}).get("sm_mhz")
+                if kt and ck:
+                    w, s_ = mhz.get(ps, (0.0, 0.0))
+                    mhz[ps] = (w + kt, s_ + kt * ck)
                 if kt and per_pass.get(ps, 0.0) is not None:
                     per_pass[ps] = per_pass.get(ps, 0.0) + kt / 1000.0
                 else:
@@ -329,6 +334,7 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
         totals[p], kernels[p], missing[p] = t, k, miss
         kernels[p + "/passes"] = per_pass
         kernels[p + "/names"] = names
+        kernels[p + "/mhz"] = {ps: (v[1] / v[0]) for ps, v in mhz.items() if v[0] > 0}
     return totals, missing, ratio, kernels
 
 
@@ -407,8 +413,12 @@ def main():
                           "wgrad": minus(t["gemm_kernels"], t_fd["gemm_kernels"])}
                     gp = gk.get(p + "/passes") or {}
                     gn = gk.get(p + "/names") or {}
+                    gm = gk.get(p + "/mhz") or {}
+                    # The SM clock each side ran at: PyTorch's sampled over its profiled steps (the pass
+                    # runs: Fprop alone, Fprop+Dgrad, the whole step), gemmscope's per cell.
+                    tm = {"fprop": t_f["sm_mhz"], "dgrad": t_fd["sm_mhz"], "wgrad": t["sm_mhz"]}
                     split = {ps: {"torch_ms": tp[ps], "gemmscope_ms": gp.get(ps), "gemmscope_kernels": gn.get(ps, {}),
-                                  "torch_kernels": tk[ps],
+                                  "torch_kernels": tk[ps], "torch_sm_mhz": tm[ps], "gemmscope_sm_mhz": gm.get(ps),
                                   "error_pct": ((gp[ps] / tp[ps] - 1.0) * 100.0) if gp.get(ps) and tp[ps] > 0 else None}
                              for ps in ("fprop", "dgrad", "wgrad")}
                     print(f"  {n:<16} {p:<9} per pass (GEMM kernels, ms): " + "; ".join(
@@ -416,6 +426,9 @@ def main():
                         f"{v['gemmscope_ms'] if v['gemmscope_ms'] is not None else float('nan'):.3f} "
                         f"({v['error_pct'] if v['error_pct'] is not None else float('nan'):+.1f}%)"
                         for ps, v in split.items()), flush=True)
+                    print(f"  {n:<16} {p:<9} per pass (SM clock, MHz): " + "; ".join(
+                        f"{ps} PyTorch {v['torch_sm_mhz'] or float('nan'):.0f} gemmscope "
+                        f"{v['gemmscope_sm_mhz'] or float('nan'):.0f}" for ps, v in split.items()), flush=True)
                 g = gs[p]
                 err = (g / t["gemm"] - 1.0) * 100.0 if t["gemm"] > 0 else float("nan")
                 err_in = (gi[p] / t["gemm"] - 1.0) * 100.0 if t["gemm"] > 0 else float("nan")
