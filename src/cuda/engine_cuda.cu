@@ -19,6 +19,7 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/engine_cuda.hpp"
 #include "cuda/launch_gate.hpp"
+#include "cuda/lt_tuner.hpp"
 #include "cuda/error_norm.cuh"
 #include "cuda/fill.cuh"
 #include "cuda/gemm_lt.hpp"
@@ -188,36 +189,24 @@ class CudaEngine final : public Engine {
       prepare_sources(g, Dist::Normal, recipe.fp32_accumulate);
       RecipeGemm rg(handle_, g, recipe, *sources_, workspace_.get(), opts_.recipe, /*with_gemm=*/true,
                     operand_work(mode, g, Side::Left, recipe, opts_.recipe),
-                    operand_work(mode, g, Side::Right, recipe, opts_.recipe), /*cache=*/nullptr, opts_.gemm.num_sms);
+                    operand_work(mode, g, Side::Right, recipe, opts_.recipe), /*cache=*/nullptr, opts_.gemm.num_sms,
+                    LtTuner::heuristic_count(opts_.gemm));
       if (rg.needs_prequantize()) rg.prequantize(stream_);
+      std::optional<LtTuner> tuner;
       std::optional<AutotuneRecord> tuned;
       // Tuned in the L2 state the timed loop will see (--l2 cold flushes before every call).
-      if (opts_.gemm.algo != AlgoChoice::Heuristic)
-        tuned = rg.matmul()->autotune(stream_, opts_.gemm.autotune_k, l2_flush(),
-                                      /*search=*/opts_.gemm.algo == AlgoChoice::Search);
+      if (opts_.gemm.algo != AlgoChoice::Heuristic) {
+        tuner.emplace(*rg.matmul(), opts_.gemm);
+        tuned = tuner->tune(stream_, l2_flush());
+      }
       LoopBody body;
       body.cost = [&](int) { return rg.step_ops(); };
       body.enqueue = [&](int) { rg.step(stream_); };
       const Gap gap = step_gap(g, p, mode);  // the step context's work after each iteration of g
       Cell cell = timed_cell(body, gap);
-      if (tuned && rg.matmul()->tuned_differs()) {
-        // The pick re-measured against the heuristic's choice in this timed loop (pick,
-        // heuristic, pick): it is kept only if both of its loops beat the heuristic's by 2%. On an
-        // H100 a 192x192 cluster-2x1 BF16 pick that won every tuning sample ran 6% slower here.
-        rg.matmul()->select(false);
-        Cell heuristic = timed_cell(body, gap);
-        rg.matmul()->select(true);
-        Cell again = timed_cell(body, gap);
-        if (cell.ok && heuristic.ok && again.ok && cell.stats.mean_ms < 0.98 * heuristic.stats.mean_ms &&
-            again.stats.mean_ms < 0.98 * heuristic.stats.mean_ms) {
-          cell = std::move(again);
-        } else {
-          rg.matmul()->select(false);
-          cell = std::move(heuristic);
-          tuned->confirmed = false;
-          tuned->chosen_us = tuned->heuristic_us;
-        }
-      }
+      // The pick re-measured against the heuristic's choice in this timed loop (lt_tuner.hpp). On
+      // an H100 a 192x192 cluster-2x1 BF16 pick that won every tuning sample ran 6% slower here.
+      if (tuner) cell = tuner->recheck(std::move(cell), *tuned, [&] { return timed_cell(body, gap); });
       // Kernel records: a few more iterations, outside the timed loop (kernel_trace.hpp).
       cell.kernels = trace_cell(opts_.gemm, stream_, [&] { rg.step(stream_); });
       cell.kernels.algo = rg.matmul()->algo_record();

@@ -13,7 +13,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -67,75 +66,79 @@ class LtDescriptors {
 };
 
 // Heuristic results by problem (sizes, types, layouts, scale modes, accumulation, operand
-// alignments): grouped GEMMs build hundreds of identical per-expert problems, and the heuristic
-// query is host time outside nothing (the cell's setup). Not thread-safe.
+// alignments) and count asked for: grouped GEMMs build hundreds of identical per-expert problems,
+// and the heuristic query is host time outside nothing (the cell's setup). Not thread-safe.
 class LtAlgoCache {
  public:
-  static std::string key(const LtProblem& p);
-  const cublasLtMatmulAlgo_t* find(const std::string& k) const {
+  using Algos = std::vector<cublasLtMatmulAlgo_t>;
+  static std::string key(const LtProblem& p, int heuristic_count = 1);
+  const Algos* find(const std::string& k) const {
     auto it = algos_.find(k);
     return it == algos_.end() ? nullptr : &it->second;
   }
-  void put(const std::string& k, const cublasLtMatmulAlgo_t& a) { algos_[k] = a; }
+  void put(const std::string& k, const Algos& a) { algos_[k] = a; }
   size_t size() const { return algos_.size(); }
   size_t hits = 0, misses = 0;
 
  private:
-  std::map<std::string, cublasLtMatmulAlgo_t> algos_;
+  std::map<std::string, Algos> algos_;
 };
 
 // Largest power of two (up to 256) dividing a pointer: the heuristic is told each operand's real
 // alignment, since slices of a token-major buffer (grouped GEMMs) are not 256-byte aligned.
 uint32_t pointer_alignment(const void* p);
 
-// The descriptors plus the heuristic's algorithm. Construction throws CublasError
-// (NOT_SUPPORTED when cuBLASLt has no kernel: an N/A cell, not a crash). With `cache`, the
-// heuristic is asked once per distinct problem.
+// The descriptors, the heuristic's algorithms and the one in use. Construction asks cuBLASLt's
+// heuristic once (with `cache`: once per distinct problem) for its top `heuristic_count`
+// algorithms (1 unless a tuner times them: LtTuner::heuristic_count) and runs its first choice.
+// Throws CublasError (NOT_SUPPORTED when cuBLASLt has no kernel: an N/A cell, not a crash).
+// Which algorithm runs is the caller's (use()): tuning is LtTuner's (lt_tuner.hpp).
 class LtMatmul {
  public:
   LtMatmul(cublasLtHandle_t handle, const LtProblem& p, void* workspace, size_t workspace_bytes,
-           LtAlgoCache* cache = nullptr);
+           LtAlgoCache* cache = nullptr, int heuristic_count = 1);
   void run(cudaStream_t s);
   const std::string& layout() const { return d_.layout(); }
-  // The algorithm in use, as cublasLtMatmulAlgoConfigGetAttribute reports it.
+  // The algorithm in use, as cublasLtMatmulAlgoConfigGetAttribute reports it, with its rank.
   AlgoRecord algo_record() const;
-  // --algo autotune:K: times cuBLASLt's top-K candidates (GEMM only, on the operands as they are
-  // now, an event pair around each call as in the timed loop, `between` enqueued before each call
-  // as the timed loop does (--l2 cold's flush), five interleaved rounds of ~2 ms samples, the
-  // median of each) and keeps the fastest; the heuristic's first choice stays unless another
-  // candidate is at least 2% faster and then wins an alternating A/B confirmation of ~25 ms
-  // samples by 2% (no switch on noise). Candidates that fail to run are skipped. Synchronizes
-  // the stream. The engine then re-measures the pick against the heuristic in its timed loop
-  // (select()).
-  // With `search` (--algo search:K), configurations beyond the heuristic's list (its
-  // algorithms' other tiles, stages, cluster shapes and options, and cuBLASLt's other
-  // algorithms: searched_configs in gemm_lt.cpp, at most kMaxSearched) are first screened
-  // with one short sample each against the heuristic's choice; the K fastest that beat it by 1%
-  // join the candidates, and a searched pick is kept only if its output matches the heuristic's
-  // (relative Frobenius difference at most kMaxOutputRelDiff).
-  AutotuneRecord autotune(cudaStream_t s, int k, const std::function<void()>& between = {}, bool search = false);
-  // After autotune: run the tuned pick (true) or the heuristic's first choice (false).
-  void select(bool tuned);
-  bool tuned_differs() const;  // autotune kept another algorithm than the heuristic's choice
-  static constexpr size_t kMaxSearched = 384;
-  // BF16 output of two summation orders: a few ulps (2^-8 relative) on some elements; a wrong
-  // kernel is off by O(1).
-  static constexpr double kMaxOutputRelDiff = 2e-2;
+  // The heuristic's algorithms, best first (those whose state is SUCCESS; never empty), and how
+  // many were asked for.
+  const std::vector<cublasLtMatmulAlgo_t>& heuristic() const { return heuristic_; }
+  int heuristic_count() const { return heuristic_count_; }
+  // Runs `a` from now on; `rank`: its position in heuristic(), -1 for a configuration found by search.
+  void use(const cublasLtMatmulAlgo_t& a, int rank) {
+    algo_ = a;
+    rank_ = rank;
+  }
+  const cublasLtMatmulAlgo_t& algo() const { return algo_; }
+  int rank() const { return rank_; }
+  // What a tuner needs to check configurations and compare outputs.
+  cublasLtHandle_t handle() const { return handle_; }
+  const LtDescriptors& descriptors() const { return d_; }
+  const LtProblem& problem() const { return p_; }
+  size_t workspace_bytes() const { return ws_bytes_; }
 
  private:
   cublasLtHandle_t handle_;
   LtProblem p_;
   LtDescriptors d_;
+  int heuristic_count_;
+  std::vector<cublasLtMatmulAlgo_t> heuristic_;
   cublasLtMatmulAlgo_t algo_{};
   int rank_ = 0;  // position of algo_ in the heuristic's list; -1: found by search
-  cublasLtMatmulAlgo_t heuristic_algo_{}, tuned_algo_{};  // set by autotune
-  int tuned_rank_ = 0;
-  // Runs `reference`, then `other`, on the current operands: their outputs' relative difference.
-  double output_difference(cudaStream_t s, const cublasLtMatmulAlgo_t& reference, const cublasLtMatmulAlgo_t& other);
   void* ws_;
   size_t ws_bytes_;
   float alpha_ = 1.f, beta_ = 0.f;  // beta_: LtProblem::beta
 };
+
+// One configuration attribute of an algorithm (T{} where cuBLASLt does not report it).
+template <class T>
+T lt_algo_config(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  T v{};
+  size_t written = 0;
+  if (cublasLtMatmulAlgoConfigGetAttribute(&a, attr, &v, sizeof v, &written) != CUBLAS_STATUS_SUCCESS) return T{};
+  return v;
+}
 
 // The configuration of an algorithm (id, tile, stages, split-K, swizzle, cluster shape, ...).
 AlgoRecord describe_algo(const cublasLtMatmulAlgo_t& a);

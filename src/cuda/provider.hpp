@@ -5,7 +5,8 @@
 // kernel records and the N/A cells; a provider only builds and launches its kernels.
 //
 // cuBLASLt is the engine's built-in path (engine_cuda.cu: measure(), recipe_gemm, grouped_gemm,
-// with its heuristic / autotune / search modes) and needs no entry here. Every other library
+// with its heuristic / autotune / search modes: lt_tuner.hpp) and needs no entry here. A provider
+// with kernel variants of its own would tune them through tuner.hpp's Tunable. Every other library
 // implements GemmProvider and is listed once, in make_providers() (provider.cpp).
 #pragma once
 #include <cuda_runtime.h>

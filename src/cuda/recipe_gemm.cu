@@ -295,7 +295,7 @@ std::vector<float> QuantizedOperand::scales_host() const {
 
 RecipeGemm::RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, GemmSources& src, void* workspace,
                        const RecipeOptions& opts, bool with_gemm, OperandWork wl, OperandWork wr,
-                       LtAlgoCache* cache, int sm_count)
+                       LtAlgoCache* cache, int sm_count, int heuristic_count)
     : recipe_(r), wl_(wl), wr_(wr) {
   LtProblem p;
   p.sm_count = sm_count;
@@ -333,7 +333,7 @@ RecipeGemm::RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, 
     }
   }
   beta_ = p.beta;
-  if (with_gemm) mm_ = std::make_unique<LtMatmul>(handle, p, workspace, kWorkspaceBytes, cache);
+  if (with_gemm) mm_ = std::make_unique<LtMatmul>(handle, p, workspace, kWorkspaceBytes, cache, heuristic_count);
 }
 
 void RecipeGemm::update_alpha(cudaStream_t s) {

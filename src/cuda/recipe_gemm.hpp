@@ -90,7 +90,8 @@ class RecipeGemm {
   RecipeGemm(cublasLtHandle_t handle, const Gemm& g, const Recipe& r, GemmSources& src, void* workspace,
              const RecipeOptions& opts, bool with_gemm = true, OperandWork wl = {}, OperandWork wr = {},
              LtAlgoCache* cache = nullptr,
-             int sm_count = 0);  // sm_count > 0: the GEMM's SM-count target (--num-sms)
+             int sm_count = 0,  // sm_count > 0: the GEMM's SM-count target (--num-sms)
+             int heuristic_count = 1);  // the heuristic candidates its LtMatmul asks for (LtTuner::heuristic_count)
   // One timed iteration of the mode the work flags describe: quantize the Own/Dual operands, the
   // GEMM, delayed scaling's history step for the quantized ones. Operands with work None, and the
   // amax of producer_amax operands, must have been prepared by prequantize().

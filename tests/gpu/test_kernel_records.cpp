@@ -11,10 +11,10 @@
 #include "core/gpu/arch_policy.hpp"
 #include "core/formats/formats.hpp"
 #include "core/plan/plan.hpp"
+#include "core/providers/tuning.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/results/results.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/gemm_lt.hpp"
 #include "cuda/kernel_trace.hpp"
 #include "cuda/quantize.cuh"
 #include "gpu_test_util.hpp"
@@ -114,7 +114,7 @@ static void never_keeps_a_slower_algorithm(gs::AlgoChoice choice) {
         if (ct.kernels.algo->rank < 0) {
           EXPECT_TRUE(r.confirmed);
           EXPECT_GE(r.output_rel_diff, 0.0);
-          EXPECT_LE(r.output_rel_diff, gs::cuda::LtMatmul::kMaxOutputRelDiff);
+          EXPECT_LE(r.output_rel_diff, gs::tuning::kMaxOutputRelDiff);
         }
       } else {
         EXPECT_EQ(r.searched, 0);
