@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The node checks on a machine with 2 GPUs, in one command (docs/node.md), about 5-8 minutes:
 #   bench/node_check.sh [BIN_DIR]          (default: build; OUT=<folder> for the tarball, default /tmp)
-# BIN_DIR holds gemmscope, gemmscope_gpu_tests, libgemmscope_mpi.so, gemmscope_plot.py and gpus.json.
+# BIN_DIR holds gemmscope, gemmscope_gpu_tests, libgemmscope_mpi.so, gemmscope_plot.py (with gemmscope_charts/) and gpus.json.
 # Runs, each under its own time limit (one hang cannot eat the budget), everything into one folder
 # and then one tarball $OUT/node_check.tar.gz:
 #   1. the NCCL GPU tests; 2. --comm with TP 2 (+SP; GEMMs, collectives and their overlap) and without

@@ -190,55 +190,48 @@ int run_plot(int argc, char** argv) {
     fmt::print(stderr, "gemmscope plot: error: {}\n", clip_text(e.what(), 1000));
     return kChartBadInput;
   }
-  // A result written before the roofline existed (or elsewhere) gets it from the spec database
-  // here, into a temporary copy; the file itself is not changed.
+  // The chart script gets a temporary copy written here, never the file itself: a fleet file's
+  // per-GPU chart document (core/node/fleet.hpp), or a result validated by the result reader
+  // (from_json, the one schema) with the numbers the charts draw written by this version
+  // (with_derived_fields: totals, per-kind breakdowns, routing), and for a roofline chart of a file
+  // without one the roofline from the GPU spec database. A file that cannot be read as JSON goes
+  // to the script as it is, which names the problem.
   std::string chart_input = result, temp;
-  // A fleet file (--all-gpus, MPI): the per-GPU chart of its summary (core/node/fleet.hpp), computed here
-  // and handed to the script as a small chart document in a temporary file.
+  const auto write_temp = [&](const nlohmann::json& doc) {
+    char tmpl[] = "/tmp/gemmscope-plot-XXXXXX";
+    const int fd = mkstemp(tmpl);
+    if (fd < 0) throw UsageError("cannot create a temporary file for the chart");
+    close(fd);
+    temp = chart_input = tmpl;
+    write_file_atomic(temp, doc.dump() + "\n");
+  };
   {
     nlohmann::json doc;
-    bool fleet = false;
+    bool fleet = false, read = false;
     try {
       doc = read_json_file(result, "result JSON");
+      read = true;
       fleet = is_fleet_json(doc);
     } catch (const UsageError&) {
       // not read here: the script reads the file and names the problem
     }
-    if (fleet || kind == "fleet") {
-      try {
+    try {
+      if (fleet || kind == "fleet") {
         if (!fleet) throw UsageError(fmt::format("--kind fleet needs a fleet file (gemmscope --all-gpus --json, or MPI); {} is not one", result));
         if (kind != "auto" && kind != "fleet")
           throw UsageError(fmt::format("{} is a fleet file: its chart is --kind fleet (per GPU)", result));
         const double t = doc.contains("threshold") && doc["threshold"].is_number() ? doc["threshold"].get<double>() : 0.03;
-        const nlohmann::json chart = fleet_chart_json(summarize_fleet(fleet_from_json(doc, result), t));
-        char tmpl[] = "/tmp/gemmscope-fleet-XXXXXX";
-        const int fd = mkstemp(tmpl);
-        if (fd < 0) throw UsageError("cannot create a temporary file for the fleet chart");
-        close(fd);
-        temp = chart_input = tmpl;
-        write_file_atomic(temp, chart.dump() + "\n");
+        write_temp(fleet_chart_json(summarize_fleet(fleet_from_json(doc, result), t)));
         kind = "fleet";
-      } catch (const UsageError& e) {
-        if (!temp.empty()) std::remove(temp.c_str());
-        fmt::print(stderr, "gemmscope plot: error: {}\n", clip_text(e.what(), 1000));
-        return kChartBadInput;
-      }
-    }
-  }
-  if (kind == "roofline") {
-    try {
-      nlohmann::json doc = read_json_file(result);
-      if (doc.is_object() && !doc.contains("roofline")) {
+      } else if (read) {
         const RunResult r = from_json(doc, result);
-        std::optional<GpuDb> db;
-        const RooflineContext ctx = r.dry_run ? RooflineContext{nullptr, "a dry run has no times"} : local_roofline(r, db);
-        doc["roofline"] = roofline_json(r, ctx);
-        char tmpl[] = "/tmp/gemmscope-roofline-XXXXXX";
-        const int fd = mkstemp(tmpl);
-        if (fd < 0) throw UsageError("cannot create a temporary file for the roofline chart");
-        close(fd);
-        temp = chart_input = tmpl;
-        write_file_atomic(temp, doc.dump() + "\n");
+        nlohmann::json chart = with_derived_fields(std::move(doc), r);
+        if (kind == "roofline" && chart.is_object() && !chart.contains("roofline")) {
+          std::optional<GpuDb> db;
+          const RooflineContext ctx = r.dry_run ? RooflineContext{nullptr, "a dry run has no times"} : local_roofline(r, db);
+          chart["roofline"] = roofline_json(r, ctx);
+        }
+        write_temp(chart);
       }
     } catch (const UsageError& e) {
       if (!temp.empty()) std::remove(temp.c_str());
@@ -250,6 +243,8 @@ int run_plot(int argc, char** argv) {
   if (!baseline.empty()) extra.insert(extra.end(), {"--baseline", baseline});
   if (!mode.empty()) extra.insert(extra.end(), {"--mode", mode});
   extra.insert(extra.end(), {"--kind", kind});
+  // Messages about the input name the user's file, not the temporary copy.
+  if (chart_input != result) extra.insert(extra.end(), {"--name", result.substr(result.rfind('/') + 1)});
   const int rc = render_chart(chart_input, out, extra);
   if (!temp.empty()) std::remove(temp.c_str());
   return rc;

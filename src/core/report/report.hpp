@@ -35,6 +35,14 @@ std::vector<std::string> predicted_na(const RunResult& r);
 nlohmann::json to_json(const RunResult& r);
 RunResult from_json(const nlohmann::json& j, const std::string& name = "result JSON");
 
+// `doc`, a result document that from_json read into `r`, with what gemmscope derives from its cells
+// written again by this version's writer: the mode names as written now (files from before the
+// renames say "autocast"), "totals" and "provider_totals" (docs/json-schema.md) and
+// "plan.routing". Everything else is left as it is. `gemmscope plot` hands this to the chart
+// script, which reads these fields instead of summing cells; so a file written before they existed
+// still charts, and a hand-edited file charts the numbers its cells say.
+nlohmann::json with_derived_fields(nlohmann::json doc, const RunResult& r);
+
 // The parsed contents of the result file at `path`, read under the input-file policy
 // (core/io/input_file.hpp: regular files only, size and depth limits, no trailing content):
 // read_json_file(path, "result file"). UsageError, never a nlohmann exception.

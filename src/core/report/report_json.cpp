@@ -6,13 +6,16 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <type_traits>
 #include <sstream>
 #include <string_view>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include "core/providers/deepgemm_cells.hpp"
 #include "core/util/error.hpp"
@@ -36,11 +39,150 @@ namespace {
 
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
+// "N/A reasons" of a set of cells, grouped by reason in order of appearance: "fprop QKV Proj,
+// dgrad QKV Proj: reason" (up to two GEMMs named) or "12 GEMMs: reason", joined by "; ". The
+// charts print it under their N/A markers.
+std::string na_summary(const std::vector<std::pair<const Gemm*, const Cell*>>& na) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;  // reason, GEMMs
+  for (const auto& [g, c] : na) {
+    const std::string what = g->pass == Pass::Shape ? g->label() : fmt::format("{} {}", to_string(g->pass), g->label());
+    const std::string why = c->reason.empty() ? "n/a" : c->reason;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& gr) { return gr.first == why; });
+    if (it == groups.end()) {
+      groups.emplace_back(why, std::vector<std::string>{});
+      it = std::prev(groups.end());
+    }
+    it->second.push_back(what);
+  }
+  std::string out;
+  for (const auto& [why, whats] : groups) {
+    std::string head = whats.size() <= 2 ? whats.front() + (whats.size() == 2 ? ", " + whats.back() : std::string())
+                                         : fmt::format("{} GEMMs", whats.size());
+    out += (out.empty() ? "" : "; ") + head + ": " + why;
+  }
+  return out;
+}
+
+// One chart quantity: a weighted sum of cells' mean times (null when any is n/a), the spread of
+// the sum (root-sum-square of weight x stdev over the cells that ran), and for a prediction the
+// band (the cells' band ends summed the same way; null when a cell has none). Sums run in the
+// order the GEMMs are added.
+struct ChartSum {
+  std::optional<double> ms = 0.0, low = 0.0, high = 0.0;
+  double ss = 0;  // summed variances
+  std::vector<std::pair<const Gemm*, const Cell*>> na;
+  void add(const Gemm& g, const Cell& c, double w) {
+    if (!c.ok) {
+      ms = low = high = std::nullopt;
+      na.emplace_back(&g, &c);
+      return;
+    }
+    if (ms) *ms += w * c.stats.mean_ms;
+    ss += std::pow(w * c.stats.stdev_ms, 2);
+    if (c.band && low) {
+      *low += w * c.band->low_ms;
+      *high += w * c.band->high_ms;
+    } else {
+      low = high = std::nullopt;
+    }
+  }
+  double spread() const { return std::sqrt(ss); }
+};
+
+json na_json(const std::vector<std::pair<const Gemm*, const Cell*>>& na) {
+  return {{"gemms", na.size()}, {"summary", na_summary(na)}};
+}
+
+// {"ms", "spread_ms"} and, for a prediction, {"low_ms", "high_ms"} of a sum; "na" when cells are n/a.
+json sum_json(const ChartSum& s, bool predicted, bool with_na = true) {
+  json j = {{"ms", opt(s.ms)}, {"spread_ms", s.ms ? json(s.spread()) : json(nullptr)}};
+  if (predicted && s.ms && s.low && s.high) {
+    j["low_ms"] = *s.low;
+    j["high_ms"] = *s.high;
+  }
+  if (with_na && !s.na.empty()) j["na"] = na_json(s.na);
+  return j;
+}
+
+// The model chart's numbers for one mode and precision: one layer of the GEMMs every layer runs
+// (scope "layer"), per op (Fprop + Dgrad, Wgrad) in plan order, their sum, spread and band; with
+// LM-head GEMMs (scope "model") also their time over the layers and the layer with it.
+json layer_json(const RunResult& r, size_t v, size_t m, size_t p) {
+  const Plan& plan = r.plan;
+  const bool predicted = r.predicted();
+  std::vector<Op> ops;
+  for (const Gemm& g : plan.gemms)
+    if (g.scope == Scope::Layer && std::find(ops.begin(), ops.end(), g.op) == ops.end()) ops.push_back(g.op);
+  json jops = json::object();
+  std::optional<double> total = 0.0;
+  ChartSum layer;  // every layer cell, in plan order (spread, band, n/a)
+  for (size_t g = 0; g < plan.gemms.size(); ++g)
+    if (plan.gemms[g].scope == Scope::Layer) layer.add(plan.gemms[g], r.provider_cell(v, m, g, p), 1.0);
+  for (Op op : ops) {
+    ChartSum fd, wg;
+    for (size_t g = 0; g < plan.gemms.size(); ++g) {
+      const Gemm& x = plan.gemms[g];
+      if (x.scope != Scope::Layer || x.op != op) continue;
+      (x.pass == Pass::Wgrad ? wg : fd).add(x, r.provider_cell(v, m, g, p), 1.0);
+    }
+    jops[to_string(op)] = {{"fprop_dgrad_ms", opt(fd.ms)}, {"wgrad_ms", opt(wg.ms)}};
+    total = total && fd.ms && wg.ms ? std::optional<double>(*total + *fd.ms + *wg.ms) : std::nullopt;
+  }
+  json j = sum_json(layer, predicted);
+  j["ms"] = opt(total);  // the stacked segments' sum
+  j["ops"] = jops;
+  bool has_lm = false;
+  for (const Gemm& g : plan.gemms) has_lm |= g.scope == Scope::Model;
+  if (has_lm) {
+    const double w = 1.0 / static_cast<double>(plan.layers());
+    ChartSum lm, with = layer;
+    with.ms = total;
+    for (size_t g = 0; g < plan.gemms.size(); ++g)
+      if (plan.gemms[g].scope == Scope::Model) {
+        lm.add(plan.gemms[g], r.provider_cell(v, m, g, p), 1.0);
+        with.add(plan.gemms[g], r.provider_cell(v, m, g, p), w);
+      }
+    j["lm_head_ms"] = lm.ms ? json(*lm.ms / static_cast<double>(plan.layers())) : json(nullptr);
+    with.ms = total && lm.ms ? std::optional<double>(*total + *lm.ms / static_cast<double>(plan.layers())) : std::nullopt;
+    j["with_lm_head"] = sum_json(with, predicted, false);
+  }
+  return j;
+}
+
+// The experts chart's numbers for one mode and precision: the grouped expert GEMMs of one MoE
+// layer, per pass and summed, with their spread and band.
+json experts_json(const RunResult& r, size_t v, size_t m, size_t p) {
+  const Plan& plan = r.plan;
+  ChartSum all;
+  std::optional<double> total = 0.0;
+  json j = json::object();
+  for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
+    ChartSum part;
+    bool any = false;
+    for (size_t g = 0; g < plan.gemms.size(); ++g)
+      if (plan.gemms[g].grouped() && plan.gemms[g].pass == pass) {
+        part.add(plan.gemms[g], r.provider_cell(v, m, g, p), 1.0);
+        any = true;
+      }
+    if (!any) continue;
+    j[fmt::format("{}_ms", to_string(pass))] = opt(part.ms);
+    total = total && part.ms ? std::optional<double>(*total + *part.ms) : std::nullopt;
+  }
+  for (size_t g = 0; g < plan.gemms.size(); ++g)
+    if (plan.gemms[g].grouped()) all.add(plan.gemms[g], r.provider_cell(v, m, g, p), 1.0);
+  json s = sum_json(all, r.predicted());
+  s["ms"] = opt(total);
+  j.update(s);
+  return j;
+}
+
 // "totals": per mode and precision, the time a chart takes its speedups from (a model run's full
 // model, the sum of a shapes run's GEMMs), its spread (root-sum-square of the cells' stdevs, each
 // times the times its GEMM counts) and, for a prediction, its band (the cells' band ends summed
-// the same way). The chart script reads these instead of summing cells itself.
-json totals_json(const RunResult& r) {
+// the same way); the n/a cells grouped by reason; in model runs one layer per op ("layer"), in
+// runs with experts the grouped expert GEMMs ("experts"). The chart script reads these instead of
+// summing cells itself. `v`: the kernel provider whose cells are summed (0: the first).
+json totals_json(const RunResult& r, size_t v) {
   const Plan& plan = r.plan;
   const auto weight = [&](const Gemm& g) -> double {
     switch (g.scope) {
@@ -57,23 +199,33 @@ json totals_json(const RunResult& r) {
     if (plan.model_mode) return sum_precision(plan, value).full_model;
     double sum = 0;
     for (size_t g = 0; g < plan.gemms.size(); ++g) {
-      const std::optional<double> v = value(g);
-      if (!v) return std::nullopt;
-      sum += *v;
+      const std::optional<double> x = value(g);
+      if (!x) return std::nullopt;
+      sum += *x;
     }
     return sum;
   };
+  bool has_layer = false, has_experts = false;
+  for (const Gemm& g : plan.gemms) {
+    has_layer |= g.scope == Scope::Layer;
+    has_experts |= g.grouped();
+  }
   json out = json::object();
   out["scope"] = plan.model_mode ? "full_model" : "all_gemms";
   for (size_t m = 0; m < r.modes.size(); ++m) {
     json jm = json::object();
     for (size_t p = 0; p < r.precisions.size(); ++p) {
-      const auto cell_of = [&](size_t g) -> const Cell& { return r.cell(m, g, p); };
+      const auto cell_of = [&](size_t g) -> const Cell& { return r.provider_cell(v, m, g, p); };
       const std::optional<double> ms =
           total([&](size_t g) { return cell_of(g).ok ? std::optional<double>(cell_of(g).stats.mean_ms) : std::nullopt; });
       double ss = 0;
-      for (size_t g = 0; g < plan.gemms.size(); ++g)
-        if (cell_of(g).ok) ss += std::pow(weight(plan.gemms[g]) * cell_of(g).stats.stdev_ms, 2);
+      std::vector<std::pair<const Gemm*, const Cell*>> na;
+      for (size_t g = 0; g < plan.gemms.size(); ++g) {
+        if (cell_of(g).ok)
+          ss += std::pow(weight(plan.gemms[g]) * cell_of(g).stats.stdev_ms, 2);
+        else
+          na.emplace_back(&plan.gemms[g], &cell_of(g));
+      }
       json jp = {{"ms", opt(ms)}, {"spread_ms", ms ? json(std::sqrt(ss)) : json(nullptr)}};
       if (r.predicted()) {
         const auto end = [&](double TimeBand::*f) {
@@ -88,11 +240,25 @@ json totals_json(const RunResult& r) {
           jp["high_ms"] = *hi;
         }
       }
+      if (!na.empty()) jp["na"] = na_json(na);
+      if (plan.model_mode && has_layer) jp["layer"] = layer_json(r, v, m, p);
+      if (has_experts) jp["experts"] = experts_json(r, v, m, p);
       jm[to_string(r.precisions[p])] = jp;
     }
     out[to_string(r.modes[m])] = jm;
   }
   return out;
+}
+
+// "totals" of a run with times, and "provider_totals" (the same per kernel provider after the first).
+void write_totals(json& j, const RunResult& r) {
+  if (r.dry_run || r.modes.empty()) return;
+  j["totals"] = totals_json(r, 0);
+  if (r.providers.size() > 1) {
+    json pt = json::object();
+    for (size_t v = 1; v < r.providers.size(); ++v) pt[r.providers[v]] = totals_json(r, v);
+    j["provider_totals"] = pt;
+  }
 }
 
 // Experts and MLA of a config (schema /2; absent for dense models and plain attention).
@@ -121,6 +287,12 @@ void moe_mla_json(json& j, const ModelConfig& c) {
                 {"v_head_dim", c.mla.v_head_dim}};
 }
 
+// Rows per expert averaged over all experts (0 without experts).
+double mean_rows(const Routing& r) {
+  if (r.counts.empty()) return 0;
+  return static_cast<double>(std::accumulate(r.counts.begin(), r.counts.end(), int64_t{0})) / static_cast<double>(r.counts.size());
+}
+
 json routing_json(const Routing& r) {
   return {{"routing", r.spec.text()},        {"seed", r.seed},
           {"experts", r.experts},            {"top_k", r.top_k},
@@ -128,6 +300,7 @@ json routing_json(const Routing& r) {
           {"capacity_factor", r.capacity_factor}, {"capacity", r.capacity},
           {"dropped", r.dropped},            {"counts", r.counts},
           {"rank_rows", r.rank_rows},        {"busiest_rank", r.busiest_rank},
+          {"local_experts", r.local_experts()}, {"mean_rows", mean_rows(r)},
           {"max_over_mean", r.max_over_mean()}, {"empty_experts", r.empty_experts()}};
 }
 
@@ -528,7 +701,7 @@ json to_json(const RunResult& r) {
     }
     j["summary"] = sum;
   }
-  if (!r.dry_run && !r.modes.empty()) j["totals"] = totals_json(r);
+  write_totals(j, r);
   const PlanFlops f = plan_flops(r.plan);
   j["plan"] = {{"flops_per_layer", {{"fprop", f.fprop}, {"dgrad", f.dgrad}, {"wgrad", f.wgrad}, {"total", f.per_layer()}}},
                {"flops_model_once", f.model_once},
@@ -967,6 +1140,40 @@ RunResult from_json(const json& j, const std::string& path) {
     // a value of the wrong type where the reader takes a default: "a.json: type must be number, but is string"
     throw UsageError(fmt::format("{}: {}", name, json_error_text(e)));
   }
+}
+
+json with_derived_fields(json doc, const RunResult& r) {
+  // Mode names: "modes" in the reader's order, and the objects keyed by mode.
+  if (const json* modes = find(doc, "modes"); modes && modes->is_array() && modes->size() == r.modes.size()) {
+    const json old = *modes;
+    const auto rename = [&](json* obj) {
+      if (!obj || !obj->is_object()) return;
+      for (size_t m = 0; m < r.modes.size(); ++m) {
+        const std::string from = old[m].get<std::string>(), to = to_string(r.modes[m]);
+        if (from != to && obj->contains(from) && !obj->contains(to)) {
+          (*obj)[to] = std::move((*obj)[from]);
+          obj->erase(from);
+        }
+      }
+    };
+    for (size_t m = 0; m < r.modes.size(); ++m) doc["modes"][m] = to_string(r.modes[m]);
+    if (json* gemms = doc.contains("gemms") ? &doc["gemms"] : nullptr; gemms && gemms->is_array())
+      for (json& g : *gemms) {
+        if (!g.is_object()) continue;
+        if (g.contains("results")) rename(&g["results"]);
+        if (g.contains("provider_results") && g["provider_results"].is_object())
+          for (auto& [name, pm] : g["provider_results"].items()) rename(&pm);
+      }
+    if (doc.contains("summary")) rename(&doc["summary"]);
+  }
+  doc.erase("totals");
+  doc.erase("provider_totals");
+  write_totals(doc, r);
+  if (r.plan.routing) {
+    if (!doc.contains("plan") || !doc["plan"].is_object()) doc["plan"] = json::object();
+    doc["plan"]["routing"] = routing_json(*r.plan.routing);
+  }
+  return doc;
 }
 
 json read_json_file(const std::string& path) { return read_json_file(path, "result file"); }

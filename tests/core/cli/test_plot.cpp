@@ -129,11 +129,13 @@ bool binary_has_plot() {
                       ": apt-get install python3-matplotlib";                                            \
   } while (0)
 
-// Renders with the script; returns the SVG text ("" on failure, with the output in the failure).
+// Renders with `gemmscope plot` (which validates the file and hands the script the numbers it
+// draws, also for the fixtures written before they existed); returns the SVG text ("" on failure,
+// with the output in the failure).
 std::string render(const std::string& fixture, const std::string& out_name, std::vector<std::string> extra = {}) {
   const fs::path out = work_dir() / out_name;
   const std::string in = fixture.front() == '/' ? fixture : kData + "/" + fixture;  // absolute: a generated doc
-  std::vector<std::string> args = {*chart_python(), kScript, in, "-o", out.string()};
+  std::vector<std::string> args = {kBinary, "plot", in, "-o", out.string()};
   args.insert(args.end(), extra.begin(), extra.end());
   const Proc p = run(args);
   EXPECT_EQ(p.rc, 0) << p.out;
@@ -303,6 +305,7 @@ TEST(Plot, SweepChart) {
 // tests/data/moe_mixtral_ep2_synthetic.json: Mixtral-8x7B, 8 experts top-2, expert parallel 2, times
 // from a fake engine (test_plot_fixtures.cpp), 3 repeats, training + pre-quantized.
 constexpr const char* kMoe = "moe_mixtral_ep2_synthetic.json";
+std::string kMoeAbs() { return kData + "/" + kMoe; }
 
 // Error bars on the sweep and modes charts: ±1 stdev from the cells' stdev_ms (root-sum-square),
 // or, for the speedups of a run with >= 3 repeats, the 95% interval from summary.<mode>.intervals.
@@ -352,7 +355,9 @@ TEST(Plot, ModesChartErrorBars) {
   json doc = load("shapes_4.json");
   doc["modes"] = {"per-gemm", "pre-quantized"};
   for (auto& g : doc["gemms"]) {
-    json pq = g["results"].begin().value();
+    g["results"]["per-gemm"] = g["results"]["autocast"];  // the file says "autocast": its name before the rename
+    g["results"].erase("autocast");
+    json pq = g["results"]["per-gemm"];
     for (auto& [prec, c] : pq.items())
       if (c["status"] == "ok") c["mean_ms"] = c["mean_ms"].get<double>() * 0.8;
     g["results"]["pre-quantized"] = pq;
@@ -435,7 +440,8 @@ TEST(Plot, ExpertsChartIsAutoForMoeAndModelChartSaysWhatItLeavesOut) {
 TEST(Plot, ExpertsChartWithoutExpertParallelOrRouting) {
   REQUIRE_MATPLOTLIB();
   json doc = load(kMoe);
-  doc["plan"]["routing"]["expert_parallel"] = 1;
+  doc["plan"]["routing"]["expert_parallel"] = 1;  // one rank routes the whole batch
+  doc["plan"]["routing"]["tokens"] = doc["plan"]["routing"]["tokens"].get<int64_t>() * 2;
   fs::path path = work_dir() / "moe_ep1.json";
   std::ofstream(path) << doc.dump();
   std::string svg = render(path.string(), "experts_ep1.svg", {"--kind", "experts"});
@@ -466,10 +472,10 @@ TEST(Plot, ExpertsChartWithoutExpertParallelOrRouting) {
   EXPECT_NE(svg.find("cuBLASLt: NOT_SUPPORTED"), std::string::npos);
 }
 
-// --kind experts needs MoE data; broken MoE data is bad input too. Exit 2, one line, no chart.
+// --kind experts needs MoE data; broken MoE data is bad input too (gemmscope's reader says what is
+// broken, before the script runs). Exit 2, one line, no chart.
 TEST(Plot, ExpertsBadInputExitsTwo) {
-  const auto py = chart_python() ? chart_python() : any_python();
-  if (!py) GTEST_SKIP() << "no python3 interpreter";
+  ASSERT_TRUE(binary_has_plot()) << "gemmscope (" << kBinary << ") must have the plot subcommand";
   const fs::path d = work_dir();
   const auto write_edit = [&](const std::string& file, const std::function<void(json&)>& edit) {
     json doc = load(kMoe);
@@ -498,24 +504,32 @@ TEST(Plot, ExpertsBadInputExitsTwo) {
   });
   const std::string out = (d / "bad_experts.svg").string();
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{many, "-o", out, "--kind", "experts"}, "5000 experts, more than the experts chart draws (4096)"},
       {{kData + "/model_5b_autocast.json", "-o", out, "--kind", "experts"},
        "model_5b_autocast.json has no MoE data to chart: no grouped expert GEMMs"},
       {{kData + "/shapes_4.json", "-o", out, "--kind", "experts"}, "shapes_4.json has no MoE data to chart"},
       {{bad_sum, "-o", out, "--kind", "experts"}, "moe_bad_sum.json: gemms[3]: \"group\" sums to"},
-      {{bad_dim, "-o", out}, "\"group_dim\" must be \"m\" or \"k\""},  // auto picks experts for MoE, checked the same
-      {{neg, "-o", out, "--kind", "experts"}, "\"group\" must be a non-empty list of per-expert sizes >= 0"},
-      {{counts, "-o", out, "--kind", "experts"}, "plan.routing: experts, expert_parallel and counts do not agree"},
-      {{ep, "-o", out, "--kind", "experts"}, "plan.routing: experts, expert_parallel and counts do not agree"},
+      {{bad_dim, "-o", out}, "moe_bad_dim.json: gemms[3]"},
+      {{neg, "-o", out, "--kind", "experts"}, "group[0] must be >= 0"},
+      {{counts, "-o", out, "--kind", "experts"}, "moe_counts.json: plan.routing"},
+      {{ep, "-o", out, "--kind", "experts"}, "moe_ep.json: plan.routing"},
       {{routing, "-o", out, "--kind", "experts"}, "moe_routing.json: plan.routing must be an object"},
+      {{many, "-o", out, "--kind", "experts"}, "moe_many.json: plan.routing"},
   };
   for (const auto& [a, message] : cases) {
-    std::vector<std::string> args = {*py, kScript};
+    std::vector<std::string> args = {kBinary, "plot"};
     args.insert(args.end(), a.begin(), a.end());
     const Proc p = run(args);
     EXPECT_EQ(p.rc, 2) << message << "\n" << p.out;
     EXPECT_NE(p.out.find(message), std::string::npos) << p.out;
     EXPECT_EQ(std::count(p.out.begin(), p.out.end(), '\n'), 1) << p.out;
+  }
+  // The chart's own limit, checked by the script (also run on its own): one bar per expert.
+  const auto py = chart_python() ? chart_python() : any_python();
+  if (py) {
+    const Proc p = run({*py, kScript, many, "-o", out, "--kind", "experts"});
+    EXPECT_EQ(p.rc, 2) << p.out;
+    EXPECT_NE(p.out.find("moe_many.json: plan.routing: 5000 experts, more than the experts chart draws (4096)"),
+              std::string::npos) << p.out;
   }
   EXPECT_FALSE(fs::exists(out));
 }
@@ -524,7 +538,7 @@ TEST(Plot, PngAndPdfOutputs) {
   REQUIRE_MATPLOTLIB();
   for (const char* name : {"model.png", "model.pdf"}) {
     const fs::path out = work_dir() / name;
-    const Proc p = run({*chart_python(), kScript, kData + "/model_5b_autocast.json", "-o", out.string()});
+    const Proc p = run({kBinary, "plot", kData + "/model_5b_autocast.json", "-o", out.string()});
     EXPECT_EQ(p.rc, 0) << p.out;
     ASSERT_TRUE(fs::exists(out));
     const std::string head = slurp(out).substr(0, 4);
@@ -532,7 +546,9 @@ TEST(Plot, PngAndPdfOutputs) {
   }
 }
 
-// Bad input: exit 2 and one line on stderr, before matplotlib is needed.
+// Bad input: exit 2 and one line on stderr, before matplotlib is needed. The script on its own
+// checks what keeps it from crashing: the file policy, a gemmscope result with times, the numbers
+// it reads (a file from an older gemmscope lacks them), the types of the fields it reads.
 TEST(Plot, BadInputExitsTwo) {
   const auto py = chart_python() ? chart_python() : any_python();
   if (!py) GTEST_SKIP() << "no python3 interpreter";
@@ -546,16 +562,15 @@ TEST(Plot, BadInputExitsTwo) {
   for (auto& g : dry["gemms"]) g.erase("results");
   std::ofstream(d / "dry.json") << dry.dump();
   const auto write_edit = [&](const std::string& file, const std::function<void(json&)>& edit) {
-    json doc = load("model_5b_autocast.json");
+    json doc = load(kMoe);  // written by this version: it has the numbers the charts read
     edit(doc);
     std::ofstream(d / file) << doc.dump();
     return (d / file).string();
   };
-  const std::string dup_modes = write_edit("dup_modes.json", [](json& j) { j["modes"] = {"autocast", "autocast"}; });
-  const std::string device_text = write_edit("device_text.json", [](json& j) { j["device"] = "H100"; });
-  const std::string timing_list = write_edit("timing_list.json", [](json& j) { j["timing"] = {1, 2}; });
-  const std::string notes_num = write_edit("notes_num.json", [](json& j) { j["notes"] = {"ok", 5}; });
-  const std::string escape = write_edit("escape.json", [](json& j) { j["modes"] = {"auto\x1b[2J\ncast"}; });
+  const std::string device_text = write_edit("s_device_text.json", [](json& j) { j["device"] = "H100"; });
+  const std::string notes_num = write_edit("s_notes_num.json", [](json& j) { j["notes"] = {"ok", 5}; });
+  const std::string cell_text = write_edit("s_cell_text.json", [](json& j) { j["gemms"][0]["results"]["training"]["BF16"]["mean_ms"] = "1"; });
+  const std::string no_totals = write_edit("s_no_totals.json", [](json& j) { j.erase("totals"); });
   const std::string out = (d / "bad.svg").string();
   struct Case {
     std::vector<std::string> args;
@@ -566,17 +581,15 @@ TEST(Plot, BadInputExitsTwo) {
       {{(d / "not_json.json").string(), "-o", out}, "is not JSON"},
       {{(d / "wrong_schema.json").string(), "-o", out}, "expected \"gemmscope.result/2\" (or \"gemmscope.result/1\")"},
       {{(d / "dry.json").string(), "-o", out}, "is a dry run"},
-      {{kData + "/model_5b_autocast.json", "-o", out, "--mode", "pre-quantized"}, "mode pre-quantized is not in"},
-      {{kData + "/model_5b_autocast.json", "-o", out, "--kind", "modes"}, "needs pre-quantized and a quantizing mode"},
-      {{kData + "/model_5b_autocast.json", "-o", out, "--baseline", "NVFP4"}, "baseline NVFP4 is not in"},
-      {{kData + "/shapes_4.json", "-o", out, "--kind", "model"}, "needs a model-config result"},
       {{kData + "/model_5b_autocast.json", "-o", (d / "chart.jpg").string()}, "unsupported type"},
-      {{dup_modes, "-o", out}, "dup_modes.json: \"modes\" lists per-gemm twice"},
-      {{device_text, "-o", out}, "device_text.json: device must be an object or null"},
-      {{timing_list, "-o", out}, "timing_list.json: timing must be an object or null"},
-      {{notes_num, "-o", out}, "notes_num.json: notes must be a list of strings"},
-      // strings from the file cannot move the cursor or add a line
-      {{escape, "-o", out, "--mode", "autocast"}, "(modes: auto?[2J?cast)"},
+      {{kData + "/model_5b_autocast.json", "-o", out},
+       "model_5b_autocast.json has no totals.autocast.BF16: it was written by an older gemmscope (or edited); chart it "
+       "with `gemmscope plot`"},
+      {{no_totals, "-o", out}, "s_no_totals.json has no totals.training.BF16"},
+      {{device_text, "-o", out}, "s_device_text.json: device must be an object or null"},
+      {{notes_num, "-o", out}, "s_notes_num.json: notes must be a list of strings"},
+      {{cell_text, "-o", out}, "s_cell_text.json: gemms[0]: \"results\" must hold one object of cells per mode"},
+      {{kMoeAbs(), "-o", out, "--mode", "per-gemm"}, "mode per-gemm is not in moe_mixtral_ep2_synthetic.json"},
   };
   for (const auto& c : cases) {
     std::vector<std::string> args = {*py, kScript};
@@ -587,6 +600,71 @@ TEST(Plot, BadInputExitsTwo) {
     EXPECT_EQ(std::count(p.out.begin(), p.out.end(), '\n'), 1) << p.out;
   }
   EXPECT_FALSE(fs::exists(out));
+}
+
+// The same through `gemmscope plot`: what the result reader refuses, with its message naming the
+// file and the field, and what the chart refuses, naming the file the user gave (not the copy
+// the script reads).
+TEST(PlotBinary, BadContentExitsTwo) {
+  ASSERT_TRUE(binary_has_plot()) << "gemmscope (" << kBinary << ") must have the plot subcommand";
+  const fs::path d = work_dir();
+  const auto write_edit = [&](const std::string& file, const std::function<void(json&)>& edit) {
+    json doc = load("model_5b_autocast.json");
+    edit(doc);
+    std::ofstream(d / file) << doc.dump();
+    return (d / file).string();
+  };
+  const std::string dup_modes = write_edit("dup_modes.json", [](json& j) { j["modes"] = {"autocast", "autocast"}; });
+  const std::string device_text = write_edit("device_text.json", [](json& j) { j["device"] = "H100"; });
+  const std::string timing_list = write_edit("timing_list.json", [](json& j) { j["timing"] = {1, 2}; });
+  const std::string notes_num = write_edit("notes_num.json", [](json& j) { j["notes"] = {"ok", 5}; });
+  const std::string escape = write_edit("escape.json", [](json& j) { j["modes"] = {"auto\x1b[2J\ncast"}; });
+  const std::string out = (d / "bad_bin.svg").string();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{kData + "/model_5b_autocast.json", "-o", out, "--mode", "pre-quantized"},
+       "mode pre-quantized is not in model_5b_autocast.json"},
+      {{kData + "/model_5b_autocast.json", "-o", out, "--kind", "modes"}, "needs pre-quantized and a quantizing mode"},
+      {{kData + "/model_5b_autocast.json", "-o", out, "--baseline", "NVFP4"}, "baseline NVFP4 is not in model_5b_autocast.json"},
+      {{kData + "/shapes_4.json", "-o", out, "--kind", "model"}, "needs a model-config result"},
+      {{dup_modes, "-o", out}, "dup_modes.json: \"modes\" lists per-gemm twice"},
+      {{device_text, "-o", out}, "device_text.json: device must be an object or null"},
+      {{timing_list, "-o", out}, "timing_list.json: timing"},
+      {{notes_num, "-o", out}, "notes_num.json: notes[1] must be a string"},
+      // strings from the file cannot move the cursor or add a line
+      {{escape, "-o", out}, "auto?[2J?cast"},
+  };
+  for (const auto& [a, message] : cases) {
+    std::vector<std::string> args = {kBinary, "plot"};
+    args.insert(args.end(), a.begin(), a.end());
+    const Proc p = run(args);
+    EXPECT_EQ(p.rc, 2) << message << "\n" << p.out;
+    EXPECT_NE(p.out.find(message), std::string::npos) << p.out;
+    EXPECT_EQ(p.out.find('\x1b'), std::string::npos) << p.out;
+    EXPECT_EQ(std::count(p.out.begin(), p.out.end(), '\n'), 1) << p.out;
+  }
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// The script on its own charts a file this version wrote, reading the numbers gemmscope computed:
+// the speedup label is totals' ratio, whatever the cells would sum to.
+TEST(Plot, ScriptAloneDrawsTheWrittenTotals) {
+  REQUIRE_MATPLOTLIB();
+  json doc = load(kMoe);
+  json& t = doc["totals"]["training"];
+  const json& fp8 = t["FP8Current"]["experts"];
+  const double fp8_bar = fp8["fprop_ms"].get<double>() + fp8["dgrad_ms"].get<double>() + fp8["wgrad_ms"].get<double>();
+  t["BF16"]["experts"]["ms"] = fp8_bar * 3.25;  // edited: the baseline's total makes FP8Current 3.25x
+  const fs::path in = work_dir() / "moe_edited_totals.json", out = work_dir() / "alone.svg";
+  std::ofstream(in) << doc.dump();
+  const Proc p = run({*chart_python(), kScript, in.string(), "-o", out.string(), "--kind", "experts"});
+  ASSERT_EQ(p.rc, 0) << p.out;
+  const std::string svg = slurp(out);
+  EXPECT_EQ(count_ids(svg, "bar:[A-Za-z0-9]+:grouped:(fprop|dgrad|wgrad)"), 9);
+  EXPECT_NE(svg.find("3.25x"), std::string::npos);
+  // through gemmscope plot the totals are written again from the cells: no 3.25x
+  const Proc b = run({kBinary, "plot", in.string(), "-o", out.string(), "--kind", "experts"});
+  ASSERT_EQ(b.rc, 0) << b.out;
+  EXPECT_EQ(slurp(out).find("3.25x"), std::string::npos);
 }
 
 // A Python whose `import matplotlib` fails (a stub package first on PYTHONPATH): exit 3 and the
@@ -616,7 +694,7 @@ TEST_F(NoMatplotlib, ScriptExitsThree) {
   const auto py = any_python();
   if (!py) GTEST_SKIP() << "no python3 interpreter";
   const fs::path out = work_dir() / "nompl.svg";
-  const Proc p = run({*py, kScript, kData + "/model_5b_autocast.json", "-o", out.string()});
+  const Proc p = run({*py, kScript, kMoeAbs(), "-o", out.string()});
   EXPECT_EQ(p.rc, 3) << p.out;
   EXPECT_NE(p.out.find(kMatplotlibMissing), std::string::npos) << p.out;
   EXPECT_FALSE(fs::exists(out));

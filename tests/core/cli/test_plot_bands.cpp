@@ -1,6 +1,7 @@
-// Charts of a prediction draw its bands, not stdevs (tools/gemmscope_plot.py: is_predicted,
-// cell_band, band_of_sum, run_total_band): the band helpers run wherever some python3 exists (no
-// matplotlib needed), the rendering where matplotlib is installed.
+// Charts of a prediction draw its bands, not stdevs: gemmscope sums them into "totals"
+// (report_json.cpp) and the chart script reads them (tools/gemmscope_charts/common.py: is_predicted,
+// run_total_band). The reading runs wherever some python3 exists (no matplotlib needed), the
+// rendering where matplotlib is installed.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "core/gpu/gpu_spec.hpp"
 #include "core/analysis/predict.hpp"
 #include "core/report/report.hpp"
+#include "core/util/error.hpp"
 #include "test_util.hpp"
 
 using namespace gs;
@@ -64,13 +66,15 @@ std::string matplotlib_python() {
   return "";
 }
 
-// Two shapes, BF16 predicted 2.0 ms in [1.5, 3.0] and 1.0 ms in [0.75, 1.25].
+// Two shapes, BF16 predicted 2.0 ms in [1.5, 3.0] and 1.0 ms in [0.75, 1.25], and the totals
+// gemmscope wrote for them (here by hand: [2.25, 4.25]).
 json two_shapes() {
   return json::parse(R"({"kind": "shapes", "timing": {"method": "predicted"}, "gemms": [
     {"m": 1, "k": 1, "n": 1, "results": {"per-gemm": {"BF16":
       {"status": "ok", "mean_ms": 2.0, "predicted": true, "low_ms": 1.5, "high_ms": 3.0}}}},
     {"m": 1, "k": 1, "n": 1, "results": {"per-gemm": {"BF16":
-      {"status": "ok", "mean_ms": 1.0, "predicted": true, "low_ms": 0.75, "high_ms": 1.25}}}}]})");
+      {"status": "ok", "mean_ms": 1.0, "predicted": true, "low_ms": 0.75, "high_ms": 1.25}}}}],
+    "totals": {"per-gemm": {"BF16": {"ms": 3.0, "spread_ms": 0.0, "low_ms": 2.25, "high_ms": 4.25}}}})");
 }
 
 json predicted_qwen7b() {
@@ -83,13 +87,17 @@ json predicted_qwen7b() {
 
 }  // namespace
 
-TEST(PlotBands, SumOfBandsByHand) {
+TEST(PlotBands, TheScriptReadsTheWrittenBand) {
   if (!have_python()) GTEST_SKIP() << "no python3";
   const Probe p;
-  // The ends add: [1.5 + 0.75, 3.0 + 1.25] = [2.25, 4.25].
   test::Out o = p.band(two_shapes(), "per-gemm", "BF16");
   EXPECT_EQ(o.rc, 0) << o.err;
   EXPECT_EQ(o.out, "predicted 2.25 4.25\n") << o.err;
+  // gemmscope's band, not a sum of the cells' (which would be [2.25, 4.25] too)
+  json edited = two_shapes();
+  edited["totals"]["per-gemm"]["BF16"]["low_ms"] = 2.5;
+  o = p.band(edited, "per-gemm", "BF16");
+  EXPECT_EQ(o.out, "predicted 2.5 4.25\n") << o.err;
   // A measured file has no band.
   json m = two_shapes();
   m["timing"]["method"] = "cuda-events";
@@ -99,17 +107,23 @@ TEST(PlotBands, SumOfBandsByHand) {
 }
 
 TEST(PlotBands, BandWithoutItsMeanIsRefused) {
-  if (!have_python()) GTEST_SKIP() << "no python3";
-  const Probe p;
-  json d = two_shapes();
-  d["gemms"][0]["results"]["per-gemm"]["BF16"]["low_ms"] = 2.5;  // above the mean 2.0
-  const test::Out o = p.band(d, "per-gemm", "BF16");
-  EXPECT_NE(o.rc, 0);
-  EXPECT_NE(o.err.find("low_ms and high_ms must be numbers around its mean_ms"), std::string::npos) << o.err;
+  // gemmscope's reader refuses it (and `gemmscope plot` with it, before the script runs).
+  json d = predicted_qwen7b();
+  json& c = d["gemms"][0]["results"]["training"]["BF16"];
+  c["low_ms"] = c["mean_ms"].get<double>() * 1.5;
+  std::string err;
+  try {
+    (void)from_json(d, "pred.json");
+  } catch (const UsageError& e) {
+    err = e.what();
+  }
+  EXPECT_NE(err.find("pred.json: gemms[0].results.training.BF16: a predicted cell's band low_ms..high_ms"),
+            std::string::npos) << err;
+  EXPECT_NE(err.find("must hold its mean_ms"), std::string::npos) << err;
 }
 
 TEST(PlotBands, FullModelBandIsPredictsOwn) {
-  // The chart sums a model's bands as predict does: its full-model band is the one predict wrote.
+  // The chart draws the full-model band gemmscope wrote into "totals": the one predict sums.
   if (!have_python()) GTEST_SKIP() << "no python3";
   const Probe p;
   const json doc = predicted_qwen7b();

@@ -188,6 +188,12 @@ Out plot_script(const std::string& input, const std::string& out = "plot_out.svg
   return sh("timeout 60 " + python + " " + q(kScript) + " " + q(input) + " -o " + q((scratch() / out).string()));
 }
 
+// `gemmscope plot` on `input` (it validates the file, then runs the script with `python`).
+Out plot_binary(const std::string& input, const std::string& out, const std::string& python) {
+  return sh("GEMMSCOPE_PYTHON=" + q(python) + " timeout 60 " + std::string(GS_BINARY) + " plot " + q(input) + " -o " +
+            q((scratch() / out).string()));
+}
+
 bool have_python() { return std::system("python3 -c '' >/dev/null 2>&1") == 0; }
 
 }  // namespace
@@ -652,14 +658,14 @@ TEST(PlotHygiene, NoWarningsAndNoControlBytesOnStderr) {
   json doc = load("shapes_4.json");
   doc["device"]["name"] = "GPU \x1b[31mred\x1b[0m";
   doc["notes"] = json::array({"note \x1b]0;title\x07 with control bytes"});
-  const Out ok = plot_script(write("esc_notes.json", doc.dump()).string(), "esc.svg", py);
+  const Out ok = plot_binary(write("esc_notes.json", doc.dump()).string(), "esc.svg", py);
   EXPECT_EQ(ok.rc, 0) << ok.err;
   EXPECT_EQ(ok.err, "");
   // In a message: escaped.
   json bad = load("shapes_4.json");
   bad["gemms"][0]["results"]["autocast"]["BF16"]["status"] = "\x1b[31m";
   bad["gemms"][0]["results"]["autocast"]["\x1b[2J"] = bad["gemms"][0]["results"]["autocast"]["BF16"];
-  const Out r = plot_script(write("esc_bad.json", bad.dump()).string(), "esc2.svg", py);
+  const Out r = plot_binary(write("esc_bad.json", bad.dump()).string(), "esc2.svg", py);
   EXPECT_EQ(r.rc, 2);
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

@@ -267,6 +267,29 @@ TEST(ProviderPlot, ChartsAChosenProviderAndRefusesOthers) {
   if (test::run_shell("python3 -c pass", dir).rc != 0) GTEST_SKIP() << "no python3";
   ProviderEngine e;
   nlohmann::json j = to_json(run(e, small_request({"cublaslt", "cutlass"})));
+  // Each provider's sums for the charts: "totals" the first's, "provider_totals" the others'.
+  ASSERT_TRUE(j["provider_totals"]["cutlass"].is_object());
+  EXPECT_FALSE(j["provider_totals"].contains("cublaslt"));
+  int checked = 0;
+  for (const auto& [mode, precs] : j["provider_totals"]["cutlass"].items()) {
+    if (!precs.is_object()) continue;
+    for (const auto& [prec, t] : precs.items()) {
+      double sum = 0;
+      bool na = false;
+      for (const auto& g : j["gemms"]) {
+        if (g["scope"] != "layer") continue;
+        const auto& c = g["provider_results"]["cutlass"][mode][prec];
+        if (c["status"] == "ok") sum += c["mean_ms"].get<double>(); else na = true;
+      }
+      if (na) {
+        EXPECT_TRUE(t["layer"]["ms"].is_null()) << mode << " " << prec;
+      } else {
+        EXPECT_NEAR(t["layer"]["ms"].get<double>(), sum, 1e-9 * sum) << mode << " " << prec;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
   const auto file = dir / "two.json";
   std::ofstream(file) << j.dump();
   const std::string script = std::string(GS_SOURCE_DIR) + "/tools/gemmscope_plot.py";
