@@ -14,6 +14,7 @@
 #include "core/io/output_paths.hpp"
 #include "core/analysis/predict.hpp"
 #include "core/report/report.hpp"
+#include "core/util/printer.hpp"
 #include "core/util/text_util.hpp"
 
 namespace gs::cli {
@@ -93,13 +94,18 @@ int run_predict(int argc, char** argv) {
     reject_empty_values(app);
     const GpuDb db = load_db();
     if (list) {
+      // One row per GPU, no header line; each width holds the space after its column.
+      print::Table t({{"GPU", print::Align::Left, 15}, {"Name", print::Align::Left, 63}, {"Datasheet", print::Align::Left, 0}},
+                     print::Table::Layout::Fixed);
       for (const GpuSpec& s : db.gpus) {
         std::string peaks;
         for (PeakFormat f : kAllPeakFormats)
           if (s.peak(f)) peaks += fmt::format(" {} {:.0f}", to_string(f), s.peak(f)->value);
-        fmt::print("{:<14} {:<62} cc {}.{}, {:.0f} GB/s, TFLOP/s:{}\n", s.key, s.name, s.cc_major, s.cc_minor,
-                   s.bandwidth_gbs->value, peaks);
+        t.add_row({s.key, s.name,
+                   fmt::format("cc {}.{}, {:.0f} GB/s, TFLOP/s:{}", s.cc_major, s.cc_minor, s.bandwidth_gbs->value, peaks)});
       }
+      const std::string text = print::render_table(t, print::Format::Text);
+      std::fwrite(text.data(), 1, text.size(), stdout);
       return 0;
     }
     if (gpu.empty()) throw UsageError(fmt::format("--gpu is required (known: {})", db.known_keys()));

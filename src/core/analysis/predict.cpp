@@ -441,9 +441,9 @@ PredSums pred_sums(const Prediction& pr, size_t m, size_t p) {
 }
 
 using Field = std::optional<double> PrecisionSums::*;
-std::string val(const PredSums& s, Field f, int digits = 3) {
-  return s.ms.*f ? fmt::format("{:.{}f}", *(s.ms.*f), digits) : "N/A";
-}
+std::string val(const PredSums& s, Field f) { return print::format_ms(s.ms.*f); }
+// The full model's total, in longer times: one decimal.
+std::string total_val(const PredSums& s, Field f) { return s.ms.*f ? fmt::format("{:.1f}", *(s.ms.*f)) : "N/A"; }
 // "12.07-16.50"; whole milliseconds from 100 ms on, so that a full model's band fits its column.
 std::string band(const PredSums& s, Field f) {
   if (!(s.lo.*f) || !(s.hi.*f)) return "N/A";
@@ -457,19 +457,17 @@ json band_json(const PredSums& s, Field f) {
 
 }  // namespace
 
-std::string render_prediction_text(const Prediction& pr) {
+void add_prediction(print::Document& d, const Prediction& pr) {
   const RunResult& r = pr.result;
-  std::string out;
-  const std::string rule(90, '=');
-  out += fmt::format("PREDICTED GEMM times on {} [{}]\n", pr.target_name, pr.target_key);
-  out += pr.datasheet_only ? "Basis: the target's datasheet only (no measured run): widest band\n"
-                           : fmt::format("Basis: a measured run on {} [{}] and both datasheets; nothing measured on the target\n",
-                                         pr.source_device, pr.source_key);
-  out += "Every number below is a prediction with its band (low-high), not a measurement.\n";
+  d.title(fmt::format("PREDICTED GEMM times on {} [{}]", pr.target_name, pr.target_key), 2);
+  d.line(pr.datasheet_only ? "Basis: the target's datasheet only (no measured run): widest band"
+                           : fmt::format("Basis: a measured run on {} [{}] and both datasheets; nothing measured on the target",
+                                         pr.source_device, pr.source_key));
+  d.line("Every number below is a prediction with its band (low-high), not a measurement.");
   if (r.plan.model_mode) {
     const ModelConfig& c = *r.plan.config;
-    out += fmt::format("Model: {} (hidden={}, intermediate={}, {}, layers={}, M={})\n", c.name, c.hidden_size,
-                       c.intermediate_size, heads_text(c, true), c.num_hidden_layers, c.tokens());
+    d.line(fmt::format("Model: {} (hidden={}, intermediate={}, {}, layers={}, M={})", c.name, c.hidden_size,
+                       c.intermediate_size, heads_text(c, true), c.num_hidden_layers, c.tokens()));
   }
   std::vector<std::string> reasons;
   auto note = [&](const std::string& why) {
@@ -484,74 +482,88 @@ std::string render_prediction_text(const Prediction& pr) {
   const int64_t n_moe = r.plan.moe_layers(), n_dense = r.plan.dense_layers();
   bool lm_head = false;
   for (const Gemm& g : r.plan.gemms) lm_head |= g.scope == Scope::Model;
+  // Every table: a label 28 wide, then each precision 12 wide.
+  const auto table = [&](const std::string& label) {
+    std::vector<print::Column> cols = {{label, print::Align::Left, 28}};
+    for (Precision p : r.precisions) cols.push_back({to_string(p), print::Align::Right, 12});
+    return print::Table(std::move(cols), print::Table::Layout::Fixed);
+  };
   for (size_t m = 0; m < r.modes.size(); ++m) {
-    out += rule + "\n";
-    out += fmt::format("Mode: {} (predicted)\n", to_string(r.modes[m]));
-    std::string head = fmt::format("{:<28}", "Predicted ms per GEMM");
-    for (Precision p : r.precisions) head += fmt::format("{:>12}", to_string(p));
-    out += head + "\n";
+    d.rule('=', print::kReportWidth);
+    d.line(fmt::format("Mode: {} (predicted)", to_string(r.modes[m])));
+    print::Table per_gemm = table("Predicted ms per GEMM");
+    per_gemm.add_header();
     for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
       const Gemm& x = r.plan.gemms[g];
-      std::string row = fmt::format("{:<28}", r.plan.model_mode ? fmt::format("{} {}", pass_label(x.pass), x.label())
-                                                                 : x.label());
+      std::vector<print::Cell> row = {r.plan.model_mode ? fmt::format("{} {}", pass_label(x.pass), x.label()) : x.label()};
       for (size_t p = 0; p < r.precisions.size(); ++p) {
         const PredictedCell& c = pr.cells[m][g][p];
-        row += fmt::format("{:>12}", c.ok ? fmt::format("{:.3f}{}", c.ms, c.borrowed ? "*" : "")
-                                          : fmt::format("N/A[{}]", note(c.reason)));
+        row.emplace_back(c.ok ? fmt::format("{:.3f}{}", c.ms, c.borrowed ? "*" : "") : fmt::format("N/A[{}]", note(c.reason)));
       }
-      out += row + "\n";
+      per_gemm.add_row(std::move(row));
     }
     if (moe)
-      out += fmt::format("MLP rows run in the {} dense layers only; Router, Expert and Shared rows in the {} MoE layers "
-                         "only; LM Head once per step; the others in every layer.\n", n_dense, n_moe);
+      per_gemm.add_note(fmt::format("MLP rows run in the {} dense layers only; Router, Expert and Shared rows in the {} MoE "
+                                    "layers only; LM Head once per step; the others in every layer.",
+                                    n_dense, n_moe));
+    d.table(std::move(per_gemm));
     std::vector<PredSums> sums;
     for (size_t p = 0; p < r.precisions.size(); ++p) sums.push_back(pred_sums(pr, m, p));
-    auto line = [&](const std::string& what, auto get) {
-      std::string row = fmt::format("{:<28}", what);
-      for (size_t p = 0; p < r.precisions.size(); ++p) row += fmt::format("{:>12}", get(sums[p]));
-      out += row + "\n";
+    // The sums: groups of rows, each under its line (the table's header stays markdown's).
+    std::optional<print::Table> group;
+    const auto start = [&](const std::string& what) {
+      if (group) d.table(std::move(*group));
+      d.line(what);
+      group = table("");
     };
-    auto value_line = [&](const std::string& what, Field f) { line(what, [f](const PredSums& s) { return val(s, f); }); };
-    auto band_line = [&](Field f) { line("  band (low-high)", [f](const PredSums& s) { return band(s, f); }); };
+    auto row = [&](const std::string& what, auto get) {
+      std::vector<print::Cell> cells = {what};
+      for (size_t p = 0; p < r.precisions.size(); ++p) cells.emplace_back(get(sums[p]));
+      group->add_row(std::move(cells));
+    };
+    auto value_row = [&](const std::string& what, Field f) { row(what, [f](const PredSums& s) { return val(s, f); }); };
+    auto band_row = [&](Field f) { row("  band (low-high)", [f](const PredSums& s) { return band(s, f); }); };
     if (!r.plan.model_mode) {
-      out += "Predicted per-layer GEMM time (ms) (sum of all GEMMs):\n";
-      value_line("  Per-layer total", &PrecisionSums::total);
-      band_line(&PrecisionSums::total);
+      start("Predicted per-layer GEMM time (ms) (sum of all GEMMs):");
+      value_row("  Per-layer total", &PrecisionSums::total);
+      band_row(&PrecisionSums::total);
     } else {
-      out += "Predicted per-layer GEMM time (ms):\n";
+      d.line("Predicted per-layer GEMM time (ms):");
       if (!moe || n_dense > 0) {
-        if (moe) out += fmt::format("Dense layer ({} of {}):\n", n_dense, r.plan.layers());
-        value_line("  Fprop", &PrecisionSums::fprop);
-        value_line("  Dgrad", &PrecisionSums::dgrad);
-        value_line("  Wgrad", &PrecisionSums::wgrad);
-        value_line("  Per-layer total", &PrecisionSums::total);
-        band_line(&PrecisionSums::total);
+        if (moe) start(fmt::format("Dense layer ({} of {}):", n_dense, r.plan.layers()));
+        else group = table("");  // a dense model's layer rows follow the line above
+        value_row("  Fprop", &PrecisionSums::fprop);
+        value_row("  Dgrad", &PrecisionSums::dgrad);
+        value_row("  Wgrad", &PrecisionSums::wgrad);
+        value_row("  Per-layer total", &PrecisionSums::total);
+        band_row(&PrecisionSums::total);
       }
       if (moe) {
-        out += fmt::format("MoE layer ({} of {}):\n", n_moe, r.plan.layers());
-        value_line("  Fprop", &PrecisionSums::moe_fprop);
-        value_line("  Dgrad", &PrecisionSums::moe_dgrad);
-        value_line("  Wgrad", &PrecisionSums::moe_wgrad);
-        value_line("  Per-layer total", &PrecisionSums::moe_total);
-        band_line(&PrecisionSums::moe_total);
-        out += "Per layer, 3 passes:\n";
-        value_line("  Attention projections", &PrecisionSums::attention);
-        if (n_dense > 0) value_line("  Dense MLP", &PrecisionSums::dense_mlp);
-        value_line("  Router (BF16)", &PrecisionSums::router);
-        value_line("  Routed experts", &PrecisionSums::routed_experts);
-        if (r.plan.config->moe.shared_experts > 0) value_line("  Shared experts", &PrecisionSums::shared_experts);
+        start(fmt::format("MoE layer ({} of {}):", n_moe, r.plan.layers()));
+        value_row("  Fprop", &PrecisionSums::moe_fprop);
+        value_row("  Dgrad", &PrecisionSums::moe_dgrad);
+        value_row("  Wgrad", &PrecisionSums::moe_wgrad);
+        value_row("  Per-layer total", &PrecisionSums::moe_total);
+        band_row(&PrecisionSums::moe_total);
+        start("Per layer, 3 passes:");
+        value_row("  Attention projections", &PrecisionSums::attention);
+        if (n_dense > 0) value_row("  Dense MLP", &PrecisionSums::dense_mlp);
+        value_row("  Router (BF16)", &PrecisionSums::router);
+        value_row("  Routed experts", &PrecisionSums::routed_experts);
+        if (r.plan.config->moe.shared_experts > 0) value_row("  Shared experts", &PrecisionSums::shared_experts);
       }
       if (lm_head) {
-        out += "Once per step:\n";
-        value_line("  LM Head (3 passes)", &PrecisionSums::model_once);
+        start("Once per step:");
+        value_row("  LM Head (3 passes)", &PrecisionSums::model_once);
       }
       if (moe)
-        out += fmt::format("Predicted full model ({} dense + {} MoE layers{}):\n", n_dense, n_moe, lm_head ? " + LM head" : "");
+        start(fmt::format("Predicted full model ({} dense + {} MoE layers{}):", n_dense, n_moe, lm_head ? " + LM head" : ""));
       else
-        out += fmt::format("Predicted full model ({} layers{}):\n", r.plan.layers(), lm_head ? " + LM head" : "");
-      line("  Total GEMM time (ms)", [](const PredSums& s) { return val(s, &PrecisionSums::full_model, 1); });
-      band_line(&PrecisionSums::full_model);
+        start(fmt::format("Predicted full model ({} layers{}):", r.plan.layers(), lm_head ? " + LM head" : ""));
+      row("  Total GEMM time (ms)", [](const PredSums& s) { return total_val(s, &PrecisionSums::full_model); });
+      band_row(&PrecisionSums::full_model);
     }
+    d.table(std::move(*group));
     const auto bf = index_of(r.precisions, Precision::BF16);
     const auto& bfs = bf ? sums[*bf].ms.full_model : std::optional<double>();
     if (bfs) {
@@ -563,20 +575,29 @@ std::string render_prediction_text(const Prediction& pr) {
         if (p != *bf && sums[p].ms.full_model && *sums[p].ms.full_model > 0) {
           const auto& lo = sums[p].lo.full_model;
           const auto& hi = sums[p].hi.full_model;
-          sp += fmt::format(" {} {:.2f}x", to_string(r.precisions[p]), *bfs / *sums[p].ms.full_model);
+          sp += fmt::format(" {} {}", to_string(r.precisions[p]), print::format_speedup(*bfs / *sums[p].ms.full_model));
           if (bf_lo && bf_hi && lo && hi && *lo > 0 && *hi > 0) sp += fmt::format(" ({:.2f}-{:.2f}x)", *bf_lo / *hi, *bf_hi / *lo);
           sp += ";";
         }
       if (sp.back() == ';') sp.pop_back();
-      out += sp + "\n";
+      d.line(sp);
     }
   }
-  out += rule + "\n";
-  out += "Notes (assumptions of this prediction):\n";
-  for (const std::string& a : pr.assumptions) out += fmt::format("  - {}\n", a);
-  out += "  * efficiency borrowed from another precision (see above)\n";
-  for (size_t i = 0; i < reasons.size(); ++i) out += fmt::format("  [{}] {}\n", i + 1, reasons[i]);
-  return out;
+  d.rule('=', print::kReportWidth);
+  d.line("Notes (assumptions of this prediction):");
+  std::vector<print::Item> notes;
+  for (const std::string& a : pr.assumptions) notes.emplace_back(print::Text::split("- " + a, a));
+  notes.emplace_back(print::Text::split(
+      "* efficiency borrowed from another precision (see above)",
+      print::Inline{print::Span{"*", print::Style::Code}, print::Span{" efficiency borrowed from another precision (see above)"}}));
+  for (size_t i = 0; i < reasons.size(); ++i) notes.emplace_back(fmt::format("[{}] {}", i + 1, reasons[i]));
+  d.list(std::move(notes));
+}
+
+std::string render_prediction_text(const Prediction& pr) {
+  print::Document d;
+  add_prediction(d, pr);
+  return print::render(d, print::Format::Text);
 }
 
 json prediction_json(const Prediction& pr) {

@@ -26,6 +26,7 @@
 
 #include "core/gpu/gpu_spec.hpp"
 #include "core/results/results.hpp"
+#include "core/util/printer.hpp"
 
 namespace gs {
 
@@ -68,7 +69,9 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
 Prediction predict_datasheet_only(const Plan& plan, const std::vector<Mode>& modes, const RecipeOptions& o,
                                   const GpuSpec& target);
 
-std::string render_prediction_text(const Prediction& p);
+// The report: every number a prediction with its band, the assumptions last.
+void add_prediction(print::Document& d, const Prediction& p);
+std::string render_prediction_text(const Prediction& p);  // the same as text
 // to_json(p.result) plus "roofline" (the target's roofs, the predicted points) and "prediction" (target, source, assumptions, per-layer bands) and, in every
 // cell, "predicted": true, low_ms, high_ms, kernel_ms, overhead_ms, basis.
 nlohmann::json prediction_json(const Prediction& p);

@@ -80,32 +80,35 @@ json sourced_json(const std::optional<Sourced>& s) {
 
 }  // namespace
 
-std::string render_roofline_text(const RunResult& r, const RooflineContext& ctx) {
-  if (r.dry_run || r.modes.empty()) return "";
-  std::string out = "\nRoofline and % of datasheet peak\n";
-  if (!ctx.spec) return out + fmt::format("  {}\n", ctx.note);
+void add_roofline(print::Document& d, const RunResult& r, const RooflineContext& ctx) {
+  if (r.dry_run || r.modes.empty()) return;
+  d.title("Roofline and % of datasheet peak");
+  if (!ctx.spec) {
+    d.paragraph(ctx.note);
+    return;
+  }
   const GpuSpec& s = *ctx.spec;
-  out += fmt::format("Datasheet: {} ({}); memory {:.0f} GB/s", s.name, s.key, s.bandwidth_gbs->value);
+  std::string sheet = fmt::format("Datasheet: {} ({}); memory {:.0f} GB/s", s.name, s.key, s.bandwidth_gbs->value);
   for (PeakFormat f : kAllPeakFormats)
     if (s.peak(f))
-      out += fmt::format("; {} {:.0f} TFLOP/s (ridge {:.0f} FLOP/B)", to_string(f), s.peak(f)->value,
-                         s.peak(f)->value * 1e12 / (s.bandwidth_gbs->value * 1e9));
-  out += "\n";
-  out += s.boost_clock_mhz
+      sheet += fmt::format("; {} {:.0f} TFLOP/s (ridge {:.0f} FLOP/B)", to_string(f), s.peak(f)->value,
+                           s.peak(f)->value * 1e12 / (s.bandwidth_gbs->value * 1e9));
+  d.line(sheet);
+  d.line(s.boost_clock_mhz
              ? fmt::format("Cells: arithmetic intensity (FLOP per byte of the timed region), C/M = compute/memory-bound "
-                           "on this GPU, % of peak (% of the peak at the sampled SM clock, peaks assume {:.0f} MHz)\n",
+                           "on this GPU, % of peak (% of the peak at the sampled SM clock, peaks assume {:.0f} MHz)",
                            s.boost_clock_mhz->value)
              : "Cells: arithmetic intensity (FLOP per byte of the timed region), C/M = compute/memory-bound on this GPU, "
-               "% of peak (no clock for the datasheet peak: % at the sampled clock not computed)\n";
+               "% of peak (no clock for the datasheet peak: % at the sampled clock not computed)");
   for (size_t m = 0; m < r.modes.size(); ++m) {
-    out += fmt::format("Mode: {}\n", to_string(r.modes[m]));
-    std::string head = fmt::format("{:<22}", "GEMM");
-    for (Precision p : r.precisions) head += fmt::format("{:>22}", to_string(p));
-    out += head + "\n";
+    d.line(fmt::format("Mode: {}", to_string(r.modes[m])));
+    std::vector<print::Column> cols = {{"GEMM", print::Align::Left, 22}};
+    for (Precision p : r.precisions) cols.push_back({to_string(p), print::Align::Right, 22});
+    print::Table t(std::move(cols), print::Table::Layout::Fixed);
+    t.add_header();
     for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
       const Gemm& x = r.plan.gemms[g];
-      std::string row = fmt::format("{:<22}", r.plan.model_mode ? fmt::format("{} {}", pass_label(x.pass), x.label())
-                                                                 : x.label());
+      std::vector<print::Cell> row = {r.plan.model_mode ? fmt::format("{} {}", pass_label(x.pass), x.label()) : x.label()};
       for (size_t p = 0; p < r.precisions.size(); ++p) {
         const Cell& c = r.cell(m, g, p);
         const auto pt = roofline_point(s, x, r.precisions[p], r.modes[m], r.recipe_options, &c);
@@ -115,20 +118,27 @@ std::string render_roofline_text(const RunResult& r, const RooflineContext& ctx)
           cell += !c.ok ? "N/A" : pt->pct_peak_at_clock ? fmt::format("{:.1f} ({:.1f})", *pt->pct_peak, *pt->pct_peak_at_clock)
                                                         : fmt::format("{:.1f}", *pt->pct_peak);
         }
-        row += fmt::format("{:>22}", cell);
+        row.emplace_back(std::move(cell));
       }
-      out += row + "\n";
+      t.add_row(std::move(row));
     }
-    std::string eff = fmt::format("{:<22}", r.plan.model_mode ? "Per-layer efficiency" : "All GEMMs");
+    std::vector<print::Cell> eff = {r.plan.model_mode ? "Per-layer efficiency" : "All GEMMs"};
     for (size_t p = 0; p < r.precisions.size(); ++p) {
       const Efficiency e = efficiency(r, s, m, p);
-      eff += fmt::format("{:>22}", !e.pct_peak ? std::string("-")
-                                   : e.pct_peak_at_clock ? fmt::format("{} ({})", pct(e.pct_peak), pct(e.pct_peak_at_clock))
-                                                         : pct(e.pct_peak));
+      eff.emplace_back(!e.pct_peak ? std::string("-")
+                       : e.pct_peak_at_clock ? fmt::format("{} ({})", pct(e.pct_peak), pct(e.pct_peak_at_clock))
+                                             : pct(e.pct_peak));
     }
-    out += eff + "\n";
+    t.add_row(std::move(eff));
+    d.table(std::move(t));
   }
-  return out;
+}
+
+std::string render_roofline_text(const RunResult& r, const RooflineContext& ctx) {
+  print::Document d;
+  add_roofline(d, r, ctx);
+  // A blank line parts the section from the report above it.
+  return d.blocks.empty() ? std::string() : "\n" + print::render(d, print::Format::Text);
 }
 
 json roofline_json(const RunResult& r, const RooflineContext& ctx) {

@@ -14,6 +14,7 @@
 
 #include "core/gpu/gpu_spec.hpp"
 #include "core/results/results.hpp"
+#include "core/util/printer.hpp"
 
 namespace gs {
 
@@ -43,7 +44,8 @@ struct RooflineContext {
 
 // The text section printed under a measured run's report, and the "roofline" JSON object
 // (docs/json-schema.md). Both say why they are empty when ctx.spec is null.
-std::string render_roofline_text(const RunResult& r, const RooflineContext& ctx);
+void add_roofline(print::Document& d, const RunResult& r, const RooflineContext& ctx);
+std::string render_roofline_text(const RunResult& r, const RooflineContext& ctx);  // the section as text, after a blank line
 nlohmann::json roofline_json(const RunResult& r, const RooflineContext& ctx);
 
 }  // namespace gs

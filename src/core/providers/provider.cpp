@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "core/util/error.hpp"
+#include "core/util/printer.hpp"
 #include "core/util/suggest.hpp"
 
 namespace gs {
@@ -119,12 +120,6 @@ ProviderSums summarize_providers(const RunResult& r, size_t mode) {
   return s;
 }
 
-namespace {
-
-std::string ms_text(std::optional<double> v) { return v ? fmt::format("{:.3f}", *v) : "N/A"; }
-
-}  // namespace
-
 std::string render_provider_block(const RunResult& r, size_t mode) {
   if (r.providers.size() < 2 || mode >= r.cells.size()) return {};
   std::vector<std::string> notes;  // footnotes of N/A cells
@@ -133,41 +128,47 @@ std::string render_provider_block(const RunResult& r, size_t mode) {
     if (it == notes.end()) { notes.push_back(why); return notes.size(); }
     return static_cast<size_t>(it - notes.begin()) + 1;
   };
-  std::string out = fmt::format("Providers ({}): ms per GEMM, the best available marked *\n", to_string(r.modes[mode]));
-  std::string head = fmt::format("{:<8} {:<14} {:<11}", "Pass", "GEMM", "Precision");
-  for (const std::string& p : r.providers) head += fmt::format(" {:>14}", p);
-  head += fmt::format(" {:>14}\n", "best");
-  out += head;
+  using print::Align;
+  print::Document d;
+  d.title(fmt::format("Providers ({}): ms per GEMM, the best available marked *", to_string(r.modes[mode])));
+  // Columns one space apart: each width holds the space after a label column, before a number column.
+  std::vector<print::Column> cols = {{"Pass", Align::Left, 9}, {"GEMM", Align::Left, 15}, {"Precision", Align::Left, 11}};
+  for (const std::string& p : r.providers) cols.push_back({p, Align::Right, 15});
+  cols.push_back({"best", Align::Right, 15});
+  print::Table t(std::move(cols), print::Table::Layout::Fixed);
+  t.add_header();
   for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
     const Gemm& x = r.plan.gemms[g];
     for (size_t p = 0; p < r.precisions.size(); ++p) {
       size_t win = 0;
       const std::optional<double> best = best_provider_ms(r, mode, g, p, &win);
-      std::string line = fmt::format("{:<8} {:<14} {:<11}", pass_label(x.pass), x.label(), to_string(r.precisions[p]));
+      std::vector<print::Cell> row = {pass_label(x.pass), x.label(), to_string(r.precisions[p])};
       for (size_t i = 0; i < r.providers.size(); ++i) {
         const Cell& c = r.provider_cell(i, mode, g, p);
-        const std::string v = c.ok ? fmt::format("{:.3f}{}", c.stats.mean_ms, best && win == i ? "*" : " ")
-                                   : fmt::format("N/A[{}]", note(c.reason));
-        line += fmt::format(" {:>14}", v);
+        row.emplace_back(c.ok ? fmt::format("{:.3f}{}", c.stats.mean_ms, best && win == i ? "*" : " ")
+                              : fmt::format("N/A[{}]", note(c.reason)));
       }
-      line += fmt::format(" {:>14}\n", ms_text(best));
-      out += line;
+      row.emplace_back(print::format_ms(best));
+      t.add_row(std::move(row));
     }
   }
+  d.table(std::move(t));
   if (r.plan.model_mode) {
     const ProviderSums s = summarize_providers(r, mode);
     const bool moe = r.plan.has_moe();
-    out += fmt::format("Per-{}layer total by provider (ms; N/A where any GEMM of that provider is N/A):\n", moe ? "MoE " : "");
-    std::string h = fmt::format("{:<16}", "");
-    for (Precision p : r.precisions) h += fmt::format(" {:>14}", to_string(p));
-    out += h + "\n";
+    d.title(fmt::format("Per-{}layer total by provider (ms; N/A where any GEMM of that provider is N/A):", moe ? "MoE " : ""));
+    std::vector<print::Column> tc = {{"", Align::Left, 16}};
+    for (Precision p : r.precisions) tc.push_back({to_string(p), Align::Right, 15});
+    print::Table totals(std::move(tc), print::Table::Layout::Fixed);
+    totals.add_header();
     auto row = [&](const std::string& label, const std::vector<PrecisionSums>& sums) {
-      std::string l = fmt::format("{:<16}", label);
-      for (const PrecisionSums& ps : sums) l += fmt::format(" {:>14}", ms_text(moe ? ps.moe_total : ps.total));
-      out += l + "\n";
+      std::vector<print::Cell> cells = {label};
+      for (const PrecisionSums& ps : sums) cells.emplace_back(print::format_ms(moe ? ps.moe_total : ps.total));
+      totals.add_row(std::move(cells));
     };
     for (size_t i = 0; i < r.providers.size(); ++i) row(r.providers[i], s.per_provider[i]);
     row("best available", s.best);
+    d.table(std::move(totals));
     // The best-available speedups against BF16, beside the first provider's.
     const auto bf = std::find(r.precisions.begin(), r.precisions.end(), Precision::BF16);
     if (bf != r.precisions.end()) {
@@ -182,14 +183,15 @@ std::string render_provider_block(const RunResult& r, size_t mode) {
         };
         const auto first = sp(s.per_provider[0]);
         const auto best = sp(s.best);
-        out += fmt::format("{} vs BF16 per layer: {} {}, best available {}\n", to_string(r.precisions[p]),
-                           r.providers[0], first ? fmt::format("{:.2f}x", *first) : "N/A",
-                           best ? fmt::format("{:.2f}x", *best) : "N/A");
+        d.line(fmt::format("{} vs BF16 per layer: {} {}, best available {}", to_string(r.precisions[p]), r.providers[0],
+                           first ? print::format_speedup(*first) : "N/A", best ? print::format_speedup(*best) : "N/A"));
       }
     }
   }
-  for (size_t i = 0; i < notes.size(); ++i) out += fmt::format("  [{}] {}\n", i + 1, notes[i]);
-  return out;
+  std::vector<print::Item> items;
+  for (size_t i = 0; i < notes.size(); ++i) items.emplace_back(fmt::format("[{}] {}", i + 1, notes[i]));
+  d.list(std::move(items));
+  return print::render(d, print::Format::Text);
 }
 
 }  // namespace gs

@@ -11,29 +11,6 @@ namespace {
 constexpr const char* kNotGemmRows =
     "Not GEMM rows: fused with the softmax in flash attention, never timed as GEMMs, never in the GEMM totals or "
     "speedups.";
-constexpr size_t kWidth = 90;  // the report's width
-
-// `text` as lines of at most kWidth characters, broken at spaces: the first line after `first`,
-// the others after `rest`.
-std::string wrap(const std::string& text, const std::string& first, const std::string& rest) {
-  std::string out, line = first;
-  bool fresh = true;  // no word on `line` yet
-  size_t at = 0;
-  while (at < text.size()) {
-    size_t end = text.find(' ', at);
-    if (end == std::string::npos) end = text.size();
-    const std::string word = text.substr(at, end - at);
-    if (!fresh && line.size() + 1 + word.size() > kWidth) {
-      out += line + "\n";
-      line = rest;
-      fresh = true;
-    }
-    line += (fresh ? "" : " ") + word;
-    fresh = false;
-    at = end + 1;
-  }
-  return out + line + "\n";
-}
 
 // Executed FLOPs of a fused pass (the backward recomputes S): what its TFLOP/s is quoted over.
 double executed_flops(const AttentionMatmuls& a, Pass pass) {
@@ -87,40 +64,54 @@ AttentionPassTimes attention_pass_times(const RunResult& r) {
   return t;
 }
 
-std::string attention_matmuls_block(const RunResult& r) {
-  if (!r.plan.model_mode || !r.plan.config) return {};
+void add_attention_matmuls(print::Document& d, const RunResult& r) {
+  if (!r.plan.model_mode || !r.plan.config) return;
   const AttentionMatmuls a = attention_matmuls(*r.plan.config);
   const AttentionPassTimes t = attention_pass_times(r);
-  const std::string rule(kWidth, '-');
-  std::string out = "Attention's own matmuls (QK^T and PV), per layer and GPU:\n";
-  out += fmt::format("  {}\n", describe(a.shape));
-  out += wrap(kNotGemmRows, "  ", "  ");
-  out += rule + "\n";
-  out += fmt::format("{:<7}{:<14}{:<28}{:>16}{:>14}\n", "Pass", "Matmul", "Shape (products x MxKxN)",
-                     a.shape.causal ? "GFLOP (causal)" : "GFLOP", "MB unfused");
-  for (const AttentionMatmul& m : a.rows)
-    out += fmt::format("{:<7}{:<14}{:<28}{:>16.1f}{:>14.1f}\n", pass_label(m.pass), m.name, m.shape(),
-                       m.flops(a.shape.causal) / 1e9, m.unfused_bytes() / 1e6);
-  out += rule + "\n";
-  out += fmt::format("Forward, one fused kernel: {:.1f} GFLOP, at least {:.1f} MB moved\n", a.flops(Pass::Fprop) / 1e9,
-                     a.fused_bytes(Pass::Fprop) / 1e6);
-  out += wrap(pass_time_text(t, t.forward_ms, executed_flops(a, Pass::Fprop)), "  ", "    ");
-  out += fmt::format("Backward, one fused kernel: {:.1f} GFLOP + {:.1f} recomputing S, at least {:.1f} MB moved\n",
-                     a.flops(Pass::Dgrad) / 1e9, a.recomputed_flops() / 1e9, a.fused_bytes(Pass::Dgrad) / 1e6);
-  out += wrap(pass_time_text(t, t.backward_ms, executed_flops(a, Pass::Dgrad)), "  ", "    ");
+  const auto wrapped = [&](const std::string& text, int hang) { d.wrapped(text, print::kReportWidth, 2, hang); };
+  d.title("Attention's own matmuls (QK^T and PV), per layer and GPU:");
+  d.line(describe(a.shape), 2);
+  wrapped(kNotGemmRows, 2);
+  using print::Align;
+  print::Table m({{"Pass", Align::Left, 7},
+                  {"Matmul", Align::Left, 14},
+                  {"Shape (products x MxKxN)", Align::Left, 28},
+                  {a.shape.causal ? "GFLOP (causal)" : "GFLOP", Align::Right, 16},
+                  {"MB unfused", Align::Right, 14}},
+                 print::Table::Layout::Fixed);
+  m.min_rule = print::kReportWidth;
+  m.add_rule('-');
+  m.add_header();
+  for (const AttentionMatmul& x : a.rows)
+    m.add_row({pass_label(x.pass), x.name, x.shape(), fmt::format("{:.1f}", x.flops(a.shape.causal) / 1e9),
+               fmt::format("{:.1f}", x.unfused_bytes() / 1e6)});
+  m.add_rule('-');
+  d.table(std::move(m));
+  d.line(fmt::format("Forward, one fused kernel: {:.1f} GFLOP, at least {:.1f} MB moved", a.flops(Pass::Fprop) / 1e9,
+                     a.fused_bytes(Pass::Fprop) / 1e6));
+  wrapped(pass_time_text(t, t.forward_ms, executed_flops(a, Pass::Fprop)), 4);
+  d.line(fmt::format("Backward, one fused kernel: {:.1f} GFLOP + {:.1f} recomputing S, at least {:.1f} MB moved",
+                     a.flops(Pass::Dgrad) / 1e9, a.recomputed_flops() / 1e9, a.fused_bytes(Pass::Dgrad) / 1e6));
+  wrapped(pass_time_text(t, t.backward_ms, executed_flops(a, Pass::Dgrad)), 4);
   const PlanFlops f = plan_flops(r.plan);
   const double linear = f.full_model(r.plan.layers());
-  out += fmt::format("Per layer {:.2f}T{}\n", a.flops_per_layer(a.shape.causal) / 1e12,
+  d.line(fmt::format("Per layer {:.2f}T{}", a.flops_per_layer(a.shape.causal) / 1e12,
                      a.shape.causal ? fmt::format(" with the causal mask (half the s x s scores; {:.2f}T without)",
                                                   a.flops_per_layer(false) / 1e12)
-                                    : std::string());
-  out += fmt::format("  {} layers: {:.2f}T per step, {:.0f}% on top of the linear layers' {:.2f}T\n", a.layers,
-                     a.flops_per_step() / 1e12, linear > 0 ? 100 * a.flops_per_step() / linear : 0.0, linear / 1e12);
-  out += wrap("MB unfused: BF16 operands read and output written by a standalone batched GEMM (S and P in full); "
-              "the fused kernels keep S and P on chip. Pass Dgrad: gradients of activations (attention has no "
-              "weights, no Wgrad).",
-              "  ", "  ");
-  return out;
+                                    : std::string()));
+  d.line(fmt::format("{} layers: {:.2f}T per step, {:.0f}% on top of the linear layers' {:.2f}T", a.layers,
+                     a.flops_per_step() / 1e12, linear > 0 ? 100 * a.flops_per_step() / linear : 0.0, linear / 1e12),
+         2);
+  wrapped("MB unfused: BF16 operands read and output written by a standalone batched GEMM (S and P in full); "
+          "the fused kernels keep S and P on chip. Pass Dgrad: gradients of activations (attention has no "
+          "weights, no Wgrad).",
+          2);
+}
+
+std::string attention_matmuls_block(const RunResult& r) {
+  print::Document d;
+  add_attention_matmuls(d, r);
+  return print::render(d, print::Format::Text);
 }
 
 nlohmann::json attention_matmuls_json(const RunResult& r) {

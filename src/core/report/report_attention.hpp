@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/results/results.hpp"
+#include "core/util/printer.hpp"
 
 namespace gs {
 
@@ -19,8 +20,9 @@ struct AttentionPassTimes {
 };
 AttentionPassTimes attention_pass_times(const RunResult& r);
 
-// The block (model plans; empty otherwise).
-std::string attention_matmuls_block(const RunResult& r);
+// The block (model plans; nothing otherwise).
+void add_attention_matmuls(print::Document& d, const RunResult& r);
+std::string attention_matmuls_block(const RunResult& r);  // the same block as text
 
 // JSON "attention_matmuls" (model plans; null otherwise): derived from the plan's config and the
 // step context, written for readers, never read back.

@@ -11,12 +11,11 @@
 
 namespace gs {
 
-std::string moe_config_text(const ModelConfig& c) {
-  std::string out;
+void add_moe_config(print::Document& d, const ModelConfig& c) {
   const MoeConfig& m = c.moe;
   if (m.enabled()) {
     const int64_t n_moe = moe_layer_count(c);
-    out += fmt::format("Experts: {} routed, top-{}, expert FFN {}{}", m.num_experts, m.top_k, expert_ffn(c),
+    std::string out = fmt::format("Experts: {} routed, top-{}, expert FFN {}{}", m.num_experts, m.top_k, expert_ffn(c),
                        c.gated_mlp ? " (gated)" : "");
     if (m.shared_experts > 0)
       out += fmt::format(", {} shared (FFN {} in all)", m.shared_experts, shared_ffn_total(c));
@@ -29,45 +28,47 @@ std::string moe_config_text(const ModelConfig& c) {
     else if (!m.parallel_source.empty())
       out += fmt::format("; expert parallel 1 ({})", m.parallel_source);
     if (c.tensor_parallel > 1) out += "; expert FFNs split by tensor parallel (Megatron's default)";
-    out += "\n";
+    d.line(out);
   }
   if (c.mla.enabled()) {
     const MlaConfig& a = c.mla;
-    out += fmt::format("MLA: q_lora_rank={}, kv_lora_rank={}, qk_nope_head_dim={}, qk_rope_head_dim={}, v_head_dim={} "
-                       "(replaces QKV; kv heads and head_dim unused)\n",
+    d.line(fmt::format("MLA: q_lora_rank={}, kv_lora_rank={}, qk_nope_head_dim={}, qk_rope_head_dim={}, v_head_dim={} "
+                       "(replaces QKV; kv heads and head_dim unused)",
                        a.q_lora_rank > 0 ? std::to_string(a.q_lora_rank) : std::string("none (plain q projection)"),
-                       a.kv_lora_rank, a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim);
+                       a.kv_lora_rank, a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim));
   }
-  return out;
 }
 
-std::string moe_routing_text(const RunResult& r) {
-  if (!r.plan.routing) return {};
+std::string moe_config_text(const ModelConfig& c) {
+  print::Document d;
+  add_moe_config(d, c);
+  return print::render(d, print::Format::Text);
+}
+
+void add_moe_routing(print::Document& d, const RunResult& r) {
+  if (!r.plan.routing) return;
   const Routing& rt = *r.plan.routing;
-  std::string out;
-  const int64_t rows = std::accumulate(rt.counts.begin(), rt.counts.end(), int64_t{0});
-  out += fmt::format("Routing ({}, seed {}): {} tokens{} x top-{} = {} rows over {} experts; max/mean rows per expert "
-                     "{:.2f}, empty experts {}\n",
+  d.line(fmt::format("Routing ({}, seed {}): {} tokens{} x top-{} = {} rows over {} experts; max/mean rows per expert "
+                     "{:.2f}, empty experts {}",
                      rt.spec.text(), rt.seed, format_thousands(rt.tokens),
                      rt.expert_parallel > 1 ? fmt::format(" x {} EP ranks", rt.expert_parallel) : "", rt.top_k,
-                     format_thousands(rt.assignments()), rt.experts, rt.max_over_mean(), rt.empty_experts());
+                     format_thousands(rt.assignments()), rt.experts, rt.max_over_mean(), rt.empty_experts()));
   if (rt.capacity_factor > 0)
-    out += fmt::format("Capacity factor {}: {} rows per expert kept, {} rows dropped ({:.2f}% of {})\n", rt.capacity_factor,
+    d.line(fmt::format("Capacity factor {}: {} rows per expert kept, {} rows dropped ({:.2f}% of {})", rt.capacity_factor,
                        format_thousands(rt.capacity), format_thousands(rt.dropped),
                        100.0 * static_cast<double>(rt.dropped) / static_cast<double>(rt.assignments()),
-                       format_thousands(rt.assignments()));
+                       format_thousands(rt.assignments())));
   const std::vector<int64_t> local = rt.busiest_counts();
   const auto [lo, hi] = std::minmax_element(local.begin(), local.end());
   if (rt.expert_parallel > 1)
-    out += fmt::format("Expert parallel {}: the busiest rank ({}) receives {} rows ({:.2f}x the mean rank) for its {} "
-                       "experts; it sets the step time, so the expert GEMMs are its GEMMs\n",
+    d.line(fmt::format("Expert parallel {}: the busiest rank ({}) receives {} rows ({:.2f}x the mean rank) for its {} "
+                       "experts; it sets the step time, so the expert GEMMs are its GEMMs",
                        rt.expert_parallel, rt.busiest_rank,
                        format_thousands(rt.rank_rows[static_cast<size_t>(rt.busiest_rank)]), rt.busiest_over_mean_rank(),
-                       rt.local_experts());
-  out += fmt::format("Expert GEMMs: {} groups, rows per expert {}..{} (sum {}); one routing draw stands for every MoE "
-                     "layer\n",
-                     local.size(), *lo, *hi, format_thousands(std::accumulate(local.begin(), local.end(), int64_t{0})));
-  (void)rows;
+                       rt.local_experts()));
+  d.line(fmt::format("Expert GEMMs: {} groups, rows per expert {}..{} (sum {}); one routing draw stands for every MoE "
+                     "layer",
+                     local.size(), *lo, *hi, format_thousands(std::accumulate(local.begin(), local.end(), int64_t{0}))));
   // Padding: TE pads each expert's rows to the quantized kernels' alignment.
   const Gemm* up = nullptr;
   for (const Gemm& g : r.plan.gemms)
@@ -82,9 +83,9 @@ std::string moe_routing_text(const RunResult& r) {
                            format_thousands(w.waste_rows), 100.0 * w.fraction());
     }
     if (!waste.empty())
-      out += fmt::format("Padding waste per expert GEMM (rows padded to 16 for FP8, 32 for MXFP8/NVFP4{}, computed but not "
-                         "counted as FLOPs): {}\n",
-                         dg ? ", 128 for DeepGEMM's contiguous segments" : "", waste);
+      d.line(fmt::format("Padding waste per expert GEMM (rows padded to 16 for FP8, 32 for MXFP8/NVFP4{}, computed but not "
+                         "counted as FLOPs): {}",
+                         dg ? ", 128 for DeepGEMM's contiguous segments" : "", waste));
     // Quantization launches of the expert up projection's Fprop (training mode), as run.
     std::string launches;
     for (Precision p : r.precisions) {
@@ -97,35 +98,43 @@ std::string moe_routing_text(const RunResult& r) {
                               grouped_quant_launches(rec, *up, a, b, fused), fused ? "fused" : "per expert");
     }
     if (!launches.empty())
-      out += fmt::format("Quantization launches per Fprop Expert Up iteration (training mode): {}\n", launches);
+      d.line(fmt::format("Quantization launches per Fprop Expert Up iteration (training mode): {}", launches));
   }
-  return out;
 }
 
-std::string moe_grouped_block(const RunResult& r, size_t mode) {
-  std::string out;
+std::string moe_routing_text(const RunResult& r) {
+  print::Document d;
+  add_moe_routing(d, r);
+  return print::render(d, print::Format::Text);
+}
+
+void add_moe_grouped(print::Document& d, const RunResult& r, size_t mode) {
   bool any = false;
   for (const Gemm& g : r.plan.gemms) any |= g.grouped();
-  if (!any) return out;
-  out += "Grouped expert GEMMs (the busiest EP rank's experts; efficiency = one dense GEMM of the same padded FLOPs / "
-         "the grouped time):\n";
-  std::string head = fmt::format("{:<7} {:<12} {:>9} {:>12}", "Pass", "Op", "Groups", "Rows min..max");
-  for (Precision p : r.precisions) head += fmt::format(" {:>14}", fmt::format("{} eff", to_string(p)));
-  out += head + "\n";
+  if (!any) return;
+  d.title("Grouped expert GEMMs (the busiest EP rank's experts; efficiency = one dense GEMM of the same padded FLOPs / "
+          "the grouped time):");
+  // Columns one space apart: each width holds the space before its column (after it, for Pass and Op).
+  using print::Align;
+  std::vector<print::Column> cols = {{"Pass", Align::Left, 8}, {"Op", Align::Left, 13}, {"Groups", Align::Right, 9},
+                                     {"Rows min..max", Align::Right, 13}};
+  for (Precision p : r.precisions) cols.push_back({fmt::format("{} eff", to_string(p)), Align::Right, 15});
+  print::Table t(std::move(cols), print::Table::Layout::Fixed);
+  t.add_header();
   for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
     const Gemm& x = r.plan.gemms[g];
     if (!x.grouped()) continue;
     const auto [lo, hi] = std::minmax_element(x.group.begin(), x.group.end());
-    std::string row = fmt::format("{:<7} {:<12} {:>9} {:>12}", pass_label(x.pass), x.label(), x.group.size(),
-                                  fmt::format("{}..{}", *lo, *hi));
+    std::vector<print::Cell> row = {pass_label(x.pass), x.label(), std::to_string(x.group.size()),
+                                    fmt::format("{}..{}", *lo, *hi)};
     for (size_t p = 0; p < r.precisions.size(); ++p) {
       const Cell& c = r.cell(mode, g, p);
-      row += fmt::format(" {:>14}", c.ok && c.dense_equiv_ms && c.stats.mean_ms > 0
-                                         ? fmt::format("{:.2f}", *c.dense_equiv_ms / c.stats.mean_ms)
-                                         : std::string("-"));
+      row.emplace_back(c.ok && c.dense_equiv_ms && c.stats.mean_ms > 0 ? fmt::format("{:.2f}", *c.dense_equiv_ms / c.stats.mean_ms)
+                                                                        : std::string("-"));
     }
-    out += row + "\n";
+    t.add_row(std::move(row));
   }
+  d.table(std::move(t));
   // Kernel time against cell time: a grouped cell's events span every expert's launches, and the
   // gaps between them (about 1-2 us each) are part of its time, not of any kernel's.
   std::string kernels;
@@ -152,11 +161,16 @@ std::string moe_grouped_block(const RunResult& r, size_t mode) {
                            to_string(r.precisions[p]), kernel_ms, cell_ms, 100.0 * kernel_ms / cell_ms, launches);
   }
   if (!kernels.empty())
-    out += "Kernel time in the grouped cells (measured: CUPTI records of iterations traced after each timed loop, "
+    d.line("Kernel time in the grouped cells (measured: CUPTI records of iterations traced after each timed loop, "
            "experts run one after another): " +
-           kernels + ". The rest is the gaps between the experts' launches, which a step pays too.\n";
-  out += std::string(90, '=') + "\n";
-  return out;
+           kernels + ". The rest is the gaps between the experts' launches, which a step pays too.");
+  d.rule('=', print::kReportWidth);
+}
+
+std::string moe_grouped_block(const RunResult& r, size_t mode) {
+  print::Document d;
+  add_moe_grouped(d, r, mode);
+  return print::render(d, print::Format::Text);
 }
 
 }  // namespace gs

@@ -13,38 +13,37 @@ std::optional<double> average_layer_gemm_ms(const RunResult& r, const PrecisionS
   return ((layers - moe) * s.total.value_or(0) + moe * *s.moe_total) / layers;
 }
 
-std::string opt_ms(std::optional<double> v) { return v ? fmt::format("{:.3f}", *v) : "N/A"; }
-
 }  // namespace
 
-std::string step_context_lines(const RunResult& r) {
+void add_step_context(print::Document& d, const RunResult& r) {
   const StepContextKind kind = r.timing.step_context_kind;
-  if (!r.timing.step_context()) return {};
-  std::string out;
+  if (!r.timing.step_context()) return;
   if (r.step_context) {
     const StepContextInfo& c = *r.step_context;
-    out += fmt::format("Step context: {} (--step-context {}), per layer between timed iterations, outside the samples, "
-                       "spread over the GEMMs by FLOPs:\n",
-                       step_context_framework(c.kind), to_string(c.kind));
+    d.line(fmt::format("Step context: {} (--step-context {}), per layer between timed iterations, outside the samples, "
+                       "spread over the GEMMs by FLOPs:",
+                       step_context_framework(c.kind), to_string(c.kind)));
     if (c.other_from_user)
-      out += fmt::format("  other kernels {:.3f} ms (--step-other-ms, your step's figure)\n", c.other_ms);
+      d.line(fmt::format("other kernels {:.3f} ms (--step-other-ms, your step's figure)", c.other_ms), 2);
     else
-      out += fmt::format("  other kernels {:.3f} ms (modelled: the bytes of norms, activations, residuals and layout "
-                         "copies at {:.2f}x the stand-in kernel's {:.0f} GB/s on this GPU){}\n",
+      d.line(fmt::format("other kernels {:.3f} ms (modelled: the bytes of norms, activations, residuals and layout "
+                         "copies at {:.2f}x the stand-in kernel's {:.0f} GB/s on this GPU){}",
                          c.other_ms, c.efficiency, c.stream_gb_per_s,
                          c.cast_ms > 0 ? fmt::format("; FP8 casts {:.3f} ms in pre-quantized FP8 cells", c.cast_ms)
-                                       : std::string());
+                                       : std::string()),
+             2);
     if (c.attention_ms() > 0)
-      out += fmt::format("  attention {:.3f} ms forward + {:.3f} ms backward ({}; {})\n", c.attention_fwd_ms,
-                         c.attention_bwd_ms, c.attention_source, c.attention_shape);
-    return out;
+      d.line(fmt::format("attention {:.3f} ms forward + {:.3f} ms backward ({}; {})", c.attention_fwd_ms,
+                         c.attention_bwd_ms, c.attention_source, c.attention_shape),
+             2);
+    return;
   }
   // Not measured (a dry run, or a file from before the context was recorded): what would run.
-  if (!r.plan.model_mode || !r.plan.config) return out;
+  if (!r.plan.model_mode || !r.plan.config) return;
   if (kind == StepContextKind::None) {
-    out += fmt::format("Step context: {:g} ms of memory-bound work per layer between timed iterations "
-                       "(--step-other-ms)\n", r.timing.step_other_ms);
-    return out;
+    d.line(fmt::format("Step context: {:g} ms of memory-bound work per layer between timed iterations "
+                       "(--step-other-ms)", r.timing.step_other_ms));
+    return;
   }
   const StepWorkModel m = step_work_model(r.plan, kind);
   const std::string memory =
@@ -53,12 +52,17 @@ std::string step_context_lines(const RunResult& r) {
           : fmt::format("memory-bound kernels moving {:.2f} GB (modelled; FP8 casts {:.2f} GB more in pre-quantized FP8 "
                         "cells)",
                         m.other_bytes * 1e-9, m.cast_bytes * 1e-9);
-  out += fmt::format("Step context: {} (--step-context {}) {} between timed iterations, per layer, spread over the "
+  d.line(fmt::format("Step context: {} (--step-context {}) {} between timed iterations, per layer, spread over the "
                      "GEMMs by FLOPs: {}, and attention ({}; {:.2f} TFLOP forward + backward; cuDNN's fused attention, "
-                     "timed on the GPU)\n",
+                     "timed on the GPU)",
                      step_context_framework(kind), to_string(kind), r.dry_run ? "would run" : "ran", memory,
-                     describe(m.attention), (attention_fwd_flops(m.attention) + attention_bwd_flops(m.attention)) * 1e-12);
-  return out;
+                     describe(m.attention), (attention_fwd_flops(m.attention) + attention_bwd_flops(m.attention)) * 1e-12));
+}
+
+std::string step_context_lines(const RunResult& r) {
+  print::Document d;
+  add_step_context(d, r);
+  return print::render(d, print::Format::Text);
 }
 
 std::vector<StepEstimate> step_estimates(const RunResult& r, size_t mode) {
@@ -78,30 +82,43 @@ std::vector<StepEstimate> step_estimates(const RunResult& r, size_t mode) {
   return out;
 }
 
-std::string step_estimate_block(const RunResult& r, size_t mode) {
+void add_step_estimate(print::Document& d, const RunResult& r, size_t mode) {
   const std::vector<StepEstimate> est = step_estimates(r, mode);
-  if (est.empty()) return {};
+  if (est.empty()) return;
   const StepContextInfo& c = *r.step_context;
   std::optional<size_t> bf16;
   for (size_t p = 0; p < r.precisions.size(); ++p)
     if (r.precisions[p] == Precision::BF16) bf16 = p;
-  std::string out = fmt::format("Step estimate per layer (ms): GEMMs measured, attention {}, other work modelled{}\n",
-                                c.attention_measured ? "measured" : "modelled",
-                                c.other_from_user ? " (--step-other-ms)" : "");
-  out += fmt::format("{:<14}{:>10}{:>11}{:>9}{:>10}{:>14}{:>14}\n", "", "GEMMs", "attention", "other", "step",
-                     "GEMM speedup", "step speedup");
+  d.title(fmt::format("Step estimate per layer (ms): GEMMs measured, attention {}, other work modelled{}",
+                      c.attention_measured ? "measured" : "modelled", c.other_from_user ? " (--step-other-ms)" : ""));
+  using print::Align;
+  print::Table t({{"", Align::Left, 14},
+                  {"GEMMs", Align::Right, 10},
+                  {"attention", Align::Right, 11},
+                  {"other", Align::Right, 9},
+                  {"step", Align::Right, 10},
+                  {"GEMM speedup", Align::Right, 14},
+                  {"step speedup", Align::Right, 14}},
+                 print::Table::Layout::Fixed);
+  t.add_header();
   for (size_t p = 0; p < r.precisions.size(); ++p) {
     const StepEstimate& e = est[p];
-    std::string gsp = "", ssp = "";
+    std::string gsp, ssp;
     if (bf16 && p != *bf16 && e.gemm_ms && est[*bf16].gemm_ms && *e.gemm_ms > 0) {
-      gsp = fmt::format("{:.2f}x", *est[*bf16].gemm_ms / *e.gemm_ms);
-      ssp = fmt::format("{:.2f}x", *est[*bf16].step_ms() / *e.step_ms());
+      gsp = print::format_speedup(*est[*bf16].gemm_ms / *e.gemm_ms);
+      ssp = print::format_speedup(*est[*bf16].step_ms() / *e.step_ms());
     }
-    out += fmt::format("{:<14}{:>10}{:>11.3f}{:>9.3f}{:>10}{:>14}{:>14}\n", to_string(r.precisions[p]),
-                       opt_ms(e.gemm_ms), e.attention_ms, e.other_ms, opt_ms(e.step_ms()), gsp, ssp);
+    t.add_row({to_string(r.precisions[p]), print::format_ms(e.gemm_ms), print::format_ms(e.attention_ms), print::format_ms(e.other_ms),
+               print::format_ms(e.step_ms()), gsp, ssp});
   }
-  out += "  An average layer; the LM head (once per step), optimizer, communication and host gaps are not in it.\n";
-  return out;
+  d.table(std::move(t));
+  d.line("An average layer; the LM head (once per step), optimizer, communication and host gaps are not in it.", 2);
+}
+
+std::string step_estimate_block(const RunResult& r, size_t mode) {
+  print::Document d;
+  add_step_estimate(d, r, mode);
+  return print::render(d, print::Format::Text);
 }
 
 }  // namespace gs

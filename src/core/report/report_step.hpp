@@ -7,11 +7,13 @@
 #include <vector>
 
 #include "core/results/results.hpp"
+#include "core/util/printer.hpp"
 
 namespace gs {
 
 // Header lines; a dry run says what would run (bytes, FLOPs), a measured run what ran (ms, sources).
-std::string step_context_lines(const RunResult& r);
+void add_step_context(print::Document& d, const RunResult& r);
+std::string step_context_lines(const RunResult& r);  // the same lines as text
 
 // One precision's per-layer step estimate (an average layer of the model).
 struct StepEstimate {
@@ -26,6 +28,7 @@ struct StepEstimate {
 std::vector<StepEstimate> step_estimates(const RunResult& r, size_t mode);
 
 // The table: GEMMs | attention | other | step, GEMM speedup and step speedup vs BF16.
-std::string step_estimate_block(const RunResult& r, size_t mode);
+void add_step_estimate(print::Document& d, const RunResult& r, size_t mode);
+std::string step_estimate_block(const RunResult& r, size_t mode);  // the same block as text
 
 }  // namespace gs

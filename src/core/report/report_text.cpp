@@ -20,9 +20,7 @@ namespace gs {
 
 namespace {
 
-constexpr int kWidth = 90;
-const std::string kRuleHeavy(kWidth, '=');
-const std::string kRuleLight(kWidth, '-');
+const std::string kRuleHeavy(print::kReportWidth, '=');
 
 std::string device_name(const RunResult& r) { return r.device ? r.device->name : "(no GPU)"; }
 
@@ -43,7 +41,7 @@ struct Footnotes {
 print::Table report_table(const std::vector<int>& widths, const std::vector<std::string>& headers = {}) {
   print::Table t;
   t.layout = print::Table::Layout::Fixed;
-  t.min_rule = kWidth;
+  t.min_rule = print::kReportWidth;
   for (size_t i = 0; i < widths.size(); ++i)
     t.columns.push_back({i < headers.size() ? headers[i] : std::string(), i < 2 ? print::Align::Left : print::Align::Right,
                          widths[i]});
@@ -56,8 +54,6 @@ std::string text(const print::Table& t) { return print::render_table(t, print::F
 
 // Plan-table numbers: one decimal, but three significant digits below 1 (tiny shapes are not 0.0).
 std::string plan_number(double v) { return v >= 1.0 || v == 0.0 ? fmt::format("{:.1f}", v) : fmt::format("{:.3g}", v); }
-
-std::string ms(std::optional<double> v) { return v ? fmt::format("{:.3f}", *v) : "N/A"; }
 
 std::string cell_ms(const Cell& c, Footnotes& fn) {
   if (c.ok) return fmt::format("{:.3f}", c.stats.mean_ms);
@@ -162,7 +158,7 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
   print::Table st = report_table(sw, head);
   auto sums_row = [&](const std::string& label, auto field) {
     std::vector<print::Cell> row = {label, ""};
-    for (const auto& ps : s.sums) row.push_back(ms(field(ps)));
+    for (const auto& ps : s.sums) row.push_back(print::format_ms(field(ps)));
     st.add_row(std::move(row));
   };
   out += "Per-Layer GEMM Time:\n";
@@ -233,7 +229,7 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
       std::vector<std::string> sum = {fmt::format("{} sum (ms):", pass_label(pass)), ""};
       for (size_t p = 0; p < r.precisions.size(); ++p) {
         const auto& ps = s.sums[p];
-        sum.push_back(ms(pass == Pass::Fprop ? ps.fprop : pass == Pass::Dgrad ? ps.dgrad : ps.wgrad));
+        sum.push_back(print::format_ms(pass == Pass::Fprop ? ps.fprop : pass == Pass::Dgrad ? ps.dgrad : ps.wgrad));
       }
       t.add_row(cells(sum));
     } else {
@@ -241,12 +237,12 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
       // router + experts).
       if (n_dense > 0) {
         std::vector<std::string> sum = {fmt::format("{} sum, dense layer (ms):", pass_label(pass)), ""};
-        for (const auto& ps : s.sums) sum.push_back(ms(pass == Pass::Fprop ? ps.fprop : pass == Pass::Dgrad ? ps.dgrad : ps.wgrad));
+        for (const auto& ps : s.sums) sum.push_back(print::format_ms(pass == Pass::Fprop ? ps.fprop : pass == Pass::Dgrad ? ps.dgrad : ps.wgrad));
         t.add_row(cells(sum));
       }
       std::vector<std::string> sum = {fmt::format("{} sum, MoE layer (ms):", pass_label(pass)), ""};
       for (const auto& ps : s.sums)
-        sum.push_back(ms(pass == Pass::Fprop ? ps.moe_fprop : pass == Pass::Dgrad ? ps.moe_dgrad : ps.moe_wgrad));
+        sum.push_back(print::format_ms(pass == Pass::Fprop ? ps.moe_fprop : pass == Pass::Dgrad ? ps.moe_dgrad : ps.moe_wgrad));
       t.add_row(cells(sum));
       t.add_note(fmt::format("MLP rows run in the {} dense layers only; Router, Expert and Shared rows in the {} MoE layers "
                              "only; the others in every layer.", n_dense, n_moe));
@@ -314,7 +310,7 @@ std::string shapes_block(const RunResult& r, size_t mode, Footnotes& fn) {
       const Cell& c = r.cell(mode, g, p);
       const Cell& base = r.cell(mode, g, b);
       if (!c.ok || !base.ok) return std::string("N/A");
-      return fmt::format("{:.2f}x", base.stats.mean_ms / c.stats.mean_ms);
+      return print::format_speedup(base.stats.mean_ms / c.stats.mean_ms);
     });
   }
   return out;
@@ -374,7 +370,7 @@ std::string modes_block(const RunResult& r) {
   auto bf = std::find(r.precisions.begin(), r.precisions.end(), Precision::BF16);
   for (size_t p = 0; p < r.precisions.size(); ++p) {
     std::vector<std::string> row = {to_string(r.precisions[p]), ""};
-    for (size_t m = 0; m < r.modes.size(); ++m) row.push_back(ms(total(m, p)));
+    for (size_t m = 0; m < r.modes.size(); ++m) row.push_back(print::format_ms(total(m, p)));
     for (size_t i : quantizing) {
       auto a = total(i, p), q = total(*pq, p);
       row.push_back(a && q ? fmt::format("{:.3f}", *a - *q) : "N/A");
@@ -384,7 +380,7 @@ std::string modes_block(const RunResult& r) {
       std::string sp = "N/A";
       if (bf != r.precisions.end()) {
         auto a = total(m, p), b = total(m, static_cast<size_t>(bf - r.precisions.begin()));
-        if (a && b) sp = fmt::format("{:.2f}x", *b / *a);
+        if (a && b) sp = print::format_speedup(*b / *a);
       }
       row.push_back(sp);
     }

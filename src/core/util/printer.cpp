@@ -99,8 +99,10 @@ std::string fixed_row(const Table& t, const std::vector<Cell>& row) {
       debt -= give;
     }
     if (left && static_cast<int>(cell.size()) > w) debt += static_cast<int>(cell.size()) - w;
-    // A cell as wide as its column (huge shapes or values) still gets a space before it.
-    if (i > 0 && !out.empty() && out.back() != ' ' && static_cast<int>(cell.size()) >= w) out += ' ';
+    // A cell never runs into the one before it: a cell as wide as its column (huge shapes or
+    // values), or a label after a cell that filled its own, gets a space before it.
+    if (i > 0 && !out.empty() && out.back() != ' ' && (static_cast<int>(cell.size()) >= w || (left && !cell.empty())))
+      out += ' ';
     out += left ? fmt::format("{:<{}}", cell, w) : fmt::format("{:>{}}", cell, w);
   }
   return strip_right(out) + "\n";
@@ -125,9 +127,19 @@ std::string md_row(const std::vector<std::string>& cells) {
   return s + "\n";
 }
 
-// Pipe table: the header (the first header or row line), the alignment row, the rows; notes below.
+// Pipe table: the header (the first header or row line; the columns' headers when no header line
+// comes first and a column has one), the alignment row, the rows; notes below.
 std::string markdown_table(const Table& t) {
-  const auto rows = rendered_rows(t, Format::Markdown);
+  auto rows = rendered_rows(t, Format::Markdown);
+  const auto first = std::find_if(t.lines.begin(), t.lines.end(), [](const Table::Line& l) {
+    return l.kind == Table::Line::Kind::Header || l.kind == Table::Line::Kind::Row;
+  });
+  const bool named = std::any_of(t.columns.begin(), t.columns.end(), [](const Column& c) { return !c.header.empty(); });
+  if (named && (first == t.lines.end() || first->kind != Table::Line::Kind::Header)) {
+    std::vector<std::string> head;
+    for (const Cell& c : t.header_cells()) head.push_back(c.render(Format::Markdown));
+    rows.insert(rows.begin(), std::move(head));
+  }
   std::string out;
   for (size_t r = 0; r < rows.size(); ++r) {
     out += md_row(rows[r]);
@@ -153,17 +165,24 @@ class TextPrinter final : public Printer {
 
  protected:
   void heading(const Block& b, bool first, std::string& out) const override {
-    if (!first) out += '\n';
+    if (!first && b.spaced) out += '\n';
     out += b.text.in(Format::Text).render(Format::Text) + "\n";
   }
   void paragraph(const Block& b, bool, std::string& out) const override {
-    out += "  " + b.text.in(Format::Text).render(Format::Text) + "\n";
+    const std::string s = b.text.in(Format::Text).render(Format::Text);
+    out += b.wrap > 0 ? wrap_text(s, b.wrap, b.indent, b.hang) : indent(b.indent) + s + "\n";
   }
   void list(const Block& b, bool, std::string& out) const override {
     for (const Item& item : b.items)
-      if (item.only != Only::Markdown) out += "  " + item.text.in(Format::Text).render(Format::Text) + "\n";
+      if (item.only != Only::Markdown) out += indent(b.indent) + item.text.in(Format::Text).render(Format::Text) + "\n";
   }
   void table(const Block& b, bool, std::string& out) const override { out += render_table(b.table, Format::Text); }
+  void rule(const Block& b, bool, std::string& out) const override {
+    out += std::string(static_cast<size_t>(std::max(b.width, 0)), b.rule) + "\n";
+  }
+
+ private:
+  static std::string indent(int n) { return std::string(static_cast<size_t>(std::max(n, 0)), ' '); }
 };
 
 class MarkdownPrinter final : public Printer {
@@ -189,9 +208,14 @@ class MarkdownPrinter final : public Printer {
     if (!first) out += '\n';
     out += render_table(b.table, Format::Markdown);
   }
+  void rule(const Block&, bool, std::string&) const override {}  // rules are text's only (Document::rule)
 };
 
 }  // namespace
+
+std::string format_ms(std::optional<double> ms) { return ms ? fmt::format("{:.3f}", *ms) : "N/A"; }
+
+std::string format_speedup(double ratio) { return fmt::format("{:.2f}x", ratio); }
 
 std::string Inline::render(Format f) const {
   std::string out;
@@ -253,6 +277,62 @@ Document& Document::table(print::Table t, Only only) {
   return *this;
 }
 
+Document& Document::title(Text t, int level, Only only) {
+  heading(std::move(t), level, only);
+  blocks.back().spaced = false;
+  return *this;
+}
+
+Document& Document::line(Text t, int indent, Only only) {
+  paragraph(std::move(t), only);
+  blocks.back().indent = indent;
+  blocks.back().hang = indent;
+  return *this;
+}
+
+Document& Document::wrapped(Text t, int width, int indent, int hang, Only only) {
+  line(std::move(t), indent, only);
+  blocks.back().hang = hang;
+  blocks.back().wrap = width;
+  return *this;
+}
+
+Document& Document::rule(char c, int width) {
+  Block b;
+  b.kind = Block::Kind::Rule;
+  b.only = Only::Text;
+  b.rule = c;
+  b.width = width;
+  blocks.push_back(std::move(b));
+  return *this;
+}
+
+Document& Document::append(Document other) {
+  for (Block& b : other.blocks) blocks.push_back(std::move(b));
+  return *this;
+}
+
+std::string wrap_text(const std::string& text, int width, int indent, int hang) {
+  const size_t w = static_cast<size_t>(std::max(width, 0));
+  std::string out, line(static_cast<size_t>(std::max(indent, 0)), ' ');
+  bool fresh = true;  // no word on `line` yet
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find(' ', at);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(at, end - at);
+    if (!fresh && line.size() + 1 + word.size() > w) {
+      out += line + "\n";
+      line.assign(static_cast<size_t>(std::max(hang, 0)), ' ');
+      fresh = true;
+    }
+    line += (fresh ? "" : " ") + word;
+    fresh = false;
+    at = end + 1;
+  }
+  return out + line + "\n";
+}
+
 std::string Printer::print(const Document& d) const {
   std::string out;
   bool first = true;
@@ -268,6 +348,7 @@ std::string Printer::print(const Document& d) const {
       case Block::Kind::Paragraph: paragraph(b, first, out); break;
       case Block::Kind::List: list(b, first, out); break;
       case Block::Kind::Table: table(b, first, out); break;
+      case Block::Kind::Rule: rule(b, first, out); break;
     }
     first = false;
   }

@@ -29,6 +29,14 @@ namespace gs::print {
 
 enum class Format { Text, Markdown };
 
+// The text reports' width: their rules and the lines they wrap.
+constexpr int kReportWidth = 90;
+
+// The reports' numbers, spelled one way everywhere: a time in ms with three decimals, "N/A" where
+// there is none ("12.345"), and a speedup (a ratio of times) with two decimals and an x ("1.42x").
+std::string format_ms(std::optional<double> ms);
+std::string format_speedup(double ratio);
+
 // Inline emphasis. Text prints the words only; markdown marks them: **strong**, _emphasis_, `code`.
 enum class Style { Plain, Strong, Emphasis, Code };
 
@@ -95,8 +103,10 @@ struct Cell {
 struct Table {
   // Compact: indented two spaces, columns two spaces apart, as wide as their widest cell, a rule
   // of '-' under the header. Fixed: the run report's layout (report_text.cpp): each column
-  // Column::width wide (left-aligned columns may run into the empty cells after them), no indent,
-  // rule lines and notes where the builder adds them, rules at least `min_rule` wide.
+  // Column::width wide (left-aligned columns may run into the empty cells after them; a cell that
+  // would touch the one before it gets a space first), no indent, trailing spaces dropped, rule
+  // lines and notes where the builder adds them, rules at least `min_rule` wide. A table laid out
+  // with separators ("{:<7} {:>9}") is a fixed table whose widths hold them (8, 10).
   enum class Layout { Compact, Fixed };
   struct Line {
     enum class Kind { Header, Row, Rule, Note } kind = Kind::Row;
@@ -147,21 +157,49 @@ struct Item {
 };
 
 struct Block {
-  enum class Kind { Heading, Paragraph, List, Table } kind = Kind::Paragraph;
+  enum class Kind { Heading, Paragraph, List, Table, Rule } kind = Kind::Paragraph;
   Only only = Only::Both;
   Text text;                // Heading, Paragraph
   int level = 2;            // Heading: markdown's "##" count
   std::vector<Item> items;  // List
   print::Table table;       // Table
+  // Where text puts a block (markdown has its own spacing and ignores these):
+  int indent = 2;       // Paragraph, List: spaces before each line
+  int hang = 2;         // Paragraph: spaces before the lines a wrapped paragraph continues on
+  int wrap = 0;         // Paragraph: the width it wraps at, between words (0: one line however long)
+  bool spaced = true;   // Heading: a blank line before it (never before the first block)
+  char rule = '-';      // Rule: a line of `width` of these
+  int width = 0;
 };
 
+// Two text styles live in one document model. Compare's (heading, paragraph, list): a blank line
+// before each heading, paragraphs and items indented two spaces. The run report's (title, line,
+// wrapped, rule): titles and lines where the builder puts them, no blank lines, rules between
+// sections; markdown prints a title as a heading, a line or a wrapped paragraph as a paragraph,
+// and no rules.
 struct Document {
   std::vector<Block> blocks;
   Document& heading(Text t, int level = 2, Only only = Only::Both);
   Document& paragraph(Text t, Only only = Only::Both);
   Document& list(std::vector<Item> items, Only only = Only::Both);
   Document& table(print::Table t, Only only = Only::Both);
+  // A heading that text prints as a line of its own, without the blank line before it.
+  Document& title(Text t, int level = 3, Only only = Only::Both);
+  // A paragraph that text prints `indent` spaces in, on one line.
+  Document& line(Text t, int indent = 0, Only only = Only::Both);
+  // A paragraph that text wraps between words at `width` columns: its first line `indent` spaces
+  // in, the others `hang` spaces in.
+  Document& wrapped(Text t, int width, int indent, int hang, Only only = Only::Both);
+  // Text only: a line of `width` characters `c`.
+  Document& rule(char c, int width);
+  // Another document's blocks after these.
+  Document& append(Document other);
 };
+
+// `text` in lines of at most `width` characters, broken at spaces (a word longer than the width
+// gets a line of its own): the first line after `indent` spaces, the others after `hang`; each
+// line ends in '\n'.
+std::string wrap_text(const std::string& text, int width, int indent, int hang);
 
 // The printer base: walks a document's blocks in order, skipping the blocks of other formats, and
 // hands each to the format's hook. A new output format is one subclass (printer.cpp).
@@ -177,10 +215,13 @@ class Printer {
   virtual void paragraph(const Block& b, bool first, std::string& out) const = 0;
   virtual void list(const Block& b, bool first, std::string& out) const = 0;
   virtual void table(const Block& b, bool first, std::string& out) const = 0;
+  virtual void rule(const Block& b, bool first, std::string& out) const = 0;
 };
 
-// Text: headings after a blank line, paragraphs and list items indented two spaces, tables in
-// their layout. Markdown: blocks one blank line apart, "## heading", "- item", pipe tables.
+// Text: headings after a blank line (titles without it), paragraphs and list items indented as their
+// block says (two spaces unless told), tables in their layout. Markdown: blocks one blank line
+// apart, "## heading", "- item", pipe tables (a table without a header line gets its columns'
+// headers), no rules.
 std::unique_ptr<Printer> make_printer(Format f);
 std::string render(const Document& d, Format f);
 

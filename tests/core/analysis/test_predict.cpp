@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 
@@ -311,6 +312,40 @@ TEST(Predict, ComparesAgainstAMeasuredRun) {
   const CompareResult c = compare_results(pred, meas);
   ASSERT_FALSE(c.modes.empty());
   EXPECT_FALSE(c.modes[0].totals.empty());
+}
+
+// The prediction is one document: every row of its markdown tables is a line of the text, the
+// same cells in the same order (a table without a header line gets its columns' headers in
+// markdown, which the text does not print).
+TEST(Predict, MarkdownHasTheTextsRows) {
+  const RunResult r = fixture("model_5b_both_modes.json");
+  const Prediction pr = predict_from_run(r, "f.json", *db().match_device(r.device->name), db().find("B300"));
+  print::Document d;
+  add_prediction(d, pr);
+  const std::string text = print::render(d, print::Format::Text), md = print::render(d, print::Format::Markdown);
+  EXPECT_EQ(text, render_prediction_text(pr));
+  EXPECT_EQ(md.rfind("## PREDICTED GEMM times on ", 0), 0u) << md;
+  EXPECT_EQ(md.find("====="), std::string::npos) << md;
+  const auto words = [](const std::string& s) {
+    std::istringstream in(s);
+    std::string w, out;
+    while (in >> w) out += (out.empty() ? "" : " ") + w;
+    return out;
+  };
+  std::set<std::string> lines;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) lines.insert(words(l));
+  size_t rows = 0;
+  std::istringstream mds(md);
+  for (std::string l; std::getline(mds, l);) {
+    if (l.rfind("| ", 0) != 0 || l.rfind("|  |", 0) == 0) continue;  // not a row, or a header without a label
+    std::string cells = l.substr(1);
+    for (size_t at; (at = cells.find(" |")) != std::string::npos;) cells.replace(at, 2, " ");
+    EXPECT_EQ(lines.count(words(cells)), 1u) << l;
+    ++rows;
+  }
+  // Each mode: its header and GEMMs, and the per-layer and full-model sums with their bands.
+  EXPECT_GE(rows, r.modes.size() * (1 + r.plan.gemms.size() + 6));
 }
 
 TEST(Predict, NotRunnableAndDatasheetOnly) {

@@ -143,6 +143,21 @@ TEST(AttentionMatmuls, MeasuredTimeIsShownPerFusedPassAndNeverInTheGemmTotals) {
   EXPECT_EQ(text.find("Attention's own matmuls", block + 1), std::string::npos);
   EXPECT_GT(block, text.find("Throughput per GEMM"));
   EXPECT_FALSE(has(text.substr(0, block), "S = Q K^T"));
+  // One document for both formats: markdown has the same rows as a pipe table, the text unwrapped,
+  // no rules.
+  print::Document d;
+  add_attention_matmuls(d, r);
+  EXPECT_EQ(print::render(d, print::Format::Text), attention_matmuls_block(r));
+  const std::string md = print::render(d, print::Format::Markdown);
+  EXPECT_EQ(md.rfind("### Attention's own matmuls (QK^T and PV), per layer and GPU:\n", 0), 0u) << md;
+  EXPECT_TRUE(has(md, "| Pass | Matmul | Shape (products x MxKxN) | GFLOP (causal) | MB unfused |\n"
+                      "|---|---|---|---:|---:|\n"
+                      "| Fprop | S = Q K^T | 32 x 4096x128x4096 | "))
+      << md;
+  EXPECT_TRUE(has(md, "\nNot GEMM rows: fused with the softmax in flash attention, never timed as GEMMs, never in the GEMM "
+                      "totals or speedups.\n"))
+      << md;
+  EXPECT_FALSE(has(md, "-----")) << md;
   // The CSV holds GEMM cells only.
   EXPECT_FALSE(has(render_csv(r), "Q K^T"));
 }

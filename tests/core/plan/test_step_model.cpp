@@ -143,6 +143,21 @@ TEST(StepModel, StepEstimateAndSpeedup) {
   EXPECT_NE(block.find("2.00x"), std::string::npos) << block;  // GEMM speedup 10 / 5
   EXPECT_NE(block.find("1.36x"), std::string::npos) << block;  // step speedup 15 / 11
   EXPECT_NE(gs::step_context_lines(r).find("cuDNN test"), std::string::npos);
+  // The table's text layout, and the same rows in markdown from the same document.
+  EXPECT_NE(block.find("                   GEMMs  attention    other      step  GEMM speedup  step speedup\n"
+                       "BF16              10.000      2.000    3.000    15.000\n"
+                       "FP8Current         5.000      2.000    4.000    11.000         2.00x         1.36x\n"),
+            std::string::npos)
+      << block;
+  gs::print::Document d;
+  gs::add_step_estimate(d, r, 0);
+  const std::string md = gs::print::render(d, gs::print::Format::Markdown);
+  EXPECT_NE(md.find("|  | GEMMs | attention | other | step | GEMM speedup | step speedup |\n"
+                    "|---|---:|---:|---:|---:|---:|---:|\n"
+                    "| BF16 | 10.000 | 2.000 | 3.000 | 15.000 |  |  |\n"
+                    "| FP8Current | 5.000 | 2.000 | 4.000 | 11.000 | 2.00x | 1.36x |\n"),
+            std::string::npos)
+      << md;
   // Training mode times the casts with the GEMMs: none added.
   gs::RunResult t = r;
   t.modes = {gs::Mode::Training};

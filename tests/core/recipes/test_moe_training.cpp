@@ -180,6 +180,15 @@ TEST(MoeGroupedBlock, SaysHowMuchOfTheGroupedCellsIsKernelTime) {
   EXPECT_NE(block.find(fmt::format("BF16 {:.3f} of {:.3f} ms (50%", cell_ms / 2, cell_ms), at), std::string::npos) << block;
   // FP8 cells were not traced: only BF16 is summed.
   EXPECT_EQ(block.find("FP8Current", at), std::string::npos) << block;
+  // The table is one printer table: text keeps the columns one space apart, markdown has the same rows.
+  EXPECT_EQ(block.find("Pass    Op              Groups Rows min..max"), block.find('\n') + 1) << block;
+  print::Document d;
+  add_moe_grouped(d, r, mode);
+  EXPECT_EQ(print::render(d, print::Format::Text), block);
+  const std::string md = print::render(d, print::Format::Markdown);
+  EXPECT_NE(md.find("| Pass | Op | Groups | Rows min..max | BF16 eff |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| Fprop | Expert Up | "), std::string::npos) << md;
+  EXPECT_EQ(md.find("====="), std::string::npos) << md;
 }
 
 #ifdef GS_BINARY

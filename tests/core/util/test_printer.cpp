@@ -98,6 +98,86 @@ TEST(Printer, DocumentBlocksAndFormatOnlyParts) {
             "- only in A: `fprop qkv`\n");
 }
 
+TEST(Printer, ReportStyleBlocks) {
+  print::Document d;
+  d.title("Block (in words):");
+  d.line("flush line");
+  d.line("indented line", 4);
+  d.wrapped("one two three four five six", 15, 2, 4);
+  d.rule('=', 12);
+  print::Document more;
+  more.title("Second:", 3);
+  more.list({"[1] a note"});
+  d.append(std::move(more));
+  EXPECT_EQ(print::render(d, Format::Text),
+            "Block (in words):\n"  // titles: no blank line before
+            "flush line\n"
+            "    indented line\n"
+            "  one two three\n"  // 15 columns; " four" would make 20
+            "    four five\n"
+            "    six\n"
+            "============\n"
+            "Second:\n"
+            "  [1] a note\n");
+  // Markdown: titles are headings, lines and wrapped text paragraphs (unwrapped), no rules.
+  EXPECT_EQ(print::render(d, Format::Markdown),
+            "### Block (in words):\n"
+            "\n"
+            "flush line\n"
+            "\n"
+            "indented line\n"
+            "\n"
+            "one two three four five six\n"
+            "\n"
+            "### Second:\n"
+            "\n"
+            "- [1] a note\n");
+}
+
+TEST(Printer, WrapTextBreaksBetweenWords) {
+  EXPECT_EQ(print::wrap_text("aa bb cc", 8, 0, 0), "aa bb cc\n");  // exactly the width: one line
+  EXPECT_EQ(print::wrap_text("aa bb cc", 7, 0, 2), "aa bb\n  cc\n");
+  // A word longer than the width gets a line of its own, never cut.
+  EXPECT_EQ(print::wrap_text("a verylongword b", 6, 1, 1), " a\n verylongword\n b\n");
+  EXPECT_EQ(print::wrap_text("", 10, 2, 2), "  \n");
+}
+
+TEST(Printer, FixedCellsNeverTouch) {
+  // Widths that hold a one-space separator (a "{:<4} {:<5} {:>4}" layout).
+  print::Table t({{"Key", Align::Left, 5}, {"Name", Align::Left, 6}, {"N", Align::Right, 5}}, print::Table::Layout::Fixed);
+  t.add_row({"ab", "cd", "1"});
+  t.add_row({"abcde", "cd", "1"});       // fills its column: a space before the next label
+  t.add_row({"abcdefg", "cdefghij", "1"});  // runs past it: the same
+  t.add_row({"ab", "cd", "123456"});     // a number as wide as its column
+  EXPECT_EQ(print::render_table(t, Format::Text),
+            "ab   cd        1\n"
+            "abcde cd        1\n"
+            "abcdefg cdefghij    1\n"
+            "ab   cd    123456\n");
+}
+
+TEST(Printer, MarkdownTableWithoutHeaderLineTakesTheColumnHeaders) {
+  print::Table t({{"Total", Align::Left, 10}, {"BF16", Align::Right, 8}}, print::Table::Layout::Fixed);
+  t.add_row({"Fprop", "1.000"});
+  EXPECT_EQ(print::render_table(t, Format::Text), "Fprop        1.000\n");
+  EXPECT_EQ(print::render_table(t, Format::Markdown),
+            "| Total | BF16 |\n"
+            "|---|---:|\n"
+            "| Fprop | 1.000 |\n");
+  // Without any column header the first row stays the header, as before.
+  print::Table bare({{"", Align::Left, 4}, {"", Align::Right, 4}}, print::Table::Layout::Fixed);
+  bare.add_row({"a", "1"});
+  EXPECT_EQ(print::render_table(bare, Format::Markdown), "| a | 1 |\n|---|---:|\n");
+}
+
+TEST(Printer, ReportNumbers) {
+  EXPECT_EQ(print::format_ms(12.3456), "12.346");
+  EXPECT_EQ(print::format_ms(std::nullopt), "N/A");
+  EXPECT_EQ(print::format_ms(0.0), "0.000");
+  EXPECT_EQ(print::format_speedup(1.4249), "1.42x");
+  EXPECT_EQ(print::format_speedup(2.0), "2.00x");
+}
+
 // The rows of every table in a compare report, each cell without its flag: text tables are the
 // lines after a "  ----" rule with as many columns (split at two spaces) as the header above it;
 // markdown tables the "| ... |" lines but the alignment rows.
