@@ -411,6 +411,14 @@ int main(int argc, char** argv) try {
         measure_as(name, gshape, int(total_elems / size_t(cols)), cols, bytes, fn, true);
       };
       measure("multi amax" + tag, 2 * nd, [&] { m_amax.launch(s); });
+      if (grouped_only) {  // reference, not counted: the same bytes as one tensor (one sweep of the grid)
+        void* ws1 = nullptr;
+        GS_CUDA(cudaMalloc(&ws1, gs::cuda::amax_workspace_bytes(total_elems)));
+        measure_as("ref amax one tensor" + tag, gshape, int(total_elems / size_t(cols)), cols, 2 * nd,
+                   [&] { gs::cuda::amax_bf16(x, total_elems, amax, ws1, s); }, false);
+        GS_CUDA(cudaStreamSynchronize(s));
+        GS_CUDA(cudaFree(ws1));
+      }
       measure("multi cast_fp8_current D" + tag, 4 * nd, [&] { m_cur.launch(s); });
       measure(std::string(weights ? "multi block_128x128 D" : "multi block_1x128 D") + tag, 4 * nd,
               [&] { m_blk.launch(s); });

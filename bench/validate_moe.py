@@ -357,6 +357,10 @@ def main():
                     help="also split the GEMM kernel time per pass: the PyTorch step is run twice more (forward "
                          "alone; forward and backward without weight gradients), each pass a difference of two "
                          "steps' GEMM kernel time (needs --streams 1, where kernel durations add up)")
+    ap.add_argument("--torch-blas", choices=["default", "cublas", "cublaslt"], default="default",
+                    help="the BLAS library PyTorch's F.linear runs on (torch.backends.cuda.preferred_blas_library): "
+                         "its default (cuBLAS's cublasGemmEx on CUDA), or cublaslt, the library Transformer Engine "
+                         "and gemmscope call (same kernels; the algorithm's configuration may differ)")
     ap.add_argument("--json")
     ap.add_argument("--gemmscope-args", default="")
     a = ap.parse_args()
@@ -370,9 +374,12 @@ def main():
     if not torch.cuda.is_available():
         print("validate_moe: no CUDA GPU visible to PyTorch", file=sys.stderr)
         return 2
+    if a.torch_blas != "default":
+        torch.backends.cuda.preferred_blas_library(a.torch_blas)
+    blas = str(torch.backends.cuda.preferred_blas_library()).split(".")[-1]
     dev = torch.cuda.get_device_name()
     print(f"device: {dev}; torch {torch.__version__}; {a.seconds:g} s of continuous steps, then {a.steps} profiled; "
-          f"experts over {a.streams} streams on both sides", flush=True)
+          f"experts over {a.streams} streams on both sides; PyTorch BLAS: {blas}", flush=True)
     rows, ok_all = [], True
     with tempfile.TemporaryDirectory() as d:
         for n in names:
@@ -470,7 +477,8 @@ def main():
     print(f"\n{dev}: {sum(r['pass'] for r in compared)} of {len(compared)} compared cells within ±{a.bar:g}% (judged on {a.judge})")
     if a.json:
         with open(a.json, "w") as fh:
-            json.dump({"device": dev, "torch": torch.__version__, "bar_pct": a.bar, "rows": rows}, fh, indent=1)
+            json.dump({"device": dev, "torch": torch.__version__, "torch_blas": blas, "bar_pct": a.bar, "rows": rows}, fh,
+                      indent=1)
     return 0 if ok_all and compared else 1
 
 
