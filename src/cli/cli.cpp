@@ -26,7 +26,6 @@
 #include "core/model/model_config.hpp"
 #include "core/io/output_paths.hpp"
 #include "core/plan/plan.hpp"
-#include "core/providers/provider.hpp"
 #include "core/report/report.hpp"
 #include "core/run/runner.hpp"
 #include "core/run/settings.hpp"
@@ -48,27 +47,19 @@ using namespace gs;
 
 struct Options {
   ModelOverrides model;
-  std::string config_path, preset, shapes, mode, sweep_spec;  // mode "": training (model) / per-gemm (shapes)
-  bool sweep = false, list_models = false, dry_run = false, pre_quantize = false, quiet = false;
+  std::string config_path, preset, shapes, sweep_spec;
+  bool sweep = false, list_models = false, dry_run = false, quiet = false;
   bool verify_dgrad = false;  // the seed's early flag; a no-op here (Dgrad is always measured)
-  bool accuracy = false, accuracy_only = false;
-  bool mode_given = false;  // --mode was on the command line (o.mode alone cannot tell the default)
-  std::string dist = "normal";
-  bool bf16_only = false;
-  bool no_bf16 = false, no_fp8_current = false, no_fp8_delayed = false, no_fp8_block = false, no_mxfp8 = false,
-       no_fp4 = false;
-  std::string precisions;
   std::string out_chart, out_json, out_csv;
-  std::string grouped = "streams:4";
   int64_t device = 0;
-  // The registry's settings as given (core/run/settings.hpp): "section.key" -> the text.
+  // The registry's settings as given (core/run/settings.hpp): "section.key" -> the text; also
+  // the precisions, modes, providers, grouped GEMMs and the accuracy pass.
   GivenSettings settings;
   bool kernels = false;  // --kernels: print the kernel table (core/results/kernels.hpp, docs/kernels.md)
   cli::CommFlags comm;  // --comm, --comm-only and the layout flags (cmd_comm.hpp)
   bool all_gpus = false;         // never set here: dispatch() hands --all-gpus to cmd_fleet.cpp
   std::string fleet_threshold;   // idem
   bool mpi = false;              // never set here: dispatch() hands --mpi to cmd_mpi.cpp
-  std::string provider = "cublaslt";  // --provider (core/providers/provider.hpp)
 };
 
 // The first of CLI11's comma-separated option names: "--hidden_size,--hidden-size" -> "--hidden_size".
@@ -88,32 +79,59 @@ CLI::Option* add_int(CLI::App& app, const char* names, Dst& dst, const char* hel
       ->type_name("INT");
 }
 
+// One flag of setting `s`: its own (`key` its path; a value unless a Flag) or a shortcut (`key` its
+// first name; a value when it has a type name).
+void bind_flag(CLI::App& app, GivenSettings& given, const Setting& s, const std::string& flags, const std::string& help,
+               const std::string& type_name, bool takes_value, const std::string& key) {
+  if (!takes_value) {
+    app.add_flag_callback(flags, [&given, key] { given[key] = ""; }, help)->group(s.group);
+    return;
+  }
+  const Setting* sp = &s;
+  CLI::Option* opt = app.add_option_function<std::string>(
+      flags,
+      [&given, key, sp](const std::string& v) {
+        if (sp->type == SettingType::Int) parse_decimal_int(v, sp->first_flag());
+        if (sp->type == SettingType::Uint) parse_decimal_uint(v, sp->first_flag());
+        if (sp->type == SettingType::Number) parse_decimal_number(v, sp->first_flag());
+        given[key] = v;
+      },
+      help);
+  opt->group(s.group);
+  if (!type_name.empty()) opt->type_name(type_name);
+}
+
+void bind_setting_flags(CLI::App& app, GivenSettings& given, const Setting& s) {
+  if (!s.flags.empty()) bind_flag(app, given, s, s.flags, s.help, s.type_name, s.type != SettingType::Flag, s.path());
+  for (const SettingFlag& f : s.shortcuts) {
+    const std::string first = f.flags.substr(0, f.flags.find(','));
+    bind_flag(app, given, s, f.flags, f.help, f.type_name, !f.type_name.empty(), first);
+  }
+}
+
 }  // namespace
 
 // The registry's settings of help group `group` as CLI11 options (core/run/settings.hpp): each stores
 // the text it was given in `given`; numbers are checked for their syntax as they are parsed (as
 // every integer option is), values against their names and ranges by apply_settings().
 void gs::cli::add_setting_options(CLI::App& app, GivenSettings& given, const std::string& group) {
+  for (const Setting& s : run_settings())
+    if (s.group == group && !s.placed_by_cli) bind_setting_flags(app, given, s);
+}
+
+void gs::cli::add_setting_flag(CLI::App& app, GivenSettings& given, const std::string& first_name) {
   for (const Setting& s : run_settings()) {
-    if (s.flags.empty() || s.group != group) continue;
-    const std::string path = s.path();
-    if (s.type == SettingType::Flag) {
-      app.add_flag_callback(s.flags, [&given, path] { given[path] = ""; }, s.help)->group(group);
-      continue;
+    if (!s.flags.empty() && s.first_flag() == first_name) {
+      bind_flag(app, given, s, s.flags, s.help, s.type_name, s.type != SettingType::Flag, s.path());
+      return;
     }
-    const Setting* sp = &s;
-    CLI::Option* opt = app.add_option_function<std::string>(
-        s.flags,
-        [&given, path, sp](const std::string& v) {
-          if (sp->type == SettingType::Int) parse_decimal_int(v, sp->first_flag());
-          if (sp->type == SettingType::Uint) parse_decimal_uint(v, sp->first_flag());
-          if (sp->type == SettingType::Number) parse_decimal_number(v, sp->first_flag());
-          given[path] = v;
-        },
-        s.help);
-    opt->group(group);
-    if (!s.type_name.empty()) opt->type_name(s.type_name);
+    for (const SettingFlag& f : s.shortcuts)
+      if (f.flags.substr(0, f.flags.find(',')) == first_name) {
+        bind_flag(app, given, s, f.flags, f.help, f.type_name, !f.type_name.empty(), first_name);
+        return;
+      }
   }
+  throw std::logic_error("no run-setting flag " + first_name);
 }
 
 namespace {
@@ -199,32 +217,6 @@ void add_model_options(CLI::App& app, Options& o) {
   app.add_flag("--list-models", o.list_models, "List model presets and exit")->group("Model");
 }
 
-std::vector<Precision> chosen_precisions(const Options& o) {
-  std::vector<Precision> out;
-  if (o.bf16_only) {
-    if (!o.precisions.empty()) throw UsageError("--bf16-only and --precisions are mutually exclusive");
-    return {Precision::BF16};
-  }
-  if (!o.precisions.empty()) {
-    for (const std::string& item : split_list(o.precisions)) {
-      const Precision p = precision_from_string(item);  // an empty item is "unknown precision ''"
-      for (Precision q : out)
-        if (q == p) throw UsageError(fmt::format("--precisions lists {} twice", item));
-      out.push_back(p);
-    }
-    return out;
-  }
-  for (Precision p : kAllPrecisions) {
-    if ((p == Precision::BF16 && o.no_bf16) || (p == Precision::FP8Current && o.no_fp8_current) ||
-        (p == Precision::FP8Delayed && o.no_fp8_delayed) || (p == Precision::FP8Block && o.no_fp8_block) ||
-        (p == Precision::MXFP8 && o.no_mxfp8) || (p == Precision::NVFP4 && o.no_fp4))
-      continue;
-    out.push_back(p);
-  }
-  if (out.empty()) throw UsageError("every precision is disabled; nothing to measure");
-  return out;
-}
-
 // --sweep-sizes "512,1024,...": square sizes N only (an MxKxN item is refused even when M = K = N).
 std::vector<int64_t> sweep_sizes(const std::string& spec) {
   if (spec.empty()) return {256, 512, 1024, 2048, 4096, 8192, 16384};
@@ -238,33 +230,6 @@ std::vector<int64_t> sweep_sizes(const std::string& spec) {
   for (const Gemm& g : build_shapes_plan(spec, "--sweep-sizes").gemms) out.push_back(g.m);
   return out;
 }
-
-// Names are matched case-insensitively everywhere (--mode Training, --model Llama-3-8B, --dist Normal).
-std::string lower(std::string_view s) { return ascii_lower(s); }
-
-// --grouped serial | streams:N -> EngineOptions::grouped_streams (0 = serial).
-int grouped_streams(const std::string& v) {
-  if (v == "serial") return 0;
-  const std::string prefix = "streams:";
-  if (v.rfind(prefix, 0) == 0) {
-    const std::string num = v.substr(prefix.size());
-    const int64_t n = num.empty() || num.find_first_not_of("0123456789") != std::string::npos ? -1
-                      : num.size() > 3                                                     ? 1000
-                                                                                           : std::stoll(num);
-    if (n >= 1 && n <= 64) return static_cast<int>(n);
-  }
-  throw UsageError(fmt::format("--grouped must be serial, streams:N with N in 1..64, or cutlass, got '{}'", clip_text(v, 80)));
-}
-
-// --grouped cutlass is --provider cutlass: the default provider list becomes CUTLASS alone; a list
-// that names CUTLASS already is kept; any other list contradicts it.
-std::vector<std::string> grouped_cutlass_providers(const std::vector<std::string>& providers) {
-  if (providers == std::vector<std::string>{kProviderCublasLt}) return {kProviderCutlass};
-  if (std::find(providers.begin(), providers.end(), kProviderCutlass) != providers.end()) return providers;
-  throw UsageError(fmt::format("--grouped cutlass is --provider cutlass, but --provider {} has no cutlass",
-                               provider_option_string(providers)));
-}
-
 
 // --seed as given (the routing draws of a model plan need it before the plan exists), else the default.
 uint64_t seed_of(const Options& o) {
@@ -303,56 +268,14 @@ RunRequest build_request(const Options& o) {
     c.moe.routing_seed = seed_of(o);  // routing draws are reproducible by --seed
     req.plan = build_model_plan(c);
   }
-  req.precisions = chosen_precisions(o);
-  if (o.accuracy_only && (o.mode_given || o.pre_quantize))
-    throw UsageError(fmt::format("--accuracy-only times nothing: {} does not apply (use --accuracy to time and measure "
-                                 "accuracy)",
-                                 o.mode_given ? "--mode" : "--pre-quantize"));
-  // The default answers "what will training get": a model plan is timed in Transformer Engine's
-  // training schedule (each tensor quantized once per step). Standalone shapes have nothing to
-  // share, so they are timed per GEMM. Names are case-insensitive; the old names stay accepted.
-  const std::string mode = lower(o.mode);
-  const bool named_mode = mode != "" && mode != "both" && mode != "all";
-  if (o.pre_quantize && o.mode_given && (!named_mode || mode_from_string(mode) != Mode::PreQuantized))
-    throw UsageError(fmt::format("--pre-quantize conflicts with --mode {} (--pre-quantize means --mode pre-quantized)", o.mode));
-  const Mode quantizing = req.plan.model_mode ? Mode::Training : Mode::PerGemm;
-  if (o.pre_quantize) req.modes = {Mode::PreQuantized};
-  else if (mode.empty()) req.modes = {quantizing};
-  else if (mode == "both") req.modes = {quantizing, Mode::PreQuantized};
-  else if (mode == "all" && req.plan.model_mode) req.modes = {Mode::PerGemm, Mode::Training, Mode::PreQuantized};
-  else if (mode == "all") req.modes = {Mode::PerGemm, Mode::PreQuantized};  // shapes: nothing to share
-  else {
-    try {
-      req.modes = {mode_from_string(mode)};
-    } catch (const UsageError&) {
-      throw UsageError(fmt::format("--mode must be training, per-gemm, pre-quantized, both or all (old names: "
-                                   "autocast-shared = training, autocast = per-gemm), got '{}'{}", clip_text(o.mode, 80),
-                                   did_you_mean(o.mode, {"training", "per-gemm", "pre-quantized", "both", "all"})));
-    }
-  }
-  if (!req.plan.model_mode && req.modes.front() == Mode::Training)
-    throw UsageError(fmt::format("--mode {} needs a model plan: it shares quantized tensors between the Fprop, Dgrad and "
-                                 "Wgrad of a layer, and --shapes/--sweep GEMMs stand alone (they are timed per-gemm)",
-                                 o.mode));
-  // The registry's settings (core/run/settings.hpp): given, or the default of the plan's kind.
+  // The run's settings (core/run/settings.hpp): given, or the default of the plan's kind; the
+  // rules between them (--bf16-only and --precisions, --pre-quantize and --mode, ...) are theirs.
   apply_settings(o.settings, req);
   if (o.device < 0) throw UsageError(fmt::format("--device must be >= 0, got {}", o.device));
   if (o.device > std::numeric_limits<int>::max()) throw UsageError(fmt::format("--device {} is too large", o.device));
-  if (req.options.timing.repeats > 1 && o.accuracy_only)
-    throw UsageError("--repeats repeats timed cells: --accuracy-only times nothing");
-  // --grouped cutlass: the single CUTLASS launch for the experts, i.e. the CUTLASS provider (below).
-  const bool grouped_cutlass = lower(o.grouped) == kProviderCutlass;
-  req.options.grouped_streams = grouped_cutlass ? 4 : grouped_streams(lower(o.grouped));
   req.options.timing.step_gap_ms_per_gflop = step_gap_ms_per_gflop(req.plan, req.options.timing.step_other_ms);
   req.options.step_model = step_work_model(req.plan, req.options.timing.step_context_kind);
   req.options.device = static_cast<int>(o.device);
-  req.providers = parse_provider_option(o.provider);
-  if (grouped_cutlass) req.providers = grouped_cutlass_providers(req.providers);
-  req.accuracy = o.accuracy;
-  req.accuracy_only = o.accuracy_only;
-  req.dist = dist_from_string(lower(o.dist));
-  if (req.dist != Dist::Normal && !o.accuracy && !o.accuracy_only)
-    throw UsageError("--dist applies to --accuracy / --accuracy-only");
   return req;
 }
 
@@ -405,27 +328,14 @@ int run_main(int argc, char** argv) {
   app.add_option("--shapes", o.shapes, "Explicit GEMMs 'MxKxN,...' or square sizes '1024,2048' (no model flags)")->group("Shapes");
   app.add_flag("--sweep", o.sweep, "Square sweep 256..16384 (or --sweep-sizes)")->group("Shapes");
   app.add_option("--sweep-sizes", o.sweep_spec, "Sizes for --sweep, e.g. '512,1024,4096'")->group("Shapes");
-  app.add_option("--precisions", o.precisions, "Comma list, e.g. BF16,FP8Current (overrides --no-*)")->group("Precisions");
-  app.add_flag("--no-bf16", o.no_bf16, "Skip BF16")->group("Precisions");
-  app.add_flag("--no-fp8-current", o.no_fp8_current, "Skip FP8 current scaling")->group("Precisions");
-  app.add_flag("--no-fp8-delayed", o.no_fp8_delayed, "Skip FP8 delayed scaling")->group("Precisions");
-  app.add_flag("--no-fp8-block", o.no_fp8_block, "Skip FP8 block scaling")->group("Precisions");
-  app.add_flag("--no-fp8,--no-mxfp8", o.no_mxfp8,
-               "Skip MXFP8 (the seed tool's meaning of --no-fp8: FP8 current/delayed/block still run; for BF16 "
-               "alone use --bf16-only)")
-      ->group("Precisions");
-  app.add_flag("--bf16-only", o.bf16_only, "Only BF16 (= --precisions BF16)")->group("Precisions");
-  app.add_flag("--no-fp4,--no-nvfp4", o.no_fp4, "Skip NVFP4")->group("Precisions");
-  app.add_flag("--pre-quantize", o.pre_quantize, "Time the GEMM kernel only (= --mode pre-quantized)")->group("Measurement");
+  for (const char* f : {"--precisions", "--no-bf16", "--no-fp8-current", "--no-fp8-delayed", "--no-fp8-block", "--no-fp8",
+                        "--bf16-only", "--no-fp4"})
+    cli::add_setting_flag(app, o.settings, f);  // the precisions (core/run/settings.cpp)
+  cli::add_setting_flag(app, o.settings, "--pre-quantize");
   app.add_flag("--verify-dgrad", o.verify_dgrad, "Accepted for scripts written for the seed tool's first version: Dgrad is always "
                                  "measured, never estimated as 2 x Fprop")
       ->group("Measurement");
-  CLI::Option* mode_opt = app.add_option("--mode", o.mode,
-                 "training (default for model plans: each tensor quantized once per step, as Transformer Engine "
-                 "trains) | per-gemm (each GEMM quantizes its own operands: the seed tool's autocast; the default "
-                 "for --shapes/--sweep) | pre-quantized (GEMM kernel only) | both (the default + pre-quantized) | all. "
-                 "Old names: autocast-shared = training, autocast = per-gemm")
-      ->group("Measurement");
+  cli::add_setting_flag(app, o.settings, "--mode");
   cli::add_setting_options(app, o.settings, "Measurement");  // --num-warmup, --l2, --seed, ... (core/run/settings.cpp)
   add_int(app, "--device", o.device, "CUDA device index (default 0)")->group("Measurement");
   cli::add_comm_options(app, o.comm);
@@ -437,22 +347,13 @@ int run_main(int argc, char** argv) {
   // Handled by dispatch() (cmd_mpi.cpp), which passes every other flag to each rank's run.
   app.add_flag("--mpi", o.mpi, "One rank per GPU under mpirun/srun (automatic under a launcher); needs libgemmscope_mpi.so (docs/node.md)")
       ->group("Node");
-  app.add_option("--grouped", o.grouped,
-                 "Grouped (MoE expert) GEMMs: serial | streams:N, per-expert GEMMs over N streams (default streams:4, "
-                 "as TE GroupedLinear) | cutlass, every expert in one CUTLASS launch as torch._grouped_mm (the same as "
-                 "--provider cutlass: dense cells run through CUTLASS too)")
-      ->group("Measurement");
+  cli::add_setting_flag(app, o.settings, "--grouped");
   cli::add_setting_options(app, o.settings, "Recipes");  // --fp8-format, --amax-history, ...
   app.add_flag("--kernels", o.kernels, "Print the kernels each cell ran (CUPTI), their times and the cuBLASLt algorithm")
       ->group("Kernels");
   cli::add_setting_options(app, o.settings, "Kernels");  // --algo, --num-sms, --profile
-  app.add_option("--provider", o.provider,
-                 "Kernel providers every cell is measured by: cublaslt (default, as TE and PyTorch) | cutlass | deepgemm | all | "
-                 "a comma list; the first is the report's main columns, the others are reported beside it")
-      ->group("Kernels");
-  app.add_flag("--accuracy", o.accuracy, "Also measure each recipe's error vs an FP32 GEMM of the BF16 inputs")->group("Accuracy");
-  app.add_flag("--accuracy-only", o.accuracy_only, "Only the accuracy pass (no timing)")->group("Accuracy");
-  app.add_option("--dist", o.dist, "Operand distribution for --accuracy: normal | outliers")->group("Accuracy");
+  cli::add_setting_flag(app, o.settings, "--provider");
+  for (const char* f : {"--accuracy", "--accuracy-only", "--dist"}) cli::add_setting_flag(app, o.settings, f);
   app.add_flag("--dry-run", o.dry_run, "Print the plan (FLOPs, bytes); touch no GPU")->group("Output");
   app.add_option("-o,--output", o.out_chart, "Chart file (.png/.svg/.pdf)")->group("Output");
   app.add_option("--json", o.out_json, "Write the result JSON here")->group("Output");
@@ -474,7 +375,6 @@ int run_main(int argc, char** argv) {
   }
   cli::reject_extras(app);
   cli::reject_empty_values(app);
-  o.mode_given = mode_opt->count() > 0;
   if (o.list_models) {
     for (const Preset& p : presets()) {
       const ModelConfig& c = p.config;

@@ -19,7 +19,11 @@ int gemmscope_main(int argc, char** argv);
 
 // The run-settings registry's options of help group `group` ("Measurement", "Recipes",
 // "Kernels"), bound to CLI11: each records the text it was given under the setting's
-// "section.key" in `given`, for apply_settings() (core/run/settings.hpp).
+// "section.key" in `given`, for apply_settings() (core/run/settings.hpp). Settings the CLI
+// places itself (Setting::placed_by_cli) are left to add_setting_flag.
 void add_setting_options(CLI::App& app, GivenSettings& given, const std::string& group);
+// One flag of the registry by its first name ("--mode", or a shortcut such as "--pre-quantize"),
+// in its setting's help group; a shortcut records "" under its first name.
+void add_setting_flag(CLI::App& app, GivenSettings& given, const std::string& first_name);
 
 }  // namespace gs::cli

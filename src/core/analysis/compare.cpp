@@ -437,8 +437,9 @@ void note_difference(std::vector<std::string>& out, const std::string& what, con
 // Everything that changes what a time means: the model and batch, the recipes, the timing loop.
 std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
   std::vector<std::string> out;
-  // The main cells come from each file's first provider (core/providers/provider.hpp).
-  note_difference(out, "providers", provider_option_string(a.providers), provider_option_string(b.providers));
+  // The run's top-level settings (core/run/settings.hpp): "providers", whose first gives each file's
+  // main cells (core/providers/provider.hpp).
+  for (std::string& d : settings_differences(a, b, {""})) out.push_back(std::move(d));
   const auto wgrad_orientation = [](const RunResult& r) -> std::string {
     for (const Gemm& g : r.plan.gemms)
       if (g.pass == Pass::Wgrad) return transposed_wgrad(g) ? "X^T.dY [in, out]" : "dY^T.X [out, in]";
@@ -484,7 +485,8 @@ std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
                                 u.max_over_mean(), v.max_over_mean(), u.empty_experts(), v.empty_experts()));
   }
   // The run's settings (recipe options, timing, GEMM options): the registry's labels (core/run/settings.hpp).
-  for (std::string& d : settings_differences(a, b)) out.push_back(std::move(d));
+  for (std::string& d : settings_differences(a, b, {"recipe_options", "timing", "gemm_options", "accuracy"}))
+    out.push_back(std::move(d));
   return out;
 }
 

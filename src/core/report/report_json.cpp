@@ -579,11 +579,7 @@ json to_json(const RunResult& r) {
   settings_to_json(r, "recipe_options", j["recipe_options"]);
   const RecipeOptions& o = r.recipe_options;
   j["gemm_options"] = gemm_options_to_json(r.gemm_options);
-  j["modes"] = json::array();
-  for (Mode m : r.modes) j["modes"].push_back(to_string(m));
-  j["precisions"] = json::array();
-  for (Precision p : r.precisions) j["precisions"].push_back(to_string(p));
-  j["providers"] = r.providers;
+  settings_to_json(r, "", j);  // "precisions", "modes", "providers"
   j["config"] = r.plan.config ? config_json(*r.plan.config) : json(nullptr);
   if (r.plan.config) moe_mla_json(j["config"], *r.plan.config);
   j["gemms"] = json::array();
@@ -650,9 +646,8 @@ json to_json(const RunResult& r) {
     j["gemms"].push_back(jg);
   }
   if (r.has_accuracy) {
-    j["accuracy"] = {{"dist", to_string(r.accuracy_dist)},
-                     {"metric", "relative Frobenius error vs FP32 GEMM of the BF16 inputs"},
-                     {"precisions", json::array()}};
+    j["accuracy"] = {{"metric", "relative Frobenius error vs FP32 GEMM of the BF16 inputs"}, {"precisions", json::array()}};
+    settings_to_json(r, "accuracy", j["accuracy"]);  // "dist"
     for (Precision p : r.accuracy_precisions) j["accuracy"]["precisions"].push_back(to_string(p));
   }
   if (r.plan.model_mode && !r.dry_run) {
@@ -826,33 +821,11 @@ RunResult read_result(const json& j, const std::string& name) {
     settings_from_json(o, "recipe_options", top("recipe_options"), r);
   }
   if (const json* go = find(j, "gemm_options"); go && !go->is_null()) r.gemm_options = gemm_options_from_json(*go, top("gemm_options"));
+  // "precisions", "modes" and "providers" (files without it measured with cuBLASLt only).
+  settings_from_json(&j, "", name, r);
+  // As the file spells them: the keys of its cells.
   const std::vector<std::string> mode_names = string_list(j, "modes", name);
-  for (const std::string& m : mode_names) {
-    const Mode mode = parsed_at(name + ": \"modes\"", m, mode_from_string);
-    if (std::find(r.modes.begin(), r.modes.end(), mode) != r.modes.end())
-      throw UsageError(fmt::format("{}: \"modes\" lists {} twice", name, to_string(mode)));
-    r.modes.push_back(mode);
-  }
   const std::vector<std::string> precision_names = string_list(j, "precisions", name);
-  for (const std::string& p : precision_names) {
-    const Precision prec = parsed_at(name + ": \"precisions\"", p, precision_from_string);
-    if (std::find(r.precisions.begin(), r.precisions.end(), prec) != r.precisions.end())
-      throw UsageError(fmt::format("{}: \"precisions\" lists {} twice", name, to_string(prec)));
-    r.precisions.push_back(prec);
-  }
-  if (const json* pv = find(j, "providers"); pv && !pv->is_null()) {
-    // Files written before providers existed measured with cuBLASLt only (the default).
-    const std::vector<std::string> names = string_list(j, "providers", name);
-    if (names.empty()) throw UsageError(fmt::format("{}: \"providers\" must not be empty", name));
-    r.providers.clear();
-    for (const std::string& pn : names) {
-      if (!is_known_provider(pn))
-        throw UsageError(fmt::format("{}: \"providers\" names an unknown provider \"{}\"", name, clip_text(pn, 80)));
-      if (std::find(r.providers.begin(), r.providers.end(), pn) != r.providers.end())
-        throw UsageError(fmt::format("{}: \"providers\" lists {} twice", name, pn));
-      r.providers.push_back(pn);
-    }
-  }
   if (r.plan.model_mode) {
     const json* cj = find(j, "config");
     if (!cj || !cj->is_object()) throw UsageError(fmt::format("{}: model run without 'config'", name));
@@ -1037,8 +1010,7 @@ RunResult read_result(const json& j, const std::string& name) {
   if (r.dry_run) r.allocate_cells();
   if (j.contains("accuracy") && j["accuracy"].is_object()) {
     r.has_accuracy = true;
-    r.accuracy_dist =
-        parsed_at(name + ": accuracy", get_or<std::string>(j["accuracy"], "dist", name + ": accuracy", "normal"), dist_from_string);
+    settings_from_json(&j["accuracy"], "accuracy", name + ": accuracy", r);  // "dist"
     for (const auto& p : string_list(j["accuracy"], "precisions", name + ": accuracy")) {
       const Precision prec = parsed_at(name + ": accuracy", p, precision_from_string);
       if (std::find(r.accuracy_precisions.begin(), r.accuracy_precisions.end(), prec) != r.accuracy_precisions.end())

@@ -2,13 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
 #include <stdexcept>
+#include <type_traits>
 
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
+#include "core/providers/provider.hpp"
 #include "core/run/runner.hpp"
 #include "core/run/step_context.hpp"
 #include "core/util/suggest.hpp"
@@ -49,6 +52,67 @@ const std::string& text_of(const SettingValue& v) {
 bool bool_of(const SettingValue& v) { return std::holds_alternative<bool>(v) && std::get<bool>(v); }
 int64_t int_of(const SettingValue& v) { return std::holds_alternative<int64_t>(v) ? std::get<int64_t>(v) : 0; }
 double number_of(const SettingValue& v) { return std::holds_alternative<double>(v) ? std::get<double>(v) : 0.0; }
+
+// A List value: its names joined by ',' (none: ""), and back.
+template <class T>
+std::string joined(const std::vector<T>& items) {
+  std::string out;
+  for (const T& x : items) {
+    if (!out.empty()) out += ',';
+    if constexpr (std::is_same_v<T, std::string>) out += x;
+    else out += to_string(x);
+  }
+  return out;
+}
+std::vector<std::string> names_of(const SettingValue& v) {
+  return text_of(v).empty() ? std::vector<std::string>{} : split_list(text_of(v));
+}
+template <class T, class Parse>
+std::vector<T> parsed_names(const SettingValue& v, Parse parse) {
+  std::vector<T> out;
+  for (const std::string& n : names_of(v)) out.push_back(parse(n));
+  return out;
+}
+
+// parse(text), with `where` in front of the UsageError it throws ("a.json: \"modes\": unknown mode ...").
+template <class Parse>
+auto parsed_at(const std::string& where, const std::string& text, Parse parse) {
+  try {
+    return parse(text);
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("{}: {}", where, e.what()));
+  }
+}
+
+bool given_flag(const GivenSettings& given, const char* first_name) { return given.count(first_name) > 0; }
+const std::string* given_text(const GivenSettings& given, const Setting& s) {
+  const auto it = given.find(s.path());
+  return it == given.end() ? nullptr : &it->second;
+}
+
+// --grouped serial | streams:N (lower case) -> EngineOptions::grouped_streams (0 = serial).
+int grouped_streams(const std::string& v) {
+  if (v == "serial") return 0;
+  const std::string prefix = "streams:";
+  if (v.rfind(prefix, 0) == 0) {
+    const std::string num = v.substr(prefix.size());
+    const int64_t n = num.empty() || num.find_first_not_of("0123456789") != std::string::npos ? -1
+                      : num.size() > 3                                                     ? 1000
+                                                                                           : std::stoll(num);
+    if (n >= 1 && n <= 64) return static_cast<int>(n);
+  }
+  throw UsageError(fmt::format("--grouped must be serial, streams:N with N in 1..64, or cutlass, got '{}'", clip_text(v, 80)));
+}
+std::string grouped_name(int streams) { return streams == 0 ? std::string("serial") : fmt::format("streams:{}", streams); }
+
+// --grouped cutlass is --provider cutlass: the default provider list becomes CUTLASS alone; a list
+// that names CUTLASS already is kept; any other list contradicts it.
+std::vector<std::string> grouped_cutlass_providers(const std::vector<std::string>& providers) {
+  if (providers == std::vector<std::string>{kProviderCublasLt}) return {kProviderCutlass};
+  if (std::find(providers.begin(), providers.end(), kProviderCutlass) != providers.end()) return providers;
+  throw UsageError(fmt::format("--grouped cutlass is --provider cutlass, but --provider {} has no cutlass",
+                               provider_option_string(providers)));
+}
 
 constexpr int64_t kMaxIters = 100000;  // --num-iters, --num-warmup
 constexpr int64_t kMaxRepeats = 1000;  // --repeats; also what a result file may hold
@@ -100,6 +164,134 @@ std::vector<Setting> declare() {
       if (int_of(x) < lo || int_of(x) > hi) throw UsageError(fmt::format(fmt::runtime(flag_msg), int_of(x)));
     };
   };
+
+  // ---- the run: what is measured (the result's top level) ----
+  {
+    // --precisions, or every precision less the --no-... ones; --bf16-only.
+    Setting& s = add("", "precisions");
+    s.type = SettingType::List;
+    s.flags = "--precisions";
+    s.group = "Precisions";
+    s.type_name = "TEXT";
+    s.help = "Comma list, e.g. BF16,FP8Current (overrides --no-*)";
+    struct Shortcut {
+      const char* flags;
+      const char* help;
+      std::optional<Precision> skips;  // a --no-... flag; none: --bf16-only
+    };
+    static const Shortcut shortcuts[] = {
+        {"--no-bf16", "Skip BF16", Precision::BF16},
+        {"--no-fp8-current", "Skip FP8 current scaling", Precision::FP8Current},
+        {"--no-fp8-delayed", "Skip FP8 delayed scaling", Precision::FP8Delayed},
+        {"--no-fp8-block", "Skip FP8 block scaling", Precision::FP8Block},
+        {"--no-fp8,--no-mxfp8",
+         "Skip MXFP8 (the seed tool's meaning of --no-fp8: FP8 current/delayed/block still run; for BF16 alone use "
+         "--bf16-only)",
+         Precision::MXFP8},
+        {"--bf16-only", "Only BF16 (= --precisions BF16)", std::nullopt},
+        {"--no-fp4,--no-nvfp4", "Skip NVFP4", Precision::NVFP4},
+    };
+    for (const Shortcut& c : shortcuts) s.shortcuts.push_back({c.flags, c.help, ""});
+    s.placed_by_cli = true;
+    s.compared = false;  // compare matches the files' columns by precision
+    s.required = true;
+    s.dflt = s.absent = joined(std::vector<Precision>(std::begin(kAllPrecisions), std::end(kAllPrecisions)));
+    s.item = [](const std::string& text, const std::string& where) {
+      return std::string(to_string(parsed_at(where, text, precision_from_string)));
+    };
+    s.get = [](const SettingsRef& r) -> SettingValue { return joined(*r.precisions); };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { *r.precisions = parsed_names<Precision>(x, precision_from_string); };
+    s.resolve = [](const Setting& self, const GivenSettings& given, const RunRequest&) -> SettingValue {
+      const std::string* list = given_text(given, self);
+      if (given_flag(given, "--bf16-only")) {
+        if (list) throw UsageError("--bf16-only and --precisions are mutually exclusive");
+        return std::string(to_string(Precision::BF16));
+      }
+      std::vector<Precision> out;
+      if (list) {
+        for (const std::string& item : split_list(*list)) {
+          const Precision p = precision_from_string(item);  // an empty item is "unknown precision ''"
+          if (std::find(out.begin(), out.end(), p) != out.end())
+            throw UsageError(fmt::format("--precisions lists {} twice", item));
+          out.push_back(p);
+        }
+        return joined(out);
+      }
+      for (Precision p : kAllPrecisions) {
+        bool skipped = false;
+        for (const Shortcut& c : shortcuts)
+          if (c.skips == p && given.count(std::string(c.flags).substr(0, std::string(c.flags).find(',')))) skipped = true;
+        if (!skipped) out.push_back(p);
+      }
+      if (out.empty()) throw UsageError("every precision is disabled; nothing to measure");
+      return joined(out);
+    };
+  }
+  {
+    // --mode, --pre-quantize; the default per plan kind.
+    Setting& s = add("", "modes");
+    s.type = SettingType::List;
+    s.flags = "--mode";
+    s.group = "Measurement";
+    s.type_name = "TEXT";
+    s.help = "training (default for model plans: each tensor quantized once per step, as Transformer Engine "
+             "trains) | per-gemm (each GEMM quantizes its own operands: the seed tool's autocast; the default "
+             "for --shapes/--sweep) | pre-quantized (GEMM kernel only) | both (the default + pre-quantized) | all. "
+             "Old names: autocast-shared = training, autocast = per-gemm";
+    s.shortcuts = {{"--pre-quantize", "Time the GEMM kernel only (= --mode pre-quantized)", ""}};
+    s.placed_by_cli = true;
+    s.compared = false;  // compare matches the files' modes by name
+    s.required = true;
+    // The default answers "what will training get": a model plan is timed in Transformer Engine's
+    // training schedule (each tensor quantized once per step). Standalone shapes have nothing to
+    // share, so they are timed per GEMM.
+    s.dflt = std::string(to_string(Mode::Training));
+    s.dflt_shapes = std::string(to_string(Mode::PerGemm));
+    s.absent = std::monostate{};
+    s.item = [](const std::string& text, const std::string& where) {
+      return std::string(to_string(parsed_at(where, text, mode_from_string)));
+    };
+    s.get = [](const SettingsRef& r) -> SettingValue { return joined(*r.modes); };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { *r.modes = parsed_names<Mode>(x, mode_from_string); };
+    s.resolve = [](const Setting& self, const GivenSettings& given, const RunRequest& req) -> SettingValue {
+      const std::string* given_mode = given_text(given, self);
+      const std::string raw = given_mode ? *given_mode : "";  // as typed, for the messages
+      const bool pre_quantize = given_flag(given, "--pre-quantize");
+      if (given_flag(given, "--accuracy-only") && (given_mode || pre_quantize))
+        throw UsageError(fmt::format("--accuracy-only times nothing: {} does not apply (use --accuracy to time and "
+                                     "measure accuracy)",
+                                     given_mode ? "--mode" : "--pre-quantize"));
+      // Names in any case; the old names stay accepted.
+      const std::string mode = ascii_lower(raw);
+      const bool named_mode = mode != "" && mode != "both" && mode != "all";
+      if (pre_quantize && given_mode && (!named_mode || mode_from_string(mode) != Mode::PreQuantized))
+        throw UsageError(fmt::format("--pre-quantize conflicts with --mode {} (--pre-quantize means --mode pre-quantized)", raw));
+      const bool model = req.plan.model_mode;
+      const Mode quantizing = model ? Mode::Training : Mode::PerGemm;
+      std::vector<Mode> modes;
+      if (pre_quantize) modes = {Mode::PreQuantized};
+      else if (mode.empty()) modes = {quantizing};
+      else if (mode == "both") modes = {quantizing, Mode::PreQuantized};
+      else if (mode == "all" && model) modes = {Mode::PerGemm, Mode::Training, Mode::PreQuantized};
+      else if (mode == "all") modes = {Mode::PerGemm, Mode::PreQuantized};  // shapes: nothing to share
+      else {
+        try {
+          modes = {mode_from_string(mode)};
+        } catch (const UsageError&) {
+          throw UsageError(fmt::format("--mode must be training, per-gemm, pre-quantized, both or all (old names: "
+                                       "autocast-shared = training, autocast = per-gemm), got '{}'{}",
+                                       clip_text(raw, 80),
+                                       did_you_mean(raw, {"training", "per-gemm", "pre-quantized", "both", "all"})));
+        }
+      }
+      if (!model && modes.front() == Mode::Training)
+        throw UsageError(fmt::format("--mode {} needs a model plan: it shares quantized tensors between the Fprop, "
+                                     "Dgrad and Wgrad of a layer, and --shapes/--sweep GEMMs stand alone (they are "
+                                     "timed per-gemm)",
+                                     raw));
+      return joined(modes);
+    };
+  }
 
   // ---- recipe_options ----
   {
@@ -430,6 +622,124 @@ std::vector<Setting> declare() {
     s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.gemm->trace_iters}; };
     s.set = [](const SettingsRef& r, const SettingValue& x) { r.gemm->trace_iters = static_cast<int>(int_of(x)); };
   }
+  // ---- the run: how grouped GEMMs run, by which providers; the accuracy pass ----
+  {
+    // The request's only: the result's grouped-GEMM note says how they ran.
+    Setting& s = add("", "grouped");
+    s.type = SettingType::Text;
+    s.flags = "--grouped";
+    s.group = "Measurement";
+    s.type_name = "TEXT";
+    s.help = "Grouped (MoE expert) GEMMs: serial | streams:N, per-expert GEMMs over N streams (default streams:4, "
+             "as TE GroupedLinear) | cutlass, every expert in one CUTLASS launch as torch._grouped_mm (the same as "
+             "--provider cutlass: dense cells run through CUTLASS too)";
+    s.placed_by_cli = true;
+    s.recorded = false;
+    s.compared = false;
+    s.dflt = std::string("streams:4");
+    s.absent = std::monostate{};
+    s.parse = [](const std::string& text, const std::string&) -> SettingValue {
+      const std::string name = ascii_lower(text);
+      if (name == kProviderCutlass) return name;  // the CUTLASS provider's single launch (providers, below)
+      return grouped_name(grouped_streams(name));
+    };
+    s.get = [](const SettingsRef& r) -> SettingValue {
+      if (!r.grouped_streams) return std::monostate{};
+      return grouped_name(*r.grouped_streams);
+    };
+    s.set = [](const SettingsRef& r, const SettingValue& x) {
+      if (!r.grouped_streams) return;
+      *r.grouped_streams = text_of(x) == kProviderCutlass ? 4 : grouped_streams(text_of(x));
+    };
+  }
+  {
+    Setting& s = add("", "providers");
+    s.type = SettingType::List;
+    s.flags = "--provider";
+    s.group = "Kernels";
+    s.type_name = "TEXT";
+    s.help = "Kernel providers every cell is measured by: cublaslt (default, as TE and PyTorch) | cutlass | deepgemm | "
+             "all | a comma list; the first is the report's main columns, the others are reported beside it";
+    s.label = "providers";
+    s.placed_by_cli = true;
+    s.non_empty = true;
+    s.dflt = std::string(kProviderCublasLt);
+    s.absent = std::string(kProviderCublasLt);  // files before providers existed measured with cuBLASLt only
+    s.item = [](const std::string& text, const std::string& where) {
+      if (!is_known_provider(text))
+        throw UsageError(fmt::format("{} names an unknown provider \"{}\"", where, clip_text(text, 80)));
+      return text;
+    };
+    s.parse = [](const std::string& text, const std::string&) -> SettingValue {
+      return provider_option_string(parse_provider_option(text));
+    };
+    s.get = [](const SettingsRef& r) -> SettingValue { return provider_option_string(*r.providers); };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { *r.providers = names_of(x); };
+    s.resolve = [](const Setting& self, const GivenSettings& given, const RunRequest&) -> SettingValue {
+      const std::string* list = given_text(given, self);
+      const SettingValue named = list ? setting_from_text(self, *list) : self.dflt;
+      // --grouped cutlass: the single CUTLASS launch for the experts, i.e. the CUTLASS provider.
+      const Setting& grouped = find_setting("grouped");
+      const std::string* g = given_text(given, grouped);
+      if (g && text_of(setting_from_text(grouped, *g)) == kProviderCutlass)
+        return provider_option_string(grouped_cutlass_providers(names_of(named)));
+      return named;
+    };
+  }
+  {
+    // --accuracy, --accuracy-only. The request's only: a result holds the accuracy block when the
+    // pass ran, and no modes when it ran alone.
+    Setting& s = add("", "accuracy");
+    s.type = SettingType::Choice;
+    s.group = "Accuracy";
+    s.choices = {{"off"}, {"on"}, {"only"}};
+    s.shortcuts = {{"--accuracy", "Also measure each recipe's error vs an FP32 GEMM of the BF16 inputs", ""},
+                   {"--accuracy-only", "Only the accuracy pass (no timing)", ""}};
+    s.placed_by_cli = true;
+    s.recorded = false;
+    s.compared = false;
+    s.dflt = std::string("off");
+    s.absent = std::monostate{};
+    s.get = [](const SettingsRef& r) -> SettingValue {
+      if (!r.accuracy || !r.accuracy_only) return std::monostate{};
+      return std::string(*r.accuracy_only ? "only" : *r.accuracy ? "on" : "off");
+    };
+    s.set = [](const SettingsRef& r, const SettingValue& x) {
+      if (!r.accuracy || !r.accuracy_only) return;
+      *r.accuracy = text_of(x) != "off";
+      *r.accuracy_only = text_of(x) == "only";
+    };
+    s.resolve = [](const Setting&, const GivenSettings& given, const RunRequest&) -> SettingValue {
+      if (!given_flag(given, "--accuracy-only")) return std::string(given_flag(given, "--accuracy") ? "on" : "off");
+      const Setting& repeats = find_setting("timing.repeats");
+      if (const std::string* n = given_text(given, repeats); n && int_of(setting_from_text(repeats, *n)) > 1)
+        throw UsageError("--repeats repeats timed cells: --accuracy-only times nothing");
+      return std::string("only");
+    };
+  }
+  {
+    Setting& s = add("accuracy", "dist");
+    s.type = SettingType::Text;
+    s.flags = "--dist";
+    s.group = "Accuracy";
+    s.type_name = "TEXT";
+    s.help = "Operand distribution for --accuracy: normal | outliers";
+    s.placed_by_cli = true;
+    s.compared = false;  // compare reads times, not the accuracy pass
+    s.dflt = s.absent = std::string(to_string(Dist::Normal));
+    s.parse = [](const std::string& text, const std::string&) -> SettingValue {
+      return std::string(to_string(dist_from_string(ascii_lower(text))));
+    };
+    s.get = [](const SettingsRef& r) -> SettingValue { return std::string(to_string(*r.dist)); };
+    s.set = [](const SettingsRef& r, const SettingValue& x) { *r.dist = dist_from_string(text_of(x)); };
+    s.resolve = [](const Setting& self, const GivenSettings& given, const RunRequest&) -> SettingValue {
+      const std::string* text = given_text(given, self);
+      const SettingValue dist = text ? setting_from_text(self, *text) : self.dflt;
+      if (dist != self.dflt && !given_flag(given, "--accuracy") && !given_flag(given, "--accuracy-only"))
+        throw UsageError("--dist applies to --accuracy / --accuracy-only");
+      return dist;
+    };
+  }
   return v;
 }
 
@@ -463,7 +773,9 @@ std::vector<std::string> registry_problems(const std::vector<Setting>& settings)
   std::set<std::string> paths, labels, flags;
   for (const Setting& s : settings) {
     const std::string name = s.path();
-    if (s.section.empty() || s.key.empty()) out.push_back(fmt::format("setting '{}' has no JSON section or key", name));
+    if (s.key.empty()) out.push_back(fmt::format("setting '{}' has no JSON key", name));
+    if (s.required && s.type != SettingType::List) out.push_back(fmt::format("{} is required but not a list", name));
+    if (!s.recorded && (s.compared || s.required)) out.push_back(fmt::format("{} is not recorded but compared or required", name));
     if (s.label.empty()) out.push_back(fmt::format("{} has no label", name));
     if (!paths.insert(name).second) out.push_back(fmt::format("{} is declared twice", name));
     if (!s.label.empty() && !labels.insert(s.label).second) out.push_back(fmt::format("label '{}' is used twice", s.label));
@@ -473,16 +785,15 @@ std::vector<std::string> registry_problems(const std::vector<Setting>& settings)
       if (c.empty()) out.push_back(fmt::format("{} has a choice without a name", name));
     if (s.type == SettingType::Text && !s.parse) out.push_back(fmt::format("{} is text without a parser", name));
     if (s.json_bool && s.choices.size() != 2) out.push_back(fmt::format("{} is a JSON bool without two choices", name));
-    if (!s.flags.empty()) {
-      if (s.help.empty()) out.push_back(fmt::format("{} has a flag but no help", name));
-      size_t at = 0;
-      while (at <= s.flags.size()) {
-        const size_t comma = s.flags.find(',', at);
-        const std::string f = s.flags.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (s.type == SettingType::List && !s.item) out.push_back(fmt::format("{} is a list without an item parser", name));
+    if (!s.shortcuts.empty() && !s.resolve) out.push_back(fmt::format("{} has shortcuts but no resolve", name));
+    std::vector<std::pair<std::string, std::string>> all_flags;  // names, help
+    if (!s.flags.empty()) all_flags.emplace_back(s.flags, s.help);
+    for (const SettingFlag& f : s.shortcuts) all_flags.emplace_back(f.flags, f.help);
+    for (const auto& [names, help] : all_flags) {
+      if (help.empty()) out.push_back(fmt::format("{} has a flag but no help", name));
+      for (const std::string& f : split_list(names))
         if (!flags.insert(f).second) out.push_back(fmt::format("flag {} is declared twice", f));
-        if (comma == std::string::npos) break;
-        at = comma + 1;
-      }
     }
   }
   return out;
@@ -504,7 +815,26 @@ const Setting& find_setting(std::string_view path) {
   throw std::logic_error(fmt::format("no run setting '{}'", path));
 }
 
-SettingsRef settings_ref(RunResult& r) { return {&r.timing, &r.recipe_options, &r.gemm_options, &r.seed}; }
+SettingsRef settings_ref(RunResult& r) {
+  SettingsRef ref{&r.timing, &r.recipe_options, &r.gemm_options, &r.seed};
+  ref.precisions = &r.precisions;
+  ref.modes = &r.modes;
+  ref.providers = &r.providers;
+  ref.dist = &r.accuracy_dist;
+  return ref;
+}
+
+SettingsRef request_ref(RunRequest& req, std::optional<uint64_t>& seed) {
+  SettingsRef ref{&req.options.timing, &req.options.recipe, &req.options.gemm, &seed};
+  ref.precisions = &req.precisions;
+  ref.modes = &req.modes;
+  ref.providers = &req.providers;
+  ref.dist = &req.dist;
+  ref.grouped_streams = &req.options.grouped_streams;
+  ref.accuracy = &req.accuracy;
+  ref.accuracy_only = &req.accuracy_only;
+  return ref;
+}
 
 SettingValue setting_from_text(const Setting& s, const std::string& text) {
   const std::string flag = s.first_flag();
@@ -526,6 +856,21 @@ SettingValue setting_from_text(const Setting& s, const std::string& text) {
       break;
     }
     case SettingType::Text: v = s.parse(text, flag); break;
+    case SettingType::List: {
+      if (s.parse) {
+        v = s.parse(text, flag);
+        break;
+      }
+      std::vector<std::string> names;
+      for (const std::string& item : split_list(text)) {
+        std::string n = s.item(item, flag);
+        if (std::find(names.begin(), names.end(), n) != names.end())
+          throw UsageError(fmt::format("{} lists {} twice", flag, n));
+        names.push_back(std::move(n));
+      }
+      v = joined(names);
+      break;
+    }
   }
   if (s.check) s.check(v);
   return v;
@@ -533,10 +878,14 @@ SettingValue setting_from_text(const Setting& s, const std::string& text) {
 
 void apply_settings(const GivenSettings& given, RunRequest& req) {
   std::optional<uint64_t> seed = req.options.seed;
-  const SettingsRef ref{&req.options.timing, &req.options.recipe, &req.options.gemm, &seed};
+  const SettingsRef ref = request_ref(req, seed);
   for (const Setting& s : run_settings()) {
-    const auto it = given.find(s.path());
-    s.set(ref, it != given.end() ? setting_from_text(s, it->second) : s.default_for(req.plan.model_mode));
+    if (s.resolve) {
+      s.set(ref, s.resolve(s, given, req));
+      continue;
+    }
+    const std::string* text = given_text(given, s);
+    s.set(ref, text ? setting_from_text(s, *text) : s.default_for(req.plan.model_mode));
   }
   req.options.seed = seed.value_or(1234);
 }
@@ -547,6 +896,7 @@ namespace {
 
 json value_json(const Setting& s, const SettingValue& v) {
   if (s.json_bool) return text_of(v) == s.choices.front().front();
+  if (s.type == SettingType::List) return names_of(v);
   if (const bool* b = std::get_if<bool>(&v)) return *b;
   if (const int64_t* i = std::get_if<int64_t>(&v)) {
     if (s.type == SettingType::Uint) return static_cast<uint64_t>(*i);
@@ -603,13 +953,28 @@ SettingValue value_from_json(const Setting& s, const json& v, const std::string&
         throw UsageError(fmt::format("{}: {}", what, e.what()));
       }
     }
+    case SettingType::List: {
+      const auto bad = [&] { return UsageError(fmt::format("{} must be a list of strings", what)); };
+      if (!v.is_array()) throw bad();
+      for (const json& x : v)
+        if (!x.is_string()) throw bad();
+      if (s.non_empty && v.empty()) throw UsageError(fmt::format("{} must not be empty", what));
+      std::vector<std::string> names;
+      for (const json& x : v) {
+        std::string n = s.item(x.get<std::string>(), what);
+        if (std::find(names.begin(), names.end(), n) != names.end())
+          throw UsageError(fmt::format("{} lists {} twice", what, n));
+        names.push_back(std::move(n));
+      }
+      return joined(names);
+    }
   }
   return std::monostate{};
 }
 
 void write_section(const SettingsRef& ref, const std::string& section, json& obj) {
   for (const Setting& s : run_settings()) {
-    if (s.section != section) continue;
+    if (s.section != section || !s.recorded) continue;
     const SettingValue v = s.get(ref);
     if (std::holds_alternative<std::monostate>(v) || (s.written && !s.written(v))) continue;
     obj[s.key] = value_json(s, v);
@@ -618,11 +983,15 @@ void write_section(const SettingsRef& ref, const std::string& section, json& obj
 
 void read_section(const SettingsRef& ref, const json* obj, const std::string& section, const std::string& where) {
   for (const Setting& s : run_settings()) {
-    if (s.section != section) continue;
+    if (s.section != section || !s.recorded) continue;
     const json* v = nullptr;
     if (obj && obj->is_object())
       if (const auto it = obj->find(s.key); it != obj->end()) v = &*it;
-    s.set(ref, v ? value_from_json(s, *v, fmt::format("{}.{}", where, s.key)) : s.absent);
+    // At the top level a key is named in quotes ("a.json: \"modes\""), in an object after a dot.
+    const std::string what = section.empty() ? fmt::format("{}: \"{}\"", where, s.key) : fmt::format("{}.{}", where, s.key);
+    if (v && v->is_null() && s.type == SettingType::List && !s.required) v = nullptr;
+    if (!v && s.required) throw UsageError(fmt::format("{} must be a list of strings", what));
+    s.set(ref, v ? value_from_json(s, *v, what) : s.absent);
   }
 }
 
@@ -648,12 +1017,15 @@ void gemm_settings_from_json(const json& obj, const std::string& where, GemmOpti
   read_section({nullptr, nullptr, &o, nullptr}, &obj, "gemm_options", where);
 }
 
-std::vector<std::string> settings_differences(const RunResult& a, const RunResult& b) {
+std::vector<std::string> settings_differences(const RunResult& a, const RunResult& b,
+                                              const std::vector<std::string>& sections) {
   std::vector<std::string> out;
   RunResult& x = const_cast<RunResult&>(a);  // read only
   RunResult& y = const_cast<RunResult&>(b);
   const SettingsRef ra = settings_ref(x), rb = settings_ref(y);
   for (const Setting& s : run_settings()) {
+    if (!s.compared) continue;
+    if (!sections.empty() && std::find(sections.begin(), sections.end(), s.section) == sections.end()) continue;
     const SettingValue u = s.get(ra), w = s.get(rb);
     if (std::holds_alternative<std::monostate>(u) || std::holds_alternative<std::monostate>(w) || u == w) continue;
     if (s.type == SettingType::Uint)  // bit patterns back to unsigned

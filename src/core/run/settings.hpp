@@ -1,7 +1,8 @@
 // The run-settings registry: every setting of a run declared once, with its flag names, type,
 // names (matched in any case), defaults, checks, JSON key and the label reports and `compare`
 // use. The CLI binds its options from it (src/cli/cli.cpp), apply_settings() puts the values into
-// a RunRequest, the result JSON writes and reads the settings through it (report_json.cpp,
+// a RunRequest (with the rules between settings: --bf16-only vs --precisions, --pre-quantize vs
+// --mode, ...), the result JSON writes and reads the settings through it (report_json.cpp,
 // kernels.cpp's gemm_options) and compare's "runs differ" notes loop over it (compare.cpp).
 // Pure C++: no CLI11, no CUDA.
 #pragma once
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "core/results/kernels.hpp"
+#include "core/recipes/modes.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/results/results.hpp"
 #include "core/plan/step_model.hpp"
@@ -40,20 +42,43 @@ enum class SettingType {
   Number,  // a finite decimal number
   Choice,  // one of `choices`, any case; JSON: its canonical name, or a bool (json_bool)
   Text,    // free text through `parse` (e.g. --algo autotune:8)
+  List,    // names, each once, through `item`: the value is their canonical names joined by ','; JSON: a
+           // list of strings (modes, precisions, providers)
 };
 
-// Where a run's settings live: a RunResult's fields or a RunRequest's engine options.
+// Where a run's settings live: a RunResult's fields or a RunRequest's. A field a RunResult does
+// not have (grouped streams, the accuracy flags: the result's notes and accuracy block say what
+// ran) is null there, and its setting reads as not recorded.
 struct SettingsRef {
   TimingConfig* timing = nullptr;
   RecipeOptions* recipe = nullptr;
   GemmOptions* gemm = nullptr;
   std::optional<uint64_t>* seed = nullptr;
+  std::vector<Precision>* precisions = nullptr;
+  std::vector<Mode>* modes = nullptr;
+  std::vector<std::string>* providers = nullptr;
+  Dist* dist = nullptr;
+  int* grouped_streams = nullptr;                         // a request's only
+  bool* accuracy = nullptr;                               // a request's only
+  bool* accuracy_only = nullptr;                          // a request's only
 };
 SettingsRef settings_ref(RunResult& r);
 
+// The command line's settings: a setting's path -> the text given to its flag (flags: ""), and
+// a shortcut's first flag name ("--pre-quantize") -> "".
+using GivenSettings = std::map<std::string, std::string>;
+
+// Another flag of a setting, one that states its value in other words (--pre-quantize for --mode
+// pre-quantized, --no-bf16 and --bf16-only for --precisions): its names, help, and value type
+// ("" for a flag without a value). The setting's `resolve` reads it from GivenSettings.
+struct SettingFlag {
+  std::string flags, help, type_name;
+};
+
 struct Setting {
-  // Identity and JSON: the object `section` of the result holds it as `key`; `key` is unique
-  // within the section and section.key names the setting everywhere (find_setting).
+  // Identity and JSON: the object `section` of the result holds it as `key` ("": the result's top
+  // level); `key` is unique within the section and section.key (or the key alone at the top
+  // level) names the setting everywhere (find_setting).
   std::string section, key;
   // How reports and compare's "runs differ" notes name it.
   std::string label;
@@ -61,6 +86,22 @@ struct Setting {
   // CLI11 names ("--fp8-format" or "--num-warmup"; aliases after commas). Empty: not a flag (the
   // engine sets it, e.g. fp8_block_via_mxfp8).
   std::string flags, group, help, type_name;
+  // More flags of the same setting, in help order (help group: `group`).
+  std::vector<SettingFlag> shortcuts;
+  // The CLI binds its flags one by one among options of its own (add_setting_flag), not with the
+  // rest of its help group.
+  bool placed_by_cli = false;
+  // compare's "runs differ" notes name it when the files differ (false: compare matches the files
+  // by it, as modes and precisions, or does not read what it changes, as the accuracy pass's).
+  bool compared = true;
+  // The request's only: a result file has no key for it (what ran is said otherwise: the
+  // grouped-GEMM note, the accuracy block), and over a RunResult it reads as not recorded.
+  bool recorded = true;
+  // JSON: a result file must hold it (else a key absent, or a List's null, means `absent`); a
+  // List must name one item at least.
+  bool required = false, non_empty = false;
+  // List: the canonical name of one item; throws UsageError naming `where` ("a.json: \"modes\"").
+  std::function<std::string(const std::string& text, const std::string& where)> item;
   // Choice: the accepted names; choices[i][0] is how choice i is written, the rest are aliases.
   std::vector<std::vector<std::string>> choices;
   // Choice stored in JSON as a bool: true for choices[0] (fp8_block_pow2_scales: pow2 / fp32).
@@ -83,9 +124,13 @@ struct Setting {
   std::function<bool(const SettingValue&)> written;
   std::function<SettingValue(const SettingsRef&)> get;
   std::function<void(const SettingsRef&, const SettingValue&)> set;
+  // The request's value from the command line when more than one flag's text decides it (its
+  // shortcuts, the plan kind, another setting's flags: the rules between settings, with their
+  // own messages). Without it: the text given, or the plan kind's default.
+  std::function<SettingValue(const Setting& self, const GivenSettings& given, const RunRequest& req)> resolve;
 
   std::string first_flag() const { return flags.substr(0, flags.find(',')); }
-  std::string path() const { return section + "." + key; }
+  std::string path() const { return section.empty() ? key : section + "." + key; }
   // The default for a model plan (true) or a --shapes/--sweep plan.
   const SettingValue& default_for(bool model_plan) const { return !model_plan && dflt_shapes ? *dflt_shapes : dflt; }
   // A value as the notes print it: true/false, numbers as {}, text as given.
@@ -94,7 +139,8 @@ struct Setting {
 
 // Every setting, in the order compare's notes list them.
 const std::vector<Setting>& run_settings();
-// By "section.key" (e.g. "recipe_options.fp8_format"); std::logic_error when unknown.
+// By "section.key" (e.g. "recipe_options.fp8_format") or a top-level key ("modes");
+// std::logic_error when unknown.
 const Setting& find_setting(std::string_view path);
 
 // The registry's own rules (a key or label declared twice, a setting without a JSON key, label,
@@ -105,14 +151,15 @@ std::vector<std::string> registry_problems(const std::vector<Setting>& settings)
 // A value given on the command line (`text`; "" for a flag): parsed and checked.
 SettingValue setting_from_text(const Setting& s, const std::string& text);
 
-// The command line's settings: path -> the text given (flags: "").
-using GivenSettings = std::map<std::string, std::string>;
-
-// Every registry setting of `req`: the text given on the command line, or the default of
-// req.plan's kind. Throws UsageError with the flag's message for a bad value.
+// Every registry setting of `req` (req.plan is built): the text given on the command line, or
+// the default of req.plan's kind. Throws UsageError with the flag's message for a bad value or
+// a rule between settings that is broken.
 void apply_settings(const GivenSettings& given, RunRequest& req);
+// A request's settings, as apply_settings() fills them (tests read them back through it).
+SettingsRef request_ref(RunRequest& req, std::optional<uint64_t>& seed);
 
-// JSON of the settings of `section` ("timing", "recipe_options", "gemm_options") into `obj`.
+// JSON of the settings of `section` ("timing", "recipe_options", "gemm_options", "accuracy", or
+// "" for the top level) into `obj`.
 void settings_to_json(const RunResult& r, const std::string& section, nlohmann::json& obj);
 // Reads them back; a key that is absent takes the setting's `absent` value (a null `obj`: the
 // section is absent). `where` names the document and the object ("a.json: timing").
@@ -124,9 +171,10 @@ void gemm_settings_from_json(const nlohmann::json& obj, const std::string& where
 nlohmann::json gemm_options_to_json(const GemmOptions& o);
 GemmOptions gemm_options_from_json(const nlohmann::json& j, const std::string& where);
 
-// compare's "runs differ" notes: "label: A vs B" for every setting whose values differ (a
-// setting either file does not record is skipped).
-std::vector<std::string> settings_differences(const RunResult& a, const RunResult& b);
+// compare's "runs differ" notes: "label: A vs B" for every compared setting whose values differ
+// (a setting either file does not record is skipped); only those of `sections` when given.
+std::vector<std::string> settings_differences(const RunResult& a, const RunResult& b,
+                                              const std::vector<std::string>& sections = {});
 
 // L2's and the step context's names (the registry's choices) are declared with their enums
 // (results.hpp l2_names, step_model.hpp step_context_names).

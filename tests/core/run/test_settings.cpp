@@ -1,15 +1,20 @@
 // The run-settings registry (core/run/settings.hpp): each setting declared once, and the CLI, the
 // RunRequest, the result JSON and compare's "runs differ" notes all go through it.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli/cli.hpp"
 #include "core/analysis/compare.hpp"
 #include "core/util/error.hpp"
+#include "core/model/model_config.hpp"
+#include "core/plan/plan.hpp"
 #include "core/report/report.hpp"
 #include "core/run/runner.hpp"
 #include "core/run/settings.hpp"
@@ -91,6 +96,7 @@ std::optional<std::string> other_cli_text(const Setting& s, bool model_plan) {
     case SettingType::Text:
       if (s.path() == "gemm_options.algo") return std::string("AUTOTUNE:4");
       return std::nullopt;  // timing.method: the command line knows one method only
+    case SettingType::List: return std::nullopt;
   }
   return std::nullopt;
 }
@@ -107,6 +113,7 @@ SettingValue other_value(const Setting& s, const SettingValue& v) {
     case SettingType::Uint: return std::get<int64_t>(v) + 1;
     case SettingType::Number: return std::get<double>(v) + 1.5;
     case SettingType::Text: return std::string(s.path() == "gemm_options.algo" ? "search:3" : "some-other-method");
+    case SettingType::List: return std::get<std::string>(v) + ",cutlass";  // providers
   }
   return v;
 }
@@ -119,10 +126,19 @@ TEST(Settings, RegistryIsSound) {
   for (const Setting& s : all) {
     SCOPED_TRACE(s.path());
     EXPECT_FALSE(s.key.empty());
-    EXPECT_FALSE(s.section.empty());
+    EXPECT_EQ(s.path(), s.section.empty() ? s.key : s.section + "." + s.key);  // "": the result's top level
     EXPECT_FALSE(s.label.empty());
     EXPECT_EQ(&gs::find_setting(s.path()), &s);
   }
+  // A shortcut's flag is a flag like any other: declared once.
+  std::vector<Setting> same_shortcut = all;
+  same_shortcut.front().shortcuts.push_back({"--pre-quantize", "again", ""});
+  ASSERT_FALSE(gs::registry_problems(same_shortcut).empty());
+  EXPECT_NE(gs::registry_problems(same_shortcut).front().find("flag --pre-quantize is declared twice"), std::string::npos);
+  std::vector<Setting> no_item = all;
+  for (Setting& s : no_item)
+    if (s.type == SettingType::List) s.item = nullptr;
+  EXPECT_FALSE(gs::registry_problems(no_item).empty());
   // The rules catch a setting declared twice, one without a JSON key, one without a label, a
   // flag used by two settings.
   std::vector<Setting> twice = all;
@@ -200,7 +216,7 @@ TEST(Settings, EverySettingRoundTripsFromTheCommandLine) {
   EXPECT_TRUE(gs::settings_differences(model_default, dry_result({"--model", "llama-3-8b"})).empty());
   int tried = 0;
   for (const Setting& s : gs::run_settings()) {
-    if (s.flags.empty()) continue;
+    if (s.flags.empty() || s.placed_by_cli) continue;  // the run's own: RunSettingsFromTheCommandLine
     SCOPED_TRACE(s.path());
     const bool model = needs_model(s);
     const gs::RunResult& base = model ? model_default : shapes_default;
@@ -236,7 +252,11 @@ TEST(Settings, EverySettingRoundTripsThroughJsonAndCompare) {
   gs::find_setting("timing.seed").set(gs::settings_ref(a), SettingValue(int64_t{1234}));
   a = gs::from_json(gs::to_json(a), "a.json");
   EXPECT_TRUE(gs::compare_results(a, a).differences.empty());
+  int tried = 0;
   for (const Setting& s : gs::run_settings()) {
+    // Not compared: the axes compare matches files by (modes, precisions; they key the cells) and
+    // the accuracy pass's own, whose round trips RunSettingsThroughAMeasuredRun checks.
+    if (!s.compared) continue;
     SCOPED_TRACE(s.path());
     gs::RunResult b = a;
     const SettingValue before = s.get(gs::settings_ref(b));
@@ -244,15 +264,19 @@ TEST(Settings, EverySettingRoundTripsThroughJsonAndCompare) {
     const SettingValue after = other_value(s, before);
     ASSERT_NE(after, before);
     s.set(gs::settings_ref(b), after);
+    if (s.path() == "providers") b.provider_cells.assign(1, b.cells);  // the second provider's cells
     const json written = gs::to_json(b);
-    ASSERT_TRUE(written.contains(s.section));
-    EXPECT_TRUE(written[s.section].contains(s.key));
+    const json& object = s.section.empty() ? written : written[s.section];
+    ASSERT_TRUE(s.section.empty() || written.contains(s.section));
+    EXPECT_TRUE(object.contains(s.key));
+    ++tried;
     gs::RunResult back = gs::from_json(written, "b.json");
     EXPECT_EQ(s.get(gs::settings_ref(back)), after);
     const std::vector<std::string> diff = gs::compare_results(a, back).differences;
     ASSERT_EQ(diff.size(), 1u) << (diff.empty() ? "" : diff.front());
     EXPECT_EQ(diff.front().rfind(s.label + ": ", 0), 0u) << diff.front();
   }
+  EXPECT_GE(tried, 25);
 }
 
 // A file without a key means what files written before the setting existed measured.
@@ -262,11 +286,247 @@ TEST(Settings, AbsentKeysReadAsOlderFilesMeant) {
   doc["timing"] = json::object();
   const gs::RunResult r = gs::from_json(doc, "old.json");
   for (const Setting& s : gs::run_settings()) {
-    if (s.section == "gemm_options") continue;
+    if (s.section != "timing" && s.section != "recipe_options") continue;
     SCOPED_TRACE(s.path());
     gs::RunResult copy = r;
     EXPECT_EQ(s.get(gs::settings_ref(copy)), s.absent);
   }
   EXPECT_FALSE(r.recipe_options.lm_head_bf16);
   EXPECT_FALSE(r.seed.has_value());
+  // Files before kernel providers measured with cuBLASLt only; "modes" and "precisions" are required.
+  json no_providers = doc;
+  no_providers.erase("providers");
+  EXPECT_EQ(gs::from_json(no_providers, "old.json").providers, std::vector<std::string>{"cublaslt"});
+  no_providers["providers"] = nullptr;
+  EXPECT_EQ(gs::from_json(no_providers, "old.json").providers, std::vector<std::string>{"cublaslt"});
+  for (const char* key : {"modes", "precisions"}) {
+    json without = doc;
+    without.erase(key);
+    try {
+      gs::from_json(without, "old.json");
+      ADD_FAILURE() << key;
+    } catch (const gs::UsageError& e) {
+      EXPECT_EQ(std::string(e.what()), fmt::format("old.json: \"{}\" must be a list of strings", key));
+    }
+  }
+}
+
+namespace {
+
+class FixedEngine : public gs::test::FakeEngineBase {
+ public:
+  gs::Cell measure(const gs::Gemm&, gs::Precision, gs::Mode) override {
+    gs::Stats s;
+    s.mean_ms = s.median_ms = s.min_ms = s.max_ms = 1.0;
+    s.iters = 10;
+    return gs::Cell::measured(s);
+  }
+  gs::AccuracyCell accuracy(const gs::Gemm&, gs::Precision, gs::Dist) override {
+    gs::AccuracyCell c;
+    c.ok = true;
+    c.rel_error = 0.01;
+    return c;
+  }
+};
+
+// The request apply_settings() makes of `given` for a --shapes 64 plan or a model's.
+gs::RunRequest request(const gs::GivenSettings& given, bool model) {
+  gs::RunRequest req;
+  req.plan = model ? gs::build_model_plan(gs::find_preset("mixtral-8x7b").config) : gs::build_shapes_plan("64");
+  gs::apply_settings(given, req);
+  return req;
+}
+
+gs::SettingValue request_value(const char* path, gs::RunRequest& req) {
+  std::optional<uint64_t> seed = req.options.seed;
+  return gs::find_setting(path).get(gs::request_ref(req, seed));
+}
+
+}  // namespace
+
+// The run's own settings (the result's top level: precisions, modes, providers; --grouped):
+// command line -> RunRequest -> JSON -> read back -> compare's notes, names in any case, and the
+// default of each plan kind. compare notes only "providers": it matches files by their modes and
+// precisions.
+TEST(Settings, RunSettingsFromTheCommandLine) {
+  struct Case {
+    bool model;
+    std::vector<std::string> args;
+    const char* path;
+    std::string want;
+  };
+  const std::string all = "BF16,FP8Current,FP8Delayed,FP8Block,MXFP8,NVFP4";
+  const std::vector<Case> cases = {
+      {false, {}, "precisions", all},
+      {false, {}, "modes", "per-gemm"},
+      {true, {}, "modes", "training"},
+      {false, {}, "providers", "cublaslt"},
+      {false, {"--precisions", "bf16,FP8current"}, "precisions", "BF16,FP8Current"},
+      {false, {"--precisions", "NVFP4, bf16"}, "precisions", "NVFP4,BF16"},
+      {false, {"--no-bf16", "--no-fp8", "--no-nvfp4"}, "precisions", "FP8Current,FP8Delayed,FP8Block"},
+      {false, {"--no-mxfp8", "--no-fp4", "--no-fp8-current", "--no-fp8-delayed", "--no-fp8-block"}, "precisions", "BF16"},
+      {false, {"--bf16-only"}, "precisions", "BF16"},
+      {false, {"--mode", "Pre-Quantized"}, "modes", "pre-quantized"},
+      {false, {"--mode", "AUTOCAST"}, "modes", "per-gemm"},
+      {false, {"--mode", "ALL"}, "modes", "per-gemm,pre-quantized"},
+      {false, {"--mode", "Both"}, "modes", "per-gemm,pre-quantized"},
+      {false, {"--pre-quantize"}, "modes", "pre-quantized"},
+      {false, {"--pre-quantize", "--mode", "PREQUANTIZED"}, "modes", "pre-quantized"},
+      {true, {"--mode", "Training"}, "modes", "training"},
+      {true, {"--mode", "autocast-SHARED"}, "modes", "training"},
+      {true, {"--mode", "All"}, "modes", "per-gemm,training,pre-quantized"},
+      {true, {"--mode", "BOTH"}, "modes", "training,pre-quantized"},
+      {false, {"--provider", "CUTLASS,cuBLASLt"}, "providers", "cutlass,cublaslt"},
+      {false, {"--provider", "All"}, "providers", "cublaslt,cutlass,deepgemm"},
+      {false, {"--grouped", "Cutlass"}, "providers", "cutlass"},
+      {false, {"--grouped", "CUTLASS", "--provider", "deepgemm,CUTLASS"}, "providers", "deepgemm,cutlass"},
+  };
+  const gs::RunResult shapes_default = dry_result({"--shapes", "64"});
+  const gs::RunResult model_default = dry_result({"--model", "mixtral-8x7b"});
+  for (const Case& c : cases) {
+    std::vector<std::string> args = c.model ? std::vector<std::string>{"--model", "mixtral-8x7b"}
+                                             : std::vector<std::string>{"--shapes", "64"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    SCOPED_TRACE(::testing::PrintToString(args));
+    const Setting& s = gs::find_setting(c.path);
+    gs::RunResult r = dry_result(args);  // through the result JSON and back
+    EXPECT_EQ(s.get(gs::settings_ref(r)), SettingValue(c.want));
+    const std::vector<std::string> diff = gs::settings_differences(c.model ? model_default : shapes_default, r);
+    if (s.path() == "providers" && c.want != "cublaslt") {
+      ASSERT_EQ(diff.size(), 1u);
+      EXPECT_EQ(diff.front(), "providers: cublaslt vs " + c.want);
+    } else {
+      EXPECT_TRUE(diff.empty()) << diff.front();
+    }
+  }
+  // --grouped: the request's, said in the run's note (a result file has no key for it).
+  for (const auto& [typed, want, streams] : std::vector<std::tuple<std::string, std::string, int>>{
+           {"SERIAL", "serial", 0}, {"Streams:8", "streams:8", 8}, {"streams:4", "streams:4", 4}}) {
+    SCOPED_TRACE(typed);
+    gs::RunRequest req = request({{"grouped", typed}}, true);
+    EXPECT_EQ(req.options.grouped_streams, streams);
+    EXPECT_EQ(request_value("grouped", req), SettingValue(want));
+    const gs::RunResult r = dry_result({"--model", "mixtral-8x7b", "--grouped", typed});
+    bool noted = false;
+    for (const std::string& n : r.notes) noted = noted || n.find("(--grouped " + want + ")") != std::string::npos;
+    EXPECT_TRUE(noted);
+    gs::RunResult copy = r;
+    EXPECT_TRUE(std::holds_alternative<std::monostate>(gs::find_setting("grouped").get(gs::settings_ref(copy))));
+    EXPECT_FALSE(gs::to_json(r).contains("grouped"));
+  }
+  gs::RunRequest cutlass = request({{"grouped", "cutlass"}}, true);
+  EXPECT_EQ(cutlass.options.grouped_streams, 4);
+  EXPECT_EQ(cutlass.providers, std::vector<std::string>{"cutlass"});
+  EXPECT_EQ(request_value("grouped", cutlass), SettingValue(std::string("streams:4")));  // the streams it keeps
+}
+
+// The accuracy pass's settings: --accuracy, --accuracy-only and --dist reach the request, a
+// measured run's result file records them (the accuracy block, its "dist"; no modes for
+// --accuracy-only) and reads them back; compare leaves them out of its notes (it reads times).
+TEST(Settings, RunSettingsThroughAMeasuredRun) {
+  FixedEngine engine;
+  gs::RunRequest plain = request({}, false);
+  EXPECT_EQ(request_value("accuracy", plain), SettingValue(std::string("off")));
+  EXPECT_EQ(request_value("accuracy.dist", plain), SettingValue(std::string("normal")));
+  gs::RunRequest on = request({{"--accuracy", ""}, {"accuracy.dist", "Outliers"}}, false);
+  EXPECT_TRUE(on.accuracy);
+  EXPECT_FALSE(on.accuracy_only);
+  EXPECT_EQ(on.dist, gs::Dist::Outliers);
+  EXPECT_EQ(request_value("accuracy", on), SettingValue(std::string("on")));
+  gs::RunRequest only = request({{"--accuracy-only", ""}, {"accuracy.dist", "OUTLIERS"}}, false);
+  EXPECT_TRUE(only.accuracy_only);
+  EXPECT_EQ(request_value("accuracy", only), SettingValue(std::string("only")));
+
+  const auto round_trip = [&](const gs::RunRequest& req) {
+    const json j = gs::to_json(gs::run(engine, req));
+    return std::make_pair(j, gs::from_json(j, "r.json"));
+  };
+  const auto [j_plain, r_plain] = round_trip(request({{"--accuracy", ""}}, false));
+  const auto [j_on, r_on] = round_trip(on);
+  const auto [j_only, r_only] = round_trip(only);
+  EXPECT_EQ(j_plain["accuracy"]["dist"], "normal");
+  EXPECT_EQ(j_on["accuracy"]["dist"], "outliers");
+  EXPECT_EQ(r_on.accuracy_dist, gs::Dist::Outliers);
+  EXPECT_TRUE(r_on.has_accuracy);
+  EXPECT_EQ(r_on.modes, std::vector<gs::Mode>{gs::Mode::PerGemm});
+  EXPECT_TRUE(r_only.has_accuracy);
+  EXPECT_TRUE(r_only.modes.empty());
+  EXPECT_EQ(j_only["modes"], json::array());
+  gs::RunResult copy = r_on;
+  EXPECT_EQ(gs::find_setting("accuracy.dist").get(gs::settings_ref(copy)), SettingValue(std::string("outliers")));
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(gs::find_setting("accuracy").get(gs::settings_ref(copy))));
+  EXPECT_TRUE(gs::compare_results(r_plain, r_on).differences.empty());
+  // A file's "dist" in any case; an unknown one is refused.
+  json upper_dist = j_on;
+  upper_dist["accuracy"]["dist"] = "Outliers";
+  EXPECT_EQ(gs::from_json(upper_dist, "r.json").accuracy_dist, gs::Dist::Outliers);
+  upper_dist["accuracy"]["dist"] = "uniform";
+  EXPECT_THROW(gs::from_json(upper_dist, "r.json"), gs::UsageError);
+}
+
+// The rules between the run's settings, with their messages, whole, from the command line.
+TEST(Settings, RulesBetweenRunSettings) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--bf16-only", "--precisions", "BF16"}, "--bf16-only and --precisions are mutually exclusive"},
+      {{"--no-bf16", "--no-fp8-current", "--no-fp8-delayed", "--no-fp8-block", "--no-fp8", "--no-nvfp4"},
+       "every precision is disabled; nothing to measure"},
+      {{"--precisions", "BF16, bf16"}, "--precisions lists bf16 twice"},
+      {{"--pre-quantize", "--mode", "Both"},
+       "--pre-quantize conflicts with --mode Both (--pre-quantize means --mode pre-quantized)"},
+      {{"--accuracy-only", "--mode", "autocast"},
+       "--accuracy-only times nothing: --mode does not apply (use --accuracy to time and measure accuracy)"},
+      {{"--accuracy-only", "--pre-quantize"},
+       "--accuracy-only times nothing: --pre-quantize does not apply (use --accuracy to time and measure accuracy)"},
+      {{"--shapes", "64", "--mode", "Training"},
+       "--mode Training needs a model plan: it shares quantized tensors between the Fprop, Dgrad and Wgrad of a "
+       "layer, and --shapes/--sweep GEMMs stand alone (they are timed per-gemm)"},
+      {{"--mode", "trainin"},
+       "--mode must be training, per-gemm, pre-quantized, both or all (old names: autocast-shared = training, "
+       "autocast = per-gemm), got 'trainin' (did you mean training?)"},
+      {{"--grouped", "cutlass", "--provider", "deepgemm"},
+       "--grouped cutlass is --provider cutlass, but --provider deepgemm has no cutlass"},
+      {{"--grouped", "streams:65"}, "--grouped must be serial, streams:N with N in 1..64, or cutlass, got 'streams:65'"},
+      {{"--dist", "Outliers"}, "--dist applies to --accuracy / --accuracy-only"},
+      {{"--accuracy", "--dist", "Weird"}, "unknown distribution 'weird' (normal, outliers)"},
+      {{"--repeats", "3", "--accuracy-only"}, "--repeats repeats timed cells: --accuracy-only times nothing"},
+      {{"--provider", "cublaslt,cublaslt"}, "--provider: cublaslt is named twice"},
+  };
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> a = {"--dry-run"};
+    a.insert(a.end(), args.begin(), args.end());
+    SCOPED_TRACE(::testing::PrintToString(a));
+    const Cli r = run_cli(a);
+    EXPECT_EQ(r.rc, 2);
+    EXPECT_EQ(r.err, "gemmscope: " + message + "\n");
+  }
+  // The same rules hold for the request alone (apply_settings, no command line).
+  EXPECT_THROW(request({{"--bf16-only", ""}, {"precisions", "BF16"}}, false), gs::UsageError);
+  EXPECT_THROW(request({{"modes", "training"}}, false), gs::UsageError);
+  EXPECT_NO_THROW(request({{"modes", "training"}}, true));
+}
+
+// A result file's lists: names as the reader takes them (modes in any case and by their old names,
+// precisions in any case, providers exactly), each once.
+TEST(Settings, RunListsInResultFiles) {
+  json doc = json::parse(gs::test::slurp(std::string(GS_TEST_DATA_DIR) + "/compare_a.json"));
+  const gs::RunResult base = gs::from_json(doc, "a.json");
+  ASSERT_FALSE(base.modes.empty());
+  const auto refused = [&](const char* key, json value, const std::string& message) {
+    json d = doc;
+    d[key] = std::move(value);
+    try {
+      gs::from_json(d, "x.json");
+      ADD_FAILURE() << key << " " << d[key].dump();
+    } catch (const gs::UsageError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind(message, 0), 0u) << e.what();
+    }
+  };
+  refused("providers", json::array(), "x.json: \"providers\" must not be empty");
+  refused("providers", {"CUTLASS"}, "x.json: \"providers\" names an unknown provider \"CUTLASS\"");
+  refused("providers", {"cublaslt", "cublaslt"}, "x.json: \"providers\" lists cublaslt twice");
+  refused("providers", "cublaslt", "x.json: \"providers\" must be a list of strings");
+  refused("modes", {"bogus"}, "x.json: \"modes\": unknown mode 'bogus'");
+  refused("modes", {1}, "x.json: \"modes\" must be a list of strings");
+  refused("precisions", {"BF16", "bf16"}, "x.json: \"precisions\" lists BF16 twice");
+  refused("precisions", nullptr, "x.json: \"precisions\" must be a list of strings");
 }
