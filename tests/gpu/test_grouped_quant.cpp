@@ -219,6 +219,60 @@ INSTANTIATE_TEST_SUITE_P(Fp8, MultiQuantTest, ::testing::ValuesIn(mq_cases()), [
          (c.kind == Fp8Kind::E4M3 ? "_E4M3" : "_E5M2");
 });
 
+// The amax pass over many tensors laid end to end, as a grouped GEMM's token buffer is (300 and
+// 1030 tensors: more tensors than a wave has blocks): bit-identical to the single-tensor amax,
+// whatever the tensors' sizes (one 16-byte chunk up to several grid strides), magnitudes and
+// place in the buffer, with an all-zero tensor and one holding +inf, over two passes.
+TEST(MultiAmax, ManyTensorsBitIdenticalToSingleTensorAmax) {
+  GS_REQUIRE_GPU();
+  for (int count : {300, 1030}) {
+    SCOPED_TRACE(std::to_string(count) + " tensors");
+    std::mt19937 rng(static_cast<unsigned>(count));
+    const int col_choices[] = {8, 64, 136, 2048};
+    std::vector<int> rows(static_cast<size_t>(count)), cols(static_cast<size_t>(count));
+    std::vector<size_t> off(static_cast<size_t>(count) + 1, 0);
+    for (int t = 0; t < count; ++t) {
+      cols[t] = col_choices[rng() % 4];
+      rows[t] = t % 97 == 5 ? 3000 : 1 + static_cast<int>(rng() % 40);  // a few span several grid strides
+      off[t + 1] = off[t] + size_t(rows[t]) * size_t(cols[t]);
+    }
+    std::vector<__nv_bfloat16> h(off.back());
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    for (int t = 0; t < count; ++t) {
+      const float mag = std::ldexp(1.f, t % 23 - 11);
+      for (size_t i = off[t]; i < off[t + 1]; ++i)
+        h[i] = __float2bfloat16(t == 7 ? 0.f : (t == 11 && i == off[t] + 3) ? INFINITY : u(rng) * mag);
+    }
+    DeviceBuffer x(h.size() * sizeof(__nv_bfloat16)), ref(size_t(count) * 4), got(size_t(count) * 4);
+    GS_CUDA(cudaMemcpy(x.get(), h.data(), x.bytes(), cudaMemcpyHostToDevice));
+    std::vector<DeviceBuffer> ws;
+    std::vector<QuantTensor> ts;
+    for (int t = 0; t < count; ++t) {
+      const size_t n = off[t + 1] - off[t];
+      ws.emplace_back(amax_workspace_bytes(n));
+      const __nv_bfloat16* xt = x.get<__nv_bfloat16>() + off[t];
+      amax_bf16(xt, n, ref.get<float>() + t, ws.back().get(), nullptr);
+      QuantTensor q;
+      q.x = xt;
+      q.rows = rows[t];
+      q.cols = cols[t];
+      q.amax = got.get<float>() + t;
+      q.amax_ws = ws.back().get();
+      ts.push_back(q);
+    }
+    GS_CUDA(cudaMemset(got.get(), 0x7f, got.bytes()));  // garbage the pass must overwrite
+    const MultiQuant m(MultiQuantOp::Amax, Fp8Kind::E4M3, false, true, ts);
+    EXPECT_EQ(m.launches(), 2);
+    m.launch(nullptr);
+    m.launch(nullptr);  // twice, as a timed loop runs it
+    GS_CUDA(cudaDeviceSynchronize());
+    const std::vector<uint8_t> a = bytes_of(ref), b = bytes_of(got);
+    for (int t = 0; t < count; ++t)
+      EXPECT_EQ(std::memcmp(a.data() + 4 * t, b.data() + 4 * t, 4), 0)
+          << "tensor " << t << " (" << rows[t] << "x" << cols[t] << ")";
+  }
+}
+
 // ---- grouped GEMMs: fused vs per-expert quantization -------------------------------------------
 
 struct LtContext {
