@@ -1,5 +1,6 @@
 // `gemmscope report RESULT.json`: the text report of any run, re-rendered from its JSON (the same
-// printer a measurement uses), so a result file is readable without the GPU it was measured on.
+// printer a measurement uses), so a result file is readable without the GPU it was measured on;
+// --markdown prints the same report document as markdown.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -21,7 +22,9 @@ int run_report(int argc, char** argv) {
                "writable.",
                "gemmscope report"};
   std::string path;
+  bool markdown = false;
   app.add_option("result", path, "result JSON written by gemmscope --json")->required();
+  app.add_flag("--markdown", markdown, "print the report of a measured run as markdown (headings, tables) instead of text");
   app.allow_extras();  // unknown options: reject_extras() names them with a suggestion
   try {
     app.parse(argc, argv);
@@ -35,12 +38,16 @@ int run_report(int argc, char** argv) {
     reject_empty_values(app);
     const nlohmann::json j = read_json_file(path, "result JSON");
     std::string text;
+    if (markdown && is_fleet_json(j))
+      throw UsageError(fmt::format("--markdown: {} is a fleet file (--all-gpus); its summary prints as text only", path));
     if (is_fleet_json(j)) {  // a fleet file (--all-gpus): the fleet summary, at the run's threshold
       const double t = j.contains("threshold") && j["threshold"].is_number() ? j["threshold"].get<double>() : 0.03;
       text = render_fleet_text(summarize_fleet(fleet_from_json(j, path), t));
     } else {
       const RunResult r = from_json(j, path);
-      text = r.dry_run ? render_plan_text(r) : render_text(r);
+      if (markdown && r.dry_run)
+        throw UsageError(fmt::format("--markdown: {} is a dry run; its plan prints as text only", path));
+      text = r.dry_run ? render_plan_text(r) : markdown ? render_markdown(r) : render_text(r);
     }
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);

@@ -120,8 +120,8 @@ ProviderSums summarize_providers(const RunResult& r, size_t mode) {
   return s;
 }
 
-std::string render_provider_block(const RunResult& r, size_t mode) {
-  if (r.providers.size() < 2 || mode >= r.cells.size()) return {};
+void add_provider_block(print::Document& d, const RunResult& r, size_t mode) {
+  if (r.providers.size() < 2 || mode >= r.cells.size()) return;
   std::vector<std::string> notes;  // footnotes of N/A cells
   auto note = [&](const std::string& why) {
     auto it = std::find(notes.begin(), notes.end(), why);
@@ -129,7 +129,6 @@ std::string render_provider_block(const RunResult& r, size_t mode) {
     return static_cast<size_t>(it - notes.begin()) + 1;
   };
   using print::Align;
-  print::Document d;
   d.title(fmt::format("Providers ({}): ms per GEMM, the best available marked *", to_string(r.modes[mode])));
   // Columns one space apart: each width holds the space after a label column, before a number column.
   std::vector<print::Column> cols = {{"Pass", Align::Left, 9}, {"GEMM", Align::Left, 15}, {"Precision", Align::Left, 11}};
@@ -191,6 +190,11 @@ std::string render_provider_block(const RunResult& r, size_t mode) {
   std::vector<print::Item> items;
   for (size_t i = 0; i < notes.size(); ++i) items.emplace_back(fmt::format("[{}] {}", i + 1, notes[i]));
   d.list(std::move(items));
+}
+
+std::string render_provider_block(const RunResult& r, size_t mode) {
+  print::Document d;
+  add_provider_block(d, r, mode);
   return print::render(d, print::Format::Text);
 }
 

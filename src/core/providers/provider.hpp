@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/results/results.hpp"
+#include "core/util/printer.hpp"
 
 namespace gs {
 
@@ -46,7 +47,8 @@ ProviderSums summarize_providers(const RunResult& r, size_t mode);
 
 // The report block of a run with more than one provider: per GEMM and precision, every provider's
 // time (N/A with the reason's footnote-free short form), the best; then, model runs, the per-layer
-// totals per provider and best available. Empty for a single-provider run.
-std::string render_provider_block(const RunResult& r, size_t mode);
+// totals per provider and best available. Nothing for a single-provider run.
+void add_provider_block(print::Document& d, const RunResult& r, size_t mode);
+std::string render_provider_block(const RunResult& r, size_t mode);  // the same block as text
 
 }  // namespace gs

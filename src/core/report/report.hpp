@@ -8,6 +8,7 @@
 #include "core/io/output_paths.hpp"
 #include "core/io/input_file.hpp"
 #include "core/results/results.hpp"
+#include "core/util/printer.hpp"
 #include "core/util/text_util.hpp"
 
 namespace gs {
@@ -16,6 +17,11 @@ namespace gs {
 // ms / TFLOP/s / speedup tables (shapes mode); a quantizing-mode vs pre-quantized section when both
 // modes ran. Deterministic for a given result (golden-tested).
 std::string render_text(const RunResult& r);
+// The same report as one document (core/util/printer.hpp): render_text prints it as text,
+// render_markdown as markdown (`gemmscope report --markdown`): titles as headings, every table a
+// pipe table with the same cells, no rules.
+print::Document report_document(const RunResult& r);
+std::string render_markdown(const RunResult& r);
 // --dry-run: every GEMM with roles, FLOPs and bytes per precision; FLOP totals.
 // Says which cells a measurement would leave N/A (the CPU shape rules) and the LM head's precision.
 std::string render_plan_text(const RunResult& r);

@@ -20,8 +20,6 @@ namespace gs {
 
 namespace {
 
-const std::string kRuleHeavy(print::kReportWidth, '=');
-
 std::string device_name(const RunResult& r) { return r.device ? r.device->name : "(no GPU)"; }
 
 // Collects N/A reasons so that each distinct reason gets one footnote number.
@@ -50,7 +48,10 @@ print::Table report_table(const std::vector<int>& widths, const std::vector<std:
 
 std::vector<print::Cell> cells(const std::vector<std::string>& v) { return {v.begin(), v.end()}; }
 
-std::string text(const print::Table& t) { return print::render_table(t, print::Format::Text); }
+std::string text(const print::Document& d) { return print::render(d, print::Format::Text); }
+
+// A blank line between the report's parts (markdown separates its blocks anyway).
+void blank(print::Document& d) { d.line("", 0, print::Only::Text); }
 
 // Plan-table numbers: one decimal, but three significant digits below 1 (tiny shapes are not 0.0).
 std::string plan_number(double v) { return v >= 1.0 || v == 0.0 ? fmt::format("{:.1f}", v) : fmt::format("{:.3g}", v); }
@@ -81,7 +82,7 @@ std::string vocab_text(const ModelConfig& c) {
 }
 
 // The tokens line, where each batch number came from, the config file and what reading it filled in.
-std::string tokens_line(const ModelConfig& c) {
+void add_tokens(print::Document& d, const ModelConfig& c) {
   std::string out = fmt::format("Tokens per step: M = {} x {} = {}", c.micro_batch_size, c.sequence_length,
                                 format_thousands(c.tokens()));
   if (!c.micro_batch_from.empty() && c.micro_batch_from == c.sequence_from)
@@ -89,53 +90,60 @@ std::string tokens_line(const ModelConfig& c) {
   else if (!c.micro_batch_from.empty() || !c.sequence_from.empty())
     out += fmt::format(" (micro-batch: {}; sequence: {})", c.micro_batch_from.empty() ? "?" : c.micro_batch_from,
                        c.sequence_from.empty() ? "?" : c.sequence_from);
-  out += "\n";
-  if (!c.source.empty()) out += fmt::format("Config file: {}\n", c.source);
-  for (const std::string& n : c.notes) out += fmt::format("Config note: {}\n", n);
-  return out;
+  d.line(out);
+  if (!c.source.empty()) d.line(fmt::format("Config file: {}", c.source));
+  for (const std::string& n : c.notes) d.line(fmt::format("Config note: {}", n));
+}
+
+std::string tokens_line(const ModelConfig& c) {
+  print::Document d;
+  add_tokens(d, c);
+  return text(d);
 }
 
 // How Wgrad writes its output and how grouped operands are quantized (model plans only).
-std::string execution_lines(const RunResult& r) {
-  if (!r.plan.model_mode) return {};
-  std::string out = r.recipe_options.wgrad_fp32_accumulate
-                        ? "Wgrad output: accumulated into FP32 main gradients (beta 1), as Megatron-LM with TE\n"
-                        : "Wgrad output: BF16, beta 0 (--wgrad-output bf16)\n";
+void add_execution(print::Document& d, const RunResult& r) {
+  if (!r.plan.model_mode) return;
+  d.line(r.recipe_options.wgrad_fp32_accumulate
+             ? "Wgrad output: accumulated into FP32 main gradients (beta 1), as Megatron-LM with TE"
+             : "Wgrad output: BF16, beta 0 (--wgrad-output bf16)");
   const bool grouped = std::any_of(r.plan.gemms.begin(), r.plan.gemms.end(), [](const Gemm& g) { return g.grouped(); });
   if (grouped)
-    out += r.recipe_options.grouped_quant_fused
-               ? "Expert quantization: fused (a few multi-tensor launches per grouped GEMM, as TE GroupedLinear)\n"
-               : "Expert quantization: per expert (--grouped-quant per-expert: amax/cast launches per expert)\n";
-  return out;
+    d.line(r.recipe_options.grouped_quant_fused
+               ? "Expert quantization: fused (a few multi-tensor launches per grouped GEMM, as TE GroupedLinear)"
+               : "Expert quantization: per expert (--grouped-quant per-expert: amax/cast launches per expert)");
 }
 
-std::string header_block(const RunResult& r, size_t mode) {
-  std::string out;
-  out += fmt::format("GEMM Benchmark ({}) on {}\n", r.plan.model_mode ? "Model Config Mode" : "Shape Mode",
-                     device_name(r));
-  out += fmt::format("Timing method: CUDA events around each iteration, mean of {} iterations "
-                     "(median/min/stdev in JSON/CSV)\n", r.timing.iters);
-  out += fmt::format("Warmup iterations: {}, Timed iterations: {}\n", r.timing.warmup, r.timing.iters);
-  if (r.timing.l2_cold())
-    out += "L2: cold (flushed between iterations, outside the timed samples)\n";
-  out += step_context_lines(r);
-  out += fmt::format("Mode: {}\n", mode_description(r.modes[mode]));
-  out += execution_lines(r);
+std::string execution_lines(const RunResult& r) {
+  print::Document d;
+  add_execution(d, r);
+  return text(d);
+}
+
+void add_header(print::Document& d, const RunResult& r, size_t mode) {
+  d.title(fmt::format("GEMM Benchmark ({}) on {}", r.plan.model_mode ? "Model Config Mode" : "Shape Mode", device_name(r)),
+          2);
+  d.line(fmt::format("Timing method: CUDA events around each iteration, mean of {} iterations "
+                     "(median/min/stdev in JSON/CSV)", r.timing.iters));
+  d.line(fmt::format("Warmup iterations: {}, Timed iterations: {}", r.timing.warmup, r.timing.iters));
+  if (r.timing.l2_cold()) d.line("L2: cold (flushed between iterations, outside the timed samples)");
+  add_step_context(d, r);
+  d.line(fmt::format("Mode: {}", mode_description(r.modes[mode])));
+  add_execution(d, r);
   if (r.plan.model_mode) {
     const ModelConfig& c = *r.plan.config;
-    out += kRuleHeavy + "\n";
+    d.rule('=', print::kReportWidth);
     std::string extra;
     if (c.gated_mlp) extra += ", gated MLP";
     if (c.vocab_size) extra += ", " + vocab_text(c);
     if (c.tensor_parallel > 1) extra += fmt::format(", tensor parallel={} (per-rank shapes)", c.tensor_parallel);
-    out += fmt::format("Model Config ({}): hidden={}, intermediate={}, {}, layers={}{}\n", c.name,
-                       c.hidden_size, c.intermediate_size, heads_text(c, false), c.num_hidden_layers, extra);
-    out += tokens_line(c);
-    out += moe_config_text(c);
-    out += moe_routing_text(r);
+    d.line(fmt::format("Model Config ({}): hidden={}, intermediate={}, {}, layers={}{}", c.name, c.hidden_size,
+                       c.intermediate_size, heads_text(c, false), c.num_hidden_layers, extra));
+    add_tokens(d, c);
+    add_moe_config(d, c);
+    add_moe_routing(d, r);
   }
-  out += kRuleHeavy + "\n";
-  return out;
+  d.rule('=', print::kReportWidth);
 }
 
 // The Op column of a model plan's tables: the router is marked as BF16 in every column.
@@ -145,8 +153,7 @@ std::string op_cell(const Gemm& x) {
   return x.label();
 }
 
-std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
-  std::string out;
+void add_model(print::Document& d, const RunResult& r, size_t mode, Footnotes& fn) {
   const ModeSummary s = summarize_mode(r, mode);
   const bool moe = r.plan.has_moe();
   const int64_t n_moe = r.plan.moe_layers(), n_dense = r.plan.dense_layers();
@@ -161,10 +168,19 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
     for (const auto& ps : s.sums) row.push_back(print::format_ms(field(ps)));
     st.add_row(std::move(row));
   };
-  out += "Per-Layer GEMM Time:\n";
+  // Each section of rows under its label: one table each (markdown repeats the columns' headers),
+  // printed as the rows of one table in text. A table holding only the header line is text's only.
+  auto section = [&](const std::string& label) {
+    const bool rows = std::any_of(st.lines.begin(), st.lines.end(),
+                                  [](const print::Table::Line& l) { return l.kind == print::Table::Line::Kind::Row; });
+    d.table(std::move(st), rows ? print::Only::Both : print::Only::Text);
+    st = report_table(sw, head);
+    d.line(label);
+  };
+  d.title("Per-Layer GEMM Time:");
   st.add_header();
   if (!moe || n_dense > 0) {
-    if (moe) st.add_note(fmt::format("Dense layer ({} of {}):", n_dense, r.plan.layers()));
+    if (moe) section(fmt::format("Dense layer ({} of {}):", n_dense, r.plan.layers()));
     sums_row("Fprop:", [](const PrecisionSums& p) { return p.fprop; });
     sums_row("Dgrad:", [](const PrecisionSums& p) { return p.dgrad; });
     sums_row("Fprop + Dgrad:", [](const PrecisionSums& p) { return p.fprop_dgrad; });
@@ -172,12 +188,12 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
     sums_row("Per-layer total:", [](const PrecisionSums& p) { return p.total; });
   }
   if (moe) {
-    st.add_note(fmt::format("MoE layer ({} of {}):", n_moe, r.plan.layers()));
+    section(fmt::format("MoE layer ({} of {}):", n_moe, r.plan.layers()));
     sums_row("Fprop:", [](const PrecisionSums& p) { return p.moe_fprop; });
     sums_row("Dgrad:", [](const PrecisionSums& p) { return p.moe_dgrad; });
     sums_row("Wgrad:", [](const PrecisionSums& p) { return p.moe_wgrad; });
     sums_row("Per-layer total:", [](const PrecisionSums& p) { return p.moe_total; });
-    st.add_note("Per layer, 3 passes:");
+    section("Per layer, 3 passes:");
     sums_row("Attention projections:", [](const PrecisionSums& p) { return p.attention; });
     if (n_dense > 0) sums_row("Dense MLP:", [](const PrecisionSums& p) { return p.dense_mlp; });
     sums_row("Router (BF16):", [](const PrecisionSums& p) { return p.router; });
@@ -186,21 +202,21 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
       sums_row("Shared experts:", [](const PrecisionSums& p) { return p.shared_experts; });
   }
   if (s.has_model_once) {
-    st.add_note("Once per step:");
+    section("Once per step:");
     sums_row("LM Head (3 passes):", [](const PrecisionSums& p) { return p.model_once; });
   }
   if (moe)
-    st.add_note(fmt::format("Full Model ({} dense + {} MoE layers{}):", n_dense, n_moe, s.has_model_once ? " + LM head" : ""));
+    section(fmt::format("Full Model ({} dense + {} MoE layers{}):", n_dense, n_moe, s.has_model_once ? " + LM head" : ""));
   else
-    st.add_note(fmt::format("Full Model ({} layers{}):", r.plan.layers(), s.has_model_once ? " + LM head" : ""));
+    section(fmt::format("Full Model ({} layers{}):", r.plan.layers(), s.has_model_once ? " + LM head" : ""));
   sums_row("Total GEMM time (ms):", [](const PrecisionSums& p) { return p.full_model; });
-  out += text(st);
-  out += fmt::format("Measured GEMM Speedups (full model, {} mode):\n", to_string(r.modes[mode]));
+  d.table(std::move(st));
+  d.title(fmt::format("Measured GEMM Speedups (full model, {} mode):", to_string(r.modes[mode])));
   for (const Speedup& sp : s.speedups)
-    out += sp.value ? fmt::format("{}: {:.2f}x\n", sp.name(), *sp.value) : fmt::format("{}: N/A\n", sp.name());
+    d.line(sp.value ? fmt::format("{}: {:.2f}x", sp.name(), *sp.value) : fmt::format("{}: N/A", sp.name()));
   if (s.has_model_once && r.recipe_options.lm_head_bf16)
-    out += "LM Head: BF16 in every column (--lm-head-precision bf16, as Megatron and Transformer Engine keep the "
-           "output layer out of FP8)\n";
+    d.line("LM Head: BF16 in every column (--lm-head-precision bf16, as Megatron and Transformer Engine keep the "
+           "output layer out of FP8)");
   // Then the per-GEMM detail.
   int op_width = 10;
   for (const Gemm& x : r.plan.gemms) op_width = std::max(op_width, static_cast<int>(op_cell(x).size()) + 1);
@@ -208,10 +224,13 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
   for (size_t i = 0; i < r.precisions.size(); ++i) pw.push_back(prec_width(r));
   std::vector<std::string> ph = {"Op", "Shape"};
   for (auto& h : prec_headers(r, "ms")) ph.push_back(h);
-  print::Table t = report_table(pw, ph);
-  t.add_rule('=');
+  // One table per pass, each under its title (a heading in markdown), after one heavy rule.
+  print::Table top = report_table(pw, ph);
+  top.add_rule('=');
+  d.table(std::move(top), print::Only::Text);
   for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
-    t.add_note(fmt::format("{} Shapes:", pass_label(pass)));
+    d.title(fmt::format("{} Shapes:", pass_label(pass)));
+    print::Table t = report_table(pw, ph);
     t.add_rule('-');
     t.add_header();
     t.add_rule('-');
@@ -249,15 +268,15 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
     }
     if (lm) t.add_note("* LM Head runs once per step, not per layer; it is not in the per-layer sums.");
     t.add_rule('=');
+    d.table(std::move(t));
   }
-  out += text(t);
   // Throughput of every GEMM: the first number a CUTLASS or nvbench user looks for.
   std::vector<int> tw = {op_width + 8, 20};
   for (size_t i = 0; i < r.precisions.size(); ++i) tw.push_back(prec_width(r) + 3);
   std::vector<std::string> th = {"Pass Op", "Shape"};
   for (Precision p : r.precisions) th.push_back(fmt::format("{} TF/s", to_string(p)));
   print::Table tt = report_table(tw, th);
-  out += "Throughput per GEMM (TFLOP/s):\n";
+  d.title("Throughput per GEMM (TFLOP/s):");
   tt.add_rule('-');
   tt.add_header();
   tt.add_rule('-');
@@ -271,19 +290,17 @@ std::string model_block(const RunResult& r, size_t mode, Footnotes& fn) {
     tt.add_row(std::move(row));
   }
   tt.add_rule('=');
-  out += text(tt);
-  out += step_estimate_block(r, mode);
-  if (moe) out += moe_grouped_block(r, mode);
-  return out;
+  d.table(std::move(tt));
+  add_step_estimate(d, r, mode);
+  if (moe) add_moe_grouped(d, r, mode);
 }
 
-std::string shapes_block(const RunResult& r, size_t mode, Footnotes& fn) {
-  std::string out;
+void add_shapes(print::Document& d, const RunResult& r, size_t mode, Footnotes& fn) {
   std::vector<int> widths = {22, 0};
   // Wide enough for the longest header ("FP8Current TFLOP/s") plus a gap.
   for (size_t i = 0; i < r.precisions.size(); ++i) widths.push_back(prec_width(r) + 7);
   auto table = [&](const char* title, const char* unit, auto value) {
-    out += fmt::format("{}:\n", title);
+    d.title(fmt::format("{}:", title));
     std::vector<std::string> head = {"Shape (MxKxN)", ""};
     for (auto& h : prec_headers(r, unit)) head.push_back(h);
     print::Table t = report_table(widths, head);
@@ -296,7 +313,7 @@ std::string shapes_block(const RunResult& r, size_t mode, Footnotes& fn) {
       t.add_row(std::move(row));
     }
     t.add_rule('=');
-    out += text(t);
+    d.table(std::move(t));
   };
   table("Time per GEMM", "ms", [&](size_t g, size_t p) { return cell_ms(r.cell(mode, g, p), fn); });
   table("Throughput", "TFLOP/s", [&](size_t g, size_t p) {
@@ -313,13 +330,11 @@ std::string shapes_block(const RunResult& r, size_t mode, Footnotes& fn) {
       return print::format_speedup(base.stats.mean_ms / c.stats.mean_ms);
     });
   }
-  return out;
 }
 
 // The modes side by side (model mode: per-layer GEMM time; shapes: the sum over shapes): time per
 // mode, the quantization overhead of each quantizing mode over pre-quantized, speedups vs BF16.
-std::string modes_block(const RunResult& r) {
-  std::string out;
+void add_modes(print::Document& d, const RunResult& r) {
   std::optional<size_t> pq;
   for (size_t i = 0; i < r.modes.size(); ++i)
     if (r.modes[i] == Mode::PreQuantized) pq = i;
@@ -332,7 +347,7 @@ std::string modes_block(const RunResult& r) {
     name[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[0])));
     title += (i ? " vs " : "") + name;
   }
-  out += fmt::format("{} ({}):\n", title, r.plan.model_mode ? "per-layer GEMM time" : "sum over shapes");
+  d.title(fmt::format("{} ({}):", title, r.plan.model_mode ? "per-layer GEMM time" : "sum over shapes"));
   std::vector<std::string> head = {"Precision", ""};
   std::vector<int> widths = {14, 0};
   for (Mode m : r.modes) {
@@ -392,15 +407,13 @@ std::string modes_block(const RunResult& r) {
                          : one ? fmt::format(" Quant ovh = {} - pre-quantized.", to_string(r.modes[quantizing[0]]))
                                : std::string(" <Mode> ovh = that mode - pre-quantized.")));
   t.add_rule('=');
-  out += text(t);
-  return out;
+  d.table(std::move(t));
 }
 
-std::string accuracy_block(const RunResult& r, Footnotes& fn) {
-  std::string out;
-  out += fmt::format("Accuracy (relative Frobenius error vs an FP32 GEMM of the BF16 inputs; {} inputs{}):\n",
-                     to_string(r.accuracy_dist),
-                     r.accuracy_dist == Dist::Outliers ? ": 0.1% of activation/gradient elements x50" : "");
+void add_accuracy(print::Document& d, const RunResult& r, Footnotes& fn) {
+  d.title(fmt::format("Accuracy (relative Frobenius error vs an FP32 GEMM of the BF16 inputs; {} inputs{}):",
+                      to_string(r.accuracy_dist),
+                      r.accuracy_dist == Dist::Outliers ? ": 0.1% of activation/gradient elements x50" : ""));
   std::vector<int> widths = {16, 20};
   for (size_t i = 0; i < r.accuracy_precisions.size(); ++i) widths.push_back(13);
   std::vector<std::string> head = {"Pass Op", "Shape"};
@@ -424,13 +437,12 @@ std::string accuracy_block(const RunResult& r, Footnotes& fn) {
   t.add_rule('-');
   if (any_emulated) t.add_note("* emulated: our quantization, dequantized, BF16 GEMM with FP32 accumulation (no native kernel on this GPU)");
   t.add_rule('=');
-  out += text(t);
-  return out;
+  d.table(std::move(t));
 }
 
 // The SM clock samples of the measured cells: range, and how many ran power-capped or
 // thermally slowed (the reason a cell can read slow without anything being wrong with it).
-std::string clock_line(const RunResult& r) {
+void add_clock(print::Document& d, const RunResult& r) {
   int lo = 0, hi = 0, max_mhz = 0, n = 0, ok = 0, capped = 0, thermal = 0;
   for (const auto& mode : r.cells)
     for (const auto& gemm : mode)
@@ -446,30 +458,32 @@ std::string clock_line(const RunResult& r) {
         thermal += s.thermal();
         ++n;
       }
-  if (ok == 0) return {};
-  if (n == 0) return "SM clock: not sampled (NVML not available)\n";
-  std::string out = fmt::format("SM clock (mean of 3 samples per cell, {} of {} cells): {}-{} MHz, device max {} MHz; power cap active in {}, "
-                                "thermal slowdown in {}\n",
-                                n, ok, lo, hi, max_mhz, capped, thermal);
+  if (ok == 0) return;
+  if (n == 0) {
+    d.line("SM clock: not sampled (NVML not available)");
+    return;
+  }
+  d.line(fmt::format("SM clock (mean of 3 samples per cell, {} of {} cells): {}-{} MHz, device max {} MHz; power cap active in {}, "
+                                "thermal slowdown in {}",
+                     n, ok, lo, hi, max_mhz, capped, thermal));
   const ClockSummary s = summarize_clocks(r);
   std::string means;
   for (size_t p = 0; p < r.precisions.size(); ++p)
     if (s.precision_mean_mhz[p])
       means += fmt::format("{}{} {:.0f}", means.empty() ? "" : ", ", to_string(r.precisions[p]), *s.precision_mean_mhz[p]);
-  if (!means.empty()) out += fmt::format("SM clock, time-weighted mean per recipe (MHz): {}\n", means);
-  return out;
+  if (!means.empty()) d.line(fmt::format("SM clock, time-weighted mean per recipe (MHz): {}", means));
 }
 
 // --repeats N >= 3: the per-layer totals and speedups of each mode as median [95% interval].
-std::string repeats_block(const RunResult& r) {
+void add_repeats(print::Document& d, const RunResult& r) {
   const std::vector<RepeatSummary> rs = summarize_repeats(r);
   if (rs.empty()) {
     if (r.timing.repeats > 1)
-      return fmt::format("Repeats: {} (interleaved GEMM-major; cells pool them); intervals need --repeats >= 3\n", r.timing.repeats);
-    return {};
+      d.line(fmt::format("Repeats: {} (interleaved GEMM-major; cells pool them); intervals need --repeats >= 3", r.timing.repeats));
+    return;
   }
-  std::string out = fmt::format("Repeats: {} (interleaved GEMM-major); median [95% interval, bootstrap of the median]\n",
-                                r.timing.repeats);
+  d.line(fmt::format("Repeats: {} (interleaved GEMM-major); median [95% interval, bootstrap of the median]",
+                     r.timing.repeats));
   for (size_t m = 0; m < r.modes.size() && m < rs.size(); ++m) {
     std::string totals, speedups;
     for (size_t p = 0; p < r.precisions.size(); ++p)
@@ -479,34 +493,38 @@ std::string repeats_block(const RunResult& r) {
     for (size_t i = 0; i < rs[m].speedups.size() && i < ms.speedups.size(); ++i)
       if (const auto& iv = rs[m].speedups[i])
         speedups += fmt::format("  {} {:.2f}x [{:.2f}, {:.2f}]", ms.speedups[i].name(), iv->median, iv->lo, iv->hi);
-    if (!totals.empty()) out += fmt::format("  {}: per-layer total (ms){}\n", to_string(r.modes[m]), totals);
-    if (!speedups.empty()) out += fmt::format("  {}: speedups{}\n", to_string(r.modes[m]), speedups);
+    if (!totals.empty()) d.line(fmt::format("{}: per-layer total (ms){}", to_string(r.modes[m]), totals), 2);
+    if (!speedups.empty()) d.line(fmt::format("{}: speedups{}", to_string(r.modes[m]), speedups), 2);
   }
-  return out;
 }
 
 }  // namespace
 
-std::string render_text(const RunResult& r) {
-  std::string out;
+print::Document report_document(const RunResult& r) {
+  print::Document d;
   Footnotes fn;
   // Several modes: the side-by-side summary first, then each mode in detail.
   if (r.modes.size() >= 2) {
-    out += fmt::format("GEMM Benchmark ({}) on {}: {} modes, side by side first, then each in detail\n",
-                       r.plan.model_mode ? "Model Config Mode" : "Shape Mode", device_name(r), r.modes.size());
-    out += modes_block(r) + "\n";
+    d.title(fmt::format("GEMM Benchmark ({}) on {}: {} modes, side by side first, then each in detail",
+                        r.plan.model_mode ? "Model Config Mode" : "Shape Mode", device_name(r), r.modes.size()),
+            2);
+    add_modes(d, r);
+    blank(d);
   }
   for (size_t m = 0; m < r.modes.size(); ++m) {
-    if (m) out += "\n";
-    out += header_block(r, m);
+    if (m) blank(d);
+    add_header(d, r, m);
     if (r.providers.size() != 1 || r.providers[0] != kProviderCublasLt)
-      out += fmt::format("Kernel providers: {} (the tables below show {})\n",
-                         provider_option_string(r.providers), r.providers[0]);
-    out += r.plan.model_mode ? model_block(r, m, fn) : shapes_block(r, m, fn);
-    out += render_provider_block(r, m);
+      d.line(fmt::format("Kernel providers: {} (the tables below show {})", provider_option_string(r.providers),
+                         r.providers[0]));
+    if (r.plan.model_mode)
+      add_model(d, r, m, fn);
+    else
+      add_shapes(d, r, m, fn);
+    add_provider_block(d, r, m);
   }
   // Attention's own matmuls once for all modes: not GEMM rows, timed (if at all) by the step context.
-  if (r.plan.model_mode && !r.modes.empty()) out += attention_matmuls_block(r);
+  if (r.plan.model_mode && !r.modes.empty()) add_attention_matmuls(d, r);
   // Spread of the per-iteration times behind the means (full statistics are in JSON/CSV).
   double worst_cv = -1, worst_gap = 0;
   std::string worst_where;
@@ -524,25 +542,32 @@ std::string render_text(const RunResult& r) {
         }
       }
   if (worst_cv >= 0) {
-    out += fmt::format("Timing spread: largest stdev {:.1f}% of mean ({}); median within {:.1f}% of mean everywhere\n",
-                       100 * worst_cv, worst_where, 100 * worst_gap);
-    out += clock_line(r);
-    if (r.plan.model_mode) out += repeats_block(r);
+    d.line(fmt::format("Timing spread: largest stdev {:.1f}% of mean ({}); median within {:.1f}% of mean everywhere",
+                       100 * worst_cv, worst_where, 100 * worst_gap));
+    add_clock(d, r);
+    if (r.plan.model_mode) add_repeats(d, r);
   }
   if (r.has_accuracy) {
     if (r.modes.empty()) {
-      out += fmt::format("GEMM Accuracy ({}) on {}\n", r.plan.model_mode ? "Model Config Mode" : "Shape Mode", device_name(r));
-      out += kRuleHeavy + "\n";
+      d.title(fmt::format("GEMM Accuracy ({}) on {}", r.plan.model_mode ? "Model Config Mode" : "Shape Mode", device_name(r)),
+              2);
+      d.rule('=', print::kReportWidth);
     }
-    out += accuracy_block(r, fn);
+    add_accuracy(d, r, fn);
   }
   if (!fn.items.empty() || !r.notes.empty()) {
-    out += "Notes:\n";
-    for (size_t i = 0; i < fn.items.size(); ++i) out += fmt::format("  [{}] {}\n", i + 1, fn.items[i]);
-    for (const auto& n : r.notes) out += fmt::format("  - {}\n", n);
+    d.title("Notes:");
+    std::vector<print::Item> items;
+    for (size_t i = 0; i < fn.items.size(); ++i) items.emplace_back(fmt::format("[{}] {}", i + 1, fn.items[i]));
+    for (const auto& n : r.notes) items.emplace_back(print::Text::split("- " + n, n));
+    d.list(std::move(items));
   }
-  return out;
+  return d;
 }
+
+std::string render_text(const RunResult& r) { return text(report_document(r)); }
+
+std::string render_markdown(const RunResult& r) { return print::render(report_document(r), print::Format::Markdown); }
 
 std::vector<std::string> predicted_na(const RunResult& r) {
   // The CPU shape rules (shape_constraint) decide these before any GPU is rented. One line per
@@ -645,7 +670,7 @@ std::string render_plan_text(const RunResult& r) {
     t.add_row(std::move(row));
   }
   t.add_note(std::string(width, '-'));
-  out += text(t);
+  out += print::render_table(t, print::Format::Text);
   out += "  ^T: operand stored with the contraction dimension strided (FP8 on Hopper needs a transposed copy)\n";
   const PlanFlops f = plan_flops(r.plan);
   if (r.plan.model_mode) {

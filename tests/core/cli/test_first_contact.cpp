@@ -336,6 +336,16 @@ TEST(FirstContact, ReportSubcommandRerendersTheText) {
   EXPECT_EQ(m.rc, 0) << m.err;
   EXPECT_EQ(m.out, gs::render_text(gs::from_json(gs::read_json_file(fixture), fixture)));
   EXPECT_NE(m.out.find("Throughput per GEMM (TFLOP/s):"), std::string::npos);
+  // --markdown: the same report document as markdown; a dry run's plan has no markdown form.
+  const Out md = run("report " + fixture + " --markdown");
+  EXPECT_EQ(md.rc, 0) << md.err;
+  EXPECT_EQ(md.out, gs::render_markdown(gs::from_json(gs::read_json_file(fixture), fixture)));
+  EXPECT_EQ(md.out.rfind("## GEMM Benchmark (Model Config Mode) on ", 0), 0u) << md.out;
+  EXPECT_NE(md.out.find("### Throughput per GEMM (TFLOP/s):"), std::string::npos) << md.out;
+  const Out dry_md = run("report " + j.string() + " --markdown");
+  EXPECT_EQ(dry_md.rc, 2);
+  EXPECT_NE(dry_md.err.find("--markdown: " + j.string() + " is a dry run"), std::string::npos) << dry_md.err;
+  EXPECT_TRUE(dry_md.out.empty()) << dry_md.out;
   const Out bad = run("report " + (dir() / "missing.json").string());
   EXPECT_EQ(bad.rc, 2);
   EXPECT_NE(bad.err.find("gemmscope report: error: cannot read"), std::string::npos) << bad.err;

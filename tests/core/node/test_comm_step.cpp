@@ -2,6 +2,8 @@
 // its communication in the recipe's wire types, and the exposed part measured in BF16.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/node/comm_step.hpp"
@@ -96,6 +98,40 @@ TEST(CommStep, DenseLayerPerRecipe) {
   const std::vector<LayerCommRow> none = layer_comm_rows(measure_collectives(p, l, plain, 1, 5), r);
   ASSERT_EQ(none.size(), 2u);
   EXPECT_FALSE(none[0].exposed_ms.has_value());
+}
+
+// The table's layout, column by column: two spaces in, "{:<6} {:<14} {:>10} {:>10} {:>11} {:>13}
+// {:>15}", "-" where a value is missing, then the legend.
+TEST(CommStep, TableLayout) {
+  const Plan p = plan_of("llama-3-8b", 2);
+  const CommLayout l = layout_for(p, 0, true, 1, CommType::Fp32);
+  const RunResult r = gemms(p);
+  for (const std::optional<double> overlap : {std::optional<double>(0.25), std::optional<double>()}) {
+    FakeComm eng(overlap);
+    const CommResult c = measure_collectives(p, l, eng, 1, 5);
+    const std::vector<LayerCommRow> rows = layer_comm_rows(c, r);
+    ASSERT_EQ(rows.size(), 2u);
+    const auto num = [](const std::optional<double>& v, int w) {
+      return v ? fmt::format("{:>{}.3f}", *v, w) : fmt::format("{:>{}}", "-", w);
+    };
+    std::string want = fmt::format("\nPer layer with the layout's communication ({} mode, ms, measured)\n",
+                                   to_string(r.modes[0]));
+    want += fmt::format("  {:<6} {:<14} {:>10} {:>10} {:>11} {:>13} {:>15}\n", "layer", "recipe", "GEMMs", "comm",
+                        "exposed", "GEMMs + comm", "GEMMs + exposed");
+    for (const LayerCommRow& x : rows) {
+      const double serial = *x.gemm_ms + x.comm_ms;
+      const std::optional<double> hidden = x.exposed_ms ? std::optional<double>(*x.gemm_ms + *x.exposed_ms) : std::nullopt;
+      want += fmt::format("  {:<6} {:<14} {} {:>10.3f} {} {} {}\n", x.moe_layer ? "MoE" : "dense",
+                          to_string(x.precision), num(x.gemm_ms, 10), x.comm_ms, num(x.exposed_ms, 11),
+                          num(serial, 13), num(hidden, 15));
+    }
+    const std::string got = render_layer_comm(c, r);
+    ASSERT_EQ(got.rfind(want, 0), 0u) << got << "\nwant:\n" << want;
+    EXPECT_EQ(got.substr(want.size()).rfind("  comm: the layer's collectives", 0), 0u) << got;
+    EXPECT_EQ(std::count(got.begin(), got.end(), '\n'), 6) << got;
+    // Without an overlap figure the last row ends in "-" (nothing exposed to add).
+    EXPECT_EQ(got.find("-\n  comm:"), overlap ? std::string::npos : got.find("\n  comm:") - 1) << got;
+  }
 }
 
 TEST(CommStep, MoeLayerHoldsTheAllToAllsAndNothingWithoutTimes) {

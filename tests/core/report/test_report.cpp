@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <set>
 #include <functional>
 #include <sstream>
 #include <tuple>
@@ -13,6 +15,7 @@
 #include "core/util/error.hpp"
 #include "core/report/report.hpp"
 #include "core/run/runner.hpp"
+#include "core/util/printer.hpp"
 
 using namespace gs;
 
@@ -187,6 +190,90 @@ TEST(Report, GoldenText) {
   const std::string want = slurp(path);
   ASSERT_FALSE(want.empty()) << "missing " << path << " (run with GS_UPDATE_GOLDEN=1 once and review it)";
   EXPECT_EQ(got, want);
+}
+
+// The run report is one document: text prints it as render_text does, markdown prints each of its
+// tables as a pipe table whose every row is a line of the text, the same cells in the same order
+// (a header without a label in its first column is skipped: the text leaves it blank).
+TEST(Report, MarkdownHasTheTextsTables) {
+  const auto words = [](const std::string& s) {
+    std::istringstream in(s);
+    std::string w, out;
+    while (in >> w) out += (out.empty() ? "" : " ") + w;
+    return out;
+  };
+  for (const char* name : {"model_5b_both_modes.json", "moe_mixtral_a.json", "shapes_4.json", "model_lmhead_b200.json"}) {
+    SCOPED_TRACE(name);
+    const std::string path = std::string(GS_TEST_DATA_DIR) + "/" + name;
+    const RunResult r = from_json(read_json_file(path), path);
+    const std::string text = render_text(r), md = render_markdown(r);
+    EXPECT_EQ(print::render(report_document(r), print::Format::Text), text);
+    EXPECT_EQ(md.rfind("## GEMM Benchmark (", 0), 0u) << md;
+    EXPECT_EQ(md.find("====="), std::string::npos) << md;
+    EXPECT_EQ(md.find("-----"), std::string::npos) << md;
+    std::set<std::string> lines;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) lines.insert(words(l));
+    size_t rows = 0, numbers = 0;
+    std::istringstream mds(md);
+    for (std::string l; std::getline(mds, l);) {
+      if (l.rfind("| ", 0) != 0 || l.rfind("|  |", 0) == 0) continue;  // not a row, or a header without a label
+      std::string cells = l.substr(1);
+      for (size_t at; (at = cells.find(" |")) != std::string::npos;) cells.replace(at, 2, " ");
+      EXPECT_EQ(lines.count(words(cells)), 1u) << l;
+      ++rows;
+      numbers += std::count(l.begin(), l.end(), '.');
+    }
+    // Every GEMM once per mode in the time table and once in the throughput table, at least.
+    EXPECT_GE(rows, r.modes.size() * 2 * r.plan.gemms.size());
+    EXPECT_GE(numbers, r.modes.size() * 2 * r.plan.gemms.size());
+  }
+}
+
+// Golden-free: every table of the run report's document is one markdown table (one alignment row
+// each), with as many rows as the text prints for it; every title is a heading; the text's rules
+// and blank lines are text's only.
+TEST(Report, MarkdownStructure) {
+  const RunResult r = fake_run({Mode::PerGemm, Mode::PreQuantized});
+  const print::Document d = report_document(r);
+  const std::string md = print::render(d, print::Format::Markdown);
+  EXPECT_EQ(md, render_markdown(r));
+  size_t tables = 0, table_rows = 0, titles = 0, rules = 0;
+  for (const print::Block& b : d.blocks) {
+    if (b.kind == print::Block::Kind::Rule) ++rules;
+    if (b.kind == print::Block::Kind::Heading) {
+      ++titles;
+      const std::string h = std::string(static_cast<size_t>(b.level), '#') + " " + b.text.in(print::Format::Markdown).render(print::Format::Markdown) + "\n";
+      EXPECT_NE(md.find(h), std::string::npos) << h;
+    }
+    if (b.kind != print::Block::Kind::Table || b.only == print::Only::Text) continue;
+    ++tables;
+    size_t n = 0;
+    for (const auto& l : b.table.lines) n += l.kind == print::Table::Line::Kind::Header || l.kind == print::Table::Line::Kind::Row;
+    ASSERT_GT(n, 0u);
+    // A table whose first row is not its header gets its columns' headers in markdown.
+    const auto first = std::find_if(b.table.lines.begin(), b.table.lines.end(), [](const print::Table::Line& l) {
+      return l.kind != print::Table::Line::Kind::Rule && l.kind != print::Table::Line::Kind::Note;
+    });
+    const bool named = std::any_of(b.table.columns.begin(), b.table.columns.end(), [](const print::Column& c) { return !c.header.empty(); });
+    if (named && first->kind != print::Table::Line::Kind::Header) ++n;
+    table_rows += n + 1;  // and the alignment row
+  }
+  EXPECT_GE(tables, 2 * (1 + 3 + 1) + 1);  // per mode: per-layer sums, one per pass, throughput; the modes side by side
+  EXPECT_GE(rules, 4u);
+  EXPECT_GE(titles, 10u);
+  size_t align = 0, md_rows = 0;
+  std::istringstream in(md);
+  for (std::string l; std::getline(in, l);) {
+    if (l.empty() || l[0] != '|') continue;
+    ++md_rows;
+    if (l.rfind("|---", 0) == 0) ++align;
+  }
+  EXPECT_EQ(align, tables);
+  EXPECT_EQ(md_rows, table_rows);
+  EXPECT_EQ(md.find("\n\n\n"), std::string::npos);
+  // The notes: footnotes and run notes as one markdown list.
+  EXPECT_NE(md.find("### Notes:\n\n- [1] cuBLASLt NOT_SUPPORTED (fake)\n"), std::string::npos) << md;
 }
 
 TEST(Report, JsonRoundTrip) {
