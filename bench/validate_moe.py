@@ -135,7 +135,8 @@ def fp8_block_ops(torch):
     return Fn
 
 
-def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, trace_dir, graph=True, passes="all"):
+def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, trace_dir, graph=True, passes="all",
+                   grouped=False):
     """passes: "all" (the training step), "fprop+dgrad" (weights without gradients: no Wgrad GEMMs)
     or "fprop" (the forward alone). The GEMM kernel time of one pass is a difference of two of these
     (with --streams 1 the kernels run one at a time, so their durations add up)."""
@@ -177,24 +178,61 @@ def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, t
         g, u = lin(xe, wu).chunk(2, dim=-1)
         return lin(F.silu(g) * u, wd)
 
+    class GroupedLinear(torch.autograd.Function):
+        """Every local expert's linear in one autograd node, as Transformer Engine's GroupedLinear
+        runs them: the forward's GEMMs back to back, then in backward every expert's Dgrad, then
+        every expert's Wgrad; the activation between the two projections runs once over all rows."""
+
+        @staticmethod
+        def forward(ctx, x, *ws):
+            ctx.save_for_backward(x, *ws)
+            out = torch.empty(x.shape[0], ws[0].shape[0], device=x.device, dtype=x.dtype)
+            for e in range(n_local):
+                if offs[e + 1] > offs[e]:
+                    torch.mm(x[offs[e]:offs[e + 1]], ws[e].t(), out=out[offs[e]:offs[e + 1]])
+            return out
+
+        @staticmethod
+        def backward(ctx, dy):
+            x, *ws = ctx.saved_tensors
+            dy = dy.contiguous()
+            dx = torch.empty_like(x) if ctx.needs_input_grad[0] else None
+            if dx is not None:
+                for e in range(n_local):
+                    if offs[e + 1] > offs[e]:
+                        torch.mm(dy[offs[e]:offs[e + 1]], ws[e], out=dx[offs[e]:offs[e + 1]])
+            dws = [None] * n_local
+            for e in range(n_local):
+                if ctx.needs_input_grad[1 + e]:
+                    dws[e] = (dy[offs[e]:offs[e + 1]].t() @ x[offs[e]:offs[e + 1]] if offs[e + 1] > offs[e]
+                              else torch.zeros_like(ws[e]))
+            return (dx, *dws)
+
+    def grouped_experts(xd):
+        g, u = GroupedLinear.apply(xd, *w_up).chunk(2, dim=-1)
+        return GroupedLinear.apply(F.silu(g) * u, *w_down)
+
     def body():
         logits = F.linear(x_own, w_router)  # the router: BF16 in every recipe
         probs = torch.softmax(logits.float(), dim=-1)
         topv, _ = probs.topk(c["top_k"], dim=-1)
         xd = x_recv[perm]  # dispatch by index
-        main = torch.cuda.current_stream()
-        outs = [None] * n_local
-        for s in side:
-            s.wait_stream(main)
-        for e in range(n_local):
-            if local_counts[e] == 0:
-                continue
-            s = side[e % streams]
-            with torch.cuda.stream(s):
-                outs[e] = expert(xd[offs[e]:offs[e + 1]], w_up[e], w_down[e])
-        for s in side:
-            main.wait_stream(s)
-        y = torch.cat([o for o in outs if o is not None]) * gate
+        if grouped:
+            y = grouped_experts(xd) * gate
+        else:
+            main = torch.cuda.current_stream()
+            outs = [None] * n_local
+            for s in side:
+                s.wait_stream(main)
+            for e in range(n_local):
+                if local_counts[e] == 0:
+                    continue
+                s = side[e % streams]
+                with torch.cuda.stream(s):
+                    outs[e] = expert(xd[offs[e]:offs[e + 1]], w_up[e], w_down[e])
+            for s in side:
+                main.wait_stream(s)
+            y = torch.cat([o for o in outs if o is not None]) * gate
         combined = torch.zeros_like(x_recv).index_add(0, perm, y)  # combine
         shared = sum(expert(x_own, w_sup[i], w_sdown[i]) for i in range(c["shared"])) if c["shared"] else 0
         loss = (combined * dy_recv).sum() + ((shared + x_own) * dy_own).sum() + topv.sum()
@@ -361,14 +399,19 @@ def main():
                     help="the BLAS library PyTorch's F.linear runs on (torch.backends.cuda.preferred_blas_library): "
                          "its default (cuBLAS's cublasGemmEx on CUDA), or cublaslt, the library Transformer Engine "
                          "and gemmscope call (same kernels; the algorithm's configuration may differ)")
+    ap.add_argument("--grouped-autograd", action="store_true",
+                    help="BF16: the experts as one autograd node per projection, as Transformer Engine's GroupedLinear "
+                         "runs them (forward GEMMs back to back; backward: every expert's Dgrad, then every expert's "
+                         "Wgrad; the activation once over all rows) instead of per-expert F.linear interleaved with "
+                         "per-expert elementwise kernels (needs --streams 1; FP8Block rows keep the per-expert step)")
     ap.add_argument("--json")
     ap.add_argument("--gemmscope-args", default="")
     a = ap.parse_args()
     names = [n.strip() for n in a.config.split(",") if n.strip()]
     bad = [n for n in names if n not in CONFIGS]
-    if bad or a.seconds < 5 or a.streams < 1 or not os.access(a.gemmscope, os.X_OK) or (a.per_pass and a.streams != 1):
+    if bad or a.seconds < 5 or a.streams < 1 or not os.access(a.gemmscope, os.X_OK) or (a.per_pass and a.streams != 1) or (a.grouped_autograd and a.streams != 1):
         print(f"validate_moe: bad usage (configs {bad or 'ok'}, --seconds >= 5, --streams >= 1, "
-              f"executable --gemmscope, --per-pass with --streams 1)", file=sys.stderr)
+              f"executable --gemmscope, --per-pass and --grouped-autograd with --streams 1)", file=sys.stderr)
         return 2
     import torch
     if not torch.cuda.is_available():
@@ -379,7 +422,9 @@ def main():
     blas = str(torch.backends.cuda.preferred_blas_library()).split(".")[-1]
     dev = torch.cuda.get_device_name()
     print(f"device: {dev}; torch {torch.__version__}; {a.seconds:g} s of continuous steps, then {a.steps} profiled; "
-          f"experts over {a.streams} streams on both sides; PyTorch BLAS: {blas}", flush=True)
+          f"experts over {a.streams} streams on both sides; PyTorch BLAS: {blas}"
+          f"{'; BF16 experts as one autograd node per projection (GroupedLinear order)' if a.grouped_autograd else ''}",
+          flush=True)
     rows, ok_all = [], True
     with tempfile.TemporaryDirectory() as d:
         for n in names:
@@ -392,7 +437,9 @@ def main():
             gs, missing, ratio, _ = gemmscope_moe(a.gemmscope, c, path, precs, a.streams, a.gemmscope_args.split())
             for p in precs:
                 try:
-                    t = torch_moe_step(torch, c, local, p, a.streams, a.seconds, a.steps, d, graph=not a.eager)
+                    ga = a.grouped_autograd and p == "BF16"
+                    t = torch_moe_step(torch, c, local, p, a.streams, a.seconds, a.steps, d, graph=not a.eager,
+                                       grouped=ga)
                     # In the step's context: told how long the step's other (non-GEMM) kernels ran per
                     # layer, nothing about its GEMMs (as validate_step.py does; docs/step-context.md).
                     other = round(t["other"], 3)
@@ -407,9 +454,9 @@ def main():
                 if a.per_pass:
                     # Sums of GEMM kernel durations (streams 1: nothing overlaps), one step each way.
                     t_f = torch_moe_step(torch, c, local, p, a.streams, a.seconds, a.steps, d, graph=not a.eager,
-                                         passes="fprop")
+                                         passes="fprop", grouped=ga)
                     t_fd = torch_moe_step(torch, c, local, p, a.streams, a.seconds, a.steps, d, graph=not a.eager,
-                                          passes="fprop+dgrad")
+                                          passes="fprop+dgrad", grouped=ga)
                     f_only, f_dgrad = t_f["gemm_sum"], t_fd["gemm_sum"]
                     tp = {"fprop": f_only, "dgrad": f_dgrad - f_only, "wgrad": t["gemm_sum"] - f_dgrad}
 
@@ -477,7 +524,8 @@ def main():
     print(f"\n{dev}: {sum(r['pass'] for r in compared)} of {len(compared)} compared cells within ±{a.bar:g}% (judged on {a.judge})")
     if a.json:
         with open(a.json, "w") as fh:
-            json.dump({"device": dev, "torch": torch.__version__, "torch_blas": blas, "bar_pct": a.bar, "rows": rows}, fh,
+            json.dump({"device": dev, "torch": torch.__version__, "torch_blas": blas,
+                       "grouped_autograd": a.grouped_autograd, "bar_pct": a.bar, "rows": rows}, fh,
                       indent=1)
     return 0 if ok_all and compared else 1
 
