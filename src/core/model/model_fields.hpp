@@ -22,6 +22,12 @@ struct ModelField {
   const char* key;      // its key there
   // false: the CLI binds the flag itself (--q-lora-rank also takes 'none').
   bool plain_flag;
+  // Reading a result file: whether the key must be there, else the value its absence means, and
+  // whether 0 is in range (the "config" object's sizes are checked as read; validate() checks the
+  // moe and mla objects' after).
+  bool required;
+  bool allow_zero;
+  int64_t absent;
   std::optional<int64_t>& (*given)(ModelOverrides&);  // the flag's value
   int64_t& (*value)(ModelConfig&);                   // the config's field
 

@@ -11,6 +11,7 @@
 
 #include "core/model/model_fields.hpp"
 #include "core/report/report.hpp"
+#include "core/util/error.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -120,5 +121,40 @@ TEST(ModelFieldsCli, HelpShowsEveryRowInOrder) {
     ASSERT_NE(help, std::string::npos);
     EXPECT_LT(help, r.out.find("\n  -", at + 1));
     last = at;
+  }
+}
+
+// Reading a result file by each row's rule: a required key missing is refused naming it, another
+// reads as its `absent` value; in the "config" object 0 is refused unless the row allows it.
+TEST(ModelFieldsCli, ReaderFollowsEachRowsRule) {
+  const fs::path j = tmpdir() / "base.json";
+  ASSERT_EQ(run("--dry-run --model deepseek-v3 --json " + j.string()).rc, 0);
+  const nlohmann::json base = nlohmann::json::parse(gs::test::slurp(j));
+  const auto object_of = [](nlohmann::json& doc, const ModelField& f) -> nlohmann::json& {
+    const std::string s = f.section;
+    return s == "config" ? doc["config"] : doc["config"][s.substr(std::string("config.").size())];
+  };
+  for (const ModelField& f : gs::model_fields()) {
+    SCOPED_TRACE(f.key);
+    nlohmann::json doc = base;
+    object_of(doc, f).erase(f.key);
+    if (f.required) {
+      try {
+        gs::from_json(doc, "r.json");
+        ADD_FAILURE() << "a file without it was read";
+      } catch (const gs::UsageError& e) {
+        EXPECT_NE(std::string(e.what()).find(fmt::format("has no '{}'", f.key)), std::string::npos) << e.what();
+      }
+    } else {
+      EXPECT_EQ(f.value_in(*gs::from_json(doc, "r.json").plan.config), f.absent);
+    }
+    if (f.section != std::string("config")) continue;
+    doc = base;
+    object_of(doc, f)[f.key] = 0;
+    if (f.allow_zero) {
+      EXPECT_EQ(f.value_in(*gs::from_json(doc, "r.json").plan.config), 0);
+    } else {
+      EXPECT_THROW(gs::from_json(doc, "r.json"), gs::UsageError);
+    }
   }
 }
