@@ -24,6 +24,7 @@
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
 #include "core/model/model_config.hpp"
+#include "core/model/model_fields.hpp"
 #include "core/io/output_paths.hpp"
 #include "core/plan/plan.hpp"
 #include "core/report/report.hpp"
@@ -136,51 +137,8 @@ void gs::cli::add_setting_flag(CLI::App& app, GivenSettings& given, const std::s
 
 namespace {
 
-void add_model_options(CLI::App& app, Options& o) {
-  auto i64 = [&](const char* names, std::optional<int64_t>& dst, const char* help) {
-    add_int(app, names, dst, help)->group("Model");
-  };
-  i64("--hidden_size,--hidden-size", o.model.hidden_size, "Hidden size");
-  i64("--intermediate_size,--intermediate-size", o.model.intermediate_size, "MLP intermediate size");
-  i64("--num_attention_heads,--num-attention-heads", o.model.num_attention_heads, "Attention heads");
-  i64("--num_key_value_heads,--num-key-value-heads", o.model.num_key_value_heads, "KV heads for GQA/MQA (default: = heads)");
-  i64("--head_dim,--head-dim", o.model.head_dim, "Head dimension (default: hidden / heads)");
-  i64("--num_hidden_layers,--num-hidden-layers", o.model.num_hidden_layers, "Transformer layers");
-  i64("--micro_batch_size,--micro-batch-size", o.model.micro_batch_size, "Micro-batch size");
-  i64("--sequence_length,--sequence-length,--seq_length", o.model.sequence_length, "Sequence length");
-  i64("--vocab_size,--vocab-size", o.model.vocab_size, "Vocabulary size: adds the LM-head GEMMs (once per step)");
-  i64("--tensor-parallel,--tensor_parallel,--tp", o.model.tensor_parallel, "Tensor-parallel degree (per-rank shapes)");
-  i64("--make-vocab-size-divisible-by,--make_vocab_size_divisible_by", o.model.vocab_divisible_by,
-      "Pad the LM head's vocabulary to a multiple of this x TP, as Megatron (default: 128 under tensor "
-      "parallelism, no padding at TP 1)");
-  // Two flags, each with its own help line (one CLI11 flag with a '!' negation renders as
-  // "--gated-mlp,--gated_mlp,--no-gated-mlp{false}").
-  CLI::Option* gated = app.add_flag_callback("--gated-mlp,--gated_mlp", [&o] { o.model.gated_mlp = true; },
-                                             "Gated MLP (SwiGLU/GeGLU): MLP-up N = 2 x intermediate")
-                           ->group("Model");
-  CLI::Option* plain = app.add_flag_callback("--no-gated-mlp,--no_gated_mlp", [&o] { o.model.gated_mlp = false; },
-                                             "Plain MLP: overrides a preset or config.json that gates")
-                           ->group("Model");
-  // Both given: an error after parsing (CLI11's excludes() would add "Excludes: ..." to the help).
-  app.final_callback([gated, plain] {
-    if (gated->count() > 0 && plain->count() > 0) throw UsageError("--gated-mlp and --no-gated-mlp are mutually exclusive");
-  });
-  // Mixture-of-Experts and Multi-head Latent Attention (docs/moe.md).
-  auto moe = [&](const char* names, std::optional<int64_t>& dst, const char* help) {
-    add_int(app, names, dst, help)->group("MoE and MLA");
-  };
-  moe("--num-experts,--num_experts", o.model.moe.num_experts, "Routed experts per MoE layer (0: dense MLP)");
-  moe("--top-k,--top_k,--num-experts-per-tok", o.model.moe.top_k, "Experts per token");
-  moe("--moe-intermediate-size,--moe_intermediate_size", o.model.moe.expert_intermediate_size,
-      "One routed expert's FFN size (default: --intermediate_size)");
-  moe("--shared-experts,--n-shared-experts", o.model.moe.shared_experts, "Shared experts (every token; dense GEMMs)");
-  moe("--shared-expert-intermediate-size", o.model.moe.shared_expert_intermediate_size,
-      "One shared expert's FFN size (default: the routed expert size)");
-  moe("--first-dense-layers,--first-k-dense-replace", o.model.moe.first_dense_layers,
-      "Leading layers with a dense MLP of --intermediate_size instead of experts");
-  moe("--moe-layer-freq", o.model.moe.layer_freq, "Experts only in layers i with i % N == 0 (after the dense ones)");
-  moe("--expert-parallel,--ep", o.model.moe.expert_parallel,
-      "Expert-parallel ranks: E/N experts each; the busiest rank's experts are planned");
+// --routing and --capacity-factor: text and a decimal, not in the model-field table.
+void add_moe_text_options(CLI::App& app, Options& o) {
   app.add_option_function<std::string>(
          "--routing", [&o](const std::string& v) { o.model.moe.routing = v; },
          "balanced | random (seeded, default) | lognormal:SIGMA | hot:FRACTION | file:PATH (JSON list of per-expert "
@@ -197,21 +155,42 @@ void add_model_options(CLI::App& app, Options& o) {
          "Drop tokens over ceil(F x assignments / experts) per expert (reported)")
       ->type_name("F")
       ->group("MoE and MLA");
-  app.add_option_function<std::string>(
-         "--q-lora-rank,--q_lora_rank",
-         [&o](const std::string& v) {
-           if (iequals(v, "none")) { o.model.moe.q_lora_rank = 0; return; }
-           const int64_t r = parse_decimal_int(v, "--q-lora-rank");
-           if (r <= 0) throw UsageError(fmt::format("--q-lora-rank must be > 0 (or 'none' for a plain q projection), got {}", r));
-           o.model.moe.q_lora_rank = r;
-         },
-         "MLA q low rank, or 'none' (a plain q projection)")
-      ->type_name("INT|none")
-      ->group("MoE and MLA");
-  moe("--kv-lora-rank,--kv_lora_rank", o.model.moe.kv_lora_rank, "MLA kv low rank (enables MLA)");
-  moe("--qk-nope-head-dim,--qk_nope_head_dim", o.model.moe.qk_nope_head_dim, "MLA per-head q/k dimension without rope");
-  moe("--qk-rope-head-dim,--qk_rope_head_dim", o.model.moe.qk_rope_head_dim, "MLA per-head rope dimension");
-  moe("--v-head-dim,--v_head_dim", o.model.moe.v_head_dim, "MLA per-head value dimension");
+}
+
+void add_model_options(CLI::App& app, Options& o) {
+  // The integer fields' flags, in --help order (core/model/model_fields.cpp). --q-lora-rank also
+  // takes 'none'; --routing and --capacity-factor come before it.
+  for (const ModelField& f : model_fields()) {
+    if (f.plain_flag) {
+      add_int(app, f.flags, f.given(o.model), f.help)->group(f.group);
+      continue;
+    }
+    add_moe_text_options(app, o);
+    app.add_option_function<std::string>(
+           f.flags,
+           [&o, &f](const std::string& v) {
+             std::optional<int64_t>& dst = f.given(o.model);
+             if (iequals(v, "none")) { dst = 0; return; }
+             const int64_t r = parse_decimal_int(v, f.first_flag());
+             if (r <= 0) throw UsageError(fmt::format("{} must be > 0 (or 'none' for a plain q projection), got {}", f.first_flag(), r));
+             dst = r;
+           },
+           f.help)
+        ->type_name("INT|none")
+        ->group(f.group);
+  }
+  // Two flags, each with its own help line (one CLI11 flag with a '!' negation renders as
+  // "--gated-mlp,--gated_mlp,--no-gated-mlp{false}").
+  CLI::Option* gated = app.add_flag_callback("--gated-mlp,--gated_mlp", [&o] { o.model.gated_mlp = true; },
+                                             "Gated MLP (SwiGLU/GeGLU): MLP-up N = 2 x intermediate")
+                           ->group("Model");
+  CLI::Option* plain = app.add_flag_callback("--no-gated-mlp,--no_gated_mlp", [&o] { o.model.gated_mlp = false; },
+                                             "Plain MLP: overrides a preset or config.json that gates")
+                           ->group("Model");
+  // Both given: an error after parsing (CLI11's excludes() would add "Excludes: ..." to the help).
+  app.final_callback([gated, plain] {
+    if (gated->count() > 0 && plain->count() > 0) throw UsageError("--gated-mlp and --no-gated-mlp are mutually exclusive");
+  });
   app.add_option("--config", o.config_path, "Hugging Face config.json (flags override its values)")->group("Model");
   app.add_option("--model", o.preset, "Model preset (see --list-models)")->group("Model");
   app.add_flag("--list-models", o.list_models, "List model presets and exit")->group("Model");

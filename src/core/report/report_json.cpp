@@ -21,6 +21,7 @@
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
 #include "core/io/output_paths.hpp"
+#include "core/model/model_fields.hpp"
 #include "core/report/report.hpp"
 
 #include "core/results/clocks.hpp"
@@ -262,29 +263,28 @@ void write_totals(json& j, const RunResult& r) {
 }
 
 // Experts and MLA of a config (schema /2; absent for dense models and plain attention).
+// The model-field table's rows of `section` (core/model/model_fields.hpp), as the config stores them.
+void model_fields_json(json& j, const ModelConfig& c, std::string_view section) {
+  for (const ModelField& f : model_fields())
+    if (section == f.section) j[f.key] = f.value_in(c);
+}
+
 void moe_mla_json(json& j, const ModelConfig& c) {
   const MoeConfig& m = c.moe;
-  if (m.enabled())
-    j["moe"] = {{"num_experts", m.num_experts},
-                {"top_k", m.top_k},
-                {"expert_intermediate_size", expert_ffn(c)},
-                {"shared_experts", m.shared_experts},
-                {"shared_expert_intermediate_size", m.shared_expert_intermediate_size},
-                {"first_dense_layers", m.first_dense_layers},
-                {"layer_freq", m.layer_freq},
-                {"sparse_step", m.sparse_step},
+  if (m.enabled()) {
+    j["moe"] = {{"sparse_step", m.sparse_step},
                 {"dense_layer_list", m.dense_layer_list},
-                {"expert_parallel", m.expert_parallel},
                 {"expert_parallel_source", m.parallel_source},
                 {"routing", m.routing},
                 {"capacity_factor", m.capacity_factor},
                 {"moe_layers", moe_layer_count(c)}};
-  if (c.mla.enabled())
-    j["mla"] = {{"q_lora_rank", c.mla.q_lora_rank},
-                {"kv_lora_rank", c.mla.kv_lora_rank},
-                {"qk_nope_head_dim", c.mla.qk_nope_head_dim},
-                {"qk_rope_head_dim", c.mla.qk_rope_head_dim},
-                {"v_head_dim", c.mla.v_head_dim}};
+    model_fields_json(j["moe"], c, "config.moe");
+    j["moe"]["expert_intermediate_size"] = expert_ffn(c);  // what the plan used: the default resolved
+  }
+  if (c.mla.enabled()) {
+    j["mla"] = json::object();
+    model_fields_json(j["mla"], c, "config.mla");
+  }
 }
 
 // Rows per expert averaged over all experts (0 without experts).
@@ -305,25 +305,19 @@ json routing_json(const Routing& r) {
 }
 
 json config_json(const ModelConfig& c) {
-  return {{"name", c.name},
-          {"hidden_size", c.hidden_size},
-          {"intermediate_size", c.intermediate_size},
-          {"num_attention_heads", c.num_attention_heads},
-          {"num_key_value_heads", c.kv_heads()},
-          {"head_dim", c.head_dimension()},
-          {"num_hidden_layers", c.num_hidden_layers},
-          {"micro_batch_size", c.micro_batch_size},
-          {"sequence_length", c.sequence_length},
-          {"vocab_size", c.vocab_size},
-          {"gated_mlp", c.gated_mlp},
-          {"tensor_parallel", c.tensor_parallel},
-          {"vocab_size_padded", c.padded_vocab()},
-          {"make_vocab_size_divisible_by", c.vocab_divisible_by},
-          {"source", c.source},
-          {"notes", c.notes},
-          {"micro_batch_from", c.micro_batch_from},
-          {"sequence_from", c.sequence_from},
-          {"tokens", c.tokens()}};
+  json j = {{"name", c.name},
+            {"gated_mlp", c.gated_mlp},
+            {"vocab_size_padded", c.padded_vocab()},
+            {"source", c.source},
+            {"notes", c.notes},
+            {"micro_batch_from", c.micro_batch_from},
+            {"sequence_from", c.sequence_from},
+            {"tokens", c.tokens()}};
+  model_fields_json(j, c, "config");
+  // What the plan used: the defaults resolved.
+  j["num_key_value_heads"] = c.kv_heads();
+  j["head_dim"] = c.head_dimension();
+  return j;
 }
 
 constexpr size_t kMaxRepeats = 1000;  // --repeats' range; also what a result file may hold
@@ -439,6 +433,14 @@ template <class T>
 T get_or(const json& obj, const char* key, const std::string& where, T dflt) {
   const json* v = find(obj, key);
   return v ? as<T>(*v, fmt::format("{}.{}", where, key)) : dflt;
+}
+
+// The model-field table's rows of `section` from its object `obj` (`where` names it): as written,
+// range left to validate().
+void read_model_fields(const json& obj, ModelConfig& c, std::string_view section, const std::string& where) {
+  for (const ModelField& f : model_fields())
+    if (section == f.section)
+      f.value(c) = f.required ? need<int64_t>(obj, f.key, where) : get_or<int64_t>(obj, f.key, where, f.absent);
 }
 
 // parse(text), with `where` in front of the UsageError it throws ("a.json: \"modes\": unknown mode ...").
@@ -843,19 +845,11 @@ RunResult read_result(const json& j, const std::string& name) {
     };
     ModelConfig mc;
     mc.name = get_or<std::string>(c, "name", where, "custom");
-    mc.hidden_size = size("hidden_size", true, false, 0);
-    mc.intermediate_size = size("intermediate_size", true, false, 0);
-    mc.num_attention_heads = size("num_attention_heads", true, false, 0);
-    mc.num_key_value_heads = size("num_key_value_heads", false, true, 0);
-    mc.head_dim = size("head_dim", false, true, 0);
-    mc.num_hidden_layers = size("num_hidden_layers", true, false, 0);
-    mc.micro_batch_size = size("micro_batch_size", true, false, 0);
-    mc.sequence_length = size("sequence_length", true, false, 0);
-    mc.vocab_size = size("vocab_size", false, true, 0);
+    // The model-field table's sizes (core/model/model_fields.cpp). Older files have no
+    // make_vocab_size_divisible_by (no padding), source or batch origin.
+    for (const ModelField& f : model_fields())
+      if (f.section == std::string_view("config")) f.value(mc) = size(f.key, f.required, f.allow_zero, f.absent);
     mc.gated_mlp = get_or<bool>(c, "gated_mlp", where, false);
-    mc.tensor_parallel = size("tensor_parallel", false, false, 1);
-    // Older files have none of these: no padding, no recorded source or batch origin.
-    mc.vocab_divisible_by = size("make_vocab_size_divisible_by", false, true, 0);
     if (!find(c, "vocab_size_padded") && mc.tensor_parallel > 1 && mc.vocab_divisible_by == 0)
       mc.vocab_divisible_by = 1;  // written before padding existed: the vocabulary as it was
     mc.source = get_or<std::string>(c, "source", where, "");
@@ -866,13 +860,7 @@ RunResult read_result(const json& j, const std::string& name) {
       const std::string mw = where + ".moe";
       if (!mj->is_object()) throw UsageError(mw + " must be an object");
       MoeConfig& m = mc.moe;
-      m.num_experts = need<int64_t>(*mj, "num_experts", mw);
-      m.top_k = need<int64_t>(*mj, "top_k", mw);
-      m.expert_intermediate_size = get_or<int64_t>(*mj, "expert_intermediate_size", mw, 0);
-      m.shared_experts = get_or<int64_t>(*mj, "shared_experts", mw, 0);
-      m.shared_expert_intermediate_size = get_or<int64_t>(*mj, "shared_expert_intermediate_size", mw, 0);
-      m.first_dense_layers = get_or<int64_t>(*mj, "first_dense_layers", mw, 0);
-      m.layer_freq = get_or<int64_t>(*mj, "layer_freq", mw, 1);
+      read_model_fields(*mj, mc, "config.moe", mw);
       m.sparse_step = get_or<int64_t>(*mj, "sparse_step", mw, 1);
       if (const json* dl = find(*mj, "dense_layer_list"); dl && dl->is_array())
       {
@@ -881,7 +869,6 @@ RunResult read_result(const json& j, const std::string& name) {
                                        dl->size(), kMaxLayers));
         for (size_t i = 0; i < dl->size(); ++i) m.dense_layer_list.insert(as<int64_t>((*dl)[i], fmt::format("{}.dense_layer_list[{}]", mw, i)));
       }
-      m.expert_parallel = get_or<int64_t>(*mj, "expert_parallel", mw, 1);
       m.parallel_source = get_or<std::string>(*mj, "expert_parallel_source", mw, "");
       m.routing = get_or<std::string>(*mj, "routing", mw, "random");
       m.capacity_factor = get_or<double>(*mj, "capacity_factor", mw, 0.0);
@@ -889,11 +876,7 @@ RunResult read_result(const json& j, const std::string& name) {
     if (const json* aj = find(c, "mla"); aj && !aj->is_null()) {
       const std::string aw = where + ".mla";
       if (!aj->is_object()) throw UsageError(aw + " must be an object");
-      mc.mla.q_lora_rank = get_or<int64_t>(*aj, "q_lora_rank", aw, 0);
-      mc.mla.kv_lora_rank = need<int64_t>(*aj, "kv_lora_rank", aw);
-      mc.mla.qk_nope_head_dim = need<int64_t>(*aj, "qk_nope_head_dim", aw);
-      mc.mla.qk_rope_head_dim = need<int64_t>(*aj, "qk_rope_head_dim", aw);
-      mc.mla.v_head_dim = need<int64_t>(*aj, "v_head_dim", aw);
+      read_model_fields(*aj, mc, "config.mla", aw);
     }
     try {
       validate(mc);
