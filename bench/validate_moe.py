@@ -6,7 +6,9 @@ rank's own tokens, softmax, top-k), the dispatch of the rows routed to the rank'
 gather standing for the all-to-all's result), the experts (gated MLPs: up, SiLU x up, down), each
 run as its own F.linear, dealt round-robin over N CUDA streams as gemmscope's `--grouped streams:N`
 runs them (Transformer Engine's GroupedLinear on Hopper), the shared experts over the rank's tokens,
-and the weighted combine (index_add). The step is captured in a CUDA graph and replayed (--eager:
+and the weighted combine (index_add); with --grouped-autograd the BF16 experts instead run as
+Transformer Engine's GroupedLinear runs them (one autograd node per projection: every expert's GEMM
+back to back in each pass, the activation once over all rows). The step is captured in a CUDA graph and replayed (--eager:
 run eagerly; a Python step is host-bound with many small experts, which serializes their
 kernels). Continuous steps for --seconds (steady state), then --steps profiled with
 torch.profiler. The step's GEMM time is the time the GPU had a GEMM kernel running
