@@ -140,12 +140,27 @@ std::string markdown_table(const Table& t) {
     for (const Cell& c : t.header_cells()) head.push_back(c.render(Format::Markdown));
     rows.insert(rows.begin(), std::move(head));
   }
+  // A column that is blank in every row, its header included, is a spacer of the text layout: a
+  // pipe table leaves it out.
+  size_t width = 0;
+  for (const auto& row : rows) width = std::max(width, row.size());
+  std::vector<bool> keep(width, false);
+  for (const auto& row : rows)
+    for (size_t i = 0; i < row.size(); ++i)
+      if (row[i].find_first_not_of(' ') != std::string::npos) keep[i] = true;
+  for (auto& row : rows) {
+    std::vector<std::string> kept;
+    for (size_t i = 0; i < row.size(); ++i)
+      if (keep[i]) kept.push_back(std::move(row[i]));
+    row = std::move(kept);
+  }
   std::string out;
   for (size_t r = 0; r < rows.size(); ++r) {
     out += md_row(rows[r]);
     if (r == 0) {
       std::string a = "|";
-      for (size_t i = 0; i < rows[0].size(); ++i) a += align_of(t, i) == Align::Left ? "---|" : "---:|";
+      for (size_t i = 0; i < width; ++i)
+        if (keep[i]) a += align_of(t, i) == Align::Left ? "---|" : "---:|";
       out += a + "\n";
     }
   }

@@ -170,6 +170,22 @@ TEST(Printer, MarkdownTableWithoutHeaderLineTakesTheColumnHeaders) {
   EXPECT_EQ(print::render_table(bare, Format::Markdown), "| a | 1 |\n|---|---:|\n");
 }
 
+TEST(Printer, MarkdownLeavesOutSpacerColumns) {
+  // A fixed layout's spacer (no header, blank in every row) indents the text; a pipe table has no
+  // use for it. A column with a header or any value stays, even where most of its cells are blank.
+  print::Table t({{"Precision", Align::Left, 10}, {"", Align::Left, 2}, {"ms", Align::Right, 8}, {"note", Align::Left, 6}},
+                 print::Table::Layout::Fixed);
+  t.add_header();
+  t.add_row({"BF16", "", "1.000", ""});
+  t.add_row({"FP8", "", "0.600", "x"});
+  EXPECT_EQ(print::render_table(t, Format::Markdown),
+            "| Precision | ms | note |\n"
+            "|---|---:|---|\n"
+            "| BF16 | 1.000 |  |\n"
+            "| FP8 | 0.600 | x |\n");
+  EXPECT_NE(print::render_table(t, Format::Text).find("BF16"), std::string::npos);
+}
+
 TEST(Printer, ReportNumbers) {
   EXPECT_EQ(print::format_ms(12.3456), "12.346");
   EXPECT_EQ(print::format_ms(std::nullopt), "N/A");
