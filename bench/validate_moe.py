@@ -317,6 +317,7 @@ def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, t
     out["gemm_sum"] = out["gemm"]
     out["gemm"] = busy / 1000.0 / steps
     out["sm_mhz"] = clocks.mean()
+    out["power_w"] = clocks.mean_power_w()
     out["how"] = how
     out["warm_steps"] = n_warm
     out["gemm_kernels"] = names
@@ -345,7 +346,7 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
     ratio = layer / moe if moe else 1.0
     totals, kernels, missing = {}, {}, {}
     for p in precisions:
-        t, k, miss, per_pass, names, mhz = 0.0, 0.0, [], {}, {}, {}
+        t, k, miss, per_pass, names, mhz, watts = 0.0, 0.0, [], {}, {}, {}, {}
         for g in r["gemms"]:
             if g.get("op") not in MOE_OPS:
                 continue
@@ -365,6 +366,10 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
                 if kt and ck:
                     w, s_ = mhz.get(ps, (0.0, 0.0))
                     mhz[ps] = (w + kt, s_ + kt * ck)
+                pw = (cell.get("clock") or {}).get("power_w")
+                if kt and pw:
+                    w, s_ = watts.get(ps, (0.0, 0.0))
+                    watts[ps] = (w + kt, s_ + kt * pw)
                 if kt and per_pass.get(ps, 0.0) is not None:
                     per_pass[ps] = per_pass.get(ps, 0.0) + kt / 1000.0
                 else:
@@ -375,6 +380,7 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
         kernels[p + "/passes"] = per_pass
         kernels[p + "/names"] = names
         kernels[p + "/mhz"] = {ps: (v[1] / v[0]) for ps, v in mhz.items() if v[0] > 0}
+        kernels[p + "/watts"] = {ps: (v[1] / v[0]) for ps, v in watts.items() if v[0] > 0}
     return totals, missing, ratio, kernels
 
 
@@ -473,8 +479,11 @@ def main():
                     # The SM clock each side ran at: PyTorch's sampled over its profiled steps (the pass
                     # runs: Fprop alone, Fprop+Dgrad, the whole step), gemmscope's per cell.
                     tm = {"fprop": t_f["sm_mhz"], "dgrad": t_fd["sm_mhz"], "wgrad": t["sm_mhz"]}
+                    tw = {"fprop": t_f["power_w"], "dgrad": t_fd["power_w"], "wgrad": t["power_w"]}
+                    gw = gk.get(p + "/watts") or {}
                     split = {ps: {"torch_ms": tp[ps], "gemmscope_ms": gp.get(ps), "gemmscope_kernels": gn.get(ps, {}),
                                   "torch_kernels": tk[ps], "torch_sm_mhz": tm[ps], "gemmscope_sm_mhz": gm.get(ps),
+                                  "torch_power_w": tw[ps], "gemmscope_power_w": gw.get(ps),
                                   "error_pct": ((gp[ps] / tp[ps] - 1.0) * 100.0) if gp.get(ps) and tp[ps] > 0 else None}
                              for ps in ("fprop", "dgrad", "wgrad")}
                     print(f"  {n:<16} {p:<9} per pass (GEMM kernels, ms): " + "; ".join(
@@ -485,6 +494,10 @@ def main():
                     print(f"  {n:<16} {p:<9} per pass (SM clock, MHz): " + "; ".join(
                         f"{ps} PyTorch {v['torch_sm_mhz'] or float('nan'):.0f} gemmscope "
                         f"{v['gemmscope_sm_mhz'] or float('nan'):.0f}" for ps, v in split.items()), flush=True)
+                    print(f"  {n:<16} {p:<9} per pass (board power, W; PyTorch: the mean over its profiled steps, "
+                          f"gemmscope: its cells): " + "; ".join(
+                              f"{ps} PyTorch {v['torch_power_w'] or float('nan'):.0f} gemmscope "
+                              f"{v['gemmscope_power_w'] or float('nan'):.0f}" for ps, v in split.items()), flush=True)
                 g = gs[p]
                 err = (g / t["gemm"] - 1.0) * 100.0 if t["gemm"] > 0 else float("nan")
                 err_in = (gi[p] / t["gemm"] - 1.0) * 100.0 if t["gemm"] > 0 else float("nan")

@@ -168,13 +168,14 @@ def build_layer(torch, c, fp8):
 
 
 class ClockSampler:
-    """Samples the SM clock through NVML (ctypes on the driver's libnvidia-ml.so.1) every ~2 ms in a
-    thread; mean() is the mean over the samples. Absent NVML: mean() is None."""
+    """Samples the SM clock and the board power through NVML (ctypes on the driver's
+    libnvidia-ml.so.1) every ~2 ms in a thread; mean() is the clock's mean over the samples (MHz),
+    mean_power_w() the power's (W). Absent NVML: both are None."""
 
     def __init__(self, index=0):
         import ctypes
         import threading
-        self.samples, self._stop, self._thread = [], threading.Event(), None
+        self.samples, self.power, self._stop, self._thread = [], [], threading.Event(), None
         try:
             self.nvml = ctypes.CDLL("libnvidia-ml.so.1")
             if self.nvml.nvmlInit_v2() != 0:
@@ -187,10 +188,12 @@ class ClockSampler:
         self.ctypes, self.threading = ctypes, threading
 
     def _run(self):
-        v = self.ctypes.c_uint()
+        v, mw = self.ctypes.c_uint(), self.ctypes.c_uint()
         while not self._stop.is_set():
             if self.nvml.nvmlDeviceGetClockInfo(self.handle, 1, self.ctypes.byref(v)) == 0:  # NVML_CLOCK_SM
                 self.samples.append(v.value)
+            if self.nvml.nvmlDeviceGetPowerUsage(self.handle, self.ctypes.byref(mw)) == 0:  # milliwatts
+                self.power.append(mw.value / 1000.0)
             time.sleep(0.002)
 
     def __enter__(self):
@@ -206,6 +209,9 @@ class ClockSampler:
 
     def mean(self):
         return sum(self.samples) / len(self.samples) if self.samples else None
+
+    def mean_power_w(self):
+        return sum(self.power) / len(self.power) if self.power else None
 
 
 def sdpa_backend_context(torch, name):
