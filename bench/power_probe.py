@@ -96,6 +96,23 @@ def main():
         run("LayerNorm 15872x4096", lambda: ln(small), small.numel() * 4)
         run("GELU 15872x16384", lambda: torch.nn.functional.gelu(big), big.numel() * 4)
         run("BF16 GEMM 8192^3", lambda: torch.mm(m, m), 0)
+        # An MoE layer's data movement (bench/validate_moe.py's DeepSeek-V3 EP 8 rank: 33,240 routed
+        # rows of 7168): dispatch by index, combine by index_add, the gather's backward
+        # (index_put with accumulate), the gate product and SiLU x up on the experts' rows.
+        R, H, F2 = 33240, 7168, 4096
+        xr = torch.randn(R, H, device="cuda", dtype=BF)
+        yr = torch.randn(R, H, device="cuda", dtype=BF)
+        gu = torch.randn(R, F2, device="cuda", dtype=BF)
+        gate = torch.rand(R, 1, device="cuda", dtype=BF)
+        perm = torch.randperm(R, device="cuda")
+        run("MoE dispatch: gather rows by index, 33240x7168", lambda: xr[perm], 2 * xr.numel() * 2)
+        run("MoE combine: zeros + index_add, 33240x7168", lambda: torch.zeros_like(xr).index_add_(0, perm, yr),
+            4 * xr.numel() * 2)
+        run("MoE gather backward: index_put accumulate, 33240x7168",
+            lambda: torch.zeros_like(xr).index_put_((perm,), yr, accumulate=True), 4 * xr.numel() * 2)
+        run("MoE gate product, 33240x7168", lambda: yr * gate, 2 * yr.numel() * 2)
+        run("MoE SiLU x up, 33240x(2x2048)", lambda: torch.nn.functional.silu(gu[:, :F2 // 2]) * gu[:, F2 // 2:],
+            (gu.numel() + gu.numel() // 2) * 2)
     return 0
 
 

@@ -13,7 +13,7 @@
 //  * GPU warm-up first: --gpu-warmup seconds (default 2) of back-to-back 256 MiB device copies,
 //    so that the clocks have settled before the first number (the first shape used to be
 //    measured on a cold GPU).
-//  * Per kernel: --warmup untimed calls (default 10), then --iters (default 100, at least 50)
+//  * Per kernel: --warmup untimed calls (default 10, and at least 50 ms of calls), then --iters (default 100, at least 50)
 //    event-timed calls; the median is reported (the minimum goes to the JSON).
 //  * Each timed call is preceded by a ~40 us one-warp spin kernel on the same stream, so the
 //    host has enqueued the start event, the call and the end event before the GPU reaches them:
@@ -42,6 +42,7 @@ namespace {
 
 using gs::cuda::Fp8Kind;
 constexpr double kTarget = 0.85;
+constexpr int kWarmMs = 50;  // least warm-up per kernel (ms of calls)
 
 // Non-zero pseudo-random BF16 data with a few octaves of dynamic range (never zeros: they can
 // run faster than real data).
@@ -84,7 +85,16 @@ struct Timer {
   // Median and minimum milliseconds of `iters` event-timed calls after `warmup` calls.
   std::pair<double, double> run(const std::function<void()>& fn, cudaStream_t s, int warmup,
                                 int iters) {
-    for (int i = 0; i < warmup; ++i) fn();
+    // Warm-up: `warmup` calls, and at least kWarmMs of them. On a buffer just allocated where a
+    // few GB had been allocated and freed before, a kernel's first ~100 calls can run well below
+    // its steady rate (bench/amax_probe.cu --churn: the multi-tensor amax read 0.77 of copy
+    // bandwidth measured first and 0.90 measured again later, same buffers); a training step
+    // reuses its buffers, so the steady rate is the one to report.
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < warmup || std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(kWarmMs); ++i) {
+      fn();
+      if (i % 16 == 15) GS_CUDA(cudaStreamSynchronize(s));
+    }
     GS_CUDA(cudaStreamSynchronize(s));
     std::vector<double> ms(iters);
     for (int i = 0; i < iters; ++i) {

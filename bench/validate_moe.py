@@ -61,6 +61,11 @@ CONFIGS = {
     "deepseek-v3-ep8": dict(hidden=7168, ffn=2048, experts=256, top_k=8, shared=1, ep=8, tokens=4096, heads=128),
     # Qwen3-30B-A3B's MoE layer on one GPU: 128 experts of 768 (gated), top-8, 4096 tokens.
     "qwen3-30b-a3b": dict(hidden=2048, ffn=768, experts=128, top_k=8, shared=0, ep=1, tokens=4096, heads=32),
+    # Check layers, never used to develop the step context's stand-ins: Mixtral-8x7B's MoE layer on
+    # one GPU (8 experts of 14336, top-2: large, power-capped GEMMs) and DeepSeek-V2-Lite's (64
+    # experts of 1408, top-6, two shared experts: small ones).
+    "mixtral-8x7b": dict(hidden=4096, ffn=14336, experts=8, top_k=2, shared=0, ep=1, tokens=4096, heads=32),
+    "deepseek-v2-lite": dict(hidden=2048, ffn=1408, experts=64, top_k=6, shared=2, ep=1, tokens=4096, heads=16),
 }
 MOE_OPS = ("router", "expert_up", "expert_down", "shared_up", "shared_down")
 
@@ -158,8 +163,10 @@ def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, t
     w_router = (torch.randn(E, h, device=dev, dtype=bf) * 0.02).requires_grad_()
     w_up = [(torch.randn(2 * f, h, device=dev, dtype=bf) * 0.02).requires_grad_() for _ in range(n_local)]
     w_down = [(torch.randn(h, f, device=dev, dtype=bf) * 0.02).requires_grad_() for _ in range(n_local)]
-    w_sup = [(torch.randn(2 * f, h, device=dev, dtype=bf) * 0.02).requires_grad_() for _ in range(c["shared"])]
-    w_sdown = [(torch.randn(h, f, device=dev, dtype=bf) * 0.02).requires_grad_() for _ in range(c["shared"])]
+    # The shared experts as one MLP of their summed width, as gemmscope plans them (and Megatron runs them).
+    sf = f * c["shared"]
+    w_sup = [(torch.randn(2 * sf, h, device=dev, dtype=bf) * 0.02).requires_grad_()] if sf else []
+    w_sdown = [(torch.randn(h, sf, device=dev, dtype=bf) * 0.02).requires_grad_()] if sf else []
     x_own = torch.randn(T, h, device=dev, dtype=bf, requires_grad=True)
     x_recv = torch.randn(R, h, device=dev, dtype=bf, requires_grad=True)  # the all-to-all's result
     perm = torch.randperm(R, device=dev)  # rows arrive unsorted: dispatch gathers them by expert
@@ -236,7 +243,7 @@ def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, t
                 main.wait_stream(s)
             y = torch.cat([o for o in outs if o is not None]) * gate
         combined = torch.zeros_like(x_recv).index_add(0, perm, y)  # combine
-        shared = sum(expert(x_own, w_sup[i], w_sdown[i]) for i in range(c["shared"])) if c["shared"] else 0
+        shared = expert(x_own, w_sup[0], w_sdown[0]) if w_sup else 0
         loss = (combined * dy_recv).sum() + ((shared + x_own) * dy_own).sum() + topv.sum()
         if passes != "fprop":
             loss.backward()
@@ -318,6 +325,9 @@ def torch_moe_step(torch, c, local_counts, precision, streams, seconds, steps, t
     out["gemm"] = busy / 1000.0 / steps
     out["sm_mhz"] = clocks.mean()
     out["power_w"] = clocks.mean_power_w()
+    out["temp_c"] = clocks.mean_temp_c()
+    out["capped_share"] = clocks.capped_share()
+    out["thermal_share"] = clocks.thermal_share()
     out["how"] = how
     out["warm_steps"] = n_warm
     out["gemm_kernels"] = names
@@ -334,7 +344,10 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
                "--expert-parallel", str(c["ep"]), "--routing", "file:" + counts_path,
                "--micro_batch_size", "1", "--sequence_length", str(c["tokens"]),
                "--grouped", f"streams:{streams}", "--precisions", ",".join(precisions),
-               "--mode", "pre-quantized", "--wgrad-output", "bf16", "-q", "--json", out] + extra
+               "--mode", "pre-quantized", "--wgrad-output", "bf16",
+               # The PyTorch step has no attention and no modelled work: gemmscope runs its GEMMs back
+               # to back, or with --step-other-ms (in `extra`) the step's own non-GEMM time alone.
+               "--step-context", "none", "-q", "--json", out] + extra
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         with open(out) as fh:
             r = json.load(fh)
@@ -346,7 +359,7 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
     ratio = layer / moe if moe else 1.0
     totals, kernels, missing = {}, {}, {}
     for p in precisions:
-        t, k, miss, per_pass, names, mhz, watts = 0.0, 0.0, [], {}, {}, {}, {}
+        t, k, miss, per_pass, names, mhz, watts, temps = 0.0, 0.0, [], {}, {}, {}, {}, {}
         for g in r["gemms"]:
             if g.get("op") not in MOE_OPS:
                 continue
@@ -366,6 +379,10 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
                 if kt and ck:
                     w, s_ = mhz.get(ps, (0.0, 0.0))
                     mhz[ps] = (w + kt, s_ + kt * ck)
+                tc = (cell.get("clock") or {}).get("temp_c")
+                if kt and tc is not None:
+                    w, s_ = temps.get(ps, (0.0, 0.0))
+                    temps[ps] = (w + kt, s_ + kt * tc)
                 pw = (cell.get("clock") or {}).get("power_w")
                 if kt and pw:
                     w, s_ = watts.get(ps, (0.0, 0.0))
@@ -381,6 +398,7 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
         kernels[p + "/names"] = names
         kernels[p + "/mhz"] = {ps: (v[1] / v[0]) for ps, v in mhz.items() if v[0] > 0}
         kernels[p + "/watts"] = {ps: (v[1] / v[0]) for ps, v in watts.items() if v[0] > 0}
+        kernels[p + "/temp"] = {ps: (v[1] / v[0]) for ps, v in temps.items() if v[0] > 0}
     return totals, missing, ratio, kernels
 
 
@@ -412,6 +430,7 @@ def main():
                          "runs them (forward GEMMs back to back; backward: every expert's Dgrad, then every expert's "
                          "Wgrad; the activation once over all rows) instead of per-expert F.linear interleaved with "
                          "per-expert elementwise kernels (needs --streams 1; FP8Block rows keep the per-expert step)")
+    ap.add_argument("--precisions", default="BF16,FP8Block", help="comma list of: BF16, FP8Block")
     ap.add_argument("--json")
     ap.add_argument("--gemmscope-args", default="")
     a = ap.parse_args()
@@ -441,7 +460,7 @@ def main():
             path = os.path.join(d, f"{n}_counts.json")
             with open(path, "w") as fh:
                 json.dump(counts, fh)
-            precs = ["BF16", "FP8Block"]
+            precs = [q.strip() for q in a.precisions.split(",") if q.strip() in ("BF16", "FP8Block")]
             gs, missing, ratio, _ = gemmscope_moe(a.gemmscope, c, path, precs, a.streams, a.gemmscope_args.split())
             for p in precs:
                 try:
@@ -481,9 +500,14 @@ def main():
                     tm = {"fprop": t_f["sm_mhz"], "dgrad": t_fd["sm_mhz"], "wgrad": t["sm_mhz"]}
                     tw = {"fprop": t_f["power_w"], "dgrad": t_fd["power_w"], "wgrad": t["power_w"]}
                     gw = gk.get(p + "/watts") or {}
+                    gt = gk.get(p + "/temp") or {}
+                    tt = {"fprop": t_f["temp_c"], "dgrad": t_fd["temp_c"], "wgrad": t["temp_c"]}
+                    tcap = {"fprop": t_f["capped_share"], "dgrad": t_fd["capped_share"], "wgrad": t["capped_share"]}
                     split = {ps: {"torch_ms": tp[ps], "gemmscope_ms": gp.get(ps), "gemmscope_kernels": gn.get(ps, {}),
                                   "torch_kernels": tk[ps], "torch_sm_mhz": tm[ps], "gemmscope_sm_mhz": gm.get(ps),
                                   "torch_power_w": tw[ps], "gemmscope_power_w": gw.get(ps),
+                                  "torch_temp_c": tt[ps], "gemmscope_temp_c": gt.get(ps),
+                                  "torch_power_capped_share": tcap[ps],
                                   "error_pct": ((gp[ps] / tp[ps] - 1.0) * 100.0) if gp.get(ps) and tp[ps] > 0 else None}
                              for ps in ("fprop", "dgrad", "wgrad")}
                     print(f"  {n:<16} {p:<9} per pass (GEMM kernels, ms): " + "; ".join(
@@ -498,6 +522,12 @@ def main():
                           f"gemmscope: its cells): " + "; ".join(
                               f"{ps} PyTorch {v['torch_power_w'] or float('nan'):.0f} gemmscope "
                               f"{v['gemmscope_power_w'] or float('nan'):.0f}" for ps, v in split.items()), flush=True)
+                    print(f"  {n:<16} {p:<9} per pass (GPU temperature, C; PyTorch: mean over its profiled steps "
+                          f"[share of NVML samples at the power cap], gemmscope: its cells): " + "; ".join(
+                              f"{ps} PyTorch {v['torch_temp_c'] if v['torch_temp_c'] is not None else float('nan'):.1f} "
+                              f"[{v['torch_power_capped_share'] if v['torch_power_capped_share'] is not None else float('nan'):.2f}] "
+                              f"gemmscope {v['gemmscope_temp_c'] if v['gemmscope_temp_c'] is not None else float('nan'):.1f}"
+                              for ps, v in split.items()), flush=True)
                 g = gs[p]
                 err = (g / t["gemm"] - 1.0) * 100.0 if t["gemm"] > 0 else float("nan")
                 err_in = (gi[p] / t["gemm"] - 1.0) * 100.0 if t["gemm"] > 0 else float("nan")

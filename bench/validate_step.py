@@ -168,14 +168,17 @@ def build_layer(torch, c, fp8):
 
 
 class ClockSampler:
-    """Samples the SM clock and the board power through NVML (ctypes on the driver's
-    libnvidia-ml.so.1) every ~2 ms in a thread; mean() is the clock's mean over the samples (MHz),
-    mean_power_w() the power's (W). Absent NVML: both are None."""
+    """Samples the SM clock, the board power, the GPU temperature and the clocks-event reasons
+    through NVML (ctypes on the driver's libnvidia-ml.so.1) every ~2 ms in a thread; mean() is the
+    clock's mean over the samples (MHz), mean_power_w() the power's (W), mean_temp_c() the
+    temperature's (C), and capped_share() / thermal_share() the share of samples whose reasons
+    held the power cap (SW power cap, HW power brake) / a thermal slowdown. Absent NVML: None."""
 
     def __init__(self, index=0):
         import ctypes
         import threading
         self.samples, self.power, self._stop, self._thread = [], [], threading.Event(), None
+        self.temps, self.reasons = [], []
         try:
             self.nvml = ctypes.CDLL("libnvidia-ml.so.1")
             if self.nvml.nvmlInit_v2() != 0:
@@ -186,14 +189,24 @@ class ClockSampler:
         except OSError:
             self.nvml = None
         self.ctypes, self.threading = ctypes, threading
+        self._reasons_fn = None
+        if self.nvml:
+            for name in ("nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"):
+                if hasattr(self.nvml, name):
+                    self._reasons_fn = getattr(self.nvml, name)
+                    break
 
     def _run(self):
-        v, mw = self.ctypes.c_uint(), self.ctypes.c_uint()
+        v, mw, r = self.ctypes.c_uint(), self.ctypes.c_uint(), self.ctypes.c_ulonglong()
         while not self._stop.is_set():
             if self.nvml.nvmlDeviceGetClockInfo(self.handle, 1, self.ctypes.byref(v)) == 0:  # NVML_CLOCK_SM
                 self.samples.append(v.value)
             if self.nvml.nvmlDeviceGetPowerUsage(self.handle, self.ctypes.byref(mw)) == 0:  # milliwatts
                 self.power.append(mw.value / 1000.0)
+            if self.nvml.nvmlDeviceGetTemperature(self.handle, 0, self.ctypes.byref(v)) == 0:  # NVML_TEMPERATURE_GPU
+                self.temps.append(v.value)
+            if self._reasons_fn is not None and self._reasons_fn(self.handle, self.ctypes.byref(r)) == 0:
+                self.reasons.append(r.value)
             time.sleep(0.002)
 
     def __enter__(self):
@@ -212,6 +225,15 @@ class ClockSampler:
 
     def mean_power_w(self):
         return sum(self.power) / len(self.power) if self.power else None
+
+    def mean_temp_c(self):
+        return sum(self.temps) / len(self.temps) if self.temps else None
+
+    def capped_share(self):  # nvml.h: SW power cap 0x4, HW power brake 0x80
+        return sum(1 for x in self.reasons if x & 0x84) / len(self.reasons) if self.reasons else None
+
+    def thermal_share(self):  # nvml.h: HW slowdown 0x8, SW thermal 0x20, HW thermal 0x40
+        return sum(1 for x in self.reasons if x & 0x68) / len(self.reasons) if self.reasons else None
 
 
 def sdpa_backend_context(torch, name):

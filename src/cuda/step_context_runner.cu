@@ -28,9 +28,17 @@ StepContextRunner::StepContextRunner(const StepWorkModel& model, double user_oth
   info_.kind = model.kind;
   info_.stream_gb_per_s = work_->bytes_per_ms() * 1e-6;
   info_.efficiency = model.efficiency;
+  info_.move_gb_per_s = work_->gather_bytes_per_ms() * 1e-6;
   const double rate = work_->bytes_per_ms() * model.efficiency;  // bytes per ms
   info_.other_from_user = user_other_ms > 0;
-  info_.other_ms = info_.other_from_user ? user_other_ms : model.other_bytes / rate;
+  if (info_.other_from_user) {
+    const StepOtherSplit split = split_step_other_ms(model, user_other_ms, work_->bytes_per_ms(), work_->gather_bytes_per_ms());
+    info_.other_ms = split.other_ms;
+    info_.move_ms = split.move_ms;
+  } else {
+    info_.other_ms = model.other_bytes / rate;
+    info_.move_ms = model.move_bytes / (work_->gather_bytes_per_ms() * kMoveRate);
+  }
   info_.cast_ms = info_.other_from_user ? 0.0 : model.cast_bytes / rate;
   const AttentionShape& a = model.attention;
   info_.attention_shape = describe(a);
@@ -63,9 +71,11 @@ std::function<void()> StepContextRunner::between(const Gemm& g, bool casts) {
   const double x = share(g);
   double memory_ms = (info_.other_ms + (casts ? info_.cast_ms : 0.0)) * x;
   if (!attention_) memory_ms += info_.attention_ms() * x;  // modelled attention as memory-bound work
+  const double move_ms = info_.move_ms * x;
   const double attention_ms = attention_ ? info_.attention_ms() * x : 0.0;
-  return [this, memory_ms, attention_ms] {
+  return [this, memory_ms, move_ms, attention_ms] {
     work_->enqueue(memory_ms, stream_);
+    work_->enqueue_gather(move_ms, stream_);
     if (attention_ms <= 0) return;
     owed_ms_ += attention_ms;
     // Whole forward or backward passes, alternating, once their time is owed; at most

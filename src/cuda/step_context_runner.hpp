@@ -1,7 +1,9 @@
 // The step context on the GPU (core/plan/step_model.hpp): after each timed iteration of a GEMM, its
 // share (by FLOPs) of what an average layer's step runs between its GEMMs.
 //   - memory-bound kernels: the modelled bytes at the framework's efficiency, run as the
-//     calibrated activation kernel (step_work.hpp) for that long;
+//     calibrated activation kernel (step_work.hpp) for that long, and an MoE layer's token
+//     dispatch and combine as the calibrated row gather (a --step-other-ms figure is split between
+//     the two by the modelled bytes: split_step_other_ms);
 //   - attention: cuDNN's fused attention (the kernels Transformer Engine runs on Hopper) when it
 //     loads and supports the layer; its forward and backward are enqueued whole whenever the
 //     GEMMs' accumulated share reaches one of them, so over a timed loop the attention time per
@@ -47,7 +49,7 @@ class StepContextRunner {
   // the timed region (pre-quantized FP8 cells) and belong to the context.
   std::function<void()> between(const Gemm& g, bool casts);
   int between_cost() const {
-    return 1 + (attention_ ? (kMaxPasses / 2 + 1) * (attention_->launches_forward() + attention_->launches_backward()) : 0);
+    return 2 + (attention_ ? (kMaxPasses / 2 + 1) * (attention_->launches_forward() + attention_->launches_backward()) : 0);
   }
   const StepContextInfo& info() const { return info_; }
 

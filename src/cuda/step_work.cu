@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include <cuda_bf16.h>
 
@@ -36,6 +38,26 @@ __global__ void step_work_gelu(const uint4* __restrict__ src, uint4* __restrict_
   }
 }
 
+// Row gathers by index, as an MoE layer's dispatch and combine move tokens: row d of dst is row
+// perm[d] of src (rows of kRowWords 16-byte words), for `total` rows, index modulo the buffers'
+// `rows`. A warp copies one row, every lane's loads of the row in flight before its stores.
+constexpr int kRowWords = 512;  // 8 KiB: a BF16 row of 4096 (hidden sizes run 2048-8192)
+__global__ void step_work_gather(const uint4* __restrict__ src, uint4* __restrict__ dst, const int* __restrict__ perm,
+                                 int64_t rows, int64_t total) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  for (int64_t r = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; r < total; r += warps) {
+    const int64_t d = r % rows;
+    const uint4* s = src + static_cast<int64_t>(perm[d]) * kRowWords;
+    uint4* o = dst + d * kRowWords;
+    uint4 v[kRowWords / 32];
+#pragma unroll
+    for (int k = 0; k < kRowWords / 32; ++k) v[k] = s[k * 32 + lane];
+#pragma unroll
+    for (int k = 0; k < kRowWords / 32; ++k) o[k * 32 + lane] = v[k];
+  }
+}
+
 }  // namespace
 
 StepWork::StepWork(int64_t l2_bytes, cudaStream_t stream) {
@@ -47,12 +69,40 @@ StepWork::StepWork(int64_t l2_bytes, cudaStream_t stream) {
   dst_ = DeviceBuffer(bytes);
   // Activations ~ N(0,1), as a layer's: the GELU's math does real work on them.
   fill_normal_bf16(src_.get<__nv_bfloat16>(), bytes / sizeof(__nv_bfloat16), 0x5eed, 1.0f, stream);
+  // The gather's order: a fixed random permutation of the rows (Fisher-Yates on a 64-bit LCG).
+  rows_ = static_cast<int64_t>(bytes / (kRowWords * sizeof(uint4)));
+  std::vector<int> perm(static_cast<size_t>(rows_));
+  for (int64_t i = 0; i < rows_; ++i) perm[static_cast<size_t>(i)] = static_cast<int>(i);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (int64_t i = rows_ - 1; i > 0; --i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>((x >> 33) % static_cast<uint64_t>(i + 1))]);
+  }
+  perm_ = DeviceBuffer(perm.size() * sizeof(int));
+  GS_CUDA(cudaMemcpyAsync(perm_.get(), perm.data(), perm_.bytes(), cudaMemcpyHostToDevice, stream));
   // Calibration: four passes over the buffers, twice (the first warms the clocks and the code).
   EventTimer timer;
   const int64_t moved = 8 * static_cast<int64_t>(bytes);  // 4 passes x (read + write)
   double ms = 0;
   for (int rep = 0; rep < 2; ++rep) ms = timer.time_ms(stream, [&] { launch(moved, stream); });
   bytes_per_ms_ = static_cast<double>(moved) / std::max(ms, 1e-3);
+  for (int rep = 0; rep < 2; ++rep) ms = timer.time_ms(stream, [&] { launch_gather(moved, stream); });
+  gather_bytes_per_ms_ = static_cast<double>(moved) / std::max(ms, 1e-3);
+}
+
+void StepWork::launch_gather(int64_t bytes, cudaStream_t stream) const {
+  const int64_t row_bytes = 2 * kRowWords * static_cast<int64_t>(sizeof(uint4));  // read + write
+  const int64_t total = std::max<int64_t>(bytes / row_bytes, 1);
+  const int threads = 256, rows_per_block = threads / 32;
+  const int64_t blocks = std::min<int64_t>((total + rows_per_block - 1) / rows_per_block, int64_t{sms_} * 8);
+  step_work_gather<<<static_cast<unsigned>(blocks), threads, 0, stream>>>(src_.get<uint4>(), dst_.get<uint4>(),
+                                                                           perm_.get<int>(), rows_, total);
+  GS_CUDA(cudaGetLastError());
+}
+
+void StepWork::enqueue_gather(double ms, cudaStream_t stream) const {
+  if (!(ms > 0)) return;
+  launch_gather(static_cast<int64_t>(std::llround(ms * gather_bytes_per_ms_)), stream);
 }
 
 void StepWork::launch(int64_t bytes, cudaStream_t stream) const {

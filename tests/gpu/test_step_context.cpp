@@ -72,6 +72,12 @@ TEST(StepContextGpu, StandInStreamsAndHoldsItsCalibration) {
     const float ms = elapsed_ms(s, [&] { w.enqueue(2.0, s); });
     EXPECT_GT(ms, 2.0 * 0.75);
     EXPECT_LT(ms, 2.0 * 1.33);
+    // The gather stand-in (MoE dispatch and combine) too.
+    EXPECT_GT(w.gather_bytes_per_ms() * 1e-6, 300.0) << "GB/s";
+    w.enqueue_gather(2.0, s);
+    const float gms = elapsed_ms(s, [&] { w.enqueue_gather(2.0, s); });
+    EXPECT_GT(gms, 2.0 * 0.75);
+    EXPECT_LT(gms, 2.0 * 1.33);
   }
   cudaStreamDestroy(s);
 }

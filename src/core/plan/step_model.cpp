@@ -112,14 +112,18 @@ double other_elements(const LayerShape& s, StepContextKind k) {
   }
   e += act(T, s.f);
   if (s.routed_tokens > 0) {
-    // Token dispatch and combine (permute, unpermute) forward and backward: read + write each,
-    // the combine weighting top-k rows into one; router softmax/top-k is negligible beside these.
-    e += 4 * 2 * s.routed_tokens * h;
+    // Router softmax/top-k is negligible beside the experts' activations; the token dispatch and
+    // combine are data movement (move_elements).
     e += act(s.routed_tokens, s.expert_f);
     e += act(T, s.shared_f);
   }
   return e;
 }
+
+// Elements moved by an MoE layer's token dispatch and combine (permute, unpermute), forward and
+// backward: rows gathered or scattered by index, read + write each, the combine weighting top-k
+// rows into one. Every framework runs them; only how fused they are differs.
+double move_elements(const LayerShape& s) { return s.routed_tokens > 0 ? 4 * 2 * s.routed_tokens * s.h : 0.0; }
 
 }  // namespace
 
@@ -133,10 +137,7 @@ double average_layer_gflops(const Plan& plan) {
 StepWorkModel step_work_model(const Plan& plan, StepContextKind kind) {
   StepWorkModel m;
   m.kind = kind;
-  if (kind == StepContextKind::None) {  // only the spread's denominator (--step-other-ms alone)
-    if (plan.model_mode && plan.config) m.layer_gflops = average_layer_gflops(plan);
-    return m;
-  }
+  if (kind == StepContextKind::None && !(plan.model_mode && plan.config)) return m;
   if (!plan.model_mode || !plan.config)
     throw UsageError(fmt::format("--step-context {} needs a model plan: --shapes/--sweep GEMMs stand alone "
                                  "(use --step-context none)",
@@ -155,7 +156,10 @@ StepWorkModel step_work_model(const Plan& plan, StepContextKind kind) {
   const double moe = static_cast<double>(plan.moe_layers());
   LayerShape dense = s;
   dense.f = static_cast<double>(c.intermediate_size / tp);
-  double elements = other_elements(dense, kind) * (layers - moe);
+  // `none` runs no modelled work; a --step-other-ms figure is split between the two stand-ins as
+  // Transformer Engine's kernels would split it (split_step_other_ms).
+  const StepContextKind bytes_kind = kind == StepContextKind::None ? StepContextKind::TransformerEngine : kind;
+  double elements = other_elements(dense, bytes_kind) * (layers - moe), moved = 0;
   if (moe > 0) {
     LayerShape ms = s;
     ms.f = 0;
@@ -164,9 +168,11 @@ StepWorkModel step_work_model(const Plan& plan, StepContextKind kind) {
     ms.expert_f = static_cast<double>(ef / tp);
     const int64_t sf = c.moe.shared_expert_intermediate_size ? c.moe.shared_expert_intermediate_size : ef;
     ms.shared_f = static_cast<double>(c.moe.shared_experts * sf / tp);
-    elements += other_elements(ms, kind) * moe;
+    elements += other_elements(ms, bytes_kind) * moe;
+    moved = move_elements(ms) * moe;
   }
   m.other_bytes = 2.0 * elements / layers;  // BF16
+  m.move_bytes = 2.0 * moved / layers;
   // FP8 casts of every linear's operands: each tensor read twice (amax, then cast) and written
   // twice in one byte (rowwise and transposed copies): X and W of every Fprop, dY of every Dgrad.
   double cast = 0;
@@ -182,9 +188,21 @@ StepWorkModel step_work_model(const Plan& plan, StepContextKind kind) {
   m.cast_bytes = cast / layers;
   m.attention = a;
   m.layer_gflops = average_layer_gflops(plan);
-  if (!(m.layer_gflops > 0)) throw UsageError("--step-context: the plan has no layer GEMMs to spread the work over");
+  if (!(m.layer_gflops > 0) && kind != StepContextKind::None)
+    throw UsageError("--step-context: the plan has no layer GEMMs to spread the work over");
   m.efficiency = kind == StepContextKind::Eager ? kEagerRate : kFusedRate;
   return m;
+}
+
+StepOtherSplit split_step_other_ms(const StepWorkModel& m, double total_ms, double other_bytes_per_ms,
+                                   double move_bytes_per_ms) {
+  StepOtherSplit out{total_ms, 0.0};
+  if (!(total_ms > 0) || !(m.move_bytes > 0) || !(move_bytes_per_ms > 0) || !(other_bytes_per_ms > 0)) return out;
+  const double other = m.other_bytes / (other_bytes_per_ms * m.efficiency);
+  const double move = m.move_bytes / (move_bytes_per_ms * kMoveRate);
+  out.move_ms = total_ms * move / (other + move);
+  out.other_ms = total_ms - out.move_ms;
+  return out;
 }
 
 const EnumNames<StepContextKind>& step_context_names() {

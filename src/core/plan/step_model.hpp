@@ -39,7 +39,8 @@ std::string describe(const AttentionShape& a);  // "batch 2 x seq 4096, heads 28
 // The work between an average layer's GEMMs in one training step (forward and backward).
 struct StepWorkModel {
   StepContextKind kind = StepContextKind::None;
-  double other_bytes = 0;    // memory-bound kernels' traffic (read + written), FP8 casts excluded
+  double other_bytes = 0;    // memory-bound kernels' traffic (read + written), FP8 casts and MoE dispatch excluded
+  double move_bytes = 0;     // MoE token dispatch and combine: rows gathered / scattered by index (read + written)
   double cast_bytes = 0;     // FP8 casts of every linear's operands (X, W, dY; rowwise + transposed)
   AttentionShape attention;  // of a layer (every layer has one)
   double layer_gflops = 0;   // GEMM GFLOPs of the average layer: the spread's denominator
@@ -48,7 +49,24 @@ struct StepWorkModel {
   double efficiency = 1.0;
   bool active() const { return kind != StepContextKind::None; }
 };
+// `none` models no work (active() is false) but still carries Transformer Engine's bytes, which
+// split a --step-other-ms figure between the two stand-ins.
 StepWorkModel step_work_model(const Plan& plan, StepContextKind kind);
+
+// The two kinds of memory-bound work run between GEMMs, each by a stand-in kernel of its own kind
+// (cuda/step_work.hpp), because the power the work draws sets the GEMMs' clocks: activations and
+// norms stream at a GEMM's power (H100: GELU 698 W, LayerNorm 696 W, BF16 GEMM 698 W), an MoE
+// layer's gathers and scatters by index draw far less (dispatch gather 491 W, index_add combine
+// 426 W, the gather's backward 529 W; bench/power_probe.py, docs/step-context.md).
+// A --step-other-ms figure (the user's measured non-GEMM time) is split between them in the
+// proportion of their modelled times: the bytes of each at its stand-in's calibrated rate
+// (bytes per ms) and the framework's efficiency. All of it is `other_ms` without MoE layers.
+struct StepOtherSplit {
+  double other_ms = 0;  // activation-like stand-in
+  double move_ms = 0;   // gather stand-in
+};
+StepOtherSplit split_step_other_ms(const StepWorkModel& m, double total_ms, double other_bytes_per_ms,
+                                   double move_bytes_per_ms);
 
 // The GEMM GFLOPs of an average layer: dense and MoE layers weighted by their counts, the LM head
 // (a model-once GEMM) left out; 0 for a plan without layers. The denominator of every share
@@ -62,6 +80,9 @@ double average_layer_gflops(const Plan& plan);
 // Transformer Engine on the validation machine to set it from.
 constexpr double kEagerRate = 1.05;
 constexpr double kFusedRate = 1.15;
+// The dispatch and combine kernels' rate relative to the gather stand-in: they are row gathers by
+// index (Transformer Engine's fused permute and unpermute; PyTorch's index_select). Not fitted.
+constexpr double kMoveRate = 1.0;
 
 // Attention's throughput when it cannot be measured: this fraction of the GPU's dense BF16 peak
 // (cuDNN SDPA fwd+bwd on the "tune" layers ran at 39-50% of an H200's).

@@ -743,6 +743,8 @@ json to_json(const RunResult& r) {
                {"stream_gb_per_s", c.stream_gb_per_s},
                {"efficiency", c.efficiency},
                {"other_ms", c.other_ms},
+               {"move_ms", c.move_ms},
+               {"move_gb_per_s", c.move_gb_per_s},
                {"other_from_user", c.other_from_user},
                {"cast_ms", c.cast_ms},
                {"attention_fwd_ms", c.attention_fwd_ms},
@@ -1068,6 +1070,8 @@ RunResult read_result(const json& j, const std::string& name) {
     c.stream_gb_per_s = number_in(*sc, "stream_gb_per_s", where, 0.0, 0.0, 1e6, " GB/s");
     c.efficiency = number_in(*sc, "efficiency", where, 0.0, 0.0, 100.0, "");
     c.other_ms = number_in(*sc, "other_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");
+    c.move_ms = number_in(*sc, "move_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");
+    c.move_gb_per_s = number_in(*sc, "move_gb_per_s", where, 0.0, 0.0, 1e6, " GB/s");
     c.other_from_user = get_or<bool>(*sc, "other_from_user", where, false);
     c.cast_ms = number_in(*sc, "cast_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");
     c.attention_fwd_ms = number_in(*sc, "attention_fwd_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");

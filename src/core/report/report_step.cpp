@@ -23,12 +23,20 @@ void add_step_context(print::Document& d, const RunResult& r) {
     d.line(fmt::format("Step context: {} (--step-context {}), per layer between timed iterations, outside the samples, "
                        "spread over the GEMMs by FLOPs:",
                        step_context_framework(c.kind), to_string(c.kind)));
+    // MoE dispatch and combine run as the gather stand-in: their part, where there is one.
+    const std::string moved =
+        c.move_ms > 0 ? fmt::format(", of which {:.3f} ms MoE token dispatch and combine, run as a row gather by index "
+                                    "({:.0f} GB/s on this GPU: such kernels draw less power than activations)",
+                                    c.move_ms, c.move_gb_per_s)
+                      : std::string();
     if (c.other_from_user)
-      d.line(fmt::format("other kernels {:.3f} ms (--step-other-ms, your step's figure)", c.other_ms), 2);
+      d.line(fmt::format("other kernels {:.3f} ms (--step-other-ms, your step's figure{})", c.memory_ms(),
+                         c.move_ms > 0 ? ", split by the modelled bytes" + moved : std::string()),
+             2);
     else
       d.line(fmt::format("other kernels {:.3f} ms (modelled: the bytes of norms, activations, residuals and layout "
-                         "copies at {:.2f}x the stand-in kernel's {:.0f} GB/s on this GPU){}",
-                         c.other_ms, c.efficiency, c.stream_gb_per_s,
+                         "copies at {:.2f}x the stand-in kernel's {:.0f} GB/s on this GPU{}){}",
+                         c.memory_ms(), c.efficiency, c.stream_gb_per_s, moved,
                          c.cast_ms > 0 ? fmt::format("; FP8 casts {:.3f} ms in pre-quantized FP8 cells", c.cast_ms)
                                        : std::string()),
              2);
@@ -49,9 +57,14 @@ void add_step_context(print::Document& d, const RunResult& r) {
   const std::string memory =
       r.timing.step_other_ms > 0
           ? fmt::format("memory-bound kernels for {:g} ms (--step-other-ms)", r.timing.step_other_ms)
-          : fmt::format("memory-bound kernels moving {:.2f} GB (modelled; FP8 casts {:.2f} GB more in pre-quantized FP8 "
+          : fmt::format("memory-bound kernels moving {:.2f} GB (modelled{}; FP8 casts {:.2f} GB more in pre-quantized FP8 "
                         "cells)",
-                        m.other_bytes * 1e-9, m.cast_bytes * 1e-9);
+                        (m.other_bytes + m.move_bytes) * 1e-9,
+                        m.move_bytes > 0 ? fmt::format(", of which {:.2f} GB MoE token dispatch and combine, run as a "
+                                                       "row gather by index",
+                                                       m.move_bytes * 1e-9)
+                                         : std::string(),
+                        m.cast_bytes * 1e-9);
   d.line(fmt::format("Step context: {} (--step-context {}) {} between timed iterations, per layer, spread over the "
                      "GEMMs by FLOPs: {}, and attention ({}; {:.2f} TFLOP forward + backward; cuDNN's fused attention, "
                      "timed on the GPU)",
@@ -74,7 +87,7 @@ std::vector<StepEstimate> step_estimates(const RunResult& r, size_t mode) {
     StepEstimate e;
     e.gemm_ms = average_layer_gemm_ms(r, s.sums[p]);
     e.attention_ms = c.attention_ms();
-    e.other_ms = c.other_ms;
+    e.other_ms = c.memory_ms();
     // Pre-quantized GEMMs leave the FP8 casts out of their time: the step has them.
     if (r.precisions[p] != Precision::BF16 && r.modes[mode] == Mode::PreQuantized) e.other_ms += c.cast_ms;
     out.push_back(e);

@@ -129,7 +129,12 @@ struct StepContextInfo {
   StepContextKind kind = StepContextKind::None;
   double stream_gb_per_s = 0;  // the calibrated memory-bound stand-in kernel's rate on this GPU
   double efficiency = 0;       // fraction of it the framework's memory-bound kernels reach (modelled)
-  double other_ms = 0;         // memory-bound kernels per layer (modelled; --step-other-ms: the user's figure)
+  // Memory-bound kernels per layer (modelled; --step-other-ms: the user's figure, split): other_ms
+  // run as the activation-like stand-in, move_ms (MoE dispatch and combine) as the gather stand-in.
+  double other_ms = 0;
+  double move_ms = 0;
+  double move_gb_per_s = 0;    // the calibrated gather stand-in's rate on this GPU
+  double memory_ms() const { return other_ms + move_ms; }
   bool other_from_user = false;  // --step-other-ms (includes the FP8 casts of the user's step)
   double cast_ms = 0;          // FP8 casts per layer (modelled), in the context of FP8 cells in pre-quantized mode
   double attention_fwd_ms = 0, attention_bwd_ms = 0;  // per layer

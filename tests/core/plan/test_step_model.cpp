@@ -46,7 +46,11 @@ TEST(StepModel, MemoryBoundBytesOfAKnownLayer) {
   const double T = 16384, h = 2048, q = 2048, kv = 1024, f = 6144;
   const double compiled = 17 * T * h + 4 * T * (kv + q) + 2 * T * (q + 2 * kv) + 8 * T * f;
   EXPECT_DOUBLE_EQ(gs::step_work_model(plan, StepContextKind::Compiled).other_bytes, 2.0 * compiled);
-  EXPECT_EQ(gs::step_work_model(plan, StepContextKind::None).other_bytes, 0);
+  // none runs no modelled work, but carries Transformer Engine's bytes to split a --step-other-ms figure.
+  const gs::StepWorkModel none = gs::step_work_model(plan, StepContextKind::None);
+  EXPECT_FALSE(none.active());
+  EXPECT_DOUBLE_EQ(none.other_bytes, 2.0 * 1543503872.0);
+  EXPECT_EQ(none.move_bytes, 0);  // a dense layer dispatches nothing
   // FP8 casts: X and W of every Fprop, dY of every Dgrad, 6 bytes per element (read twice, two
   // one-byte copies). Fprop: QKV 16384x2048 + 2048x4096, Attn-out 16384x2048 + 2048x2048, MLP-up
   // 16384x2048 + 2048x12288, MLP-down 16384x6144 + 6144x2048; Dgrad dY: 16384 x (4096 + 2048 + 12288 + 2048).
@@ -83,8 +87,43 @@ TEST(StepModel, MoeLayersAddTheirDispatch) {
   const gs::StepWorkModel one = gs::step_work_model(gs::build_model_plan(c), StepContextKind::TransformerEngine);
   c.moe.top_k = 4;
   const gs::StepWorkModel four = gs::step_work_model(gs::build_model_plan(c), StepContextKind::TransformerEngine);
-  EXPECT_GT(four.other_bytes, one.other_bytes);
+  EXPECT_GT(four.other_bytes, one.other_bytes);  // the experts' activations over twice the rows
   EXPECT_GT(one.layer_gflops, 0);
+  // Dispatch and combine: 4 passes (permute, unpermute; forward, backward) x (read + write) x
+  // T x top_k rows x hidden, 2 bytes each; every layer of Mixtral is an MoE layer.
+  const double T = static_cast<double>(c.tokens()), h = static_cast<double>(c.hidden_size);
+  EXPECT_DOUBLE_EQ(one.move_bytes, 2.0 * 4 * 2 * T * 2 * h);
+  EXPECT_DOUBLE_EQ(four.move_bytes, 2.0 * one.move_bytes);
+  // The same bytes whatever the framework (how fused they are is in the rate, not the bytes).
+  EXPECT_DOUBLE_EQ(gs::step_work_model(gs::build_model_plan(c), StepContextKind::Eager).move_bytes, four.move_bytes);
+}
+
+// A --step-other-ms figure is split between the activation-like and the gather stand-ins in the
+// proportion of their modelled times; without MoE layers all of it is activation-like.
+TEST(StepModel, UserFigureSplitsByModelledTime) {
+  gs::StepWorkModel m;
+  m.other_bytes = 300;
+  m.move_bytes = 0;
+  m.efficiency = 1.0;
+  gs::StepOtherSplit s = gs::split_step_other_ms(m, 8.0, 10.0, 20.0);
+  EXPECT_EQ(s.other_ms, 8.0);
+  EXPECT_EQ(s.move_ms, 0.0);
+  m.move_bytes = 200;  // modelled: other 300 / 10 = 30, move 200 / 20 = 10 -> a quarter moves
+  s = gs::split_step_other_ms(m, 8.0, 10.0, 20.0);
+  EXPECT_DOUBLE_EQ(s.move_ms, 2.0);
+  EXPECT_DOUBLE_EQ(s.other_ms, 6.0);
+  m.efficiency = 1.5;  // the framework's activations run faster: a larger share moves
+  s = gs::split_step_other_ms(m, 8.0, 10.0, 20.0);
+  EXPECT_DOUBLE_EQ(s.move_ms, 8.0 * 10.0 / 30.0);
+  EXPECT_DOUBLE_EQ(s.other_ms + s.move_ms, 8.0);
+  EXPECT_EQ(gs::split_step_other_ms(m, 0.0, 10.0, 20.0).move_ms, 0.0);  // nothing to split
+  // A real MoE model: a share strictly between 0 and 1, the whole figure kept.
+  const gs::StepWorkModel mx = gs::step_work_model(gs::build_model_plan(gs::find_preset("mixtral-8x7b").config),
+                                                   StepContextKind::None);
+  s = gs::split_step_other_ms(mx, 5.0, 2.0e9, 2.5e9);
+  EXPECT_GT(s.move_ms, 0.5);
+  EXPECT_LT(s.move_ms, 4.5);
+  EXPECT_NEAR(s.other_ms + s.move_ms, 5.0, 1e-12);
 }
 
 TEST(StepModel, NamesAndRefusals) {
@@ -121,7 +160,9 @@ gs::RunResult measured_result() {
   c.kind = StepContextKind::Eager;
   c.efficiency = 1.05;
   c.stream_gb_per_s = 2200;
-  c.other_ms = 3;
+  c.other_ms = 2.25;
+  c.move_ms = 0.75;  // other kernels 3 ms in all
+  c.move_gb_per_s = 2500;
   c.cast_ms = 1;
   c.attention_fwd_ms = 0.5;
   c.attention_bwd_ms = 1.5;
@@ -142,7 +183,11 @@ TEST(StepModel, StepEstimateAndSpeedup) {
   const std::string block = gs::step_estimate_block(r, 0);
   EXPECT_NE(block.find("2.00x"), std::string::npos) << block;  // GEMM speedup 10 / 5
   EXPECT_NE(block.find("1.36x"), std::string::npos) << block;  // step speedup 15 / 11
-  EXPECT_NE(gs::step_context_lines(r).find("cuDNN test"), std::string::npos);
+  const std::string lines = gs::step_context_lines(r);
+  EXPECT_NE(lines.find("cuDNN test"), std::string::npos) << lines;
+  // The memory-bound total, and the part run as the gather stand-in.
+  EXPECT_NE(lines.find("other kernels 3.000 ms"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("of which 0.750 ms MoE token dispatch and combine"), std::string::npos) << lines;
   // The table's text layout, and the same rows in markdown from the same document.
   EXPECT_NE(block.find("                   GEMMs  attention    other      step  GEMM speedup  step speedup\n"
                        "BF16              10.000      2.000    3.000    15.000\n"
@@ -173,7 +218,9 @@ TEST(StepModel, JsonRoundTrip) {
   const gs::RunResult back = gs::from_json(j);
   ASSERT_TRUE(back.step_context);
   EXPECT_EQ(back.timing.step_context_kind, StepContextKind::Eager);
-  EXPECT_EQ(back.step_context->other_ms, 3);
+  EXPECT_EQ(back.step_context->other_ms, 2.25);
+  EXPECT_EQ(back.step_context->move_ms, 0.75);
+  EXPECT_EQ(back.step_context->move_gb_per_s, 2500);
   EXPECT_EQ(back.step_context->attention_bwd_ms, 1.5);
   EXPECT_TRUE(back.step_context->attention_measured);
   EXPECT_EQ(back.step_context->attention_source, "cuDNN test");
