@@ -15,8 +15,12 @@ the full model (each GEMM counted as often as it runs per step):
      Wgrad cells of both runs) against its traffic model (FP32 read + write instead of a BF16
      write per weight-gradient element, at the copy bandwidth).
 
-Only measured numbers and the plan's byte counts are used; nothing is fitted. One command, on any
-machine with the JSON files (no GPU needed):
+Only measured numbers and the plan's byte counts are used; nothing is fitted. The full-model time of
+each mode and recipe is the file's own ("totals", which gemmscope computes); a file without them
+(from an older gemmscope) gets them summed here from its cells, and the output says so. The sums
+the file does not carry (the Wgrad pass alone, bytes, kernel records) are summed here from the cells,
+each GEMM weighted by how often it runs per step. One command, on any machine with the JSON files
+(no GPU needed):
 
   python3 bench/explain_speedup.py run.json [--wgrad-bf16 run_bf16.json] [--copy-gbps 3011 | --quant-bandwidth qb.json]
 """
@@ -46,8 +50,29 @@ def cells(doc, mode, prec, passes=None):
             yield w.get(g.get("scope", "layer"), 0), g, c
 
 
-def total_ms(doc, mode, prec, passes=None):
+def summed_ms(doc, mode, prec, passes=None):
+    """The ok cells' times of mode/prec (optionally only some passes), each GEMM times its count per step."""
     return sum(n * c["mean_ms"] for n, _, c in cells(doc, mode, prec, passes))
+
+
+def has_totals(doc):
+    """Whether the file carries gemmscope's full-model totals ("totals", scope "full_model")."""
+    t = doc.get("totals")
+    return isinstance(t, dict) and t.get("scope") == "full_model"
+
+
+def total_ms(doc, mode, prec):
+    """The full-model time of mode/prec: the file's "totals" (None where a cell is n/a), or, in a
+    file without them, the ok cells summed here."""
+    if not has_totals(doc):
+        return summed_ms(doc, mode, prec)
+    return ((doc["totals"].get(mode) or {}).get(prec) or {}).get("ms")
+
+
+def na_summary(doc, mode, prec):
+    """Why a total is n/a, from the file's "totals"."""
+    na = (((doc.get("totals") or {}).get(mode) or {}).get(prec) or {}).get("na") or {}
+    return na.get("summary") or "a cell is n/a"
 
 
 def quant_bytes(g, mode, prec):
@@ -102,11 +127,23 @@ def main():
     name = doc["config"].get("name", "?")
     print(f"{name} on {dev} (gemmscope {doc.get('tool', {}).get('version', '?')}); full model, each GEMM as often as "
           f"it runs per step")
+    if not has_totals(doc):
+        print(f"note: {a.result} has no \"totals\" (an older gemmscope wrote it): its full-model times are summed "
+              f"here from its ok cells")
     bf = {m: total_ms(doc, m, "BF16") for m in ("training", "pre-quantized")}
+    for m, ms in bf.items():
+        if ms is None:
+            print(f"explain_speedup: BF16's {m} total is n/a ({na_summary(doc, m, 'BF16')}): no speedup to explain",
+                  file=sys.stderr)
+            return 2
     print(f"BF16: training {bf['training']:.1f} ms, pre-quantized {bf['pre-quantized']:.1f} ms (BF16 quantizes "
           f"nothing: the difference is noise)")
     for p in precs:
         tr, pq = total_ms(doc, "training", p), total_ms(doc, "pre-quantized", p)
+        if tr is None or pq is None:
+            why = "; ".join(f"{m}: {na_summary(doc, m, p)}" for m, t in (("training", tr), ("pre-quantized", pq)) if t is None)
+            print(f"\n{p}: total n/a ({why})")
+            continue
         if not tr or not pq:
             continue
         qb = sum(n * quant_bytes(g, "training", p) for n, g, _ in cells(doc, "training", p))
@@ -126,14 +163,14 @@ def main():
             print(f"     the quantization kernels themselves (kernel records of {n_tr} of {n_all} cells; grouped "
                   f"cells over several streams have none): {qk:.1f} ms for {qbt / 1e9:.1f} GB, {gbps:.0f} GB/s{share}")
         if other is not None and p in other.get("precisions", []):
-            wa = total_ms(doc, "training", p, {"wgrad"})
-            wb = total_ms(other, "training", p, {"wgrad"})
+            wa = summed_ms(doc, "training", p, {"wgrad"})
+            wb = summed_ms(other, "training", p, {"wgrad"})
             extra = sum(n * g["m"] * g["n"] * 6.0 for n, g, _ in cells(doc, "training", p, {"wgrad"}))
             model = f", traffic model {extra / (copy * 1e9) * 1000:.1f} ms at the copy bandwidth" if copy else ""
             print(f"  3. Wgrad into FP32 main gradients: {wa:.1f} ms vs {wb:.1f} ms with a BF16 output (another run): "
                   f"{wa - wb:+.1f} ms for {extra / 1e9:.1f} GB more traffic{model}")
     if other is not None:
-        wa, wb = total_ms(doc, "training", "BF16", {"wgrad"}), total_ms(other, "training", "BF16", {"wgrad"})
+        wa, wb = summed_ms(doc, "training", "BF16", {"wgrad"}), summed_ms(other, "training", "BF16", {"wgrad"})
         print(f"\nBF16 Wgrad into FP32 main gradients: {wa:.1f} ms vs {wb:.1f} ms with a BF16 output: {wa - wb:+.1f} ms")
     return 0
 

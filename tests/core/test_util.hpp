@@ -1,13 +1,17 @@
 // Helpers shared by the CPU tests: reading a file whole, a per-process scratch folder, running the
-// gemmscope binary (or any shell command) without a GPU, and a base for the fake engines that
-// stand in for the CUDA backend.
+// gemmscope binary (or any shell command) without a GPU, a base for the fake engines that
+// stand in for the CUDA backend, and the check that a document's markdown has its text's rows.
 #pragma once
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -74,5 +78,40 @@ class FakeEngineBase : public Engine {
   std::string name_;
   int sms_;
 };
+
+// What a document's markdown must hold at least: pipe-table rows, and numbers in them (counted
+// by their decimal points).
+struct MarkdownRowsAtLeast {
+  size_t rows = 0;
+  size_t numbers = 0;
+};
+
+// One document printed twice: every row of a pipe table in `md` must be a line of `text`, the
+// same cells in the same order (spacing aside). A row is a line that starts with "| "; a header
+// whose first column has no label ("|  |") is skipped, since the text leaves it blank. Then the
+// rows, and the numbers in them, must reach `at_least`.
+inline void expect_markdown_rows_in_text(const std::string& md, const std::string& text, MarkdownRowsAtLeast at_least) {
+  const auto words = [](const std::string& s) {
+    std::istringstream in(s);
+    std::string w, out;
+    while (in >> w) out += (out.empty() ? "" : " ") + w;
+    return out;
+  };
+  std::set<std::string> lines;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) lines.insert(words(l));
+  size_t rows = 0, numbers = 0;
+  std::istringstream mds(md);
+  for (std::string l; std::getline(mds, l);) {
+    if (l.rfind("| ", 0) != 0 || l.rfind("|  |", 0) == 0) continue;  // not a row, or a header without a label
+    std::string cells = l.substr(1);
+    for (size_t at; (at = cells.find(" |")) != std::string::npos;) cells.replace(at, 2, " ");
+    EXPECT_EQ(lines.count(words(cells)), 1u) << l;
+    ++rows;
+    numbers += static_cast<size_t>(std::count(l.begin(), l.end(), '.'));
+  }
+  EXPECT_GE(rows, at_least.rows);
+  EXPECT_GE(numbers, at_least.numbers);
+}
 
 }  // namespace gs::test

@@ -443,16 +443,6 @@ void read_model_fields(const json& obj, ModelConfig& c, std::string_view section
       f.value(c) = f.required ? need<int64_t>(obj, f.key, where) : get_or<int64_t>(obj, f.key, where, f.absent);
 }
 
-// parse(text), with `where` in front of the UsageError it throws ("a.json: \"modes\": unknown mode ...").
-template <class Parse>
-auto parsed_at(const std::string& where, const std::string& text, Parse parse) {
-  try {
-    return parse(text);
-  } catch (const UsageError& e) {
-    throw UsageError(fmt::format("{}: {}", where, e.what()));
-  }
-}
-
 // The strings of list `key`; it may be empty (an --accuracy-only run has no modes).
 std::vector<std::string> string_list(const json& j, const char* key, const std::string& name) {
   const json* v = find(j, key);

@@ -74,16 +74,6 @@ std::vector<T> parsed_names(const SettingValue& v, Parse parse) {
   return out;
 }
 
-// parse(text), with `where` in front of the UsageError it throws ("a.json: \"modes\": unknown mode ...").
-template <class Parse>
-auto parsed_at(const std::string& where, const std::string& text, Parse parse) {
-  try {
-    return parse(text);
-  } catch (const UsageError& e) {
-    throw UsageError(fmt::format("{}: {}", where, e.what()));
-  }
-}
-
 bool given_flag(const GivenSettings& given, const char* first_name) { return given.count(first_name) > 0; }
 const std::string* given_text(const GivenSettings& given, const Setting& s) {
   const auto it = given.find(s.path());

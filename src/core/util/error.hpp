@@ -20,4 +20,15 @@ struct Unsupported : std::runtime_error {
   explicit Unsupported(const std::string& what) : std::runtime_error(what) {}
 };
 
+// parse(text), with `where` in front of the UsageError it throws ("a.json: \"modes\": unknown mode ...");
+// every other exception passes through as it is.
+template <class Parse>
+auto parsed_at(const std::string& where, const std::string& text, Parse parse) {
+  try {
+    return parse(text);
+  } catch (const UsageError& e) {
+    throw UsageError(where + ": " + e.what());
+  }
+}
+
 }  // namespace gs

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <sstream>
 #include <string>
 
@@ -20,6 +19,7 @@
 #include "core/analysis/predict.hpp"
 #include "core/report/report.hpp"
 #include "core/analysis/roofline.hpp"
+#include "test_util.hpp"
 
 namespace fs = std::filesystem;
 using namespace gs;
@@ -326,26 +326,8 @@ TEST(Predict, MarkdownHasTheTextsRows) {
   EXPECT_EQ(text, render_prediction_text(pr));
   EXPECT_EQ(md.rfind("## PREDICTED GEMM times on ", 0), 0u) << md;
   EXPECT_EQ(md.find("====="), std::string::npos) << md;
-  const auto words = [](const std::string& s) {
-    std::istringstream in(s);
-    std::string w, out;
-    while (in >> w) out += (out.empty() ? "" : " ") + w;
-    return out;
-  };
-  std::set<std::string> lines;
-  std::istringstream in(text);
-  for (std::string l; std::getline(in, l);) lines.insert(words(l));
-  size_t rows = 0;
-  std::istringstream mds(md);
-  for (std::string l; std::getline(mds, l);) {
-    if (l.rfind("| ", 0) != 0 || l.rfind("|  |", 0) == 0) continue;  // not a row, or a header without a label
-    std::string cells = l.substr(1);
-    for (size_t at; (at = cells.find(" |")) != std::string::npos;) cells.replace(at, 2, " ");
-    EXPECT_EQ(lines.count(words(cells)), 1u) << l;
-    ++rows;
-  }
   // Each mode: its header and GEMMs, and the per-layer and full-model sums with their bands.
-  EXPECT_GE(rows, r.modes.size() * (1 + r.plan.gemms.size() + 6));
+  test::expect_markdown_rows_in_text(md, text, {.rows = r.modes.size() * (1 + r.plan.gemms.size() + 6)});
 }
 
 TEST(Predict, NotRunnableAndDatasheetOnly) {
