@@ -16,6 +16,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "cuda/device_buffer.hpp"
@@ -50,6 +51,17 @@ enum class MultiQuantOp {
 };
 const char* to_string(MultiQuantOp op);
 
+// The amax pass's tensors as a kernel parameter (quantize_multi.cu), for up to kAmaxParamTensors.
+constexpr int kAmaxParamTensors = 64;
+struct AmaxParams {
+  int count = 0;
+  unsigned begin[kAmaxParamTensors + 1] = {};  // each tensor's first block; begin[count]: the grid
+  const __nv_bfloat16* x[kAmaxParamTensors] = {};
+  unsigned long long n[kAmaxParamTensors] = {};
+  uint32_t* partial[kAmaxParamTensors] = {};
+  float* amax[kAmaxParamTensors] = {};
+};
+
 class MultiQuant {
  public:
   // Tensors with no elements are dropped (an empty expert has nothing to quantize). Checks every
@@ -62,6 +74,7 @@ class MultiQuant {
 
  private:
   struct Group {  // one launch: tensors sharing a kernel instantiation
+    std::shared_ptr<const AmaxParams> amax_params;  // amax over few tensors: the table as a kernel parameter
     DeviceBuffer table;       // MqTask per tensor
     DeviceBuffer block_task;  // int per block of the (first) kernel: its tensor
     int count = 0;

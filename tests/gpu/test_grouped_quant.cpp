@@ -225,7 +225,9 @@ INSTANTIATE_TEST_SUITE_P(Fp8, MultiQuantTest, ::testing::ValuesIn(mq_cases()), [
 // place in the buffer, with an all-zero tensor and one holding +inf, over two passes.
 TEST(MultiAmax, ManyTensorsBitIdenticalToSingleTensorAmax) {
   GS_REQUIRE_GPU();
-  for (int count : {300, 1030}) {
+  // Up to kAmaxParamTensors the tensors travel as a kernel parameter, beyond it in a table: both
+  // sides of the boundary, and far beyond.
+  for (int count : {gs::cuda::kAmaxParamTensors, gs::cuda::kAmaxParamTensors + 1, 300, 1030}) {
     SCOPED_TRACE(std::to_string(count) + " tensors");
     std::mt19937 rng(static_cast<unsigned>(count));
     const int col_choices[] = {8, 64, 136, 2048};
