@@ -30,8 +30,11 @@ void add_step_context(print::Document& d, const RunResult& r) {
                                     c.move_ms, c.move_gb_per_s)
                       : std::string();
     if (c.other_from_user)
-      d.line(fmt::format("other kernels {:.3f} ms (--step-other-ms, your step's figure{})", c.memory_ms(),
-                         c.move_ms > 0 ? ", split by the modelled bytes" + moved : std::string()),
+      d.line(fmt::format("other kernels {:.3f} ms (--step-other-ms, your step's figure{}); the stand-ins carry its time, "
+                         "not its power: where your non-GEMM kernels run far below bandwidth they draw less, and BF16 "
+                         "GEMMs at the power cap read high (up to ~8% against an eager PyTorch MoE step; "
+                         "docs/step-context.md)",
+                         c.memory_ms(), c.move_ms > 0 ? ", split by the modelled bytes" + moved : std::string()),
              2);
     else
       d.line(fmt::format("other kernels {:.3f} ms (modelled: the bytes of norms, activations, residuals and layout "

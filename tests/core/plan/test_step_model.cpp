@@ -188,6 +188,15 @@ TEST(StepModel, StepEstimateAndSpeedup) {
   // The memory-bound total, and the part run as the gather stand-in.
   EXPECT_NE(lines.find("other kernels 3.000 ms"), std::string::npos) << lines;
   EXPECT_NE(lines.find("of which 0.750 ms MoE token dispatch and combine"), std::string::npos) << lines;
+  EXPECT_EQ(lines.find("not its power"), std::string::npos) << lines;  // modelled work: no caveat
+  // The user's figure: its time runs as the stand-ins, and the header says what that leaves out.
+  gs::RunResult user = r;
+  user.step_context->other_from_user = true;
+  const std::string user_lines = gs::step_context_lines(user);
+  EXPECT_NE(user_lines.find("other kernels 3.000 ms (--step-other-ms, your step's figure, split by the modelled bytes"),
+            std::string::npos)
+      << user_lines;
+  EXPECT_NE(user_lines.find("carry its time, not its power"), std::string::npos) << user_lines;
   // The table's text layout, and the same rows in markdown from the same document.
   EXPECT_NE(block.find("                   GEMMs  attention    other      step  GEMM speedup  step speedup\n"
                        "BF16              10.000      2.000    3.000    15.000\n"
