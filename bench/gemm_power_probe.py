@@ -62,29 +62,20 @@ def main():
     dwu = [torch.empty_like(w) for w in wu]
     dwd = [torch.empty_like(w) for w in wd]
     big = torch.randn(128 << 20, device=dev, dtype=bf)
-    big_out = torch.empty_like(big)
     rows = torch.randn(E * M, h, device=dev, dtype=bf)
     perm = torch.randperm(E * M, device=dev)
 
     def gemms(act, g_dn, g_up):
-        for e in range(E):
-            s = slice(e * M, (e + 1) * M)
-            torch.mm(x[s], wu[e].t(), out=out_up[s])
-        for e in range(E):
-            s = slice(e * M, (e + 1) * M)
-            torch.mm(act[s], wd[e].t(), out=out_dn[s])
-        for e in range(E):
-            s = slice(e * M, (e + 1) * M)
-            torch.mm(g_dn[s], wd[e], out=dx_dn[s])
-        for e in range(E):
-            s = slice(e * M, (e + 1) * M)
-            torch.mm(g_dn[s].t(), act[s], out=dwd[e])
-        for e in range(E):
-            s = slice(e * M, (e + 1) * M)
-            torch.mm(g_up[s], wu[e], out=dx_up[s])
-        for e in range(E):
-            s = slice(e * M, (e + 1) * M)
-            torch.mm(g_up[s].t(), x[s], out=dwu[e])
+        # Each pass over every expert in turn (GroupedLinear order); s: the expert's rows.
+        passes = (lambda e, s: torch.mm(x[s], wu[e].t(), out=out_up[s]),       # Fprop up
+                  lambda e, s: torch.mm(act[s], wd[e].t(), out=out_dn[s]),     # Fprop down
+                  lambda e, s: torch.mm(g_dn[s], wd[e], out=dx_dn[s]),         # Dgrad down
+                  lambda e, s: torch.mm(g_dn[s].t(), act[s], out=dwd[e]),      # Wgrad down
+                  lambda e, s: torch.mm(g_up[s], wu[e], out=dx_up[s]),         # Dgrad up
+                  lambda e, s: torch.mm(g_up[s].t(), x[s], out=dwu[e]))        # Wgrad up
+        for gemm in passes:
+            for e in range(E):
+                gemm(e, slice(e * M, (e + 1) * M))
 
     def calib(fn):
         for _ in range(3):

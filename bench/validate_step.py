@@ -220,20 +220,27 @@ class ClockSampler:
             self._stop.set()
             self._thread.join()
 
+    @staticmethod
+    def _mean(xs):
+        return sum(xs) / len(xs) if xs else None
+
     def mean(self):
-        return sum(self.samples) / len(self.samples) if self.samples else None
+        return self._mean(self.samples)
 
     def mean_power_w(self):
-        return sum(self.power) / len(self.power) if self.power else None
+        return self._mean(self.power)
 
     def mean_temp_c(self):
-        return sum(self.temps) / len(self.temps) if self.temps else None
+        return self._mean(self.temps)
+
+    def _share(self, mask):  # of the samples whose reasons have a bit of `mask`
+        return self._mean([1 if x & mask else 0 for x in self.reasons])
 
     def capped_share(self):  # nvml.h: SW power cap 0x4, HW power brake 0x80
-        return sum(1 for x in self.reasons if x & 0x84) / len(self.reasons) if self.reasons else None
+        return self._share(0x84)
 
     def thermal_share(self):  # nvml.h: HW slowdown 0x8, SW thermal 0x20, HW thermal 0x40
-        return sum(1 for x in self.reasons if x & 0x68) / len(self.reasons) if self.reasons else None
+        return self._share(0x68)
 
 
 def sdpa_backend_context(torch, name):

@@ -31,14 +31,12 @@ StepContextRunner::StepContextRunner(const StepWorkModel& model, double user_oth
   info_.move_gb_per_s = work_->gather_bytes_per_ms() * 1e-6;
   const double rate = work_->bytes_per_ms() * model.efficiency;  // bytes per ms
   info_.other_from_user = user_other_ms > 0;
-  if (info_.other_from_user) {
-    const StepOtherSplit split = split_step_other_ms(model, user_other_ms, work_->bytes_per_ms(), work_->gather_bytes_per_ms());
-    info_.other_ms = split.other_ms;
-    info_.move_ms = split.move_ms;
-  } else {
-    info_.other_ms = model.other_bytes / rate;
-    info_.move_ms = model.move_bytes / (work_->gather_bytes_per_ms() * kMoveRate);
-  }
+  const StepOtherSplit memory =
+      info_.other_from_user
+          ? split_step_other_ms(model, user_other_ms, work_->bytes_per_ms(), work_->gather_bytes_per_ms())
+          : modelled_memory_ms(model, work_->bytes_per_ms(), work_->gather_bytes_per_ms());
+  info_.other_ms = memory.other_ms;
+  info_.move_ms = memory.move_ms;
   info_.cast_ms = info_.other_from_user ? 0.0 : model.cast_bytes / rate;
   const AttentionShape& a = model.attention;
   info_.attention_shape = describe(a);

@@ -83,11 +83,13 @@ StepWork::StepWork(int64_t l2_bytes, cudaStream_t stream) {
   // Calibration: four passes over the buffers, twice (the first warms the clocks and the code).
   EventTimer timer;
   const int64_t moved = 8 * static_cast<int64_t>(bytes);  // 4 passes x (read + write)
-  double ms = 0;
-  for (int rep = 0; rep < 2; ++rep) ms = timer.time_ms(stream, [&] { launch(moved, stream); });
-  bytes_per_ms_ = static_cast<double>(moved) / std::max(ms, 1e-3);
-  for (int rep = 0; rep < 2; ++rep) ms = timer.time_ms(stream, [&] { launch_gather(moved, stream); });
-  gather_bytes_per_ms_ = static_cast<double>(moved) / std::max(ms, 1e-3);
+  auto rate = [&](auto run) {
+    double ms = 0;
+    for (int rep = 0; rep < 2; ++rep) ms = timer.time_ms(stream, [&] { run(); });
+    return static_cast<double>(moved) / std::max(ms, 1e-3);
+  };
+  bytes_per_ms_ = rate([&] { launch(moved, stream); });
+  gather_bytes_per_ms_ = rate([&] { launch_gather(moved, stream); });
 }
 
 void StepWork::launch_gather(int64_t bytes, cudaStream_t stream) const {

@@ -194,13 +194,19 @@ StepWorkModel step_work_model(const Plan& plan, StepContextKind kind) {
   return m;
 }
 
+StepOtherSplit modelled_memory_ms(const StepWorkModel& m, double other_bytes_per_ms, double move_bytes_per_ms) {
+  StepOtherSplit out;
+  if (other_bytes_per_ms > 0) out.other_ms = m.other_bytes / (other_bytes_per_ms * m.efficiency);
+  if (move_bytes_per_ms > 0) out.move_ms = m.move_bytes / (move_bytes_per_ms * kMoveRate);
+  return out;
+}
+
 StepOtherSplit split_step_other_ms(const StepWorkModel& m, double total_ms, double other_bytes_per_ms,
                                    double move_bytes_per_ms) {
   StepOtherSplit out{total_ms, 0.0};
   if (!(total_ms > 0) || !(m.move_bytes > 0) || !(move_bytes_per_ms > 0) || !(other_bytes_per_ms > 0)) return out;
-  const double other = m.other_bytes / (other_bytes_per_ms * m.efficiency);
-  const double move = m.move_bytes / (move_bytes_per_ms * kMoveRate);
-  out.move_ms = total_ms * move / (other + move);
+  const StepOtherSplit t = modelled_memory_ms(m, other_bytes_per_ms, move_bytes_per_ms);
+  out.move_ms = total_ms * t.move_ms / (t.other_ms + t.move_ms);
   out.other_ms = total_ms - out.move_ms;
   return out;
 }

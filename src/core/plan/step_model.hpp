@@ -65,6 +65,9 @@ struct StepOtherSplit {
   double other_ms = 0;  // activation-like stand-in
   double move_ms = 0;   // gather stand-in
 };
+// The modelled time of each: its bytes at its stand-in's rate (bytes per ms; 0 for a rate <= 0) and
+// the framework's efficiency (kMoveRate for the gather).
+StepOtherSplit modelled_memory_ms(const StepWorkModel& m, double other_bytes_per_ms, double move_bytes_per_ms);
 StepOtherSplit split_step_other_ms(const StepWorkModel& m, double total_ms, double other_bytes_per_ms,
                                    double move_bytes_per_ms);
 

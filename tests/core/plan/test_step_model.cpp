@@ -109,6 +109,10 @@ TEST(StepModel, UserFigureSplitsByModelledTime) {
   EXPECT_EQ(s.other_ms, 8.0);
   EXPECT_EQ(s.move_ms, 0.0);
   m.move_bytes = 200;  // modelled: other 300 / 10 = 30, move 200 / 20 = 10 -> a quarter moves
+  const gs::StepOtherSplit t = gs::modelled_memory_ms(m, 10.0, 20.0);
+  EXPECT_DOUBLE_EQ(t.other_ms, 30.0);
+  EXPECT_DOUBLE_EQ(t.move_ms, 10.0);
+  EXPECT_EQ(gs::modelled_memory_ms(m, 0.0, 20.0).other_ms, 0.0);  // no rate, no time
   s = gs::split_step_other_ms(m, 8.0, 10.0, 20.0);
   EXPECT_DOUBLE_EQ(s.move_ms, 2.0);
   EXPECT_DOUBLE_EQ(s.other_ms, 6.0);
