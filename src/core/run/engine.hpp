@@ -9,6 +9,7 @@
 #include "core/plan/plan.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/results/results.hpp"
+#include "core/step/step_kernels.hpp"
 
 namespace gs {
 
@@ -42,6 +43,12 @@ class Engine {
   // The recipe's relative Frobenius error against an FP32 GEMM of the original BF16 operands
   // drawn from `d`. Emulated where the GPU has no kernel for the format. Never throws.
   virtual AccuracyCell accuracy(const Gemm& g, Precision p, Dist d) = 0;
+  // One of the step's own kernels (core/step/step_kernels.hpp: optimizer, gradient norm, zero-grad,
+  // loss, embedding, launch latency) timed on the GPU. An engine that cannot run it returns an N/A
+  // cell saying why. Never throws.
+  virtual Cell measure_step_kernel(const StepKernelSpec& spec) {
+    return Cell::na(std::string(to_string(spec.kind)) + " is not available in this engine");
+  }
   // The step context as it ran (after the cells that used one); nullopt when none did.
   virtual std::optional<StepContextInfo> step_context() const { return std::nullopt; }
   // Notes of the kernel providers other than cuBLASLt that ran cells (e.g. compile time and
