@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Charts from a gemmscope result JSON (schema "gemmscope.result/2" or /1, see docs/json-schema.md).
+"""Charts from a gemmscope result JSON (schema "gemmscope.result/3", /2 or /1, see docs/json-schema.md).
 
 usage: gemmscope_plot.py RESULT.json -o OUT.{png,svg,pdf} [--baseline BF16]
                          [--mode training|per-gemm|pre-quantized]

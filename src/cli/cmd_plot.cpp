@@ -220,8 +220,7 @@ int run_plot(int argc, char** argv) {
         if (!fleet) throw UsageError(fmt::format("--kind fleet needs a fleet file (gemmscope --all-gpus --json, or MPI); {} is not one", result));
         if (kind != "auto" && kind != "fleet")
           throw UsageError(fmt::format("{} is a fleet file: its chart is --kind fleet (per GPU)", result));
-        const double t = doc.contains("threshold") && doc["threshold"].is_number() ? doc["threshold"].get<double>() : 0.03;
-        write_temp(fleet_chart_json(summarize_fleet(fleet_from_json(doc, result), t)));
+        write_temp(fleet_chart_json(summarize_fleet(fleet_from_json(doc, result), fleet_threshold(doc))));
         kind = "fleet";
       } else if (read) {
         const RunResult r = from_json(doc, result);

@@ -41,8 +41,7 @@ int run_report(int argc, char** argv) {
     if (markdown && is_fleet_json(j))
       throw UsageError(fmt::format("--markdown: {} is a fleet file (--all-gpus); its summary prints as text only", path));
     if (is_fleet_json(j)) {  // a fleet file (--all-gpus): the fleet summary, at the run's threshold
-      const double t = j.contains("threshold") && j["threshold"].is_number() ? j["threshold"].get<double>() : 0.03;
-      text = render_fleet_text(summarize_fleet(fleet_from_json(j, path), t));
+      text = render_fleet_text(summarize_fleet(fleet_from_json(j, path), fleet_threshold(j)));
     } else {
       const RunResult r = from_json(j, path);
       if (markdown && r.dry_run)

@@ -1,6 +1,7 @@
 // Helpers shared by the CPU tests: reading a file whole, a per-process scratch folder, running the
 // gemmscope binary (or any shell command) without a GPU, a base for the fake engines that
-// stand in for the CUDA backend, and the check that a document's markdown has its text's rows.
+// stand in for the CUDA backend, the check that a document's markdown has its text's rows, and
+// finding a record in a result document.
 #pragma once
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -11,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
@@ -112,6 +114,63 @@ inline void expect_markdown_rows_in_text(const std::string& md, const std::strin
   }
   EXPECT_GE(rows, at_least.rows);
   EXPECT_GE(numbers, at_least.numbers);
+}
+
+// The record of a result document written by this gemmscope (schema 3, "records"): the cell of
+// GEMM `gemm` in `mode` and `precision` of `provider` (empty: the file's first provider), or with
+// an empty `mode` the GEMM's accuracy record. record_index: its position in "records" (-1: none);
+// record: the record, where a missing one fails the test and reads as null.
+inline int record_index(const nlohmann::json& doc, size_t gemm, const std::string& mode, const std::string& precision,
+                        const std::string& provider = "") {
+  const std::string want_provider =
+      !provider.empty() ? provider : doc.contains("providers") ? doc["providers"][0].get<std::string>() : "cublaslt";
+  if (!doc.contains("records")) return -1;
+  for (size_t i = 0; i < doc["records"].size(); ++i) {
+    const nlohmann::json& r = doc["records"][i];
+    const std::string kind = r.value("kind", "");
+    const bool accuracy = mode.empty();
+    if (accuracy ? kind != "accuracy" : (kind != "gemm" && kind != "grouped-gemm")) continue;
+    if (r.value("item", -1) != static_cast<int>(gemm) || r.value("precision", "") != precision) continue;
+    if (!accuracy && (r.value("mode", "") != mode || r.value("provider", "") != want_provider)) continue;
+    return static_cast<int>(i);
+  }
+  return -1;
+}
+template <class Json>
+Json& record(Json& doc, size_t gemm, const std::string& mode, const std::string& precision,
+             const std::string& provider = "") {
+  static nlohmann::json none;
+  const int i = record_index(doc, gemm, mode, precision, provider);
+  if (i >= 0) return doc["records"][static_cast<size_t>(i)];
+  ADD_FAILURE() << "no record of gemms[" << gemm << "] " << mode << " " << precision << " " << provider;
+  none = nullptr;
+  return none;
+}
+
+// A schema-3 document in the layout of schema 2 (the cells inside each GEMM: "results" for the first
+// provider, "provider_results" for the others, "accuracy"): what files written before the record
+// table look like, for the tests of the reader's schema-2 path and its messages.
+inline nlohmann::json legacy_layout(nlohmann::json doc) {
+  const std::string first = doc.contains("providers") ? doc["providers"][0].get<std::string>() : "cublaslt";
+  for (const auto& r : doc["records"]) {
+    nlohmann::json c = r;
+    for (const char* k : {"kind", "item", "pass", "mode", "precision", "rank", "source", "values"}) c.erase(k);
+    nlohmann::json& g = doc["gemms"][r["item"].get<size_t>()];
+    if (r["kind"] == "accuracy") {
+      if (c["status"] == "ok") {
+        c["rel_error"] = r["values"]["rel_error"];
+        c["emulated"] = r["source"] == "emulated";
+      }
+      g["accuracy"][r["precision"].get<std::string>()] = c;
+    } else if (r["provider"] == first) {
+      g["results"][r["mode"].get<std::string>()][r["precision"].get<std::string>()] = c;
+    } else {
+      g["provider_results"][r["provider"].get<std::string>()][r["mode"].get<std::string>()][r["precision"].get<std::string>()] = c;
+    }
+  }
+  doc.erase("records");
+  doc["schema"] = "gemmscope.result/2";
+  return doc;
 }
 
 }  // namespace gs::test

@@ -1,8 +1,10 @@
-// libFuzzer harness: bytes of a result JSON -> the input-file policy (parse_json_text) ->
-// from_json -> every reader of a RunResult: the text report (with the MoE routing part), the
-// CSV, the JSON writer, compare (against itself, a dense result and a MoE result,
-// tests/data/compare_a.json and moe_mixtral_a.json, text and markdown) and predict (from the
-// run, H100 to B200 with data/gpus.json, text and JSON), as `report`, `compare` and `predict` do.
+// libFuzzer harness: bytes of a result JSON (any schema: 3 with its records, items and ranks, or
+// 1 and 2 with the cells inside each GEMM; seeds in tests/data and tests/fuzz/corpus/result) -> the
+// input-file policy (parse_json_text) -> from_json -> every reader of a RunResult: the text report
+// (with the MoE routing part), the CSV, the JSON writer, compare (against itself, a dense result and
+// a MoE result, tests/data/compare_a.json and moe_mixtral_a.json, text and markdown) and predict
+// (from the run, H100 to B200 with data/gpus.json, text and JSON), as `report`, `compare` and
+// `predict` do; a fleet document (ranks) also through the fleet's reader, summary and chart.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -12,6 +14,7 @@
 #include "core/gpu/gpu_spec.hpp"
 #include "core/io/input_file.hpp"
 #include "core/analysis/predict.hpp"
+#include "core/node/fleet.hpp"
 #include "core/report/report.hpp"
 #include "fuzz_common.hpp"
 
@@ -45,6 +48,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::optional<gs::RunResult> r;
   gs::fuzz::expect_documented_outcome([&] {
     const nlohmann::json doc = gs::parse_json_text(text, "fuzz.json");
+    if (gs::is_fleet_json(doc)) {  // as `report`, `compare` and `plot` read a fleet file
+      gs::fuzz::expect_documented_outcome([&] {
+        const std::vector<gs::FleetRun> runs = gs::fleet_from_json(doc, "fuzz.json");
+        const gs::FleetSummary s = gs::summarize_fleet(runs, gs::fleet_threshold(doc));
+        (void)gs::render_fleet_text(s);
+        (void)gs::fleet_chart_json(s).dump();
+        (void)gs::fleet_to_json(runs, s).dump();
+      });
+    }
     r = gs::from_json(doc, "fuzz.json");
   });
   if (!r) return 0;

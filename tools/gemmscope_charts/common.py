@@ -22,8 +22,9 @@ import stat
 import sys
 import textwrap
 
-SCHEMA = "gemmscope.result/2"
-SCHEMAS = ("gemmscope.result/2", "gemmscope.result/1")  # /1: files from before MoE (all dense)
+SCHEMA = "gemmscope.result/3"
+# /2: the cells inside each GEMM; /1: files from before MoE (all dense). docs/json-schema.md.
+SCHEMAS = ("gemmscope.result/3", "gemmscope.result/2", "gemmscope.result/1")
 EXIT_BAD_INPUT = 2
 EXIT_NO_MATPLOTLIB = 3
 EXIT_STDOUT_ERROR = 74  # EX_IOERR: the chart is written, "wrote ..." could not be
@@ -212,10 +213,55 @@ def _string_list(doc, key, name):
     return v
 
 
+GEMM_KINDS = ("gemm", "grouped-gemm")
+
+
+def _cell_ok(c):
+    return isinstance(c, dict) and (c.get("status") == "n/a" or _is_num(c.get("mean_ms")))
+
+
+def gemm_cells(doc, name):
+    """The GEMM cells of a result by (provider, mode, precision, GEMM index). Schema 3 holds them
+    as records (kind "gemm" or "grouped-gemm", item = the GEMM's index); schemas 1 and 2 inside each
+    GEMM ("results" for the first provider, "provider_results" for the others)."""
+    providers = doc.get("providers") or ["cublaslt"]
+    cells = {}
+    if doc.get("schema") == SCHEMA:
+        records = doc.get("records")
+        if not isinstance(records, list):
+            raise InputError("%s: \"records\" must be a list" % name)
+        for i, r in enumerate(records):
+            if not isinstance(r, dict) or r.get("kind") not in GEMM_KINDS:
+                continue
+            key = (r.get("provider"), r.get("mode"), r.get("precision"), r.get("item"))
+            if not all(isinstance(k, str) for k in key[:3]) or not _is_int(key[3]) or not _cell_ok(r):
+                raise InputError("%s: records[%d] must be a GEMM record with strings provider, mode and precision, "
+                                 "an integer item and status \"n/a\" or a number mean_ms" % (name, i))
+            cells[key] = r
+        return cells
+    for i, g in enumerate(doc["gemms"]):
+        where = "%s: gemms[%d]" % (name, i)
+        per_provider = [(providers[0], g.get("results"))]
+        pr = g.get("provider_results")
+        if isinstance(pr, dict):
+            per_provider += [(p, pr.get(p)) for p in providers[1:] if p in pr]
+        for provider, res in per_provider:
+            if res is None and provider != providers[0]:
+                continue
+            if not isinstance(res, dict) or not all(isinstance(cs, dict) and all(_cell_ok(c) for c in cs.values())
+                                                    for cs in res.values()):
+                raise InputError(where + ": \"results\" must hold one object of cells per mode, each with status "
+                                 "\"n/a\" or a number mean_ms")
+            for mode, cs in res.items():
+                for prec, c in cs.items():
+                    cells[(provider, mode, prec, i)] = c
+    return cells
+
+
 def select_provider(doc, name, provider):
-    """Kernel providers: each GEMM's "results" hold the file's first provider's cells and
-    "provider_results" the others' ("totals" and "provider_totals" their sums). `provider` (None: the
-    first) becomes "results" and "totals", so every chart draws that provider; doc["_provider_line"]
+    """Kernel providers: the file holds each provider's cells ("totals" the first provider's sums,
+    "provider_totals" the others'). `provider` (None: the first) is the one every chart draws: each
+    GEMM's "_cells" get its cells by (mode, precision) and "totals" its sums; doc["_provider_line"]
     names it for the footer when it is not plain cuBLASLt."""
     providers = doc.get("providers")
     if providers is None:
@@ -226,14 +272,17 @@ def select_provider(doc, name, provider):
     if chosen not in providers:
         raise InputError("provider %s is not in %s (providers: %s)" % (
             clip(chosen, 80), name, clip(", ".join(providers))))
+    gemms = doc["gemms"]
+    for g in gemms:
+        g["_cells"] = {}
+    for (v, m, p, gi), c in gemm_cells(doc, name).items():
+        if v == chosen and 0 <= gi < len(gemms):
+            gemms[gi]["_cells"][(m, p)] = c
+    for i, g in enumerate(gemms):
+        if not g["_cells"] and (chosen != providers[0] or doc.get("schema") == SCHEMA):
+            raise InputError("%s: gemms[%d] has no %s" % (name, i, (
+                "records of provider %s" if doc.get("schema") == SCHEMA else "provider_results.%s") % clip(chosen, 80)))
     if chosen != providers[0]:
-        for i, g in enumerate(doc["gemms"]):
-            if g.get("results") is None:
-                continue
-            pr = g.get("provider_results")
-            if not isinstance(pr, dict) or not isinstance(pr.get(chosen), dict):
-                raise InputError("%s: gemms[%d] has no provider_results.%s" % (name, i, clip(chosen, 80)))
-            g["results"] = pr[chosen]
         pt = doc.get("provider_totals")
         if not isinstance(pt, dict) or not isinstance(pt.get(chosen), dict):
             raise InputError(OLD_FILE % (name, "provider_totals.%s" % clip(chosen, 80)))
@@ -254,8 +303,8 @@ def load_result(path, provider=None, name=None):
         raise InputError("%s is not a gemmscope result (top level is not an object)" % name)
     schema = doc.get("schema")
     if schema not in SCHEMAS:
-        raise InputError("%s has schema %s, expected \"%s\" (or \"%s\")" % (
-            name, clip(json.dumps(schema), 80) if schema is not None else "(none)", SCHEMA, SCHEMAS[1]))
+        raise InputError("%s has schema %s, expected \"%s\" (or \"%s\", \"%s\")" % (
+            name, clip(json.dumps(schema), 80) if schema is not None else "(none)", SCHEMA, SCHEMAS[1], SCHEMAS[2]))
     if doc.get("kind") not in ("model", "shapes"):
         raise InputError("%s: \"kind\" must be \"model\" or \"shapes\", got %s" % (
             name, clip(json.dumps(doc.get("kind")), 80)))
@@ -287,12 +336,6 @@ def load_result(path, provider=None, name=None):
         if not isinstance(g, dict) or not isinstance(g.get("pass"), str) or not isinstance(g.get("op"), str) or \
                 not all(_is_int(g.get(k)) and g[k] > 0 for k in ("m", "k", "n")):
             raise InputError(where + " must be an object with strings pass and op and positive integers m, k, n")
-        res = g.get("results")
-        if not isinstance(res, dict) or not all(isinstance(cells, dict) and all(
-                isinstance(c, dict) and (c.get("status") == "n/a" or _is_num(c.get("mean_ms")))
-                for c in cells.values()) for cells in res.values()):
-            raise InputError(where + ": \"results\" must hold one object of cells per mode, each with status "
-                             "\"n/a\" or a number mean_ms")
     select_provider(doc, name, provider)
     totals = doc.get("totals")
     for m in modes:
@@ -309,7 +352,8 @@ def load_result(path, provider=None, name=None):
 # ----------------------------------------------------------------------------------------------
 
 def cell(g, mode, prec):
-    c = ((g.get("results") or {}).get(mode) or {}).get(prec)
+    """The cell of GEMM `g` in the charted provider (select_provider)."""
+    c = (g.get("_cells") or {}).get((mode, prec))
     return c if isinstance(c, dict) else {"status": "n/a", "reason": "not measured"}
 
 

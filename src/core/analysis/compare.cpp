@@ -29,6 +29,8 @@ void require_times(const RunResult& r, const std::string& name) {
   if (r.modes.empty()) throw UsageError(fmt::format("{}: \"modes\" must be a non-empty list of strings", name));
   if (r.precisions.empty())
     throw UsageError(fmt::format("{}: \"precisions\" must be a non-empty list of strings", name));
+  if (!r.ranks.empty())  // a fleet document: `gemmscope compare` takes it rank by rank (cmd_compare.cpp)
+    throw UsageError(fmt::format("{} holds {} ranks (a fleet file): compare its runs one by one", name, r.ranks.size()));
 }
 
 const char* kind_of(const RunResult& r) { return r.plan.model_mode ? "model" : "shapes"; }

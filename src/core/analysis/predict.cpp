@@ -143,6 +143,11 @@ Cell as_cell(const PredictedCell& c) {
   s.iters = 0;
   Cell cell = Cell::measured(s);
   cell.band = TimeBand{c.low_ms, c.high_ms};
+  // How the prediction was formed (docs/predict.md), written with the record.
+  cell.set("kernel_ms", c.kernel_ms);
+  cell.set("overhead_ms", c.overhead_ms);
+  cell.set("basis", c.basis);
+  cell.set("borrowed_efficiency", c.borrowed);
   return cell;
 }
 
@@ -178,7 +183,7 @@ void finish(Prediction& pr) {
   r.allocate_cells();
   for (size_t m = 0; m < r.modes.size(); ++m)
     for (size_t g = 0; g < r.plan.gemms.size(); ++g)
-      for (size_t p = 0; p < r.precisions.size(); ++p) r.cells[m][g][p] = as_cell(pr.cells[m][g][p]);
+      for (size_t p = 0; p < r.precisions.size(); ++p) r.cell(m, g, p) = as_cell(pr.cells[m][g][p]);
   r.notes = pr.assumptions;
 }
 
@@ -208,6 +213,8 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
   if (run.dry_run || run.modes.empty() || run.precisions.empty())
     throw UsageError(fmt::format("{} has no measurements to predict from ({})", run_name,
                                  run.dry_run ? "a dry run / plan only" : "no timed modes"));
+  if (!run.ranks.empty())
+    throw UsageError(fmt::format("{} holds {} ranks (a fleet file): predict from one GPU's run", run_name, run.ranks.size()));
   const RecipeOptions os = options_for(run.recipe_options, source), ot = options_for(run.recipe_options, target);
   Prediction pr = start(run.plan, run.modes, run.recipe_options, target);
   pr.source_key = source.key;
@@ -602,19 +609,7 @@ std::string render_prediction_text(const Prediction& pr) {
 
 json prediction_json(const Prediction& pr) {
   const RunResult& r = pr.result;
-  json j = to_json(r);
-  for (size_t g = 0; g < r.plan.gemms.size(); ++g)
-    for (size_t m = 0; m < r.modes.size(); ++m)
-      for (size_t p = 0; p < r.precisions.size(); ++p) {
-        const PredictedCell& c = pr.cells[m][g][p];
-        json& cell = j["gemms"][g]["results"][to_string(r.modes[m])][to_string(r.precisions[p])];
-        cell["predicted"] = true;
-        if (!c.ok) continue;
-        cell["kernel_ms"] = c.kernel_ms;
-        cell["overhead_ms"] = c.overhead_ms;
-        cell["basis"] = c.basis;
-        cell["borrowed_efficiency"] = c.borrowed;
-      }
+  json j = to_json(r);  // the cells are records of source "predicted", with their band and basis
   // Bands of the sums, per mode and precision: a dense layer (null in a model whose layers all
   // have experts), a MoE layer (models with experts) and the full model (a shapes plan: all GEMMs).
   json bands = json::object(), moe_bands = json::object(), full_bands = json::object();

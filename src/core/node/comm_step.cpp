@@ -13,7 +13,7 @@ namespace gs {
 
 std::vector<LayerCommRow> layer_comm_rows(const CommResult& comm, const RunResult& run) {
   std::vector<LayerCommRow> rows;
-  if (comm.measured.empty() || run.dry_run || run.cells.empty() || run.modes.empty() || !run.plan.model_mode) return rows;
+  if (comm.measured.empty() || run.dry_run || !run.has_cells() || run.modes.empty() || !run.plan.model_mode) return rows;
   const ModeSummary ms = summarize_mode(run, 0);
   for (const bool moe : {false, true}) {
     if (moe ? !run.plan.has_moe() : run.plan.dense_layers() == 0) continue;

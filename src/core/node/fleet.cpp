@@ -10,6 +10,7 @@
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
 #include "core/report/report.hpp"
+#include "core/run/settings.hpp"
 #include "core/util/text_util.hpp"
 
 namespace gs {
@@ -57,7 +58,7 @@ FleetSummary summarize_fleet(const std::vector<FleetRun>& runs, double threshold
   s.precisions = first.precisions;
   for (const FleetRun& fr : runs) {
     const RunResult& r = fr.run;
-    if (r.dry_run || r.cells.empty())
+    if (r.dry_run || !r.has_cells())
       throw UsageError(fmt::format("fleet: {} measured nothing{}", fr.label,
                                    r.why_not_measured.empty() ? "" : " (" + r.why_not_measured + ")"));
     if (r.precisions != first.precisions || r.modes != first.modes || plan_key(r) != plan_key(first))
@@ -70,8 +71,9 @@ FleetSummary summarize_fleet(const std::vector<FleetRun>& runs, double threshold
     g.label = fr.label;
     double mhz = 0, temp = 0, power = 0;
     int temps = 0, powers = 0;
-    for (const auto& per_gemm : fr.run.cells.at(0))
-      for (const Cell& c : per_gemm) {
+    for (size_t gi = 0; gi < fr.run.plan.gemms.size(); ++gi)
+      for (size_t p = 0; p < fr.run.precisions.size(); ++p) {
+        const Cell& c = fr.run.cell(0, gi, p);
         if (!c.ok || !c.clock) continue;
         ++g.clock_cells;
         mhz += c.clock->sm_mhz;
@@ -160,11 +162,85 @@ std::string render_fleet_text(const FleetSummary& s) {
   return o.str();
 }
 
+namespace {
+
+constexpr size_t kMaxFleetGpus = 4096;
+
+// What a fleet document holds once for all its runs.
+nlohmann::json shared_settings(const RunResult& r) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const char* section : {"timing", "recipe_options", ""}) settings_to_json(r, section, j[section]);
+  j["gemm_options"] = gemm_options_to_json(r.gemm_options);
+  j["plan"] = plan_key(r);
+  j["model_mode"] = r.plan.model_mode;
+  j["dry_run"] = r.dry_run;
+  std::vector<std::string> acc;
+  for (Precision p : r.accuracy_precisions) acc.push_back(to_string(p));
+  j["accuracy"] = r.has_accuracy ? nlohmann::json(acc) : nlohmann::json();
+  return j;
+}
+
+}  // namespace
+
+RunResult merge_ranks(const std::vector<FleetRun>& runs) {
+  if (runs.empty()) throw UsageError("fleet: no GPU runs to write");
+  if (runs.size() > kMaxFleetGpus) throw UsageError(fmt::format("fleet: more than {} GPUs", kMaxFleetGpus));
+  const RunResult& first = runs.front().run;
+  const nlohmann::json shared = shared_settings(first);
+  RunResult m = first;
+  m.records.clear();
+  m.device.reset();
+  m.step_context.reset();
+  m.notes.clear();
+  m.ranks.clear();
+  size_t n = 0;
+  for (const FleetRun& fr : runs) n += fr.run.records.size();
+  m.records.reserve(n);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RunResult& r = runs[i].run;
+    if (!r.ranks.empty()) throw UsageError(fmt::format("fleet: {} holds several ranks itself", runs[i].label));
+    if (shared_settings(r) != shared)
+      throw UsageError(fmt::format("fleet: {} ran another plan or other settings than {}", runs[i].label, runs.front().label));
+    m.ranks.push_back({runs[i].label, runs[i].host, runs[i].rank, r.device, r.step_context, r.created, r.notes});
+    for (const Record& rec : r.records) {
+      RecordKey k = rec.key;
+      k.rank = static_cast<uint32_t>(i);
+      m.records.add(k, rec.value);
+    }
+  }
+  return m;
+}
+
+std::vector<FleetRun> split_ranks(RunResult r) {
+  if (r.ranks.empty()) return {FleetRun{"", std::move(r)}};
+  RecordTable all = std::move(r.records);
+  r.records.clear();
+  std::vector<RankInfo> ranks = std::move(r.ranks);
+  r.ranks.clear();
+  std::vector<FleetRun> out;
+  out.reserve(ranks.size());
+  for (RankInfo& x : ranks) {
+    FleetRun fr{std::move(x.label), r, std::move(x.host), x.rank};
+    fr.run.device = std::move(x.device);
+    fr.run.step_context = std::move(x.step_context);
+    fr.run.created = std::move(x.created);
+    fr.run.notes = std::move(x.notes);
+    out.push_back(std::move(fr));
+  }
+  for (const Record& rec : all) {
+    RecordKey k = rec.key;
+    RunResult& run = out.at(k.rank).run;
+    k.rank = 0;
+    run.records.add(k, rec.value);
+  }
+  return out;
+}
+
 nlohmann::json fleet_to_json(const std::vector<FleetRun>& runs, const FleetSummary& s) {
-  nlohmann::json j;
-  j["schema"] = "gemmscope-fleet/1";
-  j["threshold"] = s.threshold;
-  j["mode"] = s.mode;
+  nlohmann::json j = to_json(merge_ranks(runs));
+  nlohmann::json f;
+  f["threshold"] = s.threshold;
+  f["mode"] = s.mode;
   nlohmann::json gpus = nlohmann::json::array();
   for (size_t i = 0; i < runs.size(); ++i) {
     nlohmann::json g;
@@ -179,17 +255,17 @@ nlohmann::json fleet_to_json(const std::vector<FleetRun>& runs, const FleetSumma
     g["power_capped_cells"] = s.gpus[i].power_capped_cells;
     g["thermal_cells"] = s.gpus[i].thermal_cells;
     g["clock_cells"] = s.gpus[i].clock_cells;
-    g["run"] = to_json(runs[i].run);
     gpus.push_back(std::move(g));
   }
-  j["gpus"] = std::move(gpus);
+  f["gpus"] = std::move(gpus);
   nlohmann::json slow = nlohmann::json::array();
   for (const SlowGpu& w : s.slow)
     slow.push_back({{"gpu", s.gpus[w.gpu].label},
                     {"precision", to_string(s.precisions[w.precision])},
                     {"over_median", w.over_median},
                     {"evidence", w.evidence}});
-  j["slow"] = std::move(slow);
+  f["slow"] = std::move(slow);
+  j["fleet"] = std::move(f);
   return j;
 }
 
@@ -222,23 +298,48 @@ nlohmann::json fleet_chart_json(const FleetSummary& s) {
   return j;
 }
 
+namespace {
+constexpr const char* kFleetSchemaV1 = "gemmscope-fleet/1";
+}
+
 bool is_fleet_json(const nlohmann::json& j) {
-  return j.is_object() && j.contains("schema") && j["schema"].is_string() &&
-         j["schema"].get<std::string>() == "gemmscope-fleet/1";
+  if (!j.is_object() || !j.contains("schema") || !j["schema"].is_string()) return false;
+  if (j["schema"].get<std::string>() == kFleetSchemaV1) return true;
+  return j.contains("ranks") && j["ranks"].is_array() && !j["ranks"].empty();
+}
+
+double fleet_threshold(const nlohmann::json& j) {
+  const nlohmann::json* f = j.contains("fleet") && j["fleet"].is_object() ? &j["fleet"] : &j;
+  return f->contains("threshold") && (*f)["threshold"].is_number() ? (*f)["threshold"].get<double>() : 0.03;
 }
 
 std::vector<FleetRun> fleet_from_json(const nlohmann::json& j, const std::string& name) {
   if (!is_fleet_json(j)) throw UsageError(name + ": not a gemmscope fleet file");
+  if (j["schema"] != kFleetSchemaV1) {
+    // One result document with ranks.
+    if (j["ranks"].size() > kMaxFleetGpus) throw UsageError(fmt::format("{}: more than {} GPUs", name, kMaxFleetGpus));
+    for (size_t i = 0; i < j["ranks"].size(); ++i) {
+      const nlohmann::json& x = j["ranks"][i];
+      if (!x.is_object() || !x.contains("label") || !x["label"].is_string())
+        throw UsageError(fmt::format("{}: ranks[{}] needs a string \"label\"", name, i));
+    }
+    std::vector<FleetRun> runs = split_ranks(from_json(j, name));
+    for (FleetRun& fr : runs) fr.label = printable(fr.label);
+    return runs;
+  }
   if (!j.contains("gpus") || !j["gpus"].is_array() || j["gpus"].empty())
     throw UsageError(name + ": \"gpus\" must be a non-empty list");
-  if (j["gpus"].size() > 4096) throw UsageError(name + ": more than 4096 GPUs");
+  if (j["gpus"].size() > kMaxFleetGpus) throw UsageError(fmt::format("{}: more than {} GPUs", name, kMaxFleetGpus));
   std::vector<FleetRun> runs;
   size_t i = 0;
   for (const auto& g : j["gpus"]) {
     const std::string where = fmt::format("{}: gpus[{}]", name, i++);
     if (!g.is_object() || !g.contains("label") || !g["label"].is_string() || !g.contains("run"))
       throw UsageError(where + " needs a string \"label\" and a \"run\"");
-    runs.push_back({clip_text(printable(g["label"].get<std::string>()), 200), from_json(g["run"], where)});
+    FleetRun fr{clip_text(printable(g["label"].get<std::string>()), 200), from_json(g["run"], where)};
+    if (g.contains("host") && g["host"].is_string()) fr.host = clip_text(printable(g["host"].get<std::string>()), 200);
+    if (g.contains("rank") && g["rank"].is_number_integer()) fr.rank = g["rank"].get<int>();
+    runs.push_back(std::move(fr));
   }
   return runs;
 }

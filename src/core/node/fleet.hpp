@@ -14,11 +14,23 @@
 
 namespace gs {
 
-// One GPU's run: `label` names the GPU ("GPU 1 (NVIDIA H100 80GB HBM3) on host-a").
+// One GPU's run: `label` names the GPU ("GPU 1 (NVIDIA H100 80GB HBM3) on host-a"); under a
+// launcher (MPI) also its host and rank.
 struct FleetRun {
   std::string label;
   RunResult run;
+  std::string host;
+  int rank = -1;
 };
+
+// The runs of a fleet as one result document's run: the first run's plan and settings, one
+// RunResult::ranks entry per run (label, host, rank, device, step context, notes, creation time)
+// and every run's records keyed by its position as rank. UsageError when the runs differ in what
+// the document holds once (plan, modes, precisions, providers, accuracy pass, settings).
+RunResult merge_ranks(const std::vector<FleetRun>& runs);
+// The inverse: each rank of `r` as a run of its own (its records keyed by rank 0). A run without
+// ranks is one run, labelled "".
+std::vector<FleetRun> split_ranks(RunResult r);
 
 struct FleetGpuSummary {
   std::string label;
@@ -56,7 +68,9 @@ FleetSummary summarize_fleet(const std::vector<FleetRun>& runs, double threshold
 // The per-GPU table, the spread and the slow GPUs (each with its evidence), or "none".
 std::string render_fleet_text(const FleetSummary& s);
 
-// {"schema": "gemmscope-fleet/1", "threshold", "gpus": [{"label", "run": <result JSON>}], "summary"}.
+// The result document of merge_ranks(runs) (schema gemmscope.result/3 with "ranks") plus "fleet":
+// {"threshold", "mode", "gpus": [{"label", "layer_ms", "mean_sm_mhz", ...}], "slow": [...]}, the
+// summary, written and not read.
 nlohmann::json fleet_to_json(const std::vector<FleetRun>& runs, const FleetSummary& s);
 // What `gemmscope plot` hands the chart script for a fleet file (a per-GPU chart): {"schema":
 // "gemmscope-fleet-chart/1", "mode", "threshold", "precisions", "gpus": [{"label", "layer_ms": [per
@@ -64,8 +78,12 @@ nlohmann::json fleet_to_json(const std::vector<FleetRun>& runs, const FleetSumma
 // [{"gpu", "precision", "over_median"}]}, indices into "gpus" and "precisions".
 nlohmann::json fleet_chart_json(const FleetSummary& s);
 
-// Whether `j` is a fleet document; fleet_from_json reads its runs back (UsageError on a bad one).
+// Whether `j` is a fleet document: a result with "ranks", or a file of the earlier fleet schema
+// ("gemmscope-fleet/1": {"threshold", "gpus": [{"label", "run": <result JSON>}]}). fleet_from_json
+// reads its runs back (UsageError on a bad one); fleet_threshold is the slow-GPU threshold it was
+// written with (0.03 when it says none).
 bool is_fleet_json(const nlohmann::json& j);
 std::vector<FleetRun> fleet_from_json(const nlohmann::json& j, const std::string& name);
+double fleet_threshold(const nlohmann::json& j);
 
 }  // namespace gs

@@ -70,7 +70,7 @@ MergedRanks merge_rank_reports(const std::vector<RankReport>& reports) {
     try {
       RunResult run = from_json(*r.run, fmt::format("rank {}'s result", r.rank));
       const std::string name = run.device ? run.device->name : "?";
-      m.runs.push_back({fmt::format("rank {}: GPU {} ({}) on {}", r.rank, r.device, name, r.host), std::move(run)});
+      m.runs.push_back({fmt::format("rank {}: GPU {} ({}) on {}", r.rank, r.device, name, r.host), std::move(run), r.host, r.rank});
       m.run_ranks.push_back(r.rank);
       m.run_hosts.push_back(r.host);
     } catch (const UsageError& e) {
@@ -82,12 +82,6 @@ MergedRanks merge_rank_reports(const std::vector<RankReport>& reports) {
 }
 
 void annotate_fleet_json(nlohmann::json& fleet, const MergedRanks& m, const std::string& library, int ranks) {
-  if (fleet.contains("gpus") && fleet["gpus"].is_array() && fleet["gpus"].size() == m.runs.size()) {
-    for (size_t i = 0; i < m.runs.size(); ++i) {
-      fleet["gpus"][i]["rank"] = m.run_ranks[i];
-      fleet["gpus"][i]["host"] = m.run_hosts[i];
-    }
-  }
   fleet["launcher"] = {{"kind", "mpi"}, {"library", library}, {"ranks", ranks}, {"hosts", m.hosts}};
 }
 

@@ -41,8 +41,8 @@ struct MergedRanks {
 // cannot be read, becomes a failure; a rank without a result (e.g. --comm-only) is neither.
 MergedRanks merge_rank_reports(const std::vector<RankReport>& reports);
 
-// Adds "rank" and "host" to each GPU of a fleet document built from `m` (fleet_to_json), and
-// "launcher": {"kind": "mpi", "library", "ranks", "hosts"}.
+// Adds "launcher": {"kind": "mpi", "library", "ranks", "hosts"} to a fleet document built from `m`
+// (fleet_to_json, whose "ranks" name each run's rank and host).
 void annotate_fleet_json(nlohmann::json& fleet, const MergedRanks& m, const std::string& library, int ranks);
 
 }  // namespace gs

@@ -121,7 +121,7 @@ ProviderSums summarize_providers(const RunResult& r, size_t mode) {
 }
 
 void add_provider_block(print::Document& d, const RunResult& r, size_t mode) {
-  if (r.providers.size() < 2 || mode >= r.cells.size()) return;
+  if (r.providers.size() < 2 || !r.has_cells() || mode >= r.modes.size()) return;
   std::vector<std::string> notes;  // footnotes of N/A cells
   auto note = [&](const std::string& why) {
     auto it = std::find(notes.begin(), notes.end(), why);

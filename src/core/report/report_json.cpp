@@ -20,8 +20,10 @@
 #include "core/providers/deepgemm_cells.hpp"
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
+#include "core/io/json_fields.hpp"
 #include "core/io/output_paths.hpp"
 #include "core/model/model_fields.hpp"
+#include "core/report/record_json.hpp"
 #include "core/report/report.hpp"
 
 #include "core/results/clocks.hpp"
@@ -35,6 +37,7 @@
 namespace gs {
 
 using nlohmann::json;
+using namespace json_fields;
 
 namespace {
 
@@ -320,8 +323,6 @@ json config_json(const ModelConfig& c) {
   return j;
 }
 
-constexpr size_t kMaxRepeats = 1000;  // --repeats' range; also what a result file may hold
-
 json interval_json(const std::optional<Interval>& iv) {
   if (!iv) return nullptr;
   return {{"median", iv->median}, {"lo", iv->lo}, {"hi", iv->hi}, {"n", iv->n}};
@@ -339,101 +340,11 @@ json intervals_json(const RunResult& r, const ModeSummary& ms, const RepeatSumma
   return {{"per_layer_total", pl}, {"full_model", full}, {"speedups", sp}};
 }
 
-json cell_json(const Cell& c, const Gemm& g) {
-  if (!c.ok) return {{"status", "n/a"}, {"reason", c.reason}};
-  json j = {{"status", "ok"},          {"mean_ms", c.stats.mean_ms},   {"median_ms", c.stats.median_ms},
-            {"min_ms", c.stats.min_ms}, {"max_ms", c.stats.max_ms},     {"stdev_ms", c.stats.stdev_ms},
-            {"iters", c.stats.iters},   {"tflops", tflops(g, c.stats.mean_ms)}};
-  if (c.clock) {
-    j["clock"] = {{"sm_mhz", c.clock->sm_mhz}, {"max_sm_mhz", c.clock->max_sm_mhz}, {"reasons", c.clock->reasons}};
-    if (c.clock->temp_c) j["clock"]["temp_c"] = *c.clock->temp_c;
-    if (c.clock->power_w) j["clock"]["power_w"] = *c.clock->power_w;
-  }
-  if (c.dense_equiv_ms) {
-    j["dense_equiv_ms"] = *c.dense_equiv_ms;
-    j["grouping_efficiency"] = *c.dense_equiv_ms / c.stats.mean_ms;
-  }
-  if (!c.repeat_ms.empty()) j["repeat_ms"] = c.repeat_ms;
-  if (c.gate_timed_out) j["gate_timed_out"] = true;
-  if (c.band) {
-    j["predicted"] = true;
-    j["low_ms"] = c.band->low_ms;
-    j["high_ms"] = c.band->high_ms;
-  }
-  kernels_to_json(c.kernels, j);
-  return j;
-}
-
-// Written: /2 (grouped GEMMs, experts, MLA). Read: /2 and /1 (files from before MoE, all dense).
-constexpr const char* kSchema = "gemmscope.result/2";
+// Written: /3 (records). Read: /3, /2 (grouped GEMMs, experts, MLA; cells inside each GEMM) and
+// /1 (files from before MoE, all dense): docs/json-schema.md says how they map.
+constexpr const char* kSchema = "gemmscope.result/3";
+constexpr const char* kSchemaV2 = "gemmscope.result/2";
 constexpr const char* kSchemaV1 = "gemmscope.result/1";
-
-// nlohmann's message without its "[json.exception.type_error.302] " prefix.
-std::string json_error_text(const json::exception& e) {
-  std::string msg = e.what();
-  const auto p = msg.find("] ");
-  return p == std::string::npos ? msg : msg.substr(p + 2);
-}
-
-const json* find(const json& obj, const char* key) {
-  if (!obj.is_object()) return nullptr;
-  const auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
-}
-
-// The value `v` as a T, or a UsageError "{what} must be ...": `what` names the document and the
-// field ("a.json: timing.iters"). Integers must be JSON integers (not 3.0) inside T's range;
-// numbers are finite (the parser already refuses numbers that overflow a double).
-template <class T>
-T as(const json& v, const std::string& what) {
-  if constexpr (std::is_same_v<T, std::string>) {
-    if (!v.is_string()) throw UsageError(fmt::format("{} must be a string", what));
-    return v.get<std::string>();
-  } else if constexpr (std::is_same_v<T, bool>) {
-    if (!v.is_boolean()) throw UsageError(fmt::format("{} must be true or false", what));
-    return v.get<bool>();
-  } else if constexpr (std::is_integral_v<T>) {
-    const auto bad = [&] {
-      return UsageError(fmt::format("{} must be an integer from {} to {}, got {}", what, std::numeric_limits<T>::min(),
-                                    std::numeric_limits<T>::max(), json_value_hint(v)));
-    };
-    if (v.is_number_unsigned()) {
-      const uint64_t x = v.get<uint64_t>();
-      if (x > static_cast<uint64_t>(std::numeric_limits<T>::max())) throw bad();
-      return static_cast<T>(x);
-    }
-    if (v.is_number_integer()) {
-      const int64_t x = v.get<int64_t>();
-      if (x < 0 ? (std::is_unsigned_v<T> || x < static_cast<int64_t>(std::numeric_limits<T>::min()))
-                : static_cast<uint64_t>(x) > static_cast<uint64_t>(std::numeric_limits<T>::max()))
-        throw bad();
-      return static_cast<T>(x);
-    }
-    throw bad();
-  } else {
-    static_assert(std::is_same_v<T, double>);
-    // The parser refuses numbers that overflow a double; a document built in memory may hold
-    // NaN or infinity, which no field means.
-    if (!v.is_number()) throw UsageError(fmt::format("{} must be a number", what));
-    if (!std::isfinite(v.get<double>())) throw UsageError(fmt::format("{} must be a finite number", what));
-    return v.get<double>();
-  }
-}
-
-// obj[key] as a T (see as<T>); `where` names the document and the object: "a.json: config".
-template <class T>
-T need(const json& obj, const char* key, const std::string& where) {
-  const json* v = find(obj, key);
-  if (!v) throw UsageError(fmt::format("{} has no '{}'", where, key));
-  return as<T>(*v, fmt::format("{}.{}", where, key));
-}
-
-// obj[key] as a T, or `dflt` when obj has no such key.
-template <class T>
-T get_or(const json& obj, const char* key, const std::string& where, T dflt) {
-  const json* v = find(obj, key);
-  return v ? as<T>(*v, fmt::format("{}.{}", where, key)) : dflt;
-}
 
 // The model-field table's rows of `section` from its object `obj` (`where` names it): as written,
 // range left to validate().
@@ -442,35 +353,6 @@ void read_model_fields(const json& obj, ModelConfig& c, std::string_view section
     if (section == f.section)
       f.value(c) = f.required ? need<int64_t>(obj, f.key, where) : get_or<int64_t>(obj, f.key, where, f.absent);
 }
-
-// The strings of list `key`; it may be empty (an --accuracy-only run has no modes).
-std::vector<std::string> string_list(const json& j, const char* key, const std::string& name) {
-  const json* v = find(j, key);
-  const auto bad = [&] { return UsageError(fmt::format("{}: \"{}\" must be a list of strings", name, key)); };
-  if (!v || !v->is_array()) throw bad();
-  std::vector<std::string> out;
-  for (const json& s : *v) {
-    if (!s.is_string()) throw bad();
-    out.push_back(s.get<std::string>());
-  }
-  return out;
-}
-
-// obj[key] (or `dflt` when absent) as a number inside [lo, hi]: times and other measured values,
-// where a value like 5e-324 ms or 1e308 ms is not a measurement (a ratio of two of them is inf
-// or nan, and every verdict on it would be wrong).
-double number_in(const json& obj, const char* key, const std::string& where, double dflt, double lo, double hi,
-                 const char* unit) {
-  const std::string what = fmt::format("{}.{}", where, key);
-  const double v = get_or<double>(obj, key, where, dflt);
-  if (!(v >= lo && v <= hi))
-    throw UsageError(fmt::format("{} must be from {:g} to {:g}{}, got {}", what, lo, hi, unit, json(v).dump()));
-  return v;
-}
-
-// Times in a result, in milliseconds: 1 ps (far below any kernel, but above the denormals whose
-// ratios overflow) to about 11.6 days.
-constexpr double kMinMs = 1e-9, kMaxMs = 1e9;
 
 // "X.Y" as written by to_json (device versions, compute capability): parse_version_xy, the
 // parser gpus.json uses too (sscanf's %d overflowed on "3000000.0", and major * 1000 an int).
@@ -482,61 +364,171 @@ bool is_positive_int(const json& v) {
   return (v.is_number_unsigned() || v.is_number_integer()) && v.get<int64_t>() > 0;
 }
 
-// One timing cell; `where` names it ("a.json: gemms[2].results.training.BF16").
-Cell read_cell(const json& c, const std::string& where) {
-  const json* status = find(c, "status");
-  const std::string s = status && status->is_string() ? status->get<std::string>() : "";
-  if (s != "ok" && s != "n/a") throw UsageError(where + ": a cell must be an object with status \"ok\" or \"n/a\"");
-  if (s == "n/a") return Cell::na(get_or<std::string>(c, "reason", where, "n/a"));
-  const json* mean = find(c, "mean_ms");
-  if (!mean || !mean->is_number() || !std::isfinite(mean->get<double>()) || !(mean->get<double>() > 0))
-    throw UsageError(where + ": status \"ok\" needs a positive number mean_ms");
-  Stats st;
-  st.mean_ms = number_in(c, "mean_ms", where, 0, kMinMs, kMaxMs, " ms");
-  st.median_ms = number_in(c, "median_ms", where, st.mean_ms, kMinMs, kMaxMs, " ms");
-  st.min_ms = number_in(c, "min_ms", where, st.mean_ms, kMinMs, kMaxMs, " ms");
-  st.max_ms = number_in(c, "max_ms", where, st.mean_ms, kMinMs, kMaxMs, " ms");
-  st.stdev_ms = number_in(c, "stdev_ms", where, 0.0, 0.0, kMaxMs, " ms");
-  st.iters = get_or<int>(c, "iters", where, 0);
-  Cell cell = Cell::measured(st);
-  if (const json* de = find(c, "dense_equiv_ms"); de && !de->is_null()) cell.dense_equiv_ms = as<double>(*de, where + ".dense_equiv_ms");
-  cell.gate_timed_out = get_or<bool>(c, "gate_timed_out", where, false);
-  if (const json* rep = find(c, "repeat_ms"); rep && !rep->is_null()) {
-    if (!rep->is_array() || rep->size() > kMaxRepeats)
-      throw UsageError(fmt::format("{}.repeat_ms must be a list of at most {} times", where, kMaxRepeats));
-    for (const json& x : *rep) {
-      // The bounds of mean_ms: a denormal time would make interval ratios infinite.
-      if (!x.is_number() || !(x.get<double>() >= kMinMs && x.get<double>() <= kMaxMs))
-        throw UsageError(fmt::format("{}.repeat_ms must hold times from {:g} to {:g} ms", where, kMinMs, kMaxMs));
-      cell.repeat_ms.push_back(x.get<double>());
+// ---- the document's parts, each one description for both directions ---------------------------
+
+// CUDA versions as 1000 * major + 10 * minor (12080 is "12.8"), written "12.8".
+Field<DeviceInfo> cuda_version(const char* key, int DeviceInfo::*m) {
+  return custom<DeviceInfo>(
+      key, [=](const DeviceInfo& d, json& o) { o[key] = fmt::format("{}.{}", d.*m / 1000, (d.*m % 1000) / 10); },
+      [=](const json& o, DeviceInfo& d, const std::string& where) {
+        const auto [a, b] = version_parts(get_or<std::string>(o, key, where, "0.0"), fmt::format("{}.{}", where, key),
+                                          999999, 99);
+        d.*m = a * 1000 + b * 10;
+      });
+}
+
+const Fields<DeviceInfo>& device_fields() {
+  static const Fields<DeviceInfo> t = {
+      custom<DeviceInfo>(
+          "name", [](const DeviceInfo& d, json& o) { o["name"] = d.name; },
+          [](const json& o, DeviceInfo& d, const std::string& where) { d.name = need<std::string>(o, "name", where); }),
+      custom<DeviceInfo>(
+          "compute_capability",
+          [](const DeviceInfo& d, json& o) { o["compute_capability"] = fmt::format("{}.{}", d.cc_major, d.cc_minor); },
+          [](const json& o, DeviceInfo& d, const std::string& where) {
+            std::tie(d.cc_major, d.cc_minor) = version_parts(get_or<std::string>(o, "compute_capability", where, "0.0"),
+                                                             where + ".compute_capability", 99, 99);
+          }),
+      integer<DeviceInfo>("sm_count", [](auto& d) -> auto& { return d.sm_count; }),
+      integer<DeviceInfo>("memory_bytes", [](auto& d) -> auto& { return d.memory_bytes; }),
+      integer<DeviceInfo>("l2_bytes", [](auto& d) -> auto& { return d.l2_bytes; }),
+      cuda_version("driver_version", &DeviceInfo::driver_version),
+      cuda_version("runtime_version", &DeviceInfo::runtime_version),
+      integer<DeviceInfo>("cublaslt_version", [](auto& d) -> auto& { return d.cublaslt_version; }),
+  };
+  return t;
+}
+
+// What ran between timed iterations, per layer (docs/step-context.md). The step estimate per mode
+// and precision is the run's (written by to_json beside these fields).
+const Fields<StepContextInfo>& step_context_fields() {
+  constexpr Range kGbps{0.0, 1e6, " GB/s"}, kStepMs{0.0, kMaxStepOtherMs, " ms"};
+  static const Fields<StepContextInfo> t = {
+      custom<StepContextInfo>(
+          "kind", [](const StepContextInfo& c, json& o) { o["kind"] = to_string(c.kind); },
+          [](const json& o, StepContextInfo& c, const std::string& where) {
+            try {
+              c.kind = step_context_from_string(get_or<std::string>(o, "kind", where, "none"));
+            } catch (const UsageError&) {
+              throw UsageError(where + ".kind must be one of te, eager, compile, none");
+            }
+          }),
+      derived<StepContextInfo>("framework",
+                               [](const StepContextInfo& c) -> std::optional<json> { return step_context_framework(c.kind); }),
+      number<StepContextInfo>("stream_gb_per_s", [](auto& c) -> auto& { return c.stream_gb_per_s; }, kGbps),
+      number<StepContextInfo>("efficiency", [](auto& c) -> auto& { return c.efficiency; }, {0.0, 100.0, ""}),
+      number<StepContextInfo>("other_ms", [](auto& c) -> auto& { return c.other_ms; }, kStepMs),
+      number<StepContextInfo>("move_ms", [](auto& c) -> auto& { return c.move_ms; }, kStepMs),
+      number<StepContextInfo>("move_gb_per_s", [](auto& c) -> auto& { return c.move_gb_per_s; }, kGbps),
+      flag<StepContextInfo>("other_from_user", [](auto& c) -> auto& { return c.other_from_user; }),
+      number<StepContextInfo>("cast_ms", [](auto& c) -> auto& { return c.cast_ms; }, kStepMs),
+      number<StepContextInfo>("attention_fwd_ms", [](auto& c) -> auto& { return c.attention_fwd_ms; }, kStepMs),
+      number<StepContextInfo>("attention_bwd_ms", [](auto& c) -> auto& { return c.attention_bwd_ms; }, kStepMs),
+      flag<StepContextInfo>("attention_measured", [](auto& c) -> auto& { return c.attention_measured; }),
+      text<StepContextInfo>("attention_source", [](auto& c) -> auto& { return c.attention_source; }, {}, 400),
+      text<StepContextInfo>("attention_shape", [](auto& c) -> auto& { return c.attention_shape; }, {}, 200),
+  };
+  return t;
+}
+
+// One process of a run with several (RunResult::ranks).
+const Fields<RankInfo>& rank_fields() {
+  static const Fields<RankInfo> t = {
+      text<RankInfo>("label", [](auto& x) -> auto& { return x.label; }, {}, 200),
+      text<RankInfo>("host", [](auto& x) -> auto& { return x.host; }, {}, 200),
+      integer<RankInfo>("rank", [](auto& x) -> auto& { return x.rank; }),
+      text<RankInfo>("created", [](auto& x) -> auto& { return x.created; }),
+      object<RankInfo>("device", [](auto& x) -> auto& { return x.device; }, device_fields()),
+      object<RankInfo>("step_context", [](auto& x) -> auto& { return x.step_context; }, step_context_fields()),
+      custom<RankInfo>(
+          "notes", [](const RankInfo& x, json& o) { o["notes"] = x.notes; },
+          [](const json& o, RankInfo& x, const std::string& where) {
+            if (const json* n = find(o, "notes"); n && !n->is_null()) x.notes = string_list(o, "notes", where);
+          }),
+  };
+  return t;
+}
+constexpr size_t kMaxRanks = 65536;
+
+// A GEMM of the plan (the items of the GEMM kinds): written with what readers derive from it
+// (label, FLOPs, bytes per precision), read back with the plan builder's rules.
+json gemm_json(const Gemm& x, size_t id, const RecipeOptions& o) {
+  json jg = {{"id", id},
+             {"pass", to_string(x.pass)},
+             {"op", to_string(x.op)},
+             {"label", x.label()},
+             {"scope", to_string(x.scope)},
+             {"m", x.m},
+             {"k", x.k},
+             {"n", x.n},
+             {"flops", x.flops()},
+             {"a", {{"role", to_string(x.a.role)}, {"k_major", x.a.k_major}}},
+             {"b", {{"role", to_string(x.b.role)}, {"k_major", x.b.k_major}}}};
+  if (x.grouped()) {
+    jg["group_dim"] = to_string(x.group_dim);
+    jg["group"] = x.group;  // real rows per expert along group_dim; they sum to m or k
+  }
+  json bytes;
+  for (Precision p : kAllPrecisions) {
+    const Recipe rec = make_recipe(p, x, o);
+    const ByteCount bc = byte_count(rec, x);
+    const ByteCount sh = byte_count(rec, x, operand_work(Mode::Training, x, Side::Left, rec, o),
+                                    operand_work(Mode::Training, x, Side::Right, rec, o));
+    bytes[to_string(p)] = {{"gemm", bc.gemm}, {"quantize", bc.quantize}, {"quantize_shared", sh.quantize}};
+  }
+  jg["bytes"] = bytes;
+  return jg;
+}
+
+Gemm read_gemm(const json& g, const std::string& where) {
+  if (!g.is_object()) throw UsageError(where + " is not an object");
+  const auto text_of = [&](const char* key) {
+    const json* v = find(g, key);
+    if (!v || !v->is_string()) throw UsageError(fmt::format("{}: \"{}\" must be a string", where, key));
+    return v->get<std::string>();
+  };
+  const auto dim = [&](const char* key) {
+    const json* v = find(g, key);
+    if (!v || !is_positive_int(*v)) throw UsageError(fmt::format("{}: \"{}\" must be a positive integer", where, key));
+    // The plan builders' limit: byte and FLOP counts multiply dimensions in int64.
+    constexpr int64_t kMaxGemmDim = int64_t{1} << 24;
+    if (v->get<int64_t>() > kMaxGemmDim)
+      throw UsageError(fmt::format("{}: \"{}\" must be at most {}, got {}", where, key, kMaxGemmDim, v->get<int64_t>()));
+    return v->get<int64_t>();
+  };
+  const auto operand = [&](const char* side, Operand dflt) {
+    const json* o = find(g, side);
+    if (!o) return dflt;
+    const std::string role = need<std::string>(*o, "role", fmt::format("{}.{}", where, side));
+    return Operand{parsed_at(where, role, role_from_string), get_or<bool>(*o, "k_major", fmt::format("{}.{}", where, side), true)};
+  };
+  const std::string pass = text_of("pass"), op = text_of("op");
+  const int64_t m = dim("m"), k = dim("k"), n = dim("n");
+  Gemm x{parsed_at(where, pass, pass_from_string), parsed_at(where, op, op_from_string),
+         parsed_at(where, text_of("scope"), scope_from_string), m, k, n,
+         operand("a", {Role::Activation, true}), operand("b", {Role::Weight, true})};
+  if (const json* gd = find(g, "group_dim"); gd && !gd->is_null()) {
+    x.group_dim = parsed_at(where, as<std::string>(*gd, where + ".group_dim"), group_dim_from_string);
+    const json* grp = find(g, "group");
+    if (x.grouped()) {
+      if (!grp || !grp->is_array() || grp->empty())
+        throw UsageError(fmt::format("{}: a grouped GEMM needs \"group\", a non-empty list of per-expert sizes", where));
+      if (grp->size() > static_cast<size_t>(kMaxExperts))
+        throw UsageError(fmt::format("{}: \"group\" has {} sizes, more than the {} experts a model may have", where,
+                                     grp->size(), kMaxExperts));
+      int64_t sum = 0;
+      for (size_t i = 0; i < grp->size(); ++i) {
+        const int64_t v = as<int64_t>((*grp)[i], fmt::format("{}.group[{}]", where, i));
+        if (v < 0) throw UsageError(fmt::format("{}.group[{}] must be >= 0, got {}", where, i, v));
+        sum = checked_add(sum, v, where + ": the sum of \"group\"");
+        x.group.push_back(v);
+      }
+      const int64_t want = x.group_dim == GroupDim::M ? x.m : x.k;
+      if (sum != want)
+        throw UsageError(fmt::format("{}: \"group\" sums to {}, not {} = {}", where, sum, to_string(x.group_dim), want));
     }
   }
-  if (const json* ck = find(c, "clock"); ck && ck->is_object()) {
-    const std::string cw = where + ".clock";
-    ClockSample cs;
-    cs.sm_mhz = get_or<int>(*ck, "sm_mhz", cw, 0);
-    cs.max_sm_mhz = get_or<int>(*ck, "max_sm_mhz", cw, 0);
-    cs.reasons = get_or<uint64_t>(*ck, "reasons", cw, 0);
-    if (find(*ck, "temp_c")) cs.temp_c = static_cast<int>(number_in(*ck, "temp_c", cw, 0, -50, 200, " C"));
-    if (find(*ck, "power_w")) cs.power_w = number_in(*ck, "power_w", cw, 0, 0, 100000, " W");
-    cell.clock = cs;
-  }
-  // A predicted cell's band (low_ms <= mean_ms <= high_ms; min_ms / max_ms hold it too, and stand
-  // in for a file without low_ms / high_ms).
-  if (const json* pr = find(c, "predicted"); pr && !pr->is_null()) {
-    if (!pr->is_boolean()) throw UsageError(where + ".predicted must be true or false");
-    if (pr->get<bool>()) {
-      TimeBand b;
-      b.low_ms = number_in(c, "low_ms", where, st.min_ms, kMinMs, kMaxMs, " ms");
-      b.high_ms = number_in(c, "high_ms", where, st.max_ms, kMinMs, kMaxMs, " ms");
-      if (!b.contains(st.mean_ms))
-        throw UsageError(fmt::format("{}: a predicted cell's band low_ms..high_ms ({}..{}) must hold its mean_ms ({})",
-                                     where, b.low_ms, b.high_ms, st.mean_ms));
-      cell.band = b;
-    }
-  }
-  cell.kernels = kernels_from_json(c, where);
-  return cell;
+  return x;
 }
 
 }  // namespace
@@ -550,99 +542,43 @@ json to_json(const RunResult& r) {
   j["dry_run"] = r.dry_run;
   j["dry_run_requested"] = r.dry_run && r.dry_run_requested;
   j["why_not_measured"] = r.dry_run ? json(r.why_not_measured) : json(nullptr);
-  if (r.device) {
-    const DeviceInfo& d = *r.device;
-    j["device"] = {{"name", d.name},
-                   {"compute_capability", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
-                   {"sm_count", d.sm_count},
-                   {"memory_bytes", d.memory_bytes},
-                   {"l2_bytes", d.l2_bytes},
-                   {"driver_version", fmt::format("{}.{}", d.driver_version / 1000, (d.driver_version % 1000) / 10)},
-                   {"runtime_version", fmt::format("{}.{}", d.runtime_version / 1000, (d.runtime_version % 1000) / 10)},
-                   {"cublaslt_version", d.cublaslt_version}};
-  } else {
-    j["device"] = nullptr;
-  }
+  j["device"] = nullptr;
+  if (r.device) write_fields(device_fields(), *r.device, j["device"] = json::object());
   // The run's settings through the registry (core/run/settings.hpp); the step gap is derived.
   j["timing"] = json::object();
   settings_to_json(r, "timing", j["timing"]);
   if (r.timing.step_other_ms > 0) j["timing"]["step_gap_ms_per_gflop"] = r.timing.step_gap_ms_per_gflop;
   j["recipe_options"] = json::object();
   settings_to_json(r, "recipe_options", j["recipe_options"]);
-  const RecipeOptions& o = r.recipe_options;
   j["gemm_options"] = gemm_options_to_json(r.gemm_options);
   settings_to_json(r, "", j);  // "precisions", "modes", "providers"
   j["config"] = r.plan.config ? config_json(*r.plan.config) : json(nullptr);
   if (r.plan.config) moe_mla_json(j["config"], *r.plan.config);
+  // The plan's GEMMs (the GEMM records' items), the other kinds' items, the ranks, the records.
   j["gemms"] = json::array();
-  for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
-    const Gemm& x = r.plan.gemms[g];
-    json jg = {{"id", g},
-               {"pass", to_string(x.pass)},
-               {"op", to_string(x.op)},
-               {"label", x.label()},
-               {"scope", to_string(x.scope)},
-               {"m", x.m},
-               {"k", x.k},
-               {"n", x.n},
-               {"flops", x.flops()},
-               {"a", {{"role", to_string(x.a.role)}, {"k_major", x.a.k_major}}},
-               {"b", {{"role", to_string(x.b.role)}, {"k_major", x.b.k_major}}}};
-    if (x.grouped()) {
-      jg["group_dim"] = to_string(x.group_dim);
-      jg["group"] = x.group;  // real rows per expert along group_dim; they sum to m or k
-    }
-    json bytes;
-    for (Precision p : kAllPrecisions) {
-      const Recipe rec = make_recipe(p, x, o);
-      const ByteCount bc = byte_count(rec, x);
-      const ByteCount sh = byte_count(rec, x, operand_work(Mode::Training, x, Side::Left, rec, o),
-                                      operand_work(Mode::Training, x, Side::Right, rec, o));
-      bytes[to_string(p)] = {{"gemm", bc.gemm}, {"quantize", bc.quantize}, {"quantize_shared", sh.quantize}};
-    }
-    jg["bytes"] = bytes;
-    if (!r.dry_run) {
-      json res;
-      for (size_t m = 0; m < r.modes.size(); ++m) {
-        json jm = json::object();
-        for (size_t p = 0; p < r.precisions.size(); ++p) jm[to_string(r.precisions[p])] = cell_json(r.cell(m, g, p), x);
-        res[to_string(r.modes[m])] = jm;
-      }
-      jg["results"] = res;
-      // providers[1..] (core/providers/provider.hpp): {"cutlass": {mode: {precision: cell}}}.
-      if (r.providers.size() > 1) {
-        json pr = json::object();
-        for (size_t v = 1; v < r.providers.size(); ++v) {
-          json pm = json::object();
-          for (size_t m = 0; m < r.modes.size(); ++m) {
-            json jm = json::object();
-            for (size_t p = 0; p < r.precisions.size(); ++p)
-              jm[to_string(r.precisions[p])] = cell_json(r.provider_cell(v, m, g, p), x);
-            pm[to_string(r.modes[m])] = jm;
-          }
-          pr[r.providers[v]] = pm;
-        }
-        jg["provider_results"] = pr;
-      }
-    }
-    if (r.has_accuracy) {
-      json acc = json::object();
-      for (size_t p = 0; p < r.accuracy_precisions.size(); ++p) {
-        const AccuracyCell& c = r.accuracy[g][p];
-        acc[to_string(r.accuracy_precisions[p])] =
-            c.ok ? json{{"status", "ok"}, {"rel_error", c.rel_error}, {"emulated", c.emulated}}
-                 : json{{"status", "n/a"}, {"reason", c.reason}};
-      }
-      jg["accuracy"] = acc;
-    }
-    j["gemms"].push_back(jg);
+  for (size_t g = 0; g < r.plan.gemms.size(); ++g) j["gemms"].push_back(gemm_json(r.plan.gemms[g], g, r.recipe_options));
+  if (!r.item_names.empty()) {
+    j["items"] = json::object();
+    for (const auto& [kind, names] : r.item_names) j["items"][to_string(kind)] = names;
   }
+  if (!r.ranks.empty()) {
+    j["ranks"] = json::array();
+    for (const RankInfo& x : r.ranks) {
+      json o = json::object();
+      write_fields(rank_fields(), x, o);
+      j["ranks"].push_back(std::move(o));
+    }
+  }
+  j["records"] = records_json(r);
   if (r.has_accuracy) {
     j["accuracy"] = {{"metric", "relative Frobenius error vs FP32 GEMM of the BF16 inputs"}, {"precisions", json::array()}};
     settings_to_json(r, "accuracy", j["accuracy"]);  // "dist"
     for (Precision p : r.accuracy_precisions) j["accuracy"]["precisions"].push_back(to_string(p));
   }
-  if (r.plan.model_mode && !r.dry_run) {
+  // What the charts and readers take from one run's cells; a document of several ranks (fleet mode,
+  // MPI) has each rank's cells and its own summary ("fleet", core/node/fleet.hpp) instead.
+  const bool one_run = r.ranks.empty();
+  if (r.plan.model_mode && !r.dry_run && one_run) {
     const std::vector<RepeatSummary> rep = summarize_repeats(r);
     json sum;
     for (size_t m = 0; m < r.modes.size(); ++m) {
@@ -688,7 +624,7 @@ json to_json(const RunResult& r) {
     }
     j["summary"] = sum;
   }
-  write_totals(j, r);
+  if (one_run) write_totals(j, r);
   const PlanFlops f = plan_flops(r.plan);
   j["plan"] = {{"flops_per_layer", {{"fprop", f.fprop}, {"dgrad", f.dgrad}, {"wgrad", f.wgrad}, {"total", f.per_layer()}}},
                {"flops_model_once", f.model_once},
@@ -712,14 +648,14 @@ json to_json(const RunResult& r) {
   if (r.plan.model_mode) {
     // The linear layers only: attention's own matmuls have a key of their own, never in the totals.
     j["plan"]["flops_full_model_includes_attention"] = false;
-    j["attention_matmuls"] = attention_matmuls_json(r);
+    if (one_run) j["attention_matmuls"] = attention_matmuls_json(r);
   }
   if (!r.plan.model_mode) {
     double tot = 0;
     for (const Gemm& g : r.plan.gemms) tot += g.flops();
     j["plan"]["flops_full_model"] = tot;
   }
-  if (const ClockSummary cs = summarize_clocks(r); cs.steady_mhz) {
+  if (const ClockSummary cs = summarize_clocks(r); one_run && cs.steady_mhz) {
     json mean = json::object();
     for (size_t p = 0; p < r.precisions.size(); ++p)
       mean[to_string(r.precisions[p])] = opt(cs.precision_mean_mhz[p]);
@@ -727,21 +663,8 @@ json to_json(const RunResult& r) {
                    {"capped_above_cells", cs.capped_above}, {"light_above_cells", cs.light_above}};
   }
   if (r.step_context) {
-    const StepContextInfo& c = *r.step_context;
-    json sc = {{"kind", to_string(c.kind)},
-               {"framework", step_context_framework(c.kind)},
-               {"stream_gb_per_s", c.stream_gb_per_s},
-               {"efficiency", c.efficiency},
-               {"other_ms", c.other_ms},
-               {"move_ms", c.move_ms},
-               {"move_gb_per_s", c.move_gb_per_s},
-               {"other_from_user", c.other_from_user},
-               {"cast_ms", c.cast_ms},
-               {"attention_fwd_ms", c.attention_fwd_ms},
-               {"attention_bwd_ms", c.attention_bwd_ms},
-               {"attention_measured", c.attention_measured},
-               {"attention_source", c.attention_source},
-               {"attention_shape", c.attention_shape}};
+    json sc = json::object();
+    write_fields(step_context_fields(), *r.step_context, sc);
     // The step estimate per layer and mode: what a user's step gets (report_step.hpp).
     json est = json::object();
     for (size_t m = 0; m < r.modes.size(); ++m) {
@@ -764,9 +687,11 @@ namespace {
 RunResult read_result(const json& j, const std::string& name) {
   if (!j.is_object()) throw UsageError(fmt::format("{} is not a gemmscope result (top level is not an object)", name));
   const json* schema = find(j, "schema");
-  if (!schema || !schema->is_string() || (schema->get<std::string>() != kSchema && schema->get<std::string>() != kSchemaV1))
-    throw UsageError(fmt::format("{} has schema {}, expected \"{}\" (or \"{}\")", name,
-                                 schema ? json_value_hint(*schema) : "(none)", kSchema, kSchemaV1));
+  const std::string version = schema && schema->is_string() ? schema->get<std::string>() : "";
+  if (version != kSchema && version != kSchemaV2 && version != kSchemaV1)
+    throw UsageError(fmt::format("{} has schema {}, expected \"{}\" (or \"{}\", \"{}\")", name,
+                                 schema ? json_value_hint(*schema) : "(none)", kSchema, kSchemaV2, kSchemaV1));
+  const bool records = version == kSchema;  // /1 and /2 hold the cells inside each GEMM
   const json* kind = find(j, "kind");
   const std::string kind_name = kind && kind->is_string() ? kind->get<std::string>() : "";
   if (kind_name != "model" && kind_name != "shapes")
@@ -785,21 +710,7 @@ RunResult read_result(const json& j, const std::string& name) {
     const std::string where = top("device");
     if (!d->is_object()) throw UsageError(where + " must be an object or null");
     DeviceInfo di;
-    di.name = need<std::string>(*d, "name", where);
-    std::tie(di.cc_major, di.cc_minor) = version_parts(get_or<std::string>(*d, "compute_capability", where, "0.0"),
-                                                       where + ".compute_capability", 99, 99);
-    di.sm_count = get_or<int>(*d, "sm_count", where, 0);
-    di.memory_bytes = get_or<int64_t>(*d, "memory_bytes", where, 0);
-    di.l2_bytes = get_or<int64_t>(*d, "l2_bytes", where, 0);
-    // CUDA versions as 1000 * major + 10 * minor (12080 is "12.8").
-    const auto ver = [&](const char* key) {
-      const auto [a, b] = version_parts(get_or<std::string>(*d, key, where, "0.0"), fmt::format("{}.{}", where, key),
-                                        999999, 99);
-      return a * 1000 + b * 10;
-    };
-    di.driver_version = ver("driver_version");
-    di.runtime_version = ver("runtime_version");
-    di.cublaslt_version = get_or<int64_t>(*d, "cublaslt_version", where, 0);
+    read_fields(device_fields(), *d, di, where);
     r.device = di;
   }
   // The run's settings through the registry (core/run/settings.hpp): a key a file lacks takes the
@@ -809,7 +720,7 @@ RunResult read_result(const json& j, const std::string& name) {
     if (t && t->is_null()) t = nullptr;
     settings_from_json(t, "timing", top("timing"), r);
     // Derived from the plan and --step-other-ms.
-    if (t) r.timing.step_gap_ms_per_gflop = number_in(*t, "step_gap_ms_per_gflop", top("timing"), 0.0, 0.0, 1e9, " ms/GFLOP");
+    if (t) r.timing.step_gap_ms_per_gflop = number_in(*t, "step_gap_ms_per_gflop", top("timing"), 0.0, {0.0, 1e9, " ms/GFLOP"});
     const json* o = find(j, "recipe_options");
     if (o && o->is_null()) o = nullptr;
     settings_from_json(o, "recipe_options", top("recipe_options"), r);
@@ -880,109 +791,9 @@ RunResult read_result(const json& j, const std::string& name) {
   const json* gemms = find(j, "gemms");
   if (!gemms || !gemms->is_array() || gemms->empty())
     throw UsageError(fmt::format("{}: \"gemms\" must be a non-empty list", name));
-  r.cells.assign(r.modes.size(), {});  // filled per GEMM below; a dry run gets all "not run" at the end
-  r.provider_cells.assign(r.providers.size() - 1, std::vector<std::vector<std::vector<Cell>>>(r.modes.size()));
-  // One mode's cells of one GEMM, in "precisions" order. Every cell in the object is checked, also
-  // those of precisions the file does not list; the listed ones are read.
-  const auto read_cell_row = [&](const json& cells, const std::string& where) {
-    std::map<std::string, Cell> by_precision;
-    for (auto it = cells.begin(); it != cells.end(); ++it)
-      by_precision.emplace(it.key(), read_cell(it.value(), fmt::format("{}.{}", where, clip_text(it.key(), 80))));
-    std::vector<Cell> row;
-    for (const std::string& pname : precision_names) {
-      const auto c = by_precision.find(pname);
-      if (c == by_precision.end()) throw UsageError(fmt::format("{} has no {} cell", where, pname));
-      const std::vector<double>& rep = c->second.repeat_ms;
-      if (!rep.empty() && rep.size() != static_cast<size_t>(r.timing.repeats))
-        throw UsageError(fmt::format("{}.{}.repeat_ms has {} times but timing.repeats is {}", where, pname, rep.size(),
-                                     r.timing.repeats));
-      row.push_back(c->second);
-    }
-    return row;
-  };
-  for (size_t gi = 0; gi < gemms->size(); ++gi) {
-    const json& g = (*gemms)[gi];
-    const std::string where = fmt::format("{}: gemms[{}]", name, gi);
-    if (!g.is_object()) throw UsageError(where + " is not an object");
-    const auto text = [&](const char* key) {
-      const json* v = find(g, key);
-      if (!v || !v->is_string()) throw UsageError(fmt::format("{}: \"{}\" must be a string", where, key));
-      return v->get<std::string>();
-    };
-    const auto dim = [&](const char* key) {
-      const json* v = find(g, key);
-      if (!v || !is_positive_int(*v)) throw UsageError(fmt::format("{}: \"{}\" must be a positive integer", where, key));
-      // The plan builders' limit: byte and FLOP counts multiply dimensions in int64.
-      constexpr int64_t kMaxGemmDim = int64_t{1} << 24;
-      if (v->get<int64_t>() > kMaxGemmDim)
-        throw UsageError(fmt::format("{}: \"{}\" must be at most {}, got {}", where, key, kMaxGemmDim, v->get<int64_t>()));
-      return v->get<int64_t>();
-    };
-    const auto operand = [&](const char* side, Operand dflt) {
-      const json* o = find(g, side);
-      if (!o) return dflt;
-      const std::string role = need<std::string>(*o, "role", fmt::format("{}.{}", where, side));
-      return Operand{parsed_at(where, role, role_from_string), get_or<bool>(*o, "k_major", fmt::format("{}.{}", where, side), true)};
-    };
-    const std::string pass = text("pass"), op = text("op");
-    const int64_t m = dim("m"), k = dim("k"), n = dim("n");
-    Gemm x{parsed_at(where, pass, pass_from_string), parsed_at(where, op, op_from_string),
-           parsed_at(where, text("scope"), scope_from_string), m, k, n,
-           operand("a", {Role::Activation, true}), operand("b", {Role::Weight, true})};
-    if (const json* gd = find(g, "group_dim"); gd && !gd->is_null()) {
-      x.group_dim = parsed_at(where, as<std::string>(*gd, where + ".group_dim"), group_dim_from_string);
-      const json* grp = find(g, "group");
-      if (x.grouped()) {
-        if (!grp || !grp->is_array() || grp->empty())
-          throw UsageError(fmt::format("{}: a grouped GEMM needs \"group\", a non-empty list of per-expert sizes", where));
-        if (grp->size() > static_cast<size_t>(kMaxExperts))
-          throw UsageError(fmt::format("{}: \"group\" has {} sizes, more than the {} experts a model may have", where,
-                                       grp->size(), kMaxExperts));
-        int64_t sum = 0;
-        for (size_t i = 0; i < grp->size(); ++i) {
-          const int64_t v = as<int64_t>((*grp)[i], fmt::format("{}.group[{}]", where, i));
-          if (v < 0) throw UsageError(fmt::format("{}.group[{}] must be >= 0, got {}", where, i, v));
-          sum = checked_add(sum, v, where + ": the sum of \"group\"");
-          x.group.push_back(v);
-        }
-        const int64_t want = x.group_dim == GroupDim::M ? x.m : x.k;
-        if (sum != want)
-          throw UsageError(fmt::format("{}: \"group\" sums to {}, not {} = {}", where, sum, to_string(x.group_dim), want));
-      }
-    }
-    if (!r.dry_run) {
-      // One object per mode, keyed by the mode as "modes" spells it. Every cell in it is checked,
-      // also those of precisions the file does not list; the listed ones are read.
-      const json* res = find(g, "results");
-      if (!res || (!r.modes.empty() && !res->is_object()))
-        throw UsageError(fmt::format("{} has no \"results\" (not a measured run?)", where));
-      for (size_t mi = 0; mi < r.modes.size(); ++mi) {
-        const std::string& mname = mode_names[mi];
-        const json* cells = find(*res, mname.c_str());
-        if (!cells || !cells->is_object())
-          throw UsageError(fmt::format("{}.results has no object for mode \"{}\"", where, mname));
-        r.cells[mi].push_back(read_cell_row(*cells, where + ".results." + mname));
-      }
-      // providers[1..]: "provider_results" holds their cells, shaped as "results".
-      if (r.providers.size() > 1) {
-        const json* pr = find(g, "provider_results");
-        if (!pr || !pr->is_object()) throw UsageError(fmt::format("{} has no \"provider_results\" object", where));
-        for (size_t v = 1; v < r.providers.size(); ++v) {
-          const std::string pw = fmt::format("{}.provider_results.{}", where, r.providers[v]);
-          const json* pm = find(*pr, r.providers[v].c_str());
-          if (!pm || !pm->is_object()) throw UsageError(pw + " must be an object");
-          for (size_t mi = 0; mi < r.modes.size(); ++mi) {
-            const json* cells = find(*pm, mode_names[mi].c_str());
-            if (!cells || !cells->is_object())
-              throw UsageError(fmt::format("{} has no object for mode \"{}\"", pw, mode_names[mi]));
-            r.provider_cells[v - 1][mi].push_back(read_cell_row(*cells, pw + "." + mode_names[mi]));
-          }
-        }
-      }
-    }
-    r.plan.gemms.push_back(x);
-  }
-  if (r.dry_run) r.allocate_cells();
+  for (size_t gi = 0; gi < gemms->size(); ++gi)
+    r.plan.gemms.push_back(read_gemm((*gemms)[gi], fmt::format("{}: gemms[{}]", name, gi)));
+  // The other axes of the records: the accuracy pass's precisions, the other kinds' items, the ranks.
   if (j.contains("accuracy") && j["accuracy"].is_object()) {
     r.has_accuracy = true;
     settings_from_json(&j["accuracy"], "accuracy", name + ": accuracy", r);  // "dist"
@@ -992,29 +803,36 @@ RunResult read_result(const json& j, const std::string& name) {
         throw UsageError(fmt::format("{}: accuracy: \"precisions\" lists {} twice", name, to_string(prec)));
       r.accuracy_precisions.push_back(prec);
     }
-    r.accuracy.assign(r.plan.gemms.size(), std::vector<AccuracyCell>(r.accuracy_precisions.size()));
-    for (size_t gi = 0; gi < r.plan.gemms.size(); ++gi) {
-      const json& g = (*gemms)[gi];
-      const std::string where = fmt::format("{}: gemms[{}].accuracy", name, gi);
-      const json* acc = find(g, "accuracy");
-      if (!acc) throw UsageError(fmt::format("{}: gemms[{}] has no accuracy", name, gi));
-      for (size_t p = 0; p < r.accuracy_precisions.size(); ++p) {
-        const json* c = find(*acc, to_string(r.accuracy_precisions[p]));
-        if (!c) throw UsageError(fmt::format("{} has no {} cell", where, to_string(r.accuracy_precisions[p])));
-        AccuracyCell& a = r.accuracy[gi][p];
-        const std::string cw = fmt::format("{}.{}", where, to_string(r.accuracy_precisions[p]));
-        if (!c->is_object()) throw UsageError(cw + " must be an object");
-        if (get_or<std::string>(*c, "status", cw, "") == "ok") {
-          a.ok = true;
-          a.rel_error = need<double>(*c, "rel_error", cw);
-          if (!(a.rel_error >= 0)) throw UsageError(fmt::format("{}.rel_error must be >= 0, got {}", cw, a.rel_error));
-          a.emulated = get_or<bool>(*c, "emulated", cw, false);
-        } else {
-          a.reason = get_or<std::string>(*c, "reason", cw, "n/a");
-        }
-      }
+  }
+  if (const json* items = find(j, "items"); items && !items->is_null()) {
+    if (!items->is_object()) throw UsageError(top("items") + " must be an object");
+    for (const auto& [kname, list] : items->items()) {
+      const std::string where = fmt::format("{}: items.{}", name, clip_text(kname, 80));
+      const std::optional<RecordKind> k = record_kind_names().find(kname);
+      if (!k || items_are_gemms(*k)) throw UsageError(where + ": not a record kind with items of its own");
+      std::vector<std::string> names = string_list(*items, kname.c_str(), fmt::format("{}: items", name));
+      if (names.size() > kMaxRecordItems) throw UsageError(fmt::format("{} has more than {} items", where, kMaxRecordItems));
+      for (std::string& n : names) n = clip_text(n, 200);
+      r.item_names[*k] = std::move(names);
     }
   }
+  if (const json* ranks = find(j, "ranks"); ranks && !ranks->is_null()) {
+    if (!ranks->is_array() || ranks->empty() || ranks->size() > kMaxRanks)
+      throw UsageError(fmt::format("{}: \"ranks\" must be a list of 1 to {} objects", name, kMaxRanks));
+    for (size_t i = 0; i < ranks->size(); ++i) {
+      const std::string where = fmt::format("{}: ranks[{}]", name, i);
+      if (!(*ranks)[i].is_object()) throw UsageError(where + " is not an object");
+      RankInfo x;
+      read_fields(rank_fields(), (*ranks)[i], x, where);
+      r.ranks.push_back(std::move(x));
+    }
+  }
+  // The records: one list (/3), or the cells inside each GEMM (/1, /2).
+  if (records)
+    read_records(find(j, "records"), r, name);
+  else
+    read_legacy_cells(*gemms, r, name, mode_names, precision_names);
+  if (r.dry_run) r.allocate_cells();
   if (const json* pj = find(j, "plan"); pj && pj->is_object() && r.plan.config) {
     if (const json* rj = find(*pj, "routing"); rj && rj->is_object()) {
       const std::string rw = top("plan.routing");
@@ -1052,23 +870,7 @@ RunResult read_result(const json& j, const std::string& name) {
     const std::string where = top("step_context");
     if (!sc->is_object()) throw UsageError(where + " must be an object");
     StepContextInfo c;
-    try {
-      c.kind = step_context_from_string(get_or<std::string>(*sc, "kind", where, "none"));
-    } catch (const UsageError&) {
-      throw UsageError(where + ".kind must be one of te, eager, compile, none");
-    }
-    c.stream_gb_per_s = number_in(*sc, "stream_gb_per_s", where, 0.0, 0.0, 1e6, " GB/s");
-    c.efficiency = number_in(*sc, "efficiency", where, 0.0, 0.0, 100.0, "");
-    c.other_ms = number_in(*sc, "other_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");
-    c.move_ms = number_in(*sc, "move_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");
-    c.move_gb_per_s = number_in(*sc, "move_gb_per_s", where, 0.0, 0.0, 1e6, " GB/s");
-    c.other_from_user = get_or<bool>(*sc, "other_from_user", where, false);
-    c.cast_ms = number_in(*sc, "cast_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");
-    c.attention_fwd_ms = number_in(*sc, "attention_fwd_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");
-    c.attention_bwd_ms = number_in(*sc, "attention_bwd_ms", where, 0.0, 0.0, kMaxStepOtherMs, " ms");
-    c.attention_measured = get_or<bool>(*sc, "attention_measured", where, false);
-    c.attention_source = clip_text(get_or<std::string>(*sc, "attention_source", where, ""), 400);
-    c.attention_shape = clip_text(get_or<std::string>(*sc, "attention_shape", where, ""), 200);
+    read_fields(step_context_fields(), *sc, c, where);
     r.step_context = c;
   }
   if (const json* notes = find(j, "notes"); notes && !notes->is_null()) {
@@ -1113,6 +915,14 @@ json with_derived_fields(json doc, const RunResult& r) {
         if (g.contains("provider_results") && g["provider_results"].is_object())
           for (auto& [name, pm] : g["provider_results"].items()) rename(&pm);
       }
+    if (json* recs = doc.contains("records") ? &doc["records"] : nullptr; recs && recs->is_array())
+      for (json& rec : *recs)
+        if (rec.is_object() && rec.contains("mode") && rec["mode"].is_string())
+          for (size_t m = 0; m < r.modes.size(); ++m)
+            if (rec["mode"] == old[m]) {
+              rec["mode"] = to_string(r.modes[m]);
+              break;
+            }
     if (doc.contains("summary")) rename(&doc["summary"]);
   }
   doc.erase("totals");

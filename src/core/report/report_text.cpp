@@ -428,7 +428,7 @@ void add_accuracy(print::Document& d, const RunResult& r, Footnotes& fn) {
     std::vector<print::Cell> row = {x.scope == Scope::Shape ? "-" : fmt::format("{} {}", pass_label(x.pass), x.label()),
                                     x.shape()};
     for (size_t p = 0; p < r.accuracy_precisions.size(); ++p) {
-      const AccuracyCell& c = r.accuracy[g][p];
+      const AccuracyCell c = r.accuracy_cell(g, p);
       any_emulated |= c.ok && c.emulated;
       row.push_back(c.ok ? fmt::format("{:.2e}{}", c.rel_error, c.emulated ? "*" : "") : fmt::format("N/A[{}]", fn.index(c.reason)));
     }
@@ -444,9 +444,10 @@ void add_accuracy(print::Document& d, const RunResult& r, Footnotes& fn) {
 // thermally slowed (the reason a cell can read slow without anything being wrong with it).
 void add_clock(print::Document& d, const RunResult& r) {
   int lo = 0, hi = 0, max_mhz = 0, n = 0, ok = 0, capped = 0, thermal = 0;
-  for (const auto& mode : r.cells)
-    for (const auto& gemm : mode)
-      for (const Cell& c : gemm) {
+  for (size_t m = 0; r.has_cells() && m < r.modes.size(); ++m)
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+      for (size_t p = 0; p < r.precisions.size(); ++p) {
+        const Cell& c = r.cell(m, g, p);
         if (!c.ok) continue;
         ++ok;
         if (!c.clock) continue;

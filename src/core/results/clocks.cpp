@@ -12,10 +12,11 @@ ClockSummary summarize_clocks(const RunResult& r) {
   s.precision_mean_mhz.assign(r.precisions.size(), std::nullopt);
   std::vector<double> num(r.precisions.size(), 0.0), den(r.precisions.size(), 0.0);
   std::vector<std::pair<double, double>> all;  // (mhz, weight)
-  for (size_t m = 0; m < r.cells.size(); ++m)
-    for (size_t g = 0; g < r.cells[m].size(); ++g)
-      for (size_t p = 0; p < r.cells[m][g].size() && p < r.precisions.size(); ++p) {
-        const Cell& c = r.cells[m][g][p];
+  const size_t modes = r.has_cells() ? r.modes.size() : 0;  // the main provider's cells
+  for (size_t m = 0; m < modes; ++m)
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+      for (size_t p = 0; p < r.precisions.size(); ++p) {
+        const Cell& c = r.cell(m, g, p);
         if (!c.ok || !c.clock || c.clock->sm_mhz <= 0) continue;
         const double w = std::max(c.stats.mean_ms, 0.0);
         num[p] += w * c.clock->sm_mhz;
@@ -37,14 +38,14 @@ ClockSummary summarize_clocks(const RunResult& r) {
   auto rate = [&](size_t g, const Cell& c) {  // FLOP per ms of the cell
     return c.stats.mean_ms > 0 && g < r.plan.gemms.size() ? r.plan.gemms[g].flops() / c.stats.mean_ms : 0.0;
   };
-  for (size_t m = 0; m < r.cells.size(); ++m) {
+  for (size_t m = 0; m < modes; ++m) {
     std::vector<double> best(r.precisions.size(), 0.0);
-    for (size_t g = 0; g < r.cells[m].size(); ++g)
-      for (size_t p = 0; p < r.cells[m][g].size() && p < r.precisions.size(); ++p)
-        if (r.cells[m][g][p].ok) best[p] = std::max(best[p], rate(g, r.cells[m][g][p]));
-    for (size_t g = 0; g < r.cells[m].size(); ++g)
-      for (size_t p = 0; p < r.cells[m][g].size() && p < r.precisions.size(); ++p) {
-        const Cell& c = r.cells[m][g][p];
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+      for (size_t p = 0; p < r.precisions.size(); ++p)
+        if (r.cell(m, g, p).ok) best[p] = std::max(best[p], rate(g, r.cell(m, g, p)));
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+      for (size_t p = 0; p < r.precisions.size(); ++p) {
+        const Cell& c = r.cell(m, g, p);
         if (!c.ok || !c.clock || !(c.clock->sm_mhz > *s.steady_mhz * (1.0 + kBoostFlag))) continue;
         if (best[p] > 0 && rate(g, c) < kLightShare * best[p]) ++s.light_above;
         else if (c.clock->power_capped()) ++s.capped_above;

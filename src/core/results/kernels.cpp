@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "core/io/input_file.hpp"
@@ -183,143 +184,110 @@ std::string algo_option_string(const GemmOptions& o) {
   return "heuristic";
 }
 
-// ---- JSON ---------------------------------------------------------------------------------
+// ---- JSON: one table per record, both directions (core/io/json_fields.hpp) ------------------
 
 namespace {
 
-const json* field(const json& obj, const char* key) {
-  if (!obj.is_object()) return nullptr;
-  const auto it = obj.find(key);
-  return it == obj.end() ? nullptr : &*it;
+using namespace json_fields;
+
+// Any finite number (kernel times and counts are the backend's, not bounded further).
+constexpr Range kAnyFinite{-std::numeric_limits<double>::max(), std::numeric_limits<double>::max()};
+constexpr size_t kMaxKernelRows = 4096;  // kernels of one cell's iteration
+
+const Fields<AlgoRecord>& algo_fields() {
+  static const Fields<AlgoRecord> t = {
+      integer<AlgoRecord>("id", [](auto& a) -> auto& { return a.id; }),
+      integer<AlgoRecord>("tile", [](auto& a) -> auto& { return a.tile; }),
+      text<AlgoRecord>("tile_name", [](auto& a) -> auto& { return a.tile_name; }),
+      integer<AlgoRecord>("stages", [](auto& a) -> auto& { return a.stages; }),
+      text<AlgoRecord>("stages_name", [](auto& a) -> auto& { return a.stages_name; }),
+      integer<AlgoRecord>("split_k", [](auto& a) -> auto& { return a.split_k; }),
+      integer<AlgoRecord>("reduction", [](auto& a) -> auto& { return a.reduction; }),
+      integer<AlgoRecord>("swizzle", [](auto& a) -> auto& { return a.swizzle; }),
+      integer<AlgoRecord>("custom", [](auto& a) -> auto& { return a.custom; }),
+      integer<AlgoRecord>("cluster", [](auto& a) -> auto& { return a.cluster; }),
+      text<AlgoRecord>("cluster_name", [](auto& a) -> auto& { return a.cluster_name; }),
+      integer<AlgoRecord>("rank", [](auto& a) -> auto& { return a.rank; }),
+  };
+  return t;
 }
 
-double num(const json& obj, const char* key, const std::string& where, double dflt) {
-  const json* v = field(obj, key);
-  if (!v) return dflt;
-  if (!v->is_number() || !std::isfinite(v->get<double>()))
-    throw UsageError(fmt::format("{}.{} must be a finite number", where, key));
-  return v->get<double>();
+const Fields<AutotuneRecord>& autotune_fields() {
+  static const Fields<AutotuneRecord> t = {
+      integer<AutotuneRecord>("k", [](auto& a) -> auto& { return a.k; }),
+      integer<AutotuneRecord>("tried", [](auto& a) -> auto& { return a.tried; }),
+      number<AutotuneRecord>("heuristic_us", [](auto& a) -> auto& { return a.heuristic_us; }, kAnyFinite),
+      number<AutotuneRecord>("chosen_us", [](auto& a) -> auto& { return a.chosen_us; }, kAnyFinite),
+      derived<AutotuneRecord>("gain", [](const AutotuneRecord& a) -> std::optional<json> { return a.gain(); }),
+      flag<AutotuneRecord>("confirmed", [](auto& a) -> auto& { return a.confirmed; }),
+      object<AutotuneRecord>("heuristic_algo", [](auto& a) -> auto& { return a.heuristic; }, algo_fields()),
+      integer<AutotuneRecord>("searched", [](auto& a) -> auto& { return a.searched; },
+                              [](const AutotuneRecord& a) { return a.searched > 0; }),
+      integer<AutotuneRecord>("screen_faster", [](auto& a) -> auto& { return a.screen_faster; },
+                              [](const AutotuneRecord& a) { return a.searched > 0; }),
+      number<AutotuneRecord>("output_rel_diff", [](auto& a) -> auto& { return a.output_rel_diff; }, kAnyFinite, {},
+                             [](const AutotuneRecord& a) { return a.output_rel_diff >= 0; }),
+  };
+  return t;
 }
 
-int integer(const json& obj, const char* key, const std::string& where, int dflt) {
-  const json* v = field(obj, key);
-  if (!v) return dflt;
-  if (!v->is_number_integer() || v->get<int64_t>() < -(1ll << 31) || v->get<int64_t>() >= (1ll << 31))
-    throw UsageError(fmt::format("{}.{} must be a 32-bit integer", where, key));
-  return v->get<int>();
+const Fields<KernelStat>& kernel_stat_fields() {
+  static const Fields<KernelStat> t = {
+      text<KernelStat>("name", [](auto& s) -> auto& { return s.name; }),
+      number<KernelStat>("mean_us", [](auto& s) -> auto& { return s.mean_us; }, kAnyFinite),
+      number<KernelStat>("count", [](auto& s) -> auto& { return s.count; }, kAnyFinite),
+      // Absent in a file: classified from the name (read before it).
+      custom<KernelStat>(
+          "class", [](const KernelStat& s, json& o) { o["class"] = to_string(s.cls); },
+          [](const json& o, KernelStat& s, const std::string& w) {
+            const std::string c = get_or<std::string>(o, "class", w, "");
+            s.cls = c.empty() ? classify_kernel(s.name) : kernel_class_from_string(c);
+          }),
+  };
+  return t;
 }
 
-std::string str(const json& obj, const char* key, const std::string& where) {
-  const json* v = field(obj, key);
-  if (!v) return {};
-  if (!v->is_string()) throw UsageError(fmt::format("{}.{} must be a string", where, key));
-  return v->get<std::string>();
-}
+bool traced(const CellKernels& k) { return k.traced; }
 
 }  // namespace
 
-json algo_to_json(const AlgoRecord& a) {
-  return {{"id", a.id},           {"tile", a.tile},       {"tile_name", a.tile_name},
-          {"stages", a.stages},   {"stages_name", a.stages_name}, {"split_k", a.split_k},
-          {"reduction", a.reduction}, {"swizzle", a.swizzle}, {"custom", a.custom},
-          {"cluster", a.cluster}, {"cluster_name", a.cluster_name}, {"rank", a.rank}};
-}
-
-AlgoRecord algo_from_json(const json& j, const std::string& where) {
-  if (!j.is_object()) throw UsageError(where + " must be an object");
-  AlgoRecord a;
-  a.id = integer(j, "id", where, -1);
-  a.tile = integer(j, "tile", where, 0);
-  a.tile_name = str(j, "tile_name", where);
-  a.stages = integer(j, "stages", where, 0);
-  a.stages_name = str(j, "stages_name", where);
-  a.split_k = integer(j, "split_k", where, 1);
-  a.reduction = integer(j, "reduction", where, 0);
-  a.swizzle = integer(j, "swizzle", where, 0);
-  a.custom = integer(j, "custom", where, 0);
-  a.cluster = integer(j, "cluster", where, 0);
-  a.cluster_name = str(j, "cluster_name", where);
-  a.rank = integer(j, "rank", where, 0);
-  return a;
-}
-
-void kernels_to_json(const CellKernels& k, json& cell) {
-  if (!k.provider.empty()) cell["provider"] = k.provider;
-  if (!k.config.empty()) cell["kernel_config"] = k.config;
-  if (k.traced) {
-    json arr = json::array();
-    for (const KernelStat& s : k.kernels)
-      arr.push_back({{"name", s.name}, {"mean_us", s.mean_us}, {"count", s.count}, {"class", to_string(s.cls)}});
-    cell["kernels"] = arr;
-    cell["kernel_trace_iters"] = k.trace_iters;
-    cell["kernel_time_us"] = {{"gemm", k.class_us(KernelClass::Gemm)},
-                              {"quantize", k.class_us(KernelClass::Quantize)},
-                              {"other", k.class_us(KernelClass::Other)}};
-    cell["kernel_flag"] = k.flag.empty() ? json(nullptr) : json(k.flag);
-  } else if (!k.trace_note.empty()) {
-    cell["kernel_trace_note"] = k.trace_note;
-  }
-  if (k.algo) cell["algo"] = algo_to_json(*k.algo);
-  if (k.autotune) {
-    const AutotuneRecord& t = *k.autotune;
-    cell["autotune"] = {{"k", t.k},
-                        {"tried", t.tried},
-                        {"heuristic_us", t.heuristic_us},
-                        {"chosen_us", t.chosen_us},
-                        {"gain", t.gain()},
-                        {"confirmed", t.confirmed},
-                        {"heuristic_algo", algo_to_json(t.heuristic)}};
-    if (t.searched > 0) {
-      cell["autotune"]["searched"] = t.searched;
-      cell["autotune"]["screen_faster"] = t.screen_faster;
-    }
-    if (t.output_rel_diff >= 0) cell["autotune"]["output_rel_diff"] = t.output_rel_diff;
-  }
-}
-
-CellKernels kernels_from_json(const json& cell, const std::string& where) {
-  CellKernels k;
-  if (field(cell, "provider")) k.provider = str(cell, "provider", where);
-  if (field(cell, "kernel_config")) k.config = str(cell, "kernel_config", where);
-  if (const json* arr = field(cell, "kernels")) {
-    if (!arr->is_array()) throw UsageError(where + ".kernels must be a list");
-    k.traced = true;
-    size_t i = 0;
-    for (const json& e : *arr) {
-      const std::string w = fmt::format("{}.kernels[{}]", where, i++);
-      if (!e.is_object()) throw UsageError(w + " must be an object");
-      KernelStat s;
-      s.name = str(e, "name", w);
-      s.mean_us = num(e, "mean_us", w, 0);
-      s.count = num(e, "count", w, 0);
-      const std::string c = str(e, "class", w);
-      s.cls = c.empty() ? classify_kernel(s.name) : kernel_class_from_string(c);
-      k.kernels.push_back(s);
-    }
-    k.trace_iters = integer(cell, "kernel_trace_iters", where, 0);
-    if (const json* f = field(cell, "kernel_flag"); f && !f->is_null()) k.flag = str(cell, "kernel_flag", where);
-  }
-  k.trace_note = str(cell, "kernel_trace_note", where);
-  if (const json* a = field(cell, "algo")) k.algo = algo_from_json(*a, where + ".algo");
-  if (const json* t = field(cell, "autotune")) {
-    const std::string w = where + ".autotune";
-    if (!t->is_object()) throw UsageError(w + " must be an object");
-    AutotuneRecord r;
-    r.k = integer(*t, "k", w, 0);
-    r.tried = integer(*t, "tried", w, 0);
-    r.heuristic_us = num(*t, "heuristic_us", w, 0);
-    r.chosen_us = num(*t, "chosen_us", w, 0);
-    if (const json* c = field(*t, "confirmed")) {
-      if (!c->is_boolean()) throw UsageError(w + ".confirmed must be true or false");
-      r.confirmed = c->get<bool>();
-    }
-    if (const json* h = field(*t, "heuristic_algo")) r.heuristic = algo_from_json(*h, w + ".heuristic_algo");
-    r.searched = integer(*t, "searched", w, 0);
-    r.screen_faster = integer(*t, "screen_faster", w, 0);
-    if (field(*t, "output_rel_diff")) r.output_rel_diff = num(*t, "output_rel_diff", w, 0);
-    k.autotune = r;
-  }
-  return k;
+const Fields<CellKernels>& kernel_fields() {
+  static const Fields<CellKernels> t = [] {
+    // A traced cell has "kernels" (also an empty list); reading it marks the cell traced.
+    Field<CellKernels> rows = list<CellKernels>("kernels", [](auto& k) -> auto& { return k.kernels; },
+                                                kernel_stat_fields(), kMaxKernelRows, traced);
+    rows.read = [inner = rows.read](const json& o, CellKernels& k, const std::string& w) {
+      if (!find(o, "kernels")) return;
+      k.traced = true;
+      inner(o, k, w);
+    };
+    return Fields<CellKernels>{
+        text<CellKernels>("kernel_config", [](auto& k) -> auto& { return k.config; },
+                          [](const CellKernels& k) { return !k.config.empty(); }),
+        rows,
+        integer<CellKernels>("kernel_trace_iters", [](auto& k) -> auto& { return k.trace_iters; }, traced),
+        derived<CellKernels>("kernel_time_us",
+                             [](const CellKernels& k) -> std::optional<json> {
+                               if (!k.traced) return std::nullopt;
+                               return json{{"gemm", k.class_us(KernelClass::Gemm)},
+                                           {"quantize", k.class_us(KernelClass::Quantize)},
+                                           {"other", k.class_us(KernelClass::Other)}};
+                             }),
+        custom<CellKernels>(
+            "kernel_flag",
+            [](const CellKernels& k, json& o) {
+              if (k.traced) o["kernel_flag"] = k.flag.empty() ? json(nullptr) : json(k.flag);
+            },
+            [](const json& o, CellKernels& k, const std::string& w) {
+              if (const json* f = find(o, "kernel_flag"); f && !f->is_null()) k.flag = as<std::string>(*f, w + ".kernel_flag");
+            }),
+        text<CellKernels>("kernel_trace_note", [](auto& k) -> auto& { return k.trace_note; },
+                          [](const CellKernels& k) { return !k.traced && !k.trace_note.empty(); }),
+        object<CellKernels>("algo", [](auto& k) -> auto& { return k.algo; }, algo_fields()),
+        object<CellKernels>("autotune", [](auto& k) -> auto& { return k.autotune; }, autotune_fields()),
+    };
+  }();
+  return t;
 }
 
 
@@ -350,10 +318,10 @@ void finish_kernel_records(RunResult& r) {
                                   "choice, as Transformer Engine does. --kernels shows the gain per GEMM",
                                   o.autotune_k, o.autotune_k));
   std::string untraced;
-  for (size_t m = 0; m < r.cells.size(); ++m)
-    for (size_t g = 0; g < r.cells[m].size(); ++g)
-      for (size_t p = 0; p < r.cells[m][g].size(); ++p) {
-        Cell& c = r.cells[m][g][p];
+  for (size_t m = 0; r.has_cells() && m < r.modes.size(); ++m)  // the main provider's cells
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+      for (size_t p = 0; p < r.precisions.size(); ++p) {
+        Cell& c = r.cell(m, g, p);
         if (!c.ok) continue;
         if (!c.kernels.traced) {
           if (untraced.empty()) untraced = c.kernels.trace_note;

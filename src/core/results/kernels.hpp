@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/io/json_fields.hpp"
 #include "core/recipes/recipe.hpp"
 
 namespace gs {
@@ -123,12 +124,10 @@ struct GemmOptions {
 void parse_algo_option(const std::string& v, GemmOptions& o);
 std::string algo_option_string(const GemmOptions& o);  // the inverse
 
-// JSON (docs/kernels.md): a cell's "kernels", "kernel_time_us", "kernel_flag", "kernel_trace_note",
-// "algo", "autotune" fields, written into / read from the cell object.
-void kernels_to_json(const CellKernels& k, nlohmann::json& cell);
-CellKernels kernels_from_json(const nlohmann::json& cell, const std::string& where);
-nlohmann::json algo_to_json(const AlgoRecord& a);
-AlgoRecord algo_from_json(const nlohmann::json& j, const std::string& where);
+// The JSON of a cell's kernel records (docs/kernels.md): "kernels", "kernel_trace_iters",
+// "kernel_time_us", "kernel_flag", "kernel_trace_note", "kernel_config", "algo", "autotune" on the
+// cell object, one table for the writer and the reader (core/io/json_fields.hpp).
+const json_fields::Fields<CellKernels>& kernel_fields();
 
 // NVTX range of a measured cell: "gemmscope/<mode>/<pass>/<op>/<precision>",
 // e.g. "gemmscope/per-gemm/fprop/qkv/FP8Current".

@@ -39,10 +39,10 @@ std::optional<Interval> interval95(const std::vector<double>& values) {
 
 RunResult repeat_view(const RunResult& r, size_t repeat) {
   RunResult v = r;
-  for (auto& mode : v.cells)
-    for (auto& gemm : mode)
-      for (Cell& c : gemm)
-        if (c.ok) c.stats.mean_ms = c.repeat_ms.at(repeat);
+  for (size_t m = 0; v.has_cells() && m < v.modes.size(); ++m)  // the main provider's cells
+    for (size_t g = 0; g < v.plan.gemms.size(); ++g)
+      for (size_t p = 0; p < v.precisions.size(); ++p)
+        if (Cell& c = v.cell(m, g, p); c.ok) c.stats.mean_ms = c.repeat_ms.at(repeat);
   return v;
 }
 
@@ -85,10 +85,10 @@ std::vector<std::vector<ModeSummary>> repeat_summaries(const RunResult& r) {
   std::vector<std::vector<ModeSummary>> per_rep;  // [repeat][mode]
   const size_t reps = static_cast<size_t>(std::max(0, r.timing.repeats));
   if (reps < 3) return per_rep;
-  for (const auto& mode : r.cells)
-    for (const auto& gemm : mode)
-      for (const Cell& c : gemm)
-        if (c.ok && c.repeat_ms.size() != reps) return per_rep;
+  for (size_t m = 0; r.has_cells() && m < r.modes.size(); ++m)
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+      for (size_t p = 0; p < r.precisions.size(); ++p)
+        if (const Cell& c = r.cell(m, g, p); c.ok && c.repeat_ms.size() != reps) return per_rep;
   for (size_t k = 0; k < reps; ++k) {
     const RunResult v = repeat_view(r, k);
     std::vector<ModeSummary> ms;

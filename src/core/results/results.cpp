@@ -19,29 +19,84 @@ Dist dist_from_string(const std::string& s) {  // any case
   throw UsageError(fmt::format("unknown distribution '{}' (normal, outliers)", s));
 }
 
-Stats summarize(const std::vector<double>& v) {
-  if (v.empty()) throw std::invalid_argument("summarize: no samples");
-  Stats s;
-  s.iters = static_cast<int>(v.size());
-  std::vector<double> sorted = v;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t n = sorted.size();
-  s.min_ms = sorted.front();
-  s.max_ms = sorted.back();
-  s.median_ms = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-  double sum = 0;
-  for (double x : v) sum += x;
-  s.mean_ms = sum / static_cast<double>(n);
-  double ss = 0;
-  for (double x : v) ss += (x - s.mean_ms) * (x - s.mean_ms);
-  s.stdev_ms = n > 1 ? std::sqrt(ss / static_cast<double>(n - 1)) : 0.0;
-  return s;
+RecordKey RunResult::gemm_key(size_t provider, size_t mode, size_t gemm, size_t prec, uint32_t rank) const {
+  const Gemm& g = plan.gemms.at(gemm);
+  RecordKey k;
+  k.kind = gemm_kind(g);
+  k.item = static_cast<uint32_t>(gemm);
+  k.pass = g.pass;
+  k.precision = precisions.at(prec);
+  k.mode = modes.at(mode);
+  k.provider = static_cast<uint32_t>(provider);
+  k.rank = rank;
+  k.source = grid_source();
+  return k;
 }
 
 void RunResult::allocate_cells() {
-  cells.assign(modes.size(), std::vector<std::vector<Cell>>(
-                                 plan.gemms.size(), std::vector<Cell>(precisions.size(), Cell::na("not run"))));
-  provider_cells.assign(providers.size() > 1 ? providers.size() - 1 : 0, cells);
+  records.reserve(records.size() + providers.size() * modes.size() * plan.gemms.size() * precisions.size());
+  // GEMM-major, as a run measures them: every mode, precision and provider of one GEMM together.
+  for (size_t g = 0; g < plan.gemms.size(); ++g)
+    for (size_t m = 0; m < modes.size(); ++m)
+      for (size_t p = 0; p < precisions.size(); ++p)
+        for (size_t v = 0; v < providers.size(); ++v)
+          if (const RecordKey k = gemm_key(v, m, g, p); !records.find(k)) records.add(k, Cell::na("not run"));
+}
+
+bool RunResult::has_cells() const {
+  return !modes.empty() && !plan.gemms.empty() && !precisions.empty() && !providers.empty() &&
+         records.find(gemm_key(0, 0, 0, 0)) != nullptr;
+}
+
+void RunResult::for_each_cell(const std::function<void(size_t, size_t, size_t, size_t, const Cell&)>& f) const {
+  if (!has_cells()) return;
+  for (size_t v = 0; v < providers.size(); ++v)
+    for (size_t m = 0; m < modes.size(); ++m)
+      for (size_t g = 0; g < plan.gemms.size(); ++g)
+        for (size_t p = 0; p < precisions.size(); ++p) f(v, m, g, p, provider_cell(v, m, g, p));
+}
+
+namespace {
+
+RecordKey accuracy_key(const RunResult& r, size_t gemm, size_t i, Source s) {
+  RecordKey k;
+  k.kind = RecordKind::Accuracy;
+  k.item = static_cast<uint32_t>(gemm);
+  k.pass = r.plan.gemms.at(gemm).pass;
+  k.precision = r.accuracy_precisions.at(i);
+  k.source = s;
+  return k;
+}
+
+}  // namespace
+
+const Record* RunResult::accuracy_record(size_t gemm, size_t i) const {
+  if (const Record* rec = records.find(accuracy_key(*this, gemm, i, Source::Measured))) return rec;
+  return records.find(accuracy_key(*this, gemm, i, Source::Emulated));
+}
+
+AccuracyCell RunResult::accuracy_cell(size_t gemm, size_t i) const {
+  const Record* rec = accuracy_record(gemm, i);
+  if (!rec) return AccuracyCell::na("not run");
+  if (!rec->value.ok) return AccuracyCell::na(rec->value.reason);
+  AccuracyCell a;
+  a.ok = true;
+  a.rel_error = rec->value.number("rel_error").value_or(0);
+  a.emulated = rec->key.source == Source::Emulated;
+  return a;
+}
+
+void RunResult::set_accuracy(size_t gemm, size_t i, const AccuracyCell& c) {
+  Cell v = Cell::na(c.reason);
+  if (c.ok) {
+    v.ok = true;
+    v.set("rel_error", c.rel_error);
+  }
+  // One record per GEMM and precision: measured, or emulated (quantize, dequantize, a wider GEMM).
+  const Source s = c.ok && c.emulated ? Source::Emulated : Source::Measured;
+  if (const Record* old = accuracy_record(gemm, i); old && old->key.source != s)
+    throw std::logic_error("set_accuracy: " + old->key.describe() + " is there already");
+  records.put(accuracy_key(*this, gemm, i, s), std::move(v));
 }
 
 std::string Speedup::name() const { return fmt::format("{} vs {}", to_string(num), to_string(den)); }

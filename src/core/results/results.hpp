@@ -1,14 +1,19 @@
-// What a run produced, independent of how it was measured: one cell per (mode, GEMM, precision),
-// plus the device and timing settings. Reports, JSON, charts and comparisons read only this.
+// What a run produced, independent of how it was measured: its settings and axes (device, timing,
+// plan, modes, precisions, providers, ranks) and its records (core/results/records.hpp), one per
+// measured, modelled or predicted quantity. Reports, JSON, charts and comparisons read only this,
+// mostly through the grid views (cell, provider_cell) over the GEMM records.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/gpu/arch_policy.hpp"
+#include "core/results/cell.hpp"
 #include "core/results/kernels.hpp"
+#include "core/results/records.hpp"
 #include "core/recipes/modes.hpp"
 #include "core/plan/plan.hpp"
 #include "core/util/text_util.hpp"
@@ -17,55 +22,6 @@
 
 namespace gs {
 
-
-struct Stats {
-  double mean_ms = 0, median_ms = 0, min_ms = 0, max_ms = 0, stdev_ms = 0;
-  int iters = 0;
-};
-// Summary statistics of per-iteration times. Throws std::invalid_argument on an empty sample.
-Stats summarize(const std::vector<double>& samples_ms);
-
-// GPU clock state sampled by the host halfway through a cell's timed loop (NVML). Absent when
-// NVML is not available; one sample per cell, so it shows the state, not an average.
-struct ClockSample {
-  int sm_mhz = 0;         // SM clock at the sample
-  int max_sm_mhz = 0;     // the device's maximum SM clock
-  uint64_t reasons = 0;   // NVML clocks-event reasons (bitmask, nvml.h nvmlClocksEventReason*)
-  std::optional<int> temp_c;      // GPU temperature (NVML), when it could be read
-  std::optional<double> power_w;  // board power draw (NVML), when it could be read
-  static constexpr uint64_t kPowerCap = 0x4 | 0x80;         // SW power cap, HW power brake
-  static constexpr uint64_t kThermal = 0x8 | 0x20 | 0x40;   // HW slowdown, SW / HW thermal slowdown
-  bool power_capped() const { return (reasons & kPowerCap) != 0; }
-  bool thermal() const { return (reasons & kThermal) != 0; }
-};
-
-// gemmscope predict: the band of a predicted time (docs/predict.md), low_ms <= mean <= high_ms.
-struct TimeBand {
-  double low_ms = 0, high_ms = 0;
-  bool contains(double ms) const { return ms >= low_ms && ms <= high_ms; }
-};
-
-struct Cell {
-  bool ok = false;
-  std::string reason;  // why the cell is N/A
-  Stats stats;
-  std::optional<ClockSample> clock;  // measured cells, when the engine can read clocks
-  // Grouped GEMMs: the time of one dense GEMM with the same total FLOPs (the padded rows summed
-  // along the grouped dimension), measured beside it; grouping efficiency = dense / grouped.
-  std::optional<double> dense_equiv_ms;
-  // The launch gate opened by its timeout instead of after the whole loop was enqueued: part of
-  // the loop ran at the host's launch rate (a flagged cell, never silently).
-  bool gate_timed_out = false;
-  CellKernels kernels;  // kernels one iteration launched, the GEMM's algorithm (core/results/kernels.hpp)
-  // --repeats N (N > 1): each repeat's mean time (ms), in order; the stats are the pooled ones
-  // (repeats.hpp). Empty for a single measurement.
-  std::vector<double> repeat_ms;
-  // A predicted cell (gemmscope predict; JSON "predicted": true, low_ms / high_ms): its band.
-  // nullopt for a measured cell.
-  std::optional<TimeBand> band;
-  static Cell na(std::string why) { Cell c; c.reason = std::move(why); return c; }
-  static Cell measured(const Stats& s) { Cell c; c.ok = true; c.stats = s; return c; }
-};
 
 // Operand distributions for --accuracy (and the timing operands, which are always normal).
 enum class Dist { Normal, Outliers };
@@ -144,6 +100,18 @@ struct StepContextInfo {
   double attention_ms() const { return attention_fwd_ms + attention_bwd_ms; }
 };
 
+// One process of a run with several (fleet mode, MPI): who it was and what it ran on. Its
+// records are those with its index as key.rank.
+struct RankInfo {
+  std::string label;   // "GPU 1 (NVIDIA H100 80GB HBM3) on host-a"
+  std::string host;    // empty where the run did not record it
+  int rank = -1;       // the launcher's rank (MPI), -1 without one
+  std::optional<DeviceInfo> device;
+  std::optional<StepContextInfo> step_context;
+  std::string created;
+  std::vector<std::string> notes;
+};
+
 struct RunResult {
   Plan plan;
   bool dry_run = false;            // plan only, no cells measured (--dry-run, or nothing could be measured)
@@ -156,37 +124,61 @@ struct RunResult {
   GemmOptions gemm_options;  // --algo, --num-sms, kernel tracing (core/results/kernels.hpp)
   std::vector<Mode> modes;
   std::vector<Precision> precisions;
-  // cells[mode][gemm][precision], indices into modes / plan.gemms / precisions: the cells of
-  // providers[0].
-  std::vector<std::vector<std::vector<Cell>>> cells;
-  // Kernel providers (core/providers/provider.hpp), in --provider order. provider_cells[i - 1] holds the
-  // cells of providers[i] (i >= 1), shaped as `cells`. A file without "providers": cuBLASLt only.
+  // Kernel providers (core/providers/provider.hpp), in --provider order: providers[0]'s cells are
+  // the report's main columns. A file without "providers": cuBLASLt only.
   std::vector<std::string> providers{"cublaslt"};
-  std::vector<std::vector<std::vector<std::vector<Cell>>>> provider_cells;
+  // The processes of a run with several (fleet mode, MPI): one entry per rank, records keyed by its
+  // index. Empty: one process, rank 0, described by the fields above.
+  std::vector<RankInfo> ranks;
+  // The items of record kinds whose items the plan does not hold, by kind, in item order (GEMM
+  // kinds and accuracy: plan.gemms).
+  std::map<RecordKind, std::vector<std::string>> item_names;
+  // Every measured, modelled or predicted quantity of the run (core/results/records.hpp).
+  RecordTable records;
   std::vector<std::string> notes;
   std::optional<StepContextInfo> step_context;  // what ran between timed iterations (a step context)
   std::string created;  // ISO 8601 UTC
-  // --accuracy: accuracy[gemm][i] for accuracy_precisions[i] (may include precisions the GPU
-  // cannot time, which are emulated).
+  // --accuracy: records of kind accuracy, one per GEMM and accuracy_precisions[i] (which may
+  // include precisions the GPU cannot time: those are emulated).
   bool has_accuracy = false;
   Dist accuracy_dist = Dist::Normal;
   std::vector<Precision> accuracy_precisions;
-  std::vector<std::vector<AccuracyCell>> accuracy;
 
   // A gemmscope predict document (timing.method "predicted"): its cells hold predicted times and
   // their bands (Cell::band), nothing measured.
   bool predicted() const { return timing.method == "predicted"; }
-  // Sizes `cells` (and provider_cells, one grid per provider after the first) for modes x gemms x
-  // precisions, all N/A "not run".
+  // The source of the GEMM records the grid views read: predicted in a predict document, else
+  // measured.
+  Source grid_source() const { return predicted() ? Source::Predicted : Source::Measured; }
+
+  // ---- the GEMM grid, a view over the records ----
+  // The key of the cell of GEMM `gemm` (plan.gemms) in modes[mode] and precisions[prec] of
+  // providers[provider], rank `rank`, source grid_source().
+  RecordKey gemm_key(size_t provider, size_t mode, size_t gemm, size_t prec, uint32_t rank = 0) const;
+  // Adds every cell of the grid (each provider, mode, GEMM and precision) as N/A "not run"; a
+  // record already there is kept. Call after setting the axes (and timing.method for a prediction).
   void allocate_cells();
-  const Cell& cell(size_t mode, size_t gemm, size_t prec) const { return cells.at(mode).at(gemm).at(prec); }
+  // Whether the grid holds cells (false for a run without modes, GEMMs or precisions, or before
+  // allocate_cells).
+  bool has_cells() const;
+  // std::out_of_range when the grid has no such cell.
+  const Cell& cell(size_t mode, size_t gemm, size_t prec) const { return records.at(gemm_key(0, mode, gemm, prec)); }
+  Cell& cell(size_t mode, size_t gemm, size_t prec) { return records.at(gemm_key(0, mode, gemm, prec)); }
   // The cell of providers[provider]; provider 0 is cell().
   const Cell& provider_cell(size_t provider, size_t mode, size_t gemm, size_t prec) const {
-    return provider == 0 ? cell(mode, gemm, prec) : provider_cells.at(provider - 1).at(mode).at(gemm).at(prec);
+    return records.at(gemm_key(provider, mode, gemm, prec));
   }
   Cell& provider_cell(size_t provider, size_t mode, size_t gemm, size_t prec) {
-    return provider == 0 ? cells.at(mode).at(gemm).at(prec) : provider_cells.at(provider - 1).at(mode).at(gemm).at(prec);
+    return records.at(gemm_key(provider, mode, gemm, prec));
   }
+  // Calls f(provider, mode, gemm, precision, cell) for every cell of the grid, provider-major.
+  void for_each_cell(const std::function<void(size_t, size_t, size_t, size_t, const Cell&)>& f) const;
+
+  // ---- --accuracy, a view over the accuracy records ----
+  // The record of GEMM `gemm` and accuracy_precisions[i] (measured or emulated), or nullptr.
+  const Record* accuracy_record(size_t gemm, size_t i) const;
+  AccuracyCell accuracy_cell(size_t gemm, size_t i) const;  // N/A "not run" when there is none
+  void set_accuracy(size_t gemm, size_t i, const AccuracyCell& c);
 };
 
 // Sums of a model-mode run, per precision (index into RunResult::precisions); std::nullopt when

@@ -112,10 +112,10 @@ void add_recipe_notes(RunResult& r) {
 // one note naming them, so such a time is never presented silently. Empty when there are none.
 std::string gate_timeout_note(const RunResult& r) {
   std::vector<std::string> names;
-  for (size_t m = 0; m < r.cells.size(); ++m)
-    for (size_t g = 0; g < r.cells[m].size(); ++g)
-      for (size_t p = 0; p < r.cells[m][g].size(); ++p)
-        if (r.cells[m][g][p].ok && r.cells[m][g][p].gate_timed_out)
+  for (size_t m = 0; r.has_cells() && m < r.modes.size(); ++m)  // the main provider's cells
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+      for (size_t p = 0; p < r.precisions.size(); ++p)
+        if (r.cell(m, g, p).ok && r.cell(m, g, p).gate_timed_out)
           names.push_back(fmt::format("{} {} {} {} {}", to_string(r.modes[m]), pass_label(r.plan.gemms[g].pass),
                                       r.plan.gemms[g].label(), r.plan.gemms[g].shape(), to_string(r.precisions[p])));
   if (names.empty()) return {};
@@ -235,14 +235,13 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
     r.has_accuracy = true;
     r.accuracy_dist = req.dist;
     r.accuracy_precisions = req.precisions;
-    r.accuracy.assign(r.plan.gemms.size(), std::vector<AccuracyCell>(req.precisions.size()));
     for (size_t g = 0; g < r.plan.gemms.size(); ++g)
       for (size_t p = 0; p < req.precisions.size(); ++p) {
         const Gemm& x = r.plan.gemms[g];
         if (progress)
           progress(done, total, fmt::format("accuracy {} {} {} {}", pass_label(x.pass), x.label(), x.shape(),
                                             to_string(req.precisions[p])));
-        r.accuracy[g][p] = engine.accuracy(x, req.precisions[p], req.dist);
+        r.set_accuracy(g, p, engine.accuracy(x, req.precisions[p], req.dist));
         ++done;
       }
     for (Precision p : req.precisions)

@@ -169,7 +169,7 @@ TEST(Compare, RunResultsDirectly) {
   const gs::RunResult a = gs::from_json(load("compare_a.json"), "A");
   gs::RunResult b = a;
   ASSERT_EQ(gs::to_string(b.precisions.at(0)), std::string("BF16"));
-  b.cells.at(0).at(4).at(0).stats.mean_ms *= 2;  // autocast, dgrad QKV, BF16
+  b.cell(0, 4, 0).stats.mean_ms *= 2;  // autocast, dgrad QKV, BF16
   const auto r = gs::compare_results(a, b);
   const auto& row = r.modes.at(0).gemms.at(4);
   EXPECT_EQ(row.pass, "dgrad");
@@ -183,7 +183,7 @@ TEST(Compare, RunResultsDirectly) {
   EXPECT_NE(usage_error_of([&] { gs::compare_results(a, b); }).find("B is a dry run"), std::string::npos);
   gs::RunResult accuracy_only = a;
   accuracy_only.modes.clear();
-  accuracy_only.cells.clear();
+  accuracy_only.records.clear();
   EXPECT_NE(usage_error_of([&] { gs::compare_results(accuracy_only, a); }).find("A: \"modes\" must be a non-empty list"),
             std::string::npos);
 }
@@ -306,8 +306,8 @@ TEST(Compare, BadFilesAreUsageErrors) {
   EXPECT_NE(usage_error_of([&] { gs::load_result_json(not_json); }).find(not_json + ": not valid JSON"), std::string::npos);
 
   json doc = load("compare_a.json");
-  doc["schema"] = "gemmscope.result/3";
-  EXPECT_NE(usage_error_of([&] { gs::validate_result_json(doc, "x.json"); }).find("x.json has schema \"gemmscope.result/3\""),
+  doc["schema"] = "gemmscope.result/4";
+  EXPECT_NE(usage_error_of([&] { gs::validate_result_json(doc, "x.json"); }).find("x.json has schema \"gemmscope.result/4\""),
             std::string::npos);
 
   json dry = load("compare_a.json");

@@ -49,20 +49,19 @@ json as_measured(json doc) {
   doc["timing"]["iters"] = 100;
   doc["device"]["name"] = "NVIDIA H100 80GB HBM3";
   doc.erase("prediction");
-  for (json& g : doc["gemms"])
-    for (auto& [mode, cells] : g["results"].items())
-      for (auto& [prec, c] : cells.items()) {
-        c.erase("predicted");
-        c.erase("low_ms");
-        c.erase("high_ms");
-        if (c["status"] == "ok") c["stdev_ms"] = 0.0;
-      }
+  for (json& c : doc["records"]) {
+    c["source"] = "measured";
+    c.erase("predicted");
+    c.erase("low_ms");
+    c.erase("high_ms");
+    if (c["status"] == "ok") c["stdev_ms"] = 0.0;
+  }
   return doc;
 }
 
 std::string first_mode(const json& doc) { return doc["modes"][0].get<std::string>(); }
 
-json& first_cell(json& doc) { return doc["gemms"][0]["results"][first_mode(doc)]["BF16"]; }
+json& first_cell(json& doc) { return test::record(doc, 0, first_mode(doc), "BF16"); }
 
 const CompareCell& bf16_of_first_gemm(const CompareResult& r) {
   const CompareGemmRow& row = r.modes.at(0).gemms.at(0);
@@ -77,7 +76,7 @@ TEST(CompareBands, ReaderKeepsTheBandOfAPredictedCell) {
   const json p = predicted_doc();
   const RunResult r = from_json(p, "predicted");
   EXPECT_TRUE(r.predicted());
-  const json& c = p["gemms"][0]["results"][first_mode(p)]["BF16"];
+  const json& c = test::record(p, 0, first_mode(p), "BF16");
   ASSERT_EQ(c["status"], "ok");
   ASSERT_TRUE(r.cell(0, 0, 0).band.has_value());
   EXPECT_EQ(r.cell(0, 0, 0).band->low_ms, c["low_ms"].get<double>());

@@ -262,10 +262,11 @@ TEST(Predict, DeterministicAndLabelledPredicted) {
   EXPECT_NE(a["device"]["name"].get<std::string>().find("(predicted)"), std::string::npos);
   EXPECT_EQ(a["roofline"]["gpu"], "B300");
   // Blackwell: NVFP4 and MXFP8 predicted from the run's FP8 efficiency, saying so.
-  const json& nv = a["gemms"][0]["results"]["per-gemm"]["NVFP4"];
+  const json& nv = test::record(a, 0, "per-gemm", "NVFP4");
   EXPECT_EQ(nv["status"], "ok");
-  EXPECT_EQ(nv["borrowed_efficiency"], true);
+  EXPECT_EQ(nv["values"]["borrowed_efficiency"], true);
   EXPECT_EQ(nv["predicted"], true);
+  EXPECT_EQ(nv["source"], "predicted");
   EXPECT_LT(nv["low_ms"].get<double>(), nv["mean_ms"].get<double>());
   EXPECT_GT(nv["high_ms"].get<double>(), nv["mean_ms"].get<double>());
   bool stated = false;
@@ -454,10 +455,10 @@ TEST(Predict, GroupedGemmsUseTheirTotalFlopsAndBytes) {
   r.modes = {Mode::PerGemm, Mode::PreQuantized};
   r.precisions = {Precision::BF16, Precision::FP8Current};
   r.allocate_cells();
-  r.cells[0][0][0] = Cell::measured(Stats{0.10, 0.10, 0.10, 0.10, 0.001, 100});
-  r.cells[0][0][1] = Cell::measured(Stats{0.09, 0.09, 0.09, 0.09, 0.001, 100});
-  r.cells[1][0][0] = Cell::measured(Stats{0.10, 0.10, 0.10, 0.10, 0.001, 100});
-  r.cells[1][0][1] = Cell::measured(Stats{0.06, 0.06, 0.06, 0.06, 0.001, 100});
+  r.cell(0, 0, 0) = Cell::measured(Stats{0.10, 0.10, 0.10, 0.10, 0.001, 100});
+  r.cell(0, 0, 1) = Cell::measured(Stats{0.09, 0.09, 0.09, 0.09, 0.001, 100});
+  r.cell(1, 0, 0) = Cell::measured(Stats{0.10, 0.10, 0.10, 0.10, 0.001, 100});
+  r.cell(1, 0, 1) = Cell::measured(Stats{0.06, 0.06, 0.06, 0.06, 0.001, 100});
   // Tiles per expert: ceil(rows / 128) x ceil(1536 / 256) = (16 + 8 + 6 + 2) x 6 = 192 over 132 SMs.
   EXPECT_DOUBLE_EQ(wave_efficiency(g, 132), 192.0 / 264.0);
   const Prediction p = predict_from_run(r, "moe.json", db().find("H100"), db().find("B300"));

@@ -350,7 +350,7 @@ TEST(Cli, DryRunDefaultIsTheSeedPlan) {
   EXPECT_NE(r.out.find("Fprop 6.39T + Dgrad 6.39T + Wgrad 6.39T = 19.17T"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Tokens per step: M = 31 x 512 = 15,872"), std::string::npos);
   auto doc = nlohmann::json::parse(slurp(j));
-  EXPECT_EQ(doc["schema"], "gemmscope.result/2");
+  EXPECT_EQ(doc["schema"], "gemmscope.result/3");
   EXPECT_TRUE(doc["dry_run"].get<bool>());
   EXPECT_EQ(doc["gemms"].size(), 12u);
   EXPECT_EQ(doc["gemms"][8]["pass"], "wgrad");

@@ -579,7 +579,7 @@ TEST(Plot, BadInputExitsTwo) {
   const std::vector<Case> cases = {
       {{(d / "missing.json").string(), "-o", out}, "cannot read"},
       {{(d / "not_json.json").string(), "-o", out}, "is not JSON"},
-      {{(d / "wrong_schema.json").string(), "-o", out}, "expected \"gemmscope.result/2\" (or \"gemmscope.result/1\")"},
+      {{(d / "wrong_schema.json").string(), "-o", out}, "expected \"gemmscope.result/3\" (or \"gemmscope.result/2\", \"gemmscope.result/1\")"},
       {{(d / "dry.json").string(), "-o", out}, "is a dry run"},
       {{kData + "/model_5b_autocast.json", "-o", (d / "chart.jpg").string()}, "unsupported type"},
       {{kData + "/model_5b_autocast.json", "-o", out},

@@ -109,7 +109,8 @@ TEST(PlotBands, TheScriptReadsTheWrittenBand) {
 TEST(PlotBands, BandWithoutItsMeanIsRefused) {
   // gemmscope's reader refuses it (and `gemmscope plot` with it, before the script runs).
   json d = predicted_qwen7b();
-  json& c = d["gemms"][0]["results"]["training"]["BF16"];
+  const int at = test::record_index(d, 0, "training", "BF16");
+  json& c = test::record(d, 0, "training", "BF16");
   c["low_ms"] = c["mean_ms"].get<double>() * 1.5;
   std::string err;
   try {
@@ -117,7 +118,7 @@ TEST(PlotBands, BandWithoutItsMeanIsRefused) {
   } catch (const UsageError& e) {
     err = e.what();
   }
-  EXPECT_NE(err.find("pred.json: gemms[0].results.training.BF16: a predicted cell's band low_ms..high_ms"),
+  EXPECT_NE(err.find(fmt::format("pred.json: records[{}]: a predicted cell's band low_ms..high_ms", at)),
             std::string::npos) << err;
   EXPECT_NE(err.find("must hold its mean_ms"), std::string::npos) << err;
 }

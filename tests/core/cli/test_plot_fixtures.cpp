@@ -6,7 +6,9 @@
 // timing method and notes say so, and its name ends in _synthetic.
 //
 // The test fails when the committed file differs from what the generator writes now (apart from
-// the tool version); GS_WRITE_FIXTURES=1 rewrites it:
+// the tool version), in the layout of schema 2 (test::legacy_layout: the cells inside each GEMM),
+// which the file keeps so that the schema-2 reader and the chart script's reading of it are tested
+// on a real writer's output; GS_WRITE_FIXTURES=1 rewrites it:
 //   GS_WRITE_FIXTURES=1 build-cpu/gemmscope_core_tests --gtest_filter='PlotFixtures.*'
 #include <gtest/gtest.h>
 
@@ -83,7 +85,7 @@ nlohmann::json generate() {
   r.notes.insert(r.notes.begin(),
                  "SYNTHETIC: times from tests/core/cli/test_plot_fixtures.cpp's fake engine, not GPU measurements "
                  "(a chart test fixture)");
-  return to_json(r);
+  return test::legacy_layout(to_json(r));
 }
 
 }  // namespace

@@ -209,7 +209,8 @@ TEST(HostileResult, DeepNestingAnywhereIsRefused) {
   json a = doc, b = doc;
   a["schema"] = deep();
   EXPECT_EQ(error_of([&] { gs::from_json(a, "a.json"); }),
-            "a.json has schema a list of 1 item, expected \"gemmscope.result/2\" (or \"gemmscope.result/1\")");
+            "a.json has schema a list of 1 item, expected \"gemmscope.result/3\" (or \"gemmscope.result/2\", "
+            "\"gemmscope.result/1\")");
   b["timing"]["iters"] = deep();
   EXPECT_EQ(error_of([&] { gs::from_json(b, "b.json"); }),
             "b.json: timing.iters must be an integer from -2147483648 to 2147483647, got a list of 1 item");
@@ -275,13 +276,13 @@ TEST(HostileResult, CompareNeverJudgesInfOrNanSame) {
   const gs::RunResult a = gs::from_json(doc, "a.json");
   for (double v : {std::numeric_limits<double>::infinity(), std::nan(""), 5e-324 * 0, -1.0}) {
     gs::RunResult b = a;
-    b.cells[0][0][0].stats.mean_ms = v;
+    b.cell(0, 0, 0).stats.mean_ms = v;
     EXPECT_NE(error_of([&] { gs::compare_results(a, b); }).find("is not a positive finite number"), std::string::npos)
         << v;
   }
   gs::RunResult tiny = a;
-  for (auto& row : tiny.cells[0])
-    for (auto& c : row) c.stats.mean_ms = 5e-324;
+  for (size_t g = 0; g < tiny.plan.gemms.size(); ++g)
+    for (size_t p = 0; p < tiny.precisions.size(); ++p) tiny.cell(0, g, p).stats.mean_ms = 5e-324;
   EXPECT_NE(error_of([&] { gs::compare_results(a, tiny); }).find("is not a finite number"), std::string::npos);
   EXPECT_NO_THROW(gs::compare_results(a, a));
 }

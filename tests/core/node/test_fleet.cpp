@@ -88,10 +88,10 @@ TEST(Fleet, JsonRoundTrip) {
   EXPECT_EQ(back[1].label, "GPU 1");
   const FleetSummary s2 = summarize_fleet(back, 0.05);
   EXPECT_NEAR(*s2.gpus[1].layer_ms[0], *s.gpus[1].layer_ms[0], 1e-9);
-  EXPECT_EQ(j["slow"].size(), 1u);
+  EXPECT_EQ(j["fleet"]["slow"].size(), 1u);
   EXPECT_THROW(fleet_from_json(nlohmann::json::object(), "x.json"), UsageError);
   nlohmann::json bad = j;
-  bad["gpus"][0].erase("label");
+  bad["ranks"][0].erase("label");
   EXPECT_THROW(fleet_from_json(bad, "x.json"), UsageError);
 }
 
@@ -212,7 +212,7 @@ TEST(Fleet, TemperatureAndPowerPerGpu) {
   const std::string text = render_fleet_text(s);
   EXPECT_NE(text.find("temp C"), std::string::npos) << text;
   const nlohmann::json j = fleet_to_json(runs, s);
-  EXPECT_DOUBLE_EQ(j["gpus"][1]["mean_temp_c"].get<double>(), 83);
+  EXPECT_DOUBLE_EQ(j["fleet"]["gpus"][1]["mean_temp_c"].get<double>(), 83);
   const std::vector<FleetRun> back = fleet_from_json(nlohmann::json::parse(j.dump()), "f.json");
   const FleetSummary s2 = summarize_fleet(back, 0.05);
   EXPECT_DOUBLE_EQ(*s2.gpus[1].mean_power_w, 520);

@@ -139,8 +139,8 @@ TEST(MpiRanks, MergeNamesHostsRanksAndGpus) {
   EXPECT_EQ(s.slow[0].gpu, 3u);
   nlohmann::json j = fleet_to_json(m.runs, s);
   annotate_fleet_json(j, m, "Open MPI v4.1.4", 4);
-  EXPECT_EQ(j["gpus"][3]["rank"], 3);
-  EXPECT_EQ(j["gpus"][3]["host"], "host-b");
+  EXPECT_EQ(j["ranks"][3]["rank"], 3);
+  EXPECT_EQ(j["ranks"][3]["host"], "host-b");
   EXPECT_EQ(j["launcher"]["ranks"], 4);
   EXPECT_EQ(j["launcher"]["hosts"].size(), 2u);
   // compare, report and plot read it as any fleet file.

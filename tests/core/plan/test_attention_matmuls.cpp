@@ -35,8 +35,8 @@ RunResult measured_run(double fwd, double bwd, bool attention_measured) {
   r.modes = {Mode::Training};
   r.allocate_cells();
   for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
-    r.cells[0][g][0] = Cell::measured(summarize({1.0}));
-    r.cells[0][g][1] = Cell::measured(summarize({0.5}));
+    r.cell(0, g, 0) = Cell::measured(summarize({1.0}));
+    r.cell(0, g, 1) = Cell::measured(summarize({0.5}));
   }
   r.timing.step_context_kind = StepContextKind::TransformerEngine;
   StepContextInfo info;
@@ -191,7 +191,7 @@ TEST(AttentionMatmuls, JsonBlockOfItsOwn) {
   s.precisions = {Precision::BF16};
   s.modes = {Mode::PreQuantized};
   s.allocate_cells();
-  s.cells[0][0][0] = Cell::measured(summarize({1.0}));
+  s.cell(0, 0, 0) = Cell::measured(summarize({1.0}));
   EXPECT_FALSE(to_json(s).contains("attention_matmuls"));
   EXPECT_EQ(attention_matmuls_block(s), "");
   EXPECT_FALSE(has(render_text(s), "Attention's own matmuls"));

@@ -475,7 +475,7 @@ TEST(MoeRun, SumsPerLayerKindAndFullModel) {
 TEST(MoeRun, JsonRoundTripKeepsGroupsConfigAndRouting) {
   const RunResult r = run_moe("mixtral-8x7b", "lognormal:1");
   const nlohmann::json j = to_json(r);
-  EXPECT_EQ(j["schema"], "gemmscope.result/2");
+  EXPECT_EQ(j["schema"], "gemmscope.result/3");
   EXPECT_EQ(j["config"]["moe"]["num_experts"], 8);
   EXPECT_EQ(j["plan"]["moe_layers"], 32);
   EXPECT_DOUBLE_EQ(j["plan"]["flops_full_model"].get<double>(), plan_flops(r.plan).full_model(32));
@@ -507,7 +507,7 @@ TEST(MoeRun, OldSchemaStillReadable) {
   ASSERT_EQ(v1["schema"], "gemmscope.result/1");
   const RunResult r = from_json(v1, "v1.json");
   EXPECT_FALSE(r.plan.has_moe());
-  EXPECT_EQ(to_json(r)["schema"], "gemmscope.result/2");
+  EXPECT_EQ(to_json(r)["schema"], "gemmscope.result/3");
 }
 
 // ---- CLI ----

@@ -99,7 +99,7 @@ TEST(ProviderRunner, MeasuresEveryCellOncePerProvider) {
   EXPECT_EQ(e.calls["cublaslt"], static_cast<int>(cells));
   EXPECT_EQ(e.calls["cutlass"], static_cast<int>(cells));
   ASSERT_EQ(r.providers, req.providers);
-  ASSERT_EQ(r.provider_cells.size(), 1u);
+  ASSERT_TRUE(r.records.find(r.gemm_key(1, 0, 0, 0)));  // the second provider's grid
   for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
     EXPECT_EQ(r.provider_cell(0, 0, g, 0).kernels.provider, "cublaslt");
     const Cell& c = r.provider_cell(1, 0, g, 0);
@@ -156,7 +156,7 @@ TEST(ProviderRunner, AnEngineWithoutTheProviderGivesNaCellsWithTheReason) {
   } e;
   const RunResult r = run(e, small_request({"cutlass"}));
   ASSERT_EQ(r.providers, std::vector<std::string>{"cutlass"});
-  EXPECT_TRUE(r.provider_cells.empty());
+  EXPECT_EQ(r.records.size(), r.modes.size() * r.plan.gemms.size() * r.precisions.size());  // one provider's grid
   EXPECT_FALSE(r.cell(0, 0, 0).ok);
   EXPECT_NE(r.cell(0, 0, 0).reason.find("not available"), std::string::npos) << r.cell(0, 0, 0).reason;
 }
@@ -181,7 +181,7 @@ TEST(ProviderJson, RoundTripsEveryProvidersCells) {
   const RunResult r = run(e, small_request({"cublaslt", "cutlass"}));
   const nlohmann::json j = to_json(r);
   ASSERT_EQ(j["providers"], (nlohmann::json{"cublaslt", "cutlass"}));
-  ASSERT_TRUE(j["gemms"][0].contains("provider_results"));
+  ASSERT_EQ(test::record(j, 0, to_string(r.modes[0]), to_string(r.precisions[0]), "cutlass")["status"], "ok");
   const RunResult back = from_json(j, "t.json");
   ASSERT_EQ(back.providers, r.providers);
   for (size_t v = 0; v < 2; ++v)
@@ -203,7 +203,8 @@ TEST(ProviderJson, RoundTripsEveryProvidersCells) {
 
 TEST(ProviderJson, FilesWithoutProvidersAreCublasLtAndBadListsAreRefused) {
   ProviderEngine e;
-  nlohmann::json j = to_json(run(e, small_request({"cublaslt", "cutlass"})));
+  // Files of schema 2 (the cells inside each GEMM), as written before the record table.
+  nlohmann::json j = test::legacy_layout(to_json(run(e, small_request({"cublaslt", "cutlass"}))));
   nlohmann::json old = j;
   old.erase("providers");
   for (auto& g : old["gemms"]) g.erase("provider_results");
@@ -236,10 +237,10 @@ TEST(ProviderCompare, ComparesTheProvidersBothFilesMeasured) {
   const RunResult a = run(e, small_request({"cublaslt", "cutlass"}));
   RunResult b = from_json(to_json(a), "b.json");
   // B's CUTLASS cells 30% slower: flagged in the @cutlass columns only.
-  for (auto& mode : b.provider_cells[0])
-    for (auto& row : mode)
-      for (Cell& c : row)
-        if (c.ok) c.stats.mean_ms *= 1.3;
+  for (size_t m = 0; m < b.modes.size(); ++m)
+    for (size_t g = 0; g < b.plan.gemms.size(); ++g)
+      for (size_t p = 0; p < b.precisions.size(); ++p)
+        if (Cell& c = b.provider_cell(1, m, g, p); c.ok) c.stats.mean_ms *= 1.3;
   const CompareResult cr = compare_results(a, b);
   EXPECT_EQ(cr.precisions, (std::vector<std::string>{"BF16", "FP8Current", "BF16@cutlass", "FP8Current@cutlass"}));
   ASSERT_FALSE(cr.modes.empty());
@@ -276,9 +277,9 @@ TEST(ProviderPlot, ChartsAChosenProviderAndRefusesOthers) {
     for (const auto& [prec, t] : precs.items()) {
       double sum = 0;
       bool na = false;
-      for (const auto& g : j["gemms"]) {
-        if (g["scope"] != "layer") continue;
-        const auto& c = g["provider_results"]["cutlass"][mode][prec];
+      for (size_t i = 0; i < j["gemms"].size(); ++i) {
+        if (j["gemms"][i]["scope"] != "layer") continue;
+        const auto& c = test::record(j, i, mode, prec, "cutlass");
         if (c["status"] == "ok") sum += c["mean_ms"].get<double>(); else na = true;
       }
       if (na) {
@@ -301,11 +302,20 @@ TEST(ProviderPlot, ChartsAChosenProviderAndRefusesOthers) {
   EXPECT_NE(bad.err.find("provider nope is not in two.json (providers: cublaslt, cutlass)"), std::string::npos) << bad.err;
   const test::Out ok = plot("--provider cutlass");
   EXPECT_TRUE(ok.rc == 0 || ok.rc == 3) << "charted, or matplotlib missing (3): " << ok.rc << " " << ok.err;
-  j["gemms"][0].erase("provider_results");
+  nlohmann::json& records = j["records"];
+  for (auto it = records.begin(); it != records.end();)
+    it = (*it)["item"] == 0 && (*it)["provider"] == "cutlass" ? records.erase(it) : it + 1;
   std::ofstream(file) << j.dump();
   const test::Out missing = plot("--provider cutlass");
   EXPECT_EQ(missing.rc, 2);
-  EXPECT_NE(missing.err.find("gemms[0] has no provider_results.cutlass"), std::string::npos) << missing.err;
+  EXPECT_NE(missing.err.find("gemms[0] has no records of provider cutlass"), std::string::npos) << missing.err;
+  // a file of schema 2 (the cells inside each GEMM) says which object is missing
+  nlohmann::json legacy = test::legacy_layout(to_json(run(e, small_request({"cublaslt", "cutlass"}))));
+  legacy["gemms"][0].erase("provider_results");
+  std::ofstream(file) << legacy.dump();
+  const test::Out old = plot("--provider cutlass");
+  EXPECT_EQ(old.rc, 2);
+  EXPECT_NE(old.err.find("gemms[0] has no provider_results.cutlass"), std::string::npos) << old.err;
 }
 
 // CSV: one row per cell and provider, the provider in the last column.

@@ -167,7 +167,7 @@ TEST(MoeGroupedBlock, SaysHowMuchOfTheGroupedCellsIsKernelTime) {
   double cell_ms = 0;
   for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
     if (!r.plan.gemms[g].grouped()) continue;
-    Cell& c = r.cells[mode][g][0];
+    Cell& c = r.cell(mode, g, 0);
     ASSERT_TRUE(c.ok);
     c.kernels.traced = true;
     c.kernels.kernels = {{"gemm_kernel", c.stats.mean_ms * 250.0, 2.0, KernelClass::Gemm}};

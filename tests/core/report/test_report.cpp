@@ -132,11 +132,11 @@ TEST(Report, ClockSamplesInTextAndJson) {
   ClockSample a, b;
   a.sm_mhz = 1980; a.max_sm_mhz = 1980;
   b.sm_mhz = 1545; b.max_sm_mhz = 1980; b.reasons = 0x4;  // SW power cap
-  r.cells[0][0][0].clock = a;
-  r.cells[0][1][1].clock = b;
+  r.cell(0, 0, 0).clock = a;
+  r.cell(0, 1, 1).clock = b;
   int ok = 0;
-  for (const auto& g : r.cells[0])
-    for (const Cell& c : g) ok += c.ok;
+  for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+    for (size_t p = 0; p < r.precisions.size(); ++p) ok += r.cell(0, g, p).ok;
   EXPECT_NE(render_text(r).find(fmt::format("SM clock (mean of 3 samples per cell, 2 of {} cells): 1545-1980 MHz, device max 1980 "
                                             "MHz; power cap active in 1, thermal slowdown in 0", ok)),
             std::string::npos)
@@ -260,9 +260,9 @@ TEST(Report, MarkdownStructure) {
 TEST(Report, JsonRoundTrip) {
   RunResult a = fake_run({Mode::PerGemm, Mode::PreQuantized});
   nlohmann::json j = to_json(a);
-  EXPECT_EQ(j["schema"], "gemmscope.result/2");
-  EXPECT_EQ(j["gemms"][0]["results"]["per-gemm"]["BF16"]["status"], "ok");
-  EXPECT_EQ(j["gemms"][9]["results"]["per-gemm"]["FP8Block"]["status"], "n/a");
+  EXPECT_EQ(j["schema"], "gemmscope.result/3");
+  EXPECT_EQ(test::record(j, 0, "per-gemm", "BF16")["status"], "ok");
+  EXPECT_EQ(test::record(j, 9, "per-gemm", "FP8Block")["status"], "n/a");
   EXPECT_TRUE(j["summary"]["per-gemm"]["per_layer"]["total"]["FP8Block"].is_null());
   RunResult b = from_json(nlohmann::json::parse(j.dump()));
   EXPECT_EQ(to_json(b), j);
@@ -273,7 +273,8 @@ TEST(Report, JsonRejectsForeignDocuments) {
   EXPECT_THROW(from_json(nlohmann::json::parse(R"({"schema":"other"})")), UsageError);
   EXPECT_THROW(from_json(nlohmann::json::parse("[]")), UsageError);
   nlohmann::json j = to_json(fake_run({Mode::PerGemm}));
-  j["gemms"][0]["results"]["per-gemm"].erase("BF16");
+  nlohmann::json& records = j["records"];
+  records.erase(std::find(records.begin(), records.end(), test::record(j, 0, "per-gemm", "BF16")));
   EXPECT_THROW(from_json(j), UsageError);
 }
 
@@ -281,7 +282,8 @@ TEST(Report, JsonRejectsForeignDocuments) {
 // document is a UsageError naming the document and the field, never a nlohmann exception.
 TEST(Report, JsonErrorsNameTheFileAndField) {
   using nlohmann::json;
-  const json good = to_json(fake_run({Mode::PerGemm}));
+  // A schema-2 document (the cells inside each GEMM), as files written before the record table are.
+  const json good = test::legacy_layout(to_json(fake_run({Mode::PerGemm})));
   const auto error_of = [](const json& doc) -> std::string {
     try {
       from_json(doc, "x.json");
@@ -299,8 +301,9 @@ TEST(Report, JsonErrorsNameTheFileAndField) {
   };
   const std::vector<Case> cases = {
       {"array", [](json& j) { j = json::array(); }, "x.json is not a gemmscope result (top level is not an object)"},
-      {"schema", [](json& j) { j["schema"] = "gemmscope.result/3"; },
-       "x.json has schema \"gemmscope.result/3\", expected \"gemmscope.result/2\" (or \"gemmscope.result/1\")"},
+      {"schema", [](json& j) { j["schema"] = "gemmscope.result/4"; },
+       "x.json has schema \"gemmscope.result/4\", expected \"gemmscope.result/3\" (or \"gemmscope.result/2\", "
+       "\"gemmscope.result/1\")"},
       {"no schema", [](json& j) { j.erase("schema"); }, "x.json has schema (none), expected"},
       {"kind", [](json& j) { j["kind"] = "sweep"; }, "x.json: \"kind\" must be \"model\" or \"shapes\""},
       {"modes not a list", [](json& j) { j["modes"] = "autocast"; }, "x.json: \"modes\" must be a list of strings"},
@@ -478,8 +481,8 @@ TEST(Report, AccuracyTableAndJson) {
   EXPECT_NE(txt.find("MXFP8 accuracy is emulated"), std::string::npos);
   nlohmann::json j = to_json(r);
   EXPECT_EQ(j["accuracy"]["dist"], "outliers");
-  EXPECT_DOUBLE_EQ(j["gemms"][0]["accuracy"]["FP8Current"]["rel_error"].get<double>(), 6e-2);
-  EXPECT_TRUE(j["gemms"][0]["accuracy"]["MXFP8"]["emulated"].get<bool>());
+  EXPECT_DOUBLE_EQ(test::record(j, 0, "", "FP8Current")["values"]["rel_error"].get<double>(), 6e-2);
+  EXPECT_EQ(test::record(j, 0, "", "MXFP8")["source"], "emulated");
   RunResult b = from_json(j);
   EXPECT_EQ(to_json(b), j);
 }

@@ -28,9 +28,9 @@ struct Sum {
 template <class Pick>
 Sum sum_cells(const json& doc, const std::string& mode, const std::string& prec, Pick pick) {
   Sum s;
-  for (const json& g : doc["gemms"]) {
-    if (!pick(g)) continue;
-    const json& c = g["results"][mode][prec];
+  for (size_t i = 0; i < doc["gemms"].size(); ++i) {
+    if (!pick(doc["gemms"][i])) continue;
+    const json& c = gs::test::record(doc, i, mode, prec);
     s.ms += c["mean_ms"].get<double>();
     s.ss += std::pow(c["stdev_ms"].get<double>(), 2);
     ++s.n;
@@ -141,10 +141,10 @@ TEST(Totals, PredictionsCarryTheBandsPredictSums) {
       EXPECT_NEAR(t["high_ms"].get<double>(), want["high_ms"].get<double>(), 1e-9 * want["high_ms"].get<double>());
       // one layer's band: its cells' band ends summed
       double lo = 0, hi = 0;
-      for (const json& g : doc["gemms"])
-        if (g["scope"] == "layer") {
-          lo += g["results"][mode][prec]["low_ms"].get<double>();
-          hi += g["results"][mode][prec]["high_ms"].get<double>();
+      for (size_t i = 0; i < doc["gemms"].size(); ++i)
+        if (doc["gemms"][i]["scope"] == "layer") {
+          lo += gs::test::record(doc, i, mode, prec)["low_ms"].get<double>();
+          hi += gs::test::record(doc, i, mode, prec)["high_ms"].get<double>();
         }
       const json& layer = t["layer"];
       EXPECT_NEAR(layer["low_ms"].get<double>(), lo, 1e-12 * lo);

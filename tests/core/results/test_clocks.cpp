@@ -26,7 +26,7 @@ RunResult run_with(const std::vector<std::vector<Cell>>& per_gemm) {
   r.precisions = {Precision::BF16, Precision::FP8Current};
   r.allocate_cells();
   for (size_t g = 0; g < per_gemm.size(); ++g)
-    for (size_t p = 0; p < per_gemm[g].size(); ++p) r.cells[0][g][p] = per_gemm[g][p];
+    for (size_t p = 0; p < per_gemm[g].size(); ++p) r.cell(0, g, p) = per_gemm[g][p];
   return r;
 }
 

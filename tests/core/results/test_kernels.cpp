@@ -28,6 +28,21 @@ const char* kOurCast = "gs::cuda::(anonymous namespace)::transpose_kernel<(gs::c
 const char* kOurAmax = "_ZN2gs4cuda12_GLOBAL__N_119amax_partial_kernelEPK13__nv_bfloat16mPj";
 const char* kGate = "gs::cuda::(anonymous namespace)::gate_kernel";
 
+// A cell's kernel records through their JSON field table, written and read.
+void kernels_to_json(const CellKernels& k, nlohmann::json& cell) { json_fields::write_fields(kernel_fields(), k, cell); }
+CellKernels kernels_from_json(const nlohmann::json& cell, const std::string& where) {
+  CellKernels k;
+  json_fields::read_fields(kernel_fields(), cell, k, where);
+  return k;
+}
+nlohmann::json algo_to_json(const AlgoRecord& a) {
+  CellKernels k;
+  k.algo = a;
+  nlohmann::json cell = nlohmann::json::object();
+  kernels_to_json(k, cell);
+  return cell["algo"];
+}
+
 KernelStat stat(const char* name, double us = 10, double count = 1) {
   KernelStat s;
   s.name = name;
@@ -287,8 +302,8 @@ TEST(KernelRecords, RunnerFlagsFallbacksInTextAndJson) {
   // The JSON keeps the flag and the options; a round trip keeps both.
   const nlohmann::json j = to_json(r);
   int flags = 0;
-  for (const auto& g : j["gemms"])
-    if (!g["results"]["pre-quantized"]["FP8Current"]["kernel_flag"].is_null()) ++flags;
+  for (size_t g = 0; g < j["gemms"].size(); ++g)
+    if (!test::record(j, g, "pre-quantized", "FP8Current")["kernel_flag"].is_null()) ++flags;
   EXPECT_EQ(flags, 1);
   EXPECT_EQ(j["gemm_options"]["num_sms"], 66);
   const RunResult b = from_json(j);

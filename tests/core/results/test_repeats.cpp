@@ -131,7 +131,7 @@ TEST(Repeats, JsonRoundTripKeepsRepeatTimesAndIntervals) {
   const RunResult r = run_repeats(4, e);
   const auto j = to_json(r);
   EXPECT_EQ(j["timing"]["repeats"].get<int>(), 4);
-  EXPECT_EQ(j["gemms"][0]["results"]["pre-quantized"]["BF16"]["repeat_ms"].size(), 4u);
+  EXPECT_EQ(gs::test::record(j, 0, "pre-quantized", "BF16")["repeat_ms"].size(), 4u);
   EXPECT_TRUE(j["summary"]["pre-quantized"]["intervals"]["per_layer_total"]["BF16"].is_object());
   const RunResult back = from_json(j, "r.json");
   EXPECT_EQ(back.timing.repeats, 4);
@@ -143,17 +143,17 @@ TEST(Repeats, JsonRoundTripKeepsRepeatTimesAndIntervals) {
   CountingEngine e1;
   const auto j1 = to_json(run_repeats(1, e1));
   EXPECT_FALSE(j1["timing"].contains("repeats"));
-  EXPECT_FALSE(j1["gemms"][0]["results"]["pre-quantized"]["BF16"].contains("repeat_ms"));
+  EXPECT_FALSE(gs::test::record(j1, 0, "pre-quantized", "BF16").contains("repeat_ms"));
 }
 
 TEST(Repeats, ResultFilesWithInconsistentRepeatsAreRefused) {
   CountingEngine e;
   auto j = to_json(run_repeats(3, e));
   auto bad = j;
-  bad["gemms"][2]["results"]["pre-quantized"]["BF16"]["repeat_ms"] = {1.0, 2.0};
+  gs::test::record(bad, 2, "pre-quantized", "BF16")["repeat_ms"] = {1.0, 2.0};
   EXPECT_THROW(from_json(bad, "r.json"), UsageError);
   bad = j;
-  bad["gemms"][2]["results"]["pre-quantized"]["BF16"]["repeat_ms"] = {1.0, -2.0, 1.0};
+  gs::test::record(bad, 2, "pre-quantized", "BF16")["repeat_ms"] = {1.0, -2.0, 1.0};
   EXPECT_THROW(from_json(bad, "r.json"), UsageError);
   bad = j;
   bad["timing"]["repeats"] = 0;

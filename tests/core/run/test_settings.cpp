@@ -264,7 +264,10 @@ TEST(Settings, EverySettingRoundTripsThroughJsonAndCompare) {
     const SettingValue after = other_value(s, before);
     ASSERT_NE(after, before);
     s.set(gs::settings_ref(b), after);
-    if (s.path() == "providers") b.provider_cells.assign(1, b.cells);  // the second provider's cells
+    if (s.path() == "providers")  // the second provider's cells: the first one's
+      for (size_t m = 0; m < b.modes.size(); ++m)
+        for (size_t g = 0; g < b.plan.gemms.size(); ++g)
+          for (size_t p = 0; p < b.precisions.size(); ++p) b.records.put(b.gemm_key(1, m, g, p), b.cell(m, g, p));
     const json written = gs::to_json(b);
     const json& object = s.section.empty() ? written : written[s.section];
     ASSERT_TRUE(s.section.empty() || written.contains(s.section));
