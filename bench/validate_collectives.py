@@ -149,6 +149,9 @@ def main():
     for layout, path in layouts:
         with open(path) as f:
             doc = json.load(f)
+        # --comm-json writes a result document with the collectives in its "comm" block
+        # (gemmscope.result/3); files of the earlier gemmscope-comm/1 schema are that block itself.
+        doc = doc.get("comm", doc)
         if not doc.get("measured"):
             raise SystemExit(f"{path}: gemmscope measured nothing ({doc.get('notes')})")
         for c in doc["collectives"]:

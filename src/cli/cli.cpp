@@ -20,6 +20,7 @@
 #include "cli/cli_util.hpp"
 #include "cli/cmd_comm.hpp"
 #include "cli/cmd_mpi.hpp"
+#include "core/node/comm_records.hpp"
 #include "core/node/comm_step.hpp"
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
@@ -423,9 +424,12 @@ int run_main(int argc, char** argv) {
     roofline_text = render_roofline_text(result, ctx);
   }
 #endif
+  // The collectives in the same document: records of kind "collective" and the "comm" block.
+  if (o.comm.enabled()) add_collective_records(result, comm_result);
   const auto result_json = [&] {
     nlohmann::json j = to_json(result);
     if (!roofline.is_null()) j["roofline"] = roofline;
+    if (o.comm.enabled()) j["comm"] = comm_block_json(comm_result, result.plan);
     return j.dump(2) + "\n";
   };
   std::string report = measured ? render_text(result) + roofline_text : render_plan_text(result);

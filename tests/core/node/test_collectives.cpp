@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "core/node/collectives.hpp"
+#include "core/node/comm_records.hpp"
+#include "core/report/report.hpp"
 #include "core/util/error.hpp"
 #include "core/model/model_config.hpp"
 #include "core/plan/plan.hpp"
@@ -354,6 +356,33 @@ TEST(Collectives, OverlapBesideItsGemm) {
   EXPECT_DOUBLE_EQ(j["collectives"][0]["types"]["FP8"]["overlap_fp8"]["exposed_ms"].get<double>(), 0.3);
   EXPECT_FALSE(j["collectives"][0]["types"]["BF16"].contains("overlap_fp8"));
   EXPECT_EQ(j["collectives"][0]["overlaps"]["op"], "qkv");
+  // In a result document: one item per collective and wire type, a record per measurement with its
+  // times and overlap figures as named values, read back as any record is.
+  RunResult run;
+  run.plan = p;
+  add_collective_records(run, r);
+  const std::vector<std::string>& items = run.item_names.at(RecordKind::Collective);
+  ASSERT_EQ(items.size(), r.measured.size());  // every item measured here
+  EXPECT_EQ(run.records.size(), r.measured.size());
+  EXPECT_NE(items[0].find("(BF16)"), std::string::npos) << items[0];
+  EXPECT_NE(items[1].find("(FP8)"), std::string::npos) << items[1];  // the all-gather in FP8 recipes
+  RecordKey k;
+  k.kind = RecordKind::Collective;
+  k.item = 0;
+  k.pass = Pass::Fprop;
+  const Record* rec = run.records.find(k);
+  ASSERT_NE(rec, nullptr);
+  EXPECT_EQ(rec->value.number("ms"), m->timing.ms);
+  EXPECT_EQ(rec->value.number("size_bytes"), static_cast<double>(r.collectives[0].size_bytes(CommType::Bf16)));
+  EXPECT_NEAR(*rec->value.number("overlap_bf16.exposed_ms"), 0.5, 1e-12);
+  EXPECT_FALSE(rec->value.number("overlap_fp8.exposed_ms").has_value());
+  const RunResult back = from_json(nlohmann::json::parse(to_json(run).dump()), "c.json");
+  ASSERT_NE(back.records.find(k), nullptr);
+  EXPECT_EQ(back.records.find(k)->value.number("bus_gbs"), rec->value.number("bus_gbs"));
+  EXPECT_EQ(back.item_names.at(RecordKind::Collective), items);
+  const nlohmann::json doc = comm_document(p, r);
+  EXPECT_EQ(doc["comm"]["collectives"].size(), r.collectives.size());
+  EXPECT_EQ(from_json(doc, "comm.json").records.size(), r.measured.size());
   // No overlap asked: none measured.
   FakeOverlap quiet;
   measure_collectives(p, l, quiet, 1, 5, false);
@@ -376,12 +405,17 @@ TEST(Collectives, CliDryRunAndRefusals) {
                               dir);
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("collectives not measured"), std::string::npos) << r.out;
+  // --comm-json: a result document of the plan holding the collectives (the "comm" block, one item
+  // per collective and wire type; no records: nothing measured).
   const nlohmann::json j = nlohmann::json::parse(gs::test::slurp(json));
-  EXPECT_EQ(j["schema"], "gemmscope-comm/1");
-  EXPECT_EQ(j["layout"]["data_parallel"], 8);
-  EXPECT_FALSE(j["measured"].get<bool>());
+  EXPECT_EQ(j["schema"], "gemmscope.result/3");
+  EXPECT_NO_THROW(gs::from_json(j, "comm.json"));
+  EXPECT_EQ(j["comm"]["layout"]["data_parallel"], 8);
+  EXPECT_FALSE(j["comm"]["measured"].get<bool>());
+  EXPECT_GE(j["items"]["collective"].size(), j["comm"]["collectives"].size());
+  EXPECT_TRUE(j["records"].empty());
   bool dispatch = false;
-  for (const auto& c : j["collectives"])
+  for (const auto& c : j["comm"]["collectives"])
     if (c["what"] == "dispatch of tokens to experts") {
       dispatch = true;
       EXPECT_EQ(c["types"]["FP8"]["size_bytes"], 8192LL * 4096 + 8192LL * 32 * 4);
