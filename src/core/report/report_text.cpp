@@ -10,6 +10,7 @@
 #include "core/report/report_step.hpp"
 #include "core/providers/provider.hpp"
 #include "core/report/report_moe.hpp"
+#include "core/report/report_records.hpp"
 #include "core/recipes/grouped.hpp"
 
 #include "core/results/clocks.hpp"
@@ -556,6 +557,7 @@ print::Document report_document(const RunResult& r) {
     }
     add_accuracy(d, r, fn);
   }
+  add_other_records(d, r);  // records of kinds without a block of their own (report_records.hpp)
   if (!fn.items.empty() || !r.notes.empty()) {
     d.title("Notes:");
     std::vector<print::Item> items;

@@ -182,6 +182,15 @@ TEST(ResultSchema, OtherKindsAndRanksRoundTrip) {
   EXPECT_DOUBLE_EQ(got->value.stats.mean_ms, 4.0);
   EXPECT_EQ(got->value.number("bytes"), 1.5e9);
   EXPECT_EQ(to_json(b), j);
+  // The report lists it without knowing the kind; GEMM records have blocks of their own.
+  const std::string text = render_text(b);
+  EXPECT_NE(text.find("Other records:"), std::string::npos) << text;
+  EXPECT_NE(text.find("optimizer  adam"), std::string::npos) << text;
+  EXPECT_NE(text.find("modelled"), std::string::npos) << text;
+  EXPECT_NE(text.find("bytes 1.5e+09"), std::string::npos) << text;
+  EXPECT_EQ(render_text(from_json(load(std::string(GS_TEST_DATA_DIR) + "/model_5b_both_modes.json"), "f.json"))
+                .find("Other records:"),
+            std::string::npos);
   // An item the file does not name is refused.
   json bad = j;
   bad["items"]["optimizer"] = json::array();
