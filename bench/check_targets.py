@@ -11,8 +11,10 @@ uses the BF16 time of the same mode. Prints one PASS/FAIL line per bar; exit 0 a
 import json
 import sys
 
+import gs_result  # bench/gs_result.py: g["results"] for any schema
+
 out = sys.argv[1] if len(sys.argv) > 1 else "bench-results"
-r = json.load(open(f"{out}/5b.json"))
+r = gs_result.with_results(json.load(open(f"{out}/5b.json")))
 OLD = {"autocast": "per-gemm", "autocast-shared": "training"}  # mode names before the rename
 r["summary"] = {OLD.get(k, k): v for k, v in r["summary"].items()}
 for g in r["gemms"]:

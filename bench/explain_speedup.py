@@ -28,6 +28,8 @@ import argparse
 import json
 import sys
 
+import gs_result  # bench/gs_result.py: g["results"] for any schema
+
 SCOPES = ("layer", "dense_layer", "moe_layer", "model")
 
 
@@ -104,11 +106,11 @@ def main():
     a = ap.parse_args()
     try:
         with open(a.result) as fh:
-            doc = json.load(fh)
+            doc = gs_result.with_results(json.load(fh))
         other = None
         if a.wgrad_bf16:
             with open(a.wgrad_bf16) as fh:
-                other = json.load(fh)
+                other = gs_result.with_results(json.load(fh))
         copy = a.copy_gbps
         if a.quant_bandwidth:
             with open(a.quant_bandwidth) as fh:

@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 
+import gs_result  # bench/gs_result.py: g["results"] for any schema
+
 CONFIGS = {
     "5b": ["--hidden_size", "4096", "--intermediate_size", "16384", "--num_attention_heads", "32",
            "--num_hidden_layers", "1", "--micro_batch_size", "31", "--sequence_length", "512", "--no-gated-mlp"],
@@ -48,7 +50,7 @@ def run_gemmscope(binary, cfg, precisions, extra, warmup, iters, gpu_warmup):
                                          "--gpu-warmup", str(gpu_warmup), "-q", "--json", out] + extra
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
-            return json.load(f)
+            return gs_result.with_results(json.load(f))
 
 
 def main():

@@ -53,6 +53,7 @@ import sys
 import tempfile
 import time
 
+import gs_result  # bench/gs_result.py: g["results"] for any schema
 from validate_step import ClockSampler, classify
 
 CONFIGS = {
@@ -350,7 +351,7 @@ def gemmscope_moe(binary, c, counts_path, precisions, streams, extra):
                "--step-context", "none", "-q", "--json", out] + extra
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         with open(out) as fh:
-            r = json.load(fh)
+            r = gs_result.with_results(json.load(fh))
     mode = list(r["gemms"][0]["results"].keys())[0]
     # --step-other-ms is spread over a layer's GEMMs by FLOPs; this layer also has attention
     # projections, which the PyTorch step does not run: scale the step's figure by this ratio.

@@ -32,6 +32,8 @@ import sys
 import tempfile
 import time
 
+import gs_result  # bench/gs_result.py: g["results"] for any schema
+
 # "tune": layers the step-context model was developed on; "check": layers kept aside to validate it
 # (never used to set any of its figures).
 CONFIGS = {
@@ -333,7 +335,7 @@ def gemmscope_per_layer(binary, c, precisions, extra):
                "--wgrad-output", "bf16", "-q", "--json", out] + extra
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         with open(out) as f:
-            r = json.load(f)
+            r = gs_result.with_results(json.load(f))
     summary = r["summary"]
     (mode_key, s), = summary.items()  # one mode was requested
     totals = {p: s["per_layer"]["total"][p] for p in precisions}
