@@ -39,7 +39,9 @@ for h in "${harnesses[@]}"; do
   log=$dir/log.txt
   # New inputs go to the first corpus directory; the seeds are read, never written.
   # -max_len 1 MiB covers the largest seed result file; -rss_limit_mb bounds memory.
-  args=("$dir/corpus" "${seeds[$h]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=1048576
+  extra_seeds=()  # fuzz_result: schema-3 documents beside the older fixtures of tests/data
+  [[ $h == fuzz_result ]] && extra_seeds=("$src/tests/fuzz/corpus/result")
+  args=("$dir/corpus" "${seeds[$h]}" "${extra_seeds[@]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=1048576
         -artifact_prefix="$dir/" -print_final_stats=1 -dict="${dicts[$h]}")
   if [[ ${FUZZ_JOBS:-1} -gt 1 ]]; then args+=(-jobs="$FUZZ_JOBS" -workers="$FUZZ_JOBS"); fi
   echo "fuzz.sh: $h for ${secs}s (log $log)"
