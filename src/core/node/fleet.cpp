@@ -323,7 +323,16 @@ std::vector<FleetRun> fleet_from_json(const nlohmann::json& j, const std::string
       if (!x.is_object() || !x.contains("label") || !x["label"].is_string())
         throw UsageError(fmt::format("{}: ranks[{}] needs a string \"label\"", name, i));
     }
-    std::vector<FleetRun> runs = split_ranks(from_json(j, name));
+    RunResult all = from_json(j, name);
+    // Each rank becomes a run with its own copy of the plan: bound the copies, so that a small file
+    // with many ranks and a large MoE plan cannot take gigabytes.
+    size_t plan_size = all.plan.gemms.size() + (all.plan.routing ? all.plan.routing->counts.size() : 0);
+    for (const Gemm& g : all.plan.gemms) plan_size += g.group.size();
+    constexpr size_t kMaxSplitWork = size_t{1} << 24;
+    if (plan_size * all.ranks.size() > kMaxSplitWork)
+      throw UsageError(fmt::format("{}: {} ranks of a plan of {} GEMMs and expert groups are too many to read as runs "
+                                   "(at most {} ranks x plan size)", name, all.ranks.size(), plan_size, kMaxSplitWork));
+    std::vector<FleetRun> runs = split_ranks(std::move(all));
     for (FleetRun& fr : runs) fr.label = printable(fr.label);
     return runs;
   }

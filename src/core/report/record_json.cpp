@@ -313,14 +313,17 @@ void read_records(const json* records, RunResult& r, const std::string& name) {
     const Gemm& x = r.plan.gemms[g];
     return fmt::format("gemms[{}] ({} {})", g, to_string(x.pass), x.label());
   };
+  const uint32_t ranks = static_cast<uint32_t>(std::max<size_t>(1, r.ranks.size()));
   if (!r.dry_run)
-    for (size_t g = 0; g < r.plan.gemms.size(); ++g)
-      for (size_t v = 0; v < r.providers.size(); ++v)
-        for (size_t m = 0; m < r.modes.size(); ++m)
-          for (size_t p = 0; p < r.precisions.size(); ++p)
-            if (!r.records.find(r.gemm_key(v, m, g, p)))
-              throw UsageError(fmt::format("{}: \"records\" hold no {} {} {} cell of {}", name, to_string(r.modes[m]),
-                                           to_string(r.precisions[p]), r.providers[v], gemm_name(g)));
+    for (uint32_t rank = 0; rank < ranks; ++rank)
+      for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+        for (size_t v = 0; v < r.providers.size(); ++v)
+          for (size_t m = 0; m < r.modes.size(); ++m)
+            for (size_t p = 0; p < r.precisions.size(); ++p)
+              if (!r.records.find(r.gemm_key(v, m, g, p, rank)))
+                throw UsageError(fmt::format("{}: \"records\" hold no {} {} {} cell of {}{}", name, to_string(r.modes[m]),
+                                             to_string(r.precisions[p]), r.providers[v], gemm_name(g),
+                                             r.ranks.empty() ? std::string() : fmt::format(" for rank {}", rank)));
   if (r.has_accuracy)
     for (size_t g = 0; g < r.plan.gemms.size(); ++g)
       for (size_t p = 0; p < r.accuracy_precisions.size(); ++p)

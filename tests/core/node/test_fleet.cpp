@@ -1,4 +1,5 @@
 // Fleet mode's summary: per-GPU totals, spread, slow GPUs with evidence, the fleet JSON round trip.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -93,6 +94,48 @@ TEST(Fleet, JsonRoundTrip) {
   nlohmann::json bad = j;
   bad["ranks"][0].erase("label");
   EXPECT_THROW(fleet_from_json(bad, "x.json"), UsageError);
+}
+
+// Fleet files of the earlier schema (each GPU's whole result under "run") stay readable; a fleet
+// document of schema 3 that would take gigabytes to split into runs is refused.
+TEST(Fleet, OlderFleetFilesAndBoundedSplits) {
+  const std::vector<FleetRun> runs = {run_on("GPU 0", 1.0, 1755), run_on("GPU 1", 1.2, 1500)};
+  nlohmann::json old = {{"schema", "gemmscope-fleet/1"}, {"threshold", 0.05}, {"gpus", nlohmann::json::array()}};
+  for (const FleetRun& fr : runs)
+    old["gpus"].push_back({{"label", fr.label}, {"host", "h"}, {"rank", 3}, {"run", test::legacy_layout(to_json(fr.run))}});
+  EXPECT_TRUE(is_fleet_json(old));
+  EXPECT_DOUBLE_EQ(fleet_threshold(old), 0.05);
+  const std::vector<FleetRun> back = fleet_from_json(old, "old.json");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[1].host, "h");
+  EXPECT_EQ(back[1].rank, 3);
+  const FleetSummary a = summarize_fleet(runs, 0.05), b = summarize_fleet(back, 0.05);
+  EXPECT_EQ(render_fleet_text(a), render_fleet_text(b));
+  // The same runs written now: one document, ranks, records keyed by rank.
+  const nlohmann::json now = fleet_to_json(runs, a);
+  EXPECT_EQ(now["schema"], "gemmscope.result/3");
+  EXPECT_EQ(now["ranks"].size(), 2u);
+  EXPECT_DOUBLE_EQ(fleet_threshold(now), 0.05);
+  EXPECT_EQ(render_fleet_text(summarize_fleet(fleet_from_json(now, "now.json"), 0.05)), render_fleet_text(a));
+  // A rank without its records is refused by name.
+  nlohmann::json missing = now;
+  auto& recs = missing["records"];
+  for (auto it = recs.begin(); it != recs.end();) it = (*it)["rank"] == 1 ? recs.erase(it) : it + 1;
+  EXPECT_THROW(fleet_from_json(missing, "m.json"), UsageError);
+  // 4096 ranks of a plan with a 4096-expert group: refused before any run is built.
+  nlohmann::json big = to_json(plan_only(request()));
+  nlohmann::json& g = big["gemms"][0];
+  g["group_dim"] = "m";
+  g["group"] = nlohmann::json::array({g["m"]});
+  for (int i = 1; i < 4096; ++i) g["group"].push_back(0);
+  big["ranks"] = nlohmann::json::array();
+  for (int i = 0; i < 4096; ++i) big["ranks"].push_back({{"label", fmt::format("GPU {}", i)}});
+  try {
+    (void)fleet_from_json(big, "big.json");
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("too many to read as runs"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Fleet, BadInputRefused) {
