@@ -10,7 +10,7 @@
 #include "core/io/output_paths.hpp"
 #include "core/util/text_util.hpp"
 #ifdef GEMMSCOPE_WITH_CUDA
-#include "cuda/nccl_comm.hpp"
+#include "cuda/comm/nccl_comm.hpp"
 #endif
 
 namespace gs::cli {

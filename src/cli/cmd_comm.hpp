@@ -1,6 +1,6 @@
 // The communication of the layout on the gemmscope command line (cmd_comm.cpp): --comm,
 // --comm-only and the layout flags, over core/node/collectives.hpp and, in a CUDA build, the NCCL
-// engine (cuda/nccl_comm.hpp).
+// engine (cuda/comm/nccl_comm.hpp).
 #pragma once
 #include <CLI/CLI.hpp>
 

@@ -27,7 +27,7 @@
 #include "core/report/report.hpp"
 #include "core/util/text_util.hpp"
 #ifdef GEMMSCOPE_WITH_CUDA
-#include "cuda/device_count.hpp"
+#include "cuda/common/device_count.hpp"
 #endif
 
 extern char** environ;

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "core/formats/formats.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/cutlass_grouped.hpp"
-#include "cuda/device_buffer.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/providers/cutlass/cutlass_grouped.hpp"
+#include "cuda/common/device_buffer.hpp"
 #include "gpu_test_util.hpp"
 
 // Skips (with the reason) where the provider cannot run: no GPU, a build without CUTLASS, not sm_90.

@@ -1,4 +1,4 @@
-// cuDNN fused attention (src/cuda/attention_cudnn) against an FP64 host reference computed from
+// cuDNN fused attention (src/cuda/attention/attention_cudnn) against an FP64 host reference computed from
 // the exact BF16 inputs the GPU read. Skips with the reason where no GPU can be used, where the
 // build has no cudnn-frontend, or where libcudnn.so.9 cannot be loaded (GS_EXPECT_GPU=1 turns
 // only the no-GPU skip into a failure: cuDNN is optional at run time).
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/attention_cudnn.hpp"
+#include "cuda/attention/attention_cudnn.hpp"
 #include "gpu_test_util.hpp"
 
 namespace {

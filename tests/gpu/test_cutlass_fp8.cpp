@@ -1,4 +1,4 @@
-// The CUTLASS provider's FP8 GEMMs (cuda/cutlass_fp8_run.hpp): dense GEMMs as one group and grouped
+// The CUTLASS provider's FP8 GEMMs (cuda/providers/cutlass/cutlass_fp8_run.hpp): dense GEMMs as one group and grouped
 // GEMMs as one ptr-array launch, per-tensor in each pass's format pair of TE's hybrid recipe
 // (Fprop E4M3 x E4M3 fast accumulation, Dgrad E5M2 x E4M3, Wgrad E4M3 x E5M2 into a BF16 gradient
 // or an FP32 main gradient with beta = 1) and block-scaled (1x128 x 128x128 for Fprop/Dgrad, whose
@@ -20,12 +20,12 @@
 #include "core/providers/provider.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/results/results.hpp"
-#include "cuda/cutlass_grouped.hpp"
+#include "cuda/providers/cutlass/cutlass_grouped.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/fill.cuh"
-#include "cuda/grouped_gemm.hpp"
-#include "cuda/provider.hpp"
-#include "cuda/recipe_gemm.hpp"
+#include "cuda/common/fill.cuh"
+#include "cuda/providers/cublaslt/grouped_gemm.hpp"
+#include "cuda/providers/provider.hpp"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
 #include "gemm_reference.hpp"
 #include "cutlass_test_util.hpp"
 #include "gpu_test_util.hpp"

@@ -1,5 +1,5 @@
-// The CUTLASS provider's single-launch grouped BF16 GEMMs (cuda/cutlass_grouped.hpp,
-// cuda/cutlass_provider.cpp): every expert's output equals an FP64 GEMM of its own operands, with
+// The CUTLASS provider's single-launch grouped BF16 GEMMs (cuda/providers/cutlass/cutlass_grouped.hpp,
+// cuda/providers/cutlass/cutlass_provider.cpp): every expert's output equals an FP64 GEMM of its own operands, with
 // empty and uneven experts, in Fprop (B K-major), Dgrad (B N-major) and Wgrad (per-expert K) with
 // a BF16 gradient (empty experts zeroed) and with FP32 main gradients accumulated (beta = 1: two
 // iterations add twice, empty experts untouched); dense BF16 GEMMs as one group in each layout of a
@@ -17,12 +17,12 @@
 #include "core/providers/provider.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/results/results.hpp"
-#include "cuda/cutlass_grouped.hpp"
+#include "cuda/providers/cutlass/cutlass_grouped.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/fill.cuh"
-#include "cuda/recipe_gemm.hpp"
-#include "cuda/grouped_gemm.hpp"
-#include "cuda/provider.hpp"
+#include "cuda/common/fill.cuh"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
+#include "cuda/providers/cublaslt/grouped_gemm.hpp"
+#include "cuda/providers/provider.hpp"
 #include "gemm_reference.hpp"
 #include "cutlass_test_util.hpp"
 #include "gpu_test_util.hpp"

@@ -9,9 +9,9 @@
 #include <numeric>
 #include <unistd.h>
 
-#include "cuda/deepgemm/deepgemm_layouts.cuh"
-#include "cuda/deepgemm/deepgemm_runtime.hpp"
-#include "cuda/fill.cuh"
+#include "cuda/providers/deepgemm/deepgemm_layouts.cuh"
+#include "cuda/providers/deepgemm/deepgemm_runtime.hpp"
+#include "cuda/common/fill.cuh"
 #include "gemm_reference.hpp"
 #include "gpu_test_util.hpp"
 

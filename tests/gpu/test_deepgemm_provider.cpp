@@ -1,4 +1,4 @@
-// The DeepGEMM provider (src/cuda/deepgemm/deepgemm_provider.cpp) on the engine's operands: its
+// The DeepGEMM provider (src/cuda/providers/deepgemm/deepgemm_provider.cpp) on the engine's operands: its
 // dense Fprop/Dgrad/Wgrad cells (pre-quantized and training modes), the M-grouped contiguous
 // Fprop/Dgrad with empty and uneven experts and the K-grouped FP32 Wgrad (one launch), the BF16
 // cells (sm90_bf16_gemm: dense and M-grouped), each against an FP64
@@ -16,12 +16,12 @@
 #include "core/recipes/grouped.hpp"
 #include "core/model/model_config.hpp"
 #include "core/run/runner.hpp"
-#include "cuda/deepgemm/deepgemm_provider.hpp"
-#include "cuda/deepgemm/deepgemm_runtime.hpp"
+#include "cuda/providers/deepgemm/deepgemm_provider.hpp"
+#include "cuda/providers/deepgemm/deepgemm_runtime.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/fill.cuh"
-#include "cuda/grouped_gemm.hpp"
-#include "cuda/recipe_gemm.hpp"
+#include "cuda/common/fill.cuh"
+#include "cuda/providers/cublaslt/grouped_gemm.hpp"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
 #include "gemm_reference.hpp"
 #include "gpu_test_util.hpp"
 #include "provider_test_util.hpp"

@@ -5,9 +5,9 @@
 #include <thread>
 
 #include "core/plan/plan.hpp"
-#include "cuda/clock_probe.hpp"
+#include "cuda/timing/clock_probe.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/launch_gate.hpp"
+#include "cuda/timing/launch_gate.hpp"
 #include "gpu_test_util.hpp"
 
 TEST(GpuSmoke, DeviceReportsHopperOrNewer) {

@@ -17,8 +17,8 @@
 #include "core/recipes/recipe.hpp"
 #include "core/results/results.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/grouped_gemm.hpp"
-#include "cuda/power_hold.hpp"
+#include "cuda/providers/cublaslt/grouped_gemm.hpp"
+#include "cuda/timing/power_hold.hpp"
 #include "gemm_reference.hpp"
 #include "gpu_test_util.hpp"
 

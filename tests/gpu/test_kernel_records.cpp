@@ -15,8 +15,8 @@
 #include "core/recipes/recipe.hpp"
 #include "core/results/results.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/kernel_trace.hpp"
-#include "cuda/quantize.cuh"
+#include "cuda/timing/kernel_trace.hpp"
+#include "cuda/quant/quantize.cuh"
 #include "gpu_test_util.hpp"
 
 namespace {

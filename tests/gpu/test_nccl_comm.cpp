@@ -10,8 +10,8 @@
 
 #include "core/node/collectives.hpp"
 #include "core/model/model_config.hpp"
-#include "cuda/device_count.hpp"
-#include "cuda/nccl_comm.hpp"
+#include "cuda/common/device_count.hpp"
+#include "cuda/comm/nccl_comm.hpp"
 #include "gpu_test_util.hpp"
 
 using namespace gs;

@@ -1,4 +1,4 @@
-// The NCCL engine with one rank per process (cuda/nccl_comm.hpp, make_nccl_engine(ProcessGroup&)), as
+// The NCCL engine with one rank per process (cuda/comm/nccl_comm.hpp, make_nccl_engine(ProcessGroup&)), as
 // under MPI, without MPI: two threads of this process stand in for two ranks, each with its own GPU,
 // through a ProcessGroup over shared memory. The communicators are then bootstrapped the MPI way
 // (rank 0's unique id broadcast, ncclCommInitRank) and each iteration's time is the slower rank's.
@@ -15,8 +15,8 @@
 #include "core/node/collectives.hpp"
 #include "core/model/model_config.hpp"
 #include "core/node/process_group.hpp"
-#include "cuda/device_count.hpp"
-#include "cuda/nccl_comm.hpp"
+#include "cuda/common/device_count.hpp"
+#include "cuda/comm/nccl_comm.hpp"
 #include "gpu_test_util.hpp"
 
 using namespace gs;

@@ -9,7 +9,7 @@
 #include "core/results/results.hpp"
 #include "core/run/step_context.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/step_work.hpp"
+#include "cuda/stepwork/step_work.hpp"
 #include "gpu_test_util.hpp"
 
 namespace {

@@ -45,7 +45,7 @@ struct StepWorkModel {
   AttentionShape attention;  // of a layer (every layer has one)
   double layer_gflops = 0;   // GEMM GFLOPs of the average layer: the spread's denominator
   // The framework's memory-bound kernels' rate over the modelled bytes, relative to the calibrated
-  // stand-in kernel's (cuda/step_work.hpp): time = bytes / (efficiency x stand-in rate).
+  // stand-in kernel's (cuda/stepwork/step_work.hpp): time = bytes / (efficiency x stand-in rate).
   double efficiency = 1.0;
   bool active() const { return kind != StepContextKind::None; }
 };
@@ -54,7 +54,7 @@ struct StepWorkModel {
 StepWorkModel step_work_model(const Plan& plan, StepContextKind kind);
 
 // The two kinds of memory-bound work run between GEMMs, each by a stand-in kernel of its own kind
-// (cuda/step_work.hpp), because the power the work draws sets the GEMMs' clocks: activations and
+// (cuda/stepwork/step_work.hpp), because the power the work draws sets the GEMMs' clocks: activations and
 // norms stream at a GEMM's power (H100: GELU 698 W, LayerNorm 696 W, BF16 GEMM 698 W), an MoE
 // layer's gathers and scatters by index draw far less (dispatch gather 491 W, index_add combine
 // 426 W, the gather's backward 529 W; bench/power_probe.py, docs/step-context.md).

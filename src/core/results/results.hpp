@@ -118,7 +118,7 @@ struct TimingConfig {
   // te by default for model plans, none for --shapes/--sweep.
   StepContextKind step_context_kind = StepContextKind::None;
   // --power-hold: heavy GEMMs enqueued before each timed loop's gate, so a short loop starts from
-  // the GPU's loaded power state instead of the boost an idle gap gives (cuda/power_hold.hpp).
+  // the GPU's loaded power state instead of the boost an idle gap gives (cuda/timing/power_hold.hpp).
   // Off by default: against a PyTorch training step it read 2-6% slow (docs/measurement.md).
   bool power_hold = false;
   bool step_context() const { return step_other_ms > 0 || step_context_kind != StepContextKind::None; }

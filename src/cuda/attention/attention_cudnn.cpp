@@ -1,4 +1,4 @@
-#include "cuda/attention_cudnn.hpp"
+#include "cuda/attention/attention_cudnn.hpp"
 
 #include <cmath>
 #include <stdexcept>
@@ -65,9 +65,9 @@ std::string cudnn_loaded_version() { return {}; }
 #include <unordered_map>
 #include <vector>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/device_buffer.hpp"
-#include "cuda/fill.cuh"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/device_buffer.hpp"
+#include "cuda/common/fill.cuh"
 
 // The frontend's dynamic-loading shim resolves every cuDNN call through this handle; it is set
 // once, by load_cudnn() below, before any frontend call. (Defined here and nowhere else.)

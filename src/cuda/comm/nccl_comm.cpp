@@ -1,6 +1,6 @@
 // NcclEngine (nccl_comm.hpp). nccl.h gives the types and signatures only; every function is taken
 // from libnccl.so.2 with dlsym.
-#include "cuda/nccl_comm.hpp"
+#include "cuda/comm/nccl_comm.hpp"
 
 #include <dlfcn.h>
 
@@ -15,8 +15,8 @@
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
-#include "cuda/cuda_handles.hpp"
-#include "cuda/gemm_lt.hpp"
+#include "cuda/common/cuda_handles.hpp"
+#include "cuda/providers/cublaslt/gemm_lt.hpp"
 
 #if __has_include(<nccl.h>)
 #include <nccl.h>

@@ -1,4 +1,4 @@
-#include "cuda/cuda_check.hpp"
+#include "cuda/common/cuda_check.hpp"
 
 #include <string>
 

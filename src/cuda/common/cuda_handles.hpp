@@ -8,7 +8,7 @@
 
 #include <utility>
 
-#include "cuda/cuda_check.hpp"
+#include "cuda/common/cuda_check.hpp"
 
 namespace gs::cuda {
 

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "cuda/cuda_check.hpp"
+#include "cuda/common/cuda_check.hpp"
 
 namespace gs::cuda {
 

@@ -1,5 +1,5 @@
 // visible_device_count (device_count.hpp).
-#include "cuda/device_count.hpp"
+#include "cuda/common/device_count.hpp"
 
 #include <cuda_runtime.h>
 

@@ -1,6 +1,6 @@
-#include "cuda/cuda_check.hpp"
-#include "cuda/device_buffer.hpp"
-#include "cuda/error_norm.cuh"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/device_buffer.hpp"
+#include "cuda/common/error_norm.cuh"
 
 #include <cmath>
 #include <type_traits>

@@ -1,7 +1,7 @@
 #include <cuda_fp8.h>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/fill.cuh"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/fill.cuh"
 
 namespace gs::cuda {
 

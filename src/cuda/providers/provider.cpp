@@ -1,4 +1,4 @@
-#include "cuda/provider.hpp"
+#include "cuda/providers/provider.hpp"
 
 namespace gs::cuda {
 

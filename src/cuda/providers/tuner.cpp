@@ -1,4 +1,4 @@
-#include "cuda/tuner.hpp"
+#include "cuda/providers/tuner.hpp"
 
 #include <algorithm>
 #include <limits>
@@ -8,8 +8,8 @@
 
 #include "core/providers/tuning.hpp"
 #include "core/util/error.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/cuda_handles.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/cuda_handles.hpp"
 
 namespace gs::cuda {
 

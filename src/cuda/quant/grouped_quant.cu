@@ -1,4 +1,4 @@
-#include "cuda/grouped_quant.hpp"
+#include "cuda/quant/grouped_quant.hpp"
 
 #include <stdexcept>
 

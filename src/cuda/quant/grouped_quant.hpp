@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "core/recipes/recipe.hpp"
-#include "cuda/quantize_multi.cuh"
-#include "cuda/recipe_gemm.hpp"
+#include "cuda/quant/quantize_multi.cuh"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
 
 namespace gs::cuda {
 

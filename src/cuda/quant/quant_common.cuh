@@ -11,7 +11,7 @@
 #include <cfloat>
 #include <cstdint>
 
-#include "cuda/quantize.cuh"
+#include "cuda/quant/quantize.cuh"
 
 namespace gs::cuda::qc {
 

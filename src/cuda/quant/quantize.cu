@@ -2,7 +2,7 @@
 // block scaling), each in one pass over the input, with 16-byte global accesses: the single-tensor
 // launches. The kernel bodies are in quantize_kernels.cuh; design notes and measured numbers:
 // docs/quantization.md.
-#include "cuda/quantize.cuh"
+#include "cuda/quant/quantize.cuh"
 
 #include <algorithm>
 #include <cstdint>
@@ -12,9 +12,9 @@
 #include <string>
 #include <tuple>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/quant_common.cuh"
-#include "cuda/quantize_kernels.cuh"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/quant/quant_common.cuh"
+#include "cuda/quant/quantize_kernels.cuh"
 
 namespace gs::cuda {
 namespace {

@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "cuda/quant_common.cuh"
-#include "cuda/quantize.cuh"
+#include "cuda/quant/quant_common.cuh"
+#include "cuda/quant/quantize.cuh"
 
 namespace gs::cuda::qk {
 

@@ -2,15 +2,15 @@
 // tensor in a per-block table (one load: a binary search over the tensors' first blocks cost a few
 // microseconds of dependent loads per block, a large share of a small expert's tile), then runs
 // the single-tensor body on its block index within that tensor's slice of the grid.
-#include "cuda/quantize_multi.cuh"
+#include "cuda/quant/quantize_multi.cuh"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/quantize_kernels.cuh"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/quant/quantize_kernels.cuh"
 
 namespace gs::cuda {
 namespace {

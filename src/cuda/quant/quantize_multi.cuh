@@ -19,8 +19,8 @@
 #include <memory>
 #include <vector>
 
-#include "cuda/device_buffer.hpp"
-#include "cuda/quantize.cuh"
+#include "cuda/common/device_buffer.hpp"
+#include "cuda/quant/quantize.cuh"
 
 namespace gs::cuda {
 

@@ -15,7 +15,7 @@
 //    (padding included) is written once.
 // Every FP32 operation mirrors core/formats/mx_reference.cpp in order and rounding (no fast math, no
 // contractible a*b+c patterns), which is what makes the results bit-identical.
-#include "cuda/quantize_mx.cuh"
+#include "cuda/quant/quantize_mx.cuh"
 
 #include <cuda_fp8.h>
 
@@ -23,7 +23,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "cuda/cuda_check.hpp"
+#include "cuda/common/cuda_check.hpp"
 
 namespace gs::cuda {
 namespace {

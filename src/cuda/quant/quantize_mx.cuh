@@ -19,7 +19,7 @@
 #include <cstdint>
 
 #include "core/formats/mx_reference.hpp"
-#include "cuda/quantize.cuh"
+#include "cuda/quant/quantize.cuh"
 
 namespace gs::cuda {
 

@@ -2,8 +2,8 @@
 // Transformer Engine runs it on Hopper (attention_cudnn.hpp).
 #include <fmt/format.h>
 
-#include "cuda/attention_cudnn.hpp"
-#include "cuda/step_context_runner.hpp"
+#include "cuda/attention/attention_cudnn.hpp"
+#include "cuda/stepwork/step_context_runner.hpp"
 
 namespace gs::cuda {
 namespace {

@@ -1,12 +1,12 @@
-#include "cuda/step_context_runner.hpp"
+#include "cuda/stepwork/step_context_runner.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
 #include "core/gpu/gpu_spec.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/event_timer.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/timing/event_timer.hpp"
 
 namespace gs::cuda {
 namespace {

@@ -19,7 +19,7 @@
 #include "core/plan/plan.hpp"
 #include "core/results/results.hpp"
 #include "core/plan/step_model.hpp"
-#include "cuda/step_work.hpp"
+#include "cuda/stepwork/step_work.hpp"
 
 namespace gs::cuda {
 

@@ -1,4 +1,4 @@
-#include "cuda/step_work.hpp"
+#include "cuda/stepwork/step_work.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,9 +7,9 @@
 
 #include <cuda_bf16.h>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/event_timer.hpp"
-#include "cuda/fill.cuh"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/timing/event_timer.hpp"
+#include "cuda/common/fill.cuh"
 
 namespace gs::cuda {
 namespace {

@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-#include "cuda/device_buffer.hpp"
+#include "cuda/common/device_buffer.hpp"
 
 namespace gs::cuda {
 

@@ -1,4 +1,4 @@
-#include "cuda/clock_probe.hpp"
+#include "cuda/timing/clock_probe.hpp"
 
 #include <cuda_runtime.h>
 #include <dlfcn.h>

@@ -3,8 +3,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/cuda_handles.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/cuda_handles.hpp"
 
 namespace gs::cuda {
 

@@ -1,4 +1,4 @@
-#include "cuda/kernel_trace.hpp"
+#include "cuda/timing/kernel_trace.hpp"
 
 #include <cuda_profiler_api.h>
 #include <cxxabi.h>
@@ -13,7 +13,7 @@
 #include <stdexcept>
 
 #include "core/util/error.hpp"
-#include "cuda/cuda_check.hpp"
+#include "cuda/common/cuda_check.hpp"
 
 #if GEMMSCOPE_HAVE_CUPTI
 // Types and constants only: every CUPTI function is reached through dlsym.

@@ -1,5 +1,5 @@
-#include "cuda/cuda_check.hpp"
-#include "cuda/launch_gate.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/timing/launch_gate.hpp"
 
 namespace gs::cuda {
 

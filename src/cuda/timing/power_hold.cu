@@ -1,12 +1,12 @@
-#include "cuda/power_hold.hpp"
+#include "cuda/timing/power_hold.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/cuda_handles.hpp"
-#include "cuda/fill.cuh"
-#include "cuda/gemm_lt.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/cuda_handles.hpp"
+#include "cuda/common/fill.cuh"
+#include "cuda/providers/cublaslt/gemm_lt.hpp"
 
 namespace gs::cuda {
 

@@ -17,7 +17,7 @@
 
 #include <memory>
 
-#include "cuda/device_buffer.hpp"
+#include "cuda/common/device_buffer.hpp"
 
 namespace gs::cuda {
 

@@ -1,11 +1,11 @@
-#include "cuda/timed_loop.hpp"
+#include "cuda/timing/timed_loop.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <limits>
 #include <stdexcept>
 
-#include "cuda/cuda_check.hpp"
+#include "cuda/common/cuda_check.hpp"
 
 namespace gs::cuda {
 

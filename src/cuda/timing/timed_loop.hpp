@@ -22,9 +22,9 @@
 #include <vector>
 
 #include "core/results/results.hpp"
-#include "cuda/clock_probe.hpp"
-#include "cuda/cuda_handles.hpp"
-#include "cuda/launch_gate.hpp"
+#include "cuda/timing/clock_probe.hpp"
+#include "cuda/common/cuda_handles.hpp"
+#include "cuda/timing/launch_gate.hpp"
 
 namespace gs::cuda {
 

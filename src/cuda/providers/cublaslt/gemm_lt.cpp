@@ -1,12 +1,12 @@
-#include "cuda/gemm_lt.hpp"
+#include "cuda/providers/cublaslt/gemm_lt.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <utility>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/lt_enum_names.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/providers/cublaslt/lt_enum_names.hpp"
 
 namespace gs::cuda {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/results/kernels.hpp"
-#include "cuda/device_buffer.hpp"
+#include "cuda/common/device_buffer.hpp"
 
 namespace gs::cuda {
 

@@ -1,4 +1,4 @@
-#include "cuda/grouped_gemm.hpp"
+#include "cuda/providers/cublaslt/grouped_gemm.hpp"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,8 @@
 #include <stdexcept>
 
 #include "core/recipes/grouped.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/fill.cuh"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/fill.cuh"
 
 namespace gs::cuda {
 

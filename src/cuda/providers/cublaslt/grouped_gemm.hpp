@@ -30,12 +30,12 @@
 #include "core/recipes/modes.hpp"
 #include "core/plan/plan.hpp"
 #include "core/recipes/recipe.hpp"
-#include "cuda/cuda_handles.hpp"
-#include "cuda/device_buffer.hpp"
-#include "cuda/gemm_lt.hpp"
-#include "cuda/grouped_quant.hpp"
-#include "cuda/recipe_gemm.hpp"
-#include "cuda/timed_loop.hpp"
+#include "cuda/common/cuda_handles.hpp"
+#include "cuda/common/device_buffer.hpp"
+#include "cuda/providers/cublaslt/gemm_lt.hpp"
+#include "cuda/quant/grouped_quant.hpp"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
+#include "cuda/timing/timed_loop.hpp"
 
 namespace gs::cuda {
 

@@ -1,13 +1,13 @@
-#include "cuda/lt_tuner.hpp"
+#include "cuda/providers/cublaslt/lt_tuner.hpp"
 
 #include <algorithm>
 #include <stdexcept>
 #include <utility>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/device_buffer.hpp"
-#include "cuda/error_norm.cuh"
-#include "cuda/tuner.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/device_buffer.hpp"
+#include "cuda/common/error_norm.cuh"
+#include "cuda/providers/tuner.hpp"
 
 namespace gs::cuda {
 

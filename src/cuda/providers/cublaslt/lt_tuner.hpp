@@ -19,7 +19,7 @@
 #include "core/providers/lt_search.hpp"
 #include "core/results/kernels.hpp"
 #include "core/results/results.hpp"
-#include "cuda/gemm_lt.hpp"
+#include "cuda/providers/cublaslt/gemm_lt.hpp"
 
 namespace gs::cuda {
 

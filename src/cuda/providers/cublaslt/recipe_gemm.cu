@@ -1,8 +1,8 @@
 #include <stdexcept>
 
-#include "cuda/quantize.cuh"
-#include "cuda/quantize_mx.cuh"
-#include "cuda/recipe_gemm.hpp"
+#include "cuda/quant/quantize.cuh"
+#include "cuda/quant/quantize_mx.cuh"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
 
 namespace gs::cuda {
 

@@ -13,9 +13,9 @@
 
 #include "core/plan/plan.hpp"
 #include "core/recipes/recipe.hpp"
-#include "cuda/device_buffer.hpp"
-#include "cuda/gemm_lt.hpp"
-#include "cuda/quantize_multi.cuh"
+#include "cuda/common/device_buffer.hpp"
+#include "cuda/providers/cublaslt/gemm_lt.hpp"
+#include "cuda/quant/quantize_multi.cuh"
 
 namespace gs::cuda {
 

@@ -1,16 +1,16 @@
 // The CUTLASS provider's FP8 per-tensor cells (cutlass_fp8_run.hpp). No CUTLASS header here: the
 // kernels are behind make_cutlass_grouped().
-#include "cuda/cutlass_fp8_run.hpp"
+#include "cuda/providers/cutlass/cutlass_fp8_run.hpp"
 
 #include <fmt/format.h>
 
 #include <stdexcept>
 #include <vector>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/device_buffer.hpp"
-#include "cuda/grouped_gemm.hpp"
-#include "cuda/recipe_gemm.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/device_buffer.hpp"
+#include "cuda/providers/cublaslt/grouped_gemm.hpp"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
 
 namespace gs::cuda {
 

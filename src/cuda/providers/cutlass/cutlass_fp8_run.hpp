@@ -14,8 +14,8 @@
 #include "core/recipes/modes.hpp"
 #include "core/plan/plan.hpp"
 #include "core/recipes/recipe.hpp"
-#include "cuda/cutlass_grouped.hpp"
-#include "cuda/provider.hpp"
+#include "cuda/providers/cutlass/cutlass_grouped.hpp"
+#include "cuda/providers/provider.hpp"
 
 namespace gs::cuda {
 

@@ -1,13 +1,13 @@
 // The CUTLASS grouped families' dispatch (cutlass_grouped.hpp). Without CUTLASS in the build the
-// same functions say so; the kernels themselves are in src/cuda/cutlass/.
-#include "cuda/cutlass_grouped.hpp"
+// same functions say so; the kernels themselves are in src/cuda/providers/cutlass/kernels/.
+#include "cuda/providers/cutlass/cutlass_grouped.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "cuda/cutlass_fp8_run.hpp"
+#include "cuda/providers/cutlass/cutlass_fp8_run.hpp"
 
 namespace gs::cuda {
 

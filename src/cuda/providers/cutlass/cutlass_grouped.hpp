@@ -2,7 +2,7 @@
 // the interface the CUTLASS provider (cutlass_provider.cpp) uses. No CUTLASS header and no core
 // header is included here (the kernel translation units include this file, so a change in core
 // never recompiles them; the recipe -> family rule is in cutlass_fp8_run.hpp). The kernels live in
-// src/cuda/cutlass/*.cu, one translation unit per kernel family and tile, built for sm_90a only
+// src/cuda/providers/cutlass/kernels/*.cu, one translation unit per kernel family and tile, built for sm_90a only
 // and only when the build found CUTLASS (GEMMSCOPE_HAVE_CUTLASS).
 //
 // A group is one expert's GEMM in gemmscope's terms: D[m,n] (row-major) = A[m,k] . B[k,n], with

@@ -15,12 +15,12 @@
 #include <stdexcept>
 
 #include "core/gpu/arch_policy.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/cutlass_fp8_run.hpp"
-#include "cuda/cutlass_grouped.hpp"
-#include "cuda/grouped_gemm.hpp"
-#include "cuda/provider.hpp"
-#include "cuda/recipe_gemm.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/providers/cutlass/cutlass_fp8_run.hpp"
+#include "cuda/providers/cutlass/cutlass_grouped.hpp"
+#include "cuda/providers/cublaslt/grouped_gemm.hpp"
+#include "cuda/providers/provider.hpp"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
 
 namespace gs::cuda {
 

@@ -20,8 +20,8 @@
 
 #include "core/providers/deepgemm_cells.hpp"
 #include "core/recipes/grouped.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/deepgemm/deepgemm_runs.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/providers/deepgemm/deepgemm_runs.hpp"
 
 namespace gs::cuda::dgrun {
 

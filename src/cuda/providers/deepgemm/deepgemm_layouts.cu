@@ -1,5 +1,5 @@
-#include "cuda/cuda_check.hpp"
-#include "cuda/deepgemm/deepgemm_layouts.cuh"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/providers/deepgemm/deepgemm_layouts.cuh"
 
 namespace gs::dg {
 

@@ -1,4 +1,4 @@
-// Scale-factor layouts between the project's quantizers (src/cuda/quantize.cuh, cuBLASLt's
+// Scale-factor layouts between the project's quantizers (src/cuda/quant/quantize.cuh, cuBLASLt's
 // layouts) and DeepGEMM's. Run outside timed regions (pre-quantized mode prepares them once).
 #pragma once
 #include <cuda_runtime.h>

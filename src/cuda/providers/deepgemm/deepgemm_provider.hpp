@@ -5,7 +5,7 @@
 #include <optional>
 #include <vector>
 
-#include "cuda/provider.hpp"
+#include "cuda/providers/provider.hpp"
 
 namespace gs::cuda {
 

@@ -1,10 +1,10 @@
-#include "cuda/deepgemm/deepgemm_runs.hpp"
+#include "cuda/providers/deepgemm/deepgemm_runs.hpp"
 
 #include <fmt/format.h>
 
 #include <numeric>
 
-#include "cuda/cuda_check.hpp"
+#include "cuda/common/cuda_check.hpp"
 
 namespace gs::cuda::dgrun {
 

@@ -12,12 +12,12 @@
 #include "core/run/engine.hpp"
 #include "core/plan/plan.hpp"
 #include "core/recipes/recipe.hpp"
-#include "cuda/deepgemm/deepgemm_provider.hpp"
-#include "cuda/deepgemm/deepgemm_runtime.hpp"
-#include "cuda/device_buffer.hpp"
-#include "cuda/grouped_gemm.hpp"
-#include "cuda/provider.hpp"
-#include "cuda/recipe_gemm.hpp"
+#include "cuda/providers/deepgemm/deepgemm_provider.hpp"
+#include "cuda/providers/deepgemm/deepgemm_runtime.hpp"
+#include "cuda/common/device_buffer.hpp"
+#include "cuda/providers/cublaslt/grouped_gemm.hpp"
+#include "cuda/providers/provider.hpp"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
 
 namespace gs::cuda::dgrun {
 

@@ -1,4 +1,4 @@
-#include "cuda/deepgemm/deepgemm_runtime.hpp"
+#include "cuda/providers/deepgemm/deepgemm_runtime.hpp"
 
 #include <cuda.h>  // driver API types only: every driver function is reached through cudart's entry points
 #include <fmt/format.h>
@@ -8,9 +8,9 @@
 #include <stdexcept>
 
 #include "core/util/error.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/deepgemm/embedded_headers.hpp"
-#include "cuda/deepgemm/nvrtc_lib.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/providers/deepgemm/embedded_headers.hpp"
+#include "cuda/providers/deepgemm/nvrtc_lib.hpp"
 
 namespace gs::dg {
 

@@ -16,7 +16,7 @@
 
 #include "core/providers/deepgemm_config.hpp"
 #include "core/providers/jit_cache.hpp"
-#include "cuda/deepgemm/nvrtc_lib.hpp"
+#include "cuda/providers/deepgemm/nvrtc_lib.hpp"
 
 namespace gs::dg {
 

@@ -1,4 +1,4 @@
-#include "cuda/deepgemm/nvrtc_lib.hpp"
+#include "cuda/providers/deepgemm/nvrtc_lib.hpp"
 
 #include <dlfcn.h>
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
 // CUTLASS grouped family Bf16ColRowF32Acc (cutlass_grouped.hpp): one instantiation per translation unit.
-#include "cuda/cutlass/grouped_kernel.cuh"
+#include "cuda/providers/cutlass/kernels/grouped_kernel.cuh"
 
 namespace gs::cuda::cutlass_kernels {
 

@@ -1,6 +1,6 @@
 // CUTLASS grouped family Bf16ColRowF32Acc, wide tile (128x256, cutlass_grouped.hpp CutlassTile): one instantiation
 // per translation unit.
-#include "cuda/cutlass/grouped_kernel.cuh"
+#include "cuda/providers/cutlass/kernels/grouped_kernel.cuh"
 
 namespace gs::cuda::cutlass_kernels {
 

@@ -1,5 +1,5 @@
 // CUTLASS grouped family Fp8E5m2E4m3F32Acc (cutlass_grouped.hpp): one instantiation per translation unit.
-#include "cuda/cutlass/grouped_kernel.cuh"
+#include "cuda/providers/cutlass/kernels/grouped_kernel.cuh"
 
 namespace gs::cuda::cutlass_kernels {
 

@@ -19,9 +19,9 @@
 #include "cutlass/util/packed_stride.hpp"
 #include "cutlass/detail/blockwise_scale_layout.hpp"
 #include "core/util/error.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/cutlass_grouped.hpp"
-#include "cuda/device_buffer.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/providers/cutlass/cutlass_grouped.hpp"
+#include "cuda/common/device_buffer.hpp"
 
 namespace gs::cuda::cutlass_kernels {
 
