@@ -284,7 +284,7 @@ TEST(CutlassFp8, EngineCellsRecordTheProvider) {
   for (Precision p : {Precision::FP8Current, Precision::FP8Block}) {
   for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
     SCOPED_TRACE(std::string(to_string(p)) + " " + pass_label(pass));
-    const Cell c = engine->measure_with(grouped_gemm(pass), p, Mode::PerGemm, kProviderCutlass);
+    const Cell c = engine->measure(grouped_gemm(pass), p, Mode::PerGemm, kProviderCutlass);
     ASSERT_TRUE(c.ok) << c.reason;
     EXPECT_EQ(c.kernels.provider, "cutlass");
     EXPECT_NE(c.kernels.config.find("fp8"), std::string::npos) << c.kernels.config;
@@ -296,7 +296,7 @@ TEST(CutlassFp8, EngineCellsRecordTheProvider) {
     }
   }
   }
-  const Cell dense = engine->measure_with(build_shapes_plan("1024").gemms[0], Precision::FP8Delayed, Mode::PreQuantized,
+  const Cell dense = engine->measure(build_shapes_plan("1024").gemms[0], Precision::FP8Delayed, Mode::PreQuantized,
                                           kProviderCutlass);
   EXPECT_TRUE(dense.ok) << dense.reason;
   EXPECT_NE(dense.kernels.config.find("before the timed loop"), std::string::npos) << dense.kernels.config;

@@ -238,7 +238,7 @@ TEST(CutlassEngine, CellsRecordTheProviderOrSayWhyNot) {
   auto engine = make_engine(o, why);
   ASSERT_NE(engine, nullptr) << why;
   const Gemm g = grouped_gemm(Pass::Fprop);
-  const Cell c = engine->measure_with(g, Precision::BF16, Mode::PerGemm, kProviderCutlass);
+  const Cell c = engine->measure(g, Precision::BF16, Mode::PerGemm, kProviderCutlass);
   if (!cutlass_built() || compute_capability() != 90) {
     EXPECT_FALSE(c.ok);
     EXPECT_NE(c.reason.find("CUTLASS"), std::string::npos) << c.reason;
@@ -256,21 +256,21 @@ TEST(CutlassEngine, CellsRecordTheProviderOrSayWhyNot) {
     EXPECT_EQ(gemm_kernels, 1);
   }
   // The same cell through cuBLASLt, for the record; and what CUTLASS does not run is N/A with a reason.
-  const Cell lt = engine->measure_with(g, Precision::BF16, Mode::PerGemm, kProviderCublasLt);
+  const Cell lt = engine->measure(g, Precision::BF16, Mode::PerGemm, kProviderCublasLt);
   EXPECT_TRUE(lt.ok) << lt.reason;
   std::printf("    grouped Fprop %s over %zu experts: cuBLASLt %.1f us, CUTLASS %.1f us\n", g.shape().c_str(),
               g.group.size(), lt.stats.mean_ms * 1e3, c.stats.mean_ms * 1e3);
-  const Cell fp8 = engine->measure_with(g, Precision::MXFP8, Mode::PerGemm, kProviderCutlass);
+  const Cell fp8 = engine->measure(g, Precision::MXFP8, Mode::PerGemm, kProviderCutlass);
   EXPECT_FALSE(fp8.ok);
   EXPECT_NE(fp8.reason.find("CUTLASS"), std::string::npos) << fp8.reason;
-  const Cell dense = engine->measure_with(build_shapes_plan("1024").gemms[0], Precision::BF16, Mode::PerGemm, kProviderCutlass);
+  const Cell dense = engine->measure(build_shapes_plan("1024").gemms[0], Precision::BF16, Mode::PerGemm, kProviderCutlass);
   EXPECT_TRUE(dense.ok) << dense.reason;
   EXPECT_NE(dense.kernels.config.find("one group"), std::string::npos) << dense.kernels.config;
-  const Cell odd = engine->measure_with(build_shapes_plan("1000x1004x1000").gemms[0], Precision::BF16, Mode::PerGemm,
+  const Cell odd = engine->measure(build_shapes_plan("1000x1004x1000").gemms[0], Precision::BF16, Mode::PerGemm,
                                         kProviderCutlass);
   EXPECT_FALSE(odd.ok) << "k = 1004 is no multiple of 8";
   EXPECT_NE(odd.reason.find("multiple of 8"), std::string::npos) << odd.reason;
-  const Cell wgrad = engine->measure_with(grouped_gemm(Pass::Wgrad), Precision::BF16, Mode::PerGemm, kProviderCutlass);
+  const Cell wgrad = engine->measure(grouped_gemm(Pass::Wgrad), Precision::BF16, Mode::PerGemm, kProviderCutlass);
   EXPECT_TRUE(wgrad.ok) << wgrad.reason;
 }
 

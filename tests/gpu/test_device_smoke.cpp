@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "core/plan/plan.hpp"
+#include "core/providers/provider.hpp"
 #include "cuda/timing/clock_probe.hpp"
 #include "cuda/engine_cuda.hpp"
 #include "cuda/timing/launch_gate.hpp"
@@ -34,7 +35,7 @@ TEST(ClockTelemetry, ProbeAndEngineSampleTheSmClock) {
   auto engine = gs::cuda::make_engine(o, why);
   ASSERT_NE(engine, nullptr) << why;
   const gs::Gemm g = gs::build_shapes_plan("4096").gemms[0];
-  const gs::Cell c = engine->measure(g, gs::Precision::BF16, gs::Mode::PerGemm);
+  const gs::Cell c = engine->measure(g, gs::Precision::BF16, gs::Mode::PerGemm, gs::kProviderCublasLt);
   ASSERT_TRUE(c.ok) << c.reason;
   ASSERT_TRUE(c.clock.has_value()) << "a measured cell carries its clock sample";
   EXPECT_EQ(c.clock->max_sm_mhz, s->max_sm_mhz);

@@ -11,6 +11,7 @@
 #include "core/gpu/arch_policy.hpp"
 #include "core/formats/formats.hpp"
 #include "core/plan/plan.hpp"
+#include "core/providers/provider.hpp"
 #include "core/providers/tuning.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/results/results.hpp"
@@ -62,7 +63,7 @@ TEST(KernelTrace, SeesTheExpectedKernelsPerRecipeAndMode) {
                           gs::Precision::FP8Block})
     for (gs::Mode m : {gs::Mode::PerGemm, gs::Mode::PreQuantized}) {
       SCOPED_TRACE(std::string(gs::to_string(p)) + " " + gs::to_string(m));
-      const gs::Cell c = e->measure(*dgrad, p, m);
+      const gs::Cell c = e->measure(*dgrad, p, m, gs::kProviderCublasLt);
       ASSERT_TRUE(c.ok) << c.reason;
       const gs::CellKernels& k = c.kernels;
       ASSERT_TRUE(k.traced) << k.trace_note;
@@ -99,7 +100,7 @@ static void never_keeps_a_slower_algorithm(gs::AlgoChoice choice) {
     for (gs::Precision p : {gs::Precision::BF16, gs::Precision::FP8Current, gs::Precision::FP8Block}) {
       SCOPED_TRACE(std::string(shape) + " " + gs::to_string(p));
       const gs::Gemm g = gs::build_shapes_plan(shape).gemms[0];
-      const gs::Cell ct = t->measure(g, p, gs::Mode::PreQuantized);
+      const gs::Cell ct = t->measure(g, p, gs::Mode::PreQuantized, gs::kProviderCublasLt);
       ASSERT_TRUE(ct.ok) << ct.reason;
       ASSERT_TRUE(ct.kernels.autotune.has_value());
       const gs::AutotuneRecord& r = *ct.kernels.autotune;
@@ -131,11 +132,11 @@ static void never_keeps_a_slower_algorithm(gs::AlgoChoice choice) {
       // (2%, median of three each).
       std::vector<double> tv{ct.stats.mean_ms}, hv;
       for (int i = 0; i < 3; ++i) {
-        const gs::Cell hc = h->measure(g, p, gs::Mode::PreQuantized);
+        const gs::Cell hc = h->measure(g, p, gs::Mode::PreQuantized, gs::kProviderCublasLt);
         ASSERT_TRUE(hc.ok) << hc.reason;
         hv.push_back(hc.stats.mean_ms);
         if (i == 2) break;
-        const gs::Cell tc = t->measure(g, p, gs::Mode::PreQuantized);
+        const gs::Cell tc = t->measure(g, p, gs::Mode::PreQuantized, gs::kProviderCublasLt);
         ASSERT_TRUE(tc.ok) << tc.reason;
         tv.push_back(tc.stats.mean_ms);
       }
@@ -169,8 +170,8 @@ TEST(KernelTrace, NumSmsLowersThroughputOnALargeGemm) {
   const gs::Gemm g = gs::build_shapes_plan("8192").gemms[0];
   for (gs::Precision p : {gs::Precision::BF16, gs::Precision::FP8Current}) {
     SCOPED_TRACE(gs::to_string(p));
-    const gs::Cell a = all->measure(g, p, gs::Mode::PreQuantized);
-    const gs::Cell q = quarter->measure(g, p, gs::Mode::PreQuantized);
+    const gs::Cell a = all->measure(g, p, gs::Mode::PreQuantized, gs::kProviderCublasLt);
+    const gs::Cell q = quarter->measure(g, p, gs::Mode::PreQuantized, gs::kProviderCublasLt);
     ASSERT_TRUE(a.ok && q.ok) << a.reason << q.reason;
     // A quarter of the SMs: compute-bound, so well over twice the time (ideally 4x).
     EXPECT_GT(q.stats.mean_ms, 2.0 * a.stats.mean_ms) << "all SMs " << a.stats.mean_ms << " ms, " << few.num_sms

@@ -9,6 +9,7 @@
 #include "core/model/model_config.hpp"
 #include "core/plan/plan.hpp"
 #include "core/plan/step_model.hpp"
+#include "core/providers/provider.hpp"
 #include "cuda/attention/attention_cudnn.hpp"
 #include "cuda/engine_cuda.hpp"
 #include "cuda/stepwork/step_context_runner.hpp"
@@ -141,7 +142,7 @@ TEST(StepContextGpu, EngineRecordsTheContext) {
   auto e = gs::cuda::make_engine(o, why);
   ASSERT_NE(e, nullptr) << why;
   EXPECT_FALSE(e->step_context());  // nothing measured yet
-  const gs::Cell c = e->measure(plan.gemms.front(), gs::Precision::BF16, gs::Mode::PreQuantized);
+  const gs::Cell c = e->measure(plan.gemms.front(), gs::Precision::BF16, gs::Mode::PreQuantized, gs::kProviderCublasLt);
   ASSERT_TRUE(c.ok) << c.reason;
   const auto info = e->step_context();
   ASSERT_TRUE(info);

@@ -282,7 +282,7 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
                                                 x.shape(), to_string(r.precisions[p]),
                                                 n_prov > 1 ? " " + r.providers[v] : std::string(),
                                                 reps > 1 ? fmt::format(" (repeat {}/{})", k + 1, reps) : std::string()));
-            Cell c = engine.measure_with(x, r.precisions[p], r.modes[m], r.providers[v]);
+            Cell c = engine.measure(x, r.precisions[p], r.modes[m], r.providers[v]);
             if (c.kernels.provider.empty()) c.kernels.provider = r.providers[v];
             by_rep[k][v][p][m] = std::move(c);
             ++done;

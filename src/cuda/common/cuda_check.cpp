@@ -1,5 +1,7 @@
 #include "cuda/common/cuda_check.hpp"
 
+#include <fmt/format.h>
+
 #include <string>
 
 namespace gs::cuda {
@@ -18,6 +20,14 @@ const char* cublas_status_name(cublasStatus_t s) {
     case CUBLAS_STATUS_LICENSE_ERROR: return "LICENSE_ERROR";
     default: return "UNKNOWN";
   }
+}
+
+void throw_if_context_lost(const std::string& what, const std::string& where) {
+  const cudaError_t e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) return;
+  throw std::runtime_error(fmt::format("the GPU reported an unrecoverable error during {} ({}; then {}); "
+                                       "no further measurement is possible in this process",
+                                       where, what, cudaGetErrorString(e)));
 }
 
 void throw_cuda(cudaError_t e, const char* expr, const char* file, int line) {

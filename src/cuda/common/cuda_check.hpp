@@ -25,6 +25,12 @@ struct CublasError : std::runtime_error {
 
 const char* cublas_status_name(cublasStatus_t s);
 
+// A sticky CUDA error (illegal address, launch failure, ...) poisons the context: every later
+// cell would be an error too. After a CudaError `what` during `where`, this synchronizes the device
+// and, when it reports an error, throws std::runtime_error naming both (the run stops with the
+// cause instead of reporting N/A cells); otherwise it returns.
+void throw_if_context_lost(const std::string& what, const std::string& where);
+
 [[noreturn]] void throw_cuda(cudaError_t e, const char* expr, const char* file, int line);
 [[noreturn]] void throw_cublas(cublasStatus_t s, const char* expr, const char* file, int line);
 

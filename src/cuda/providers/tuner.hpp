@@ -1,9 +1,10 @@
 // Kernel tuning in the backend, provider-neutral: candidates -> timed rounds -> pick -> record.
 // A provider lists its candidate kernels for one problem as a Tunable; run_tuning times them on
 // the cell's operands and keeps one under the rules of core/providers/tuning.hpp; after the
-// cell's timed loop, recheck_in_timed_loop gives that loop the last word. cuBLASLt's tuner
-// (lt_tuner.hpp) is the user today; a provider with kernel variants of its own (CUTLASS's tiles)
-// would be another Tunable (docs/architecture.md, "A kernel provider").
+// cell's timed loop, recheck_in_timed_loop gives that loop the last word. A provider's run offers
+// its tuning to the engine as a RunTuner (provider.hpp ProviderRun::tuner): cuBLASLt's
+// (providers/cublaslt/lt_tuner.hpp) is one; a provider with kernel variants of its own (CUTLASS's
+// tiles) would be another, over its own Tunable (docs/architecture.md, "Tuning").
 #pragma once
 #include <cuda_runtime.h>
 
@@ -32,6 +33,22 @@ class Tunable {
   // Throws what the engine turns into the cell's N/A text when no candidate runs at all
   // (default: Unsupported "no tuning candidate ran").
   [[noreturn]] virtual void none_ran() const;
+};
+
+// What a provider's run offers the engine for --algo autotune / search: the engine tunes before
+// the cell's timed loop and gives that loop the last word after it (recheck_in_timed_loop), the
+// same for every provider (engine_cuda.cu).
+class RunTuner {
+ public:
+  virtual ~RunTuner() = default;
+  // Times the candidates on the operands as they are now, `between` enqueued before each timed
+  // call (--l2 cold's flush), and leaves the pick in use. Synchronizes the stream. Throws what
+  // the engine turns into the cell's N/A text when no candidate runs.
+  virtual AutotuneRecord tune(cudaStream_t s, const std::function<void()>& between) = 0;
+  // After tune(): the pick is another kernel than candidate 0.
+  virtual bool differs() const = 0;
+  // After tune(): run the pick (true) or candidate 0 (false) from now on.
+  virtual void select(bool tuned) = 0;
 };
 
 struct TuningOutcome {

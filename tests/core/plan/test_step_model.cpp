@@ -255,7 +255,7 @@ TEST(StepModel, JsonRoundTrip) {
 // The runner records what the engine says ran between iterations.
 class ContextEngine : public gs::test::FakeEngineBase {
  public:
-  gs::Cell measure(const gs::Gemm&, gs::Precision, gs::Mode) override { return gs::Cell::measured(gs::summarize({1.0})); }
+  gs::Cell measure(const gs::Gemm&, gs::Precision, gs::Mode, const std::string&) override { return gs::Cell::measured(gs::summarize({1.0})); }
   std::optional<gs::StepContextInfo> step_context() const override {
     gs::StepContextInfo c;
     c.kind = StepContextKind::TransformerEngine;

@@ -238,7 +238,7 @@ namespace {
 class KernelEngine : public test::FakeEngineBase {
  public:
   KernelEngine() : FakeEngineBase("Fake") {}
-  Cell measure(const Gemm& g, Precision p, Mode) override {
+  Cell measure(const Gemm& g, Precision p, Mode, const std::string&) override {
     Stats s;
     s.mean_ms = s.median_ms = s.min_ms = s.max_ms = 1;
     s.iters = 1;
@@ -326,8 +326,8 @@ TEST(KernelRecords, SearchRunSaysWhatItSearched) {
   // the kernel table says where the pick came from and how it was checked.
   class SearchEngine : public KernelEngine {
    public:
-    Cell measure(const Gemm& g, Precision p, Mode m) override {
-      Cell c = KernelEngine::measure(g, p, m);
+    Cell measure(const Gemm& g, Precision p, Mode m, const std::string& provider) override {
+      Cell c = KernelEngine::measure(g, p, m, provider);
       c.kernels.algo->rank = -1;
       AutotuneRecord t;
       t.k = 8;

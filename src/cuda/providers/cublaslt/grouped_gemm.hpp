@@ -39,26 +39,6 @@
 
 namespace gs::cuda {
 
-// The BF16 operands of a grouped GEMM at one padding (shared by every precision with the same
-// alignment, and by every mode).
-struct GroupedSources {
-  Gemm gemm;                    // the grouped GEMM (real sizes)
-  std::vector<int64_t> sizes;   // padded per-expert sizes along gemm.group_dim
-  std::vector<int64_t> offsets; // prefix sums of sizes
-  DeviceBuffer tokens_l;        // M: left [sum, k]; K: left [sum, m]
-  DeviceBuffer tokens_r;        // K only: right [sum, n]
-  DeviceBuffer out;             // M: output [sum, n]; K: every expert's output [experts*m, n] (per_expert view it)
-  std::vector<DeviceBuffer> per_expert;  // M: right operands (weights); K: outputs [m, n] (BF16 or FP32)
-  bool fp32_out = false;                  // K: the outputs are FP32 main gradients
-  bool matches(const Gemm& g, const std::vector<int64_t>& padded, bool fp32) const;
-  // Bytes allocate() needs.
-  static size_t bytes_needed(const Gemm& g, const std::vector<int64_t>& padded, bool fp32);
-  // fp32: Wgrad's outputs are FP32 gradients (filled with small values, accumulated into).
-  // Throws CudaError (oom) or std::invalid_argument for a layout the grouped path cannot slice.
-  static std::unique_ptr<GroupedSources> allocate(const Gemm& g, const std::vector<int64_t>& padded, uint64_t seed,
-                                                  cudaStream_t s, bool fp32 = false);
-};
-
 class GroupedGemm {
  public:
   // streams: 0 = serial on `main`; else round-robin over that many side streams (owned here).

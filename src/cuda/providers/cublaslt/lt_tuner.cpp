@@ -196,8 +196,4 @@ void LtTuner::select(bool tuned) {
   else mm_.use(heuristic_, 0);
 }
 
-Cell LtTuner::recheck(Cell cell, AutotuneRecord& rec, const std::function<Cell()>& timed) {
-  return recheck_in_timed_loop(std::move(cell), differs(), rec, [this](bool tuned) { select(tuned); }, timed);
-}
-
 }  // namespace gs::cuda

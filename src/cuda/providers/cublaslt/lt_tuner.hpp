@@ -5,7 +5,8 @@
 //    capabilities, each kept only where cublasLtMatmulAlgoCheck accepts it);
 //  - timed rounds, pick and confirmation: tuner.hpp's run_tuning, under the rules of
 //    core/providers/tuning.hpp (a searched pick is kept only if its output is the heuristic's);
-//  - the last word of the cell's timed loop (recheck: pick, heuristic, pick);
+//  - the last word of the cell's timed loop (the engine's recheck_in_timed_loop: pick, heuristic,
+//    pick), as for any provider's RunTuner (tuner.hpp);
 //  - the record (AutotuneRecord, as the JSON writes it; the kept algorithm's AlgoRecord is the
 //    matmul's algo_record()).
 // LtMatmul keeps the descriptors, the algorithm in use and run().
@@ -20,10 +21,11 @@
 #include "core/results/kernels.hpp"
 #include "core/results/results.hpp"
 #include "cuda/providers/cublaslt/gemm_lt.hpp"
+#include "cuda/providers/tuner.hpp"
 
 namespace gs::cuda {
 
-class LtTuner {
+class LtTuner final : public RunTuner {
  public:
   // The heuristic candidates a matmul must ask for under these options (LtMatmul's
   // heuristic_count): 1 with --algo heuristic, else K (at least 1).
@@ -33,14 +35,11 @@ class LtTuner {
   // Times the candidates on the operands as they are now, `between` enqueued before each timed
   // call (--l2 cold's flush), and leaves the pick in use on the matmul. Synchronizes the stream.
   // Throws CublasError NOT_SUPPORTED when no candidate runs (the matmul keeps its algorithm).
-  AutotuneRecord tune(cudaStream_t s, const std::function<void()>& between = {});
-  // After the cell's timed loop with the pick (`cell`): recheck_in_timed_loop, `timed` running
-  // one more loop; returns the cell to keep and updates `rec`.
-  Cell recheck(Cell cell, AutotuneRecord& rec, const std::function<Cell()>& timed);
+  AutotuneRecord tune(cudaStream_t s, const std::function<void()>& between) override;
   // After tune(): the pick is another algorithm than the heuristic's first choice.
-  bool differs() const;
+  bool differs() const override;
   // After tune(): run the pick (true) or the heuristic's first choice (false).
-  void select(bool tuned);
+  void select(bool tuned) override;
 
  private:
   LtMatmul& mm_;

@@ -27,19 +27,6 @@ cublasLtMatmulMatrixScale_t lt_scale_mode(Scaling s) {
   }
 }
 
-GemmSources GemmSources::allocate(const Gemm& g, bool c_fp32) {
-  GemmSources s;
-  s.c_fp32 = c_fp32;
-  s.m = g.m; s.k = g.k; s.n = g.n;
-  s.l_k_major = g.a.k_major;
-  s.r_k_major = g.b.k_major;
-  const size_t e = sizeof(__nv_bfloat16);
-  s.l = DeviceBuffer(static_cast<size_t>(g.m) * static_cast<size_t>(g.k) * e);
-  s.r = DeviceBuffer(static_cast<size_t>(g.k) * static_cast<size_t>(g.n) * e);
-  s.c = DeviceBuffer(static_cast<size_t>(g.m) * static_cast<size_t>(g.n) * (c_fp32 ? sizeof(float) : e));
-  return s;
-}
-
 Fp8Kind fp8_kind(ElemFormat f) {
   if (f == ElemFormat::E4M3) return Fp8Kind::E4M3;
   if (f == ElemFormat::E5M2) return Fp8Kind::E5M2;

@@ -14,24 +14,11 @@
 #include "core/plan/plan.hpp"
 #include "core/recipes/recipe.hpp"
 #include "cuda/common/device_buffer.hpp"
+#include "cuda/common/operands.hpp"
 #include "cuda/providers/cublaslt/gemm_lt.hpp"
 #include "cuda/quant/quantize_multi.cuh"
 
 namespace gs::cuda {
-
-// BF16 operands as a training framework stores them (see core/plan/plan.hpp), and the output.
-struct GemmSources {
-  int64_t m = 0, k = 0, n = 0;
-  bool l_k_major = true, r_k_major = true;
-  DeviceBuffer l, r, c;  // l: [m,k] or [k,m]; r: [n,k] or [k,n]; c: [m,n]; BF16 (c: see c_fp32)
-  // c is an FP32 main gradient the GEMM accumulates into (FP32 C and D, beta = 1): Wgrad with
-  // RecipeOptions::wgrad_fp32_accumulate (core/recipes/recipe.hpp: wgrad_accumulates_fp32).
-  bool c_fp32 = false;
-  static GemmSources allocate(const Gemm& g, bool c_fp32 = false);
-  bool matches(const Gemm& g, bool fp32 = false) const {
-    return m == g.m && k == g.k && n == g.n && l_k_major == g.a.k_major && r_k_major == g.b.k_major && c_fp32 == fp32;
-  }
-};
 
 // One operand's quantization, as its OperandRecipe says.
 class QuantizedOperand {
@@ -141,6 +128,7 @@ class RecipeGemm {
   }
   std::string layout() const { return mm_ ? mm_->layout() : std::string("-"); }
   LtMatmul* matmul() { return mm_.get(); }  // null when built without the GEMM
+  const LtMatmul* matmul() const { return mm_.get(); }
 
  private:
   void update_alpha(cudaStream_t s);
