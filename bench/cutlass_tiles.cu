@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/gpu/arch_policy.hpp"
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/providers/cutlass/cutlass_grouped.hpp"
 #include "cuda/common/device_buffer.hpp"
@@ -126,8 +127,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major * 10 + prop.minor != 90) {
-    std::fprintf(stderr, "cutlass_tiles: needs an sm_90 GPU\n");
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || !gs::ArchPolicy(prop.major * 10 + prop.minor).kernel_target()) {
+    std::fprintf(stderr, "cutlass_tiles: needs a GPU that runs %s\n", gs::ArchPolicy::arch_kernels_target().arch.c_str());
     return 1;
   }
   // 16384 tokens; 5B-like (hidden 4096, MLP 16384) and Qwen2.5-7B (hidden 3584, MLP 18944) as one

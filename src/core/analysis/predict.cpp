@@ -298,7 +298,7 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
         const bool borrowed = borrowed_precision(kt, ks);
         const Band kb = quad({gpu_band, borrow_band(kt, ks), {cv, cv}});
         const Band ob = !overhead_measured ? kOverheadFromBytes
-                        : (borrowed && ArchPolicy(100).peak_format(p) != ArchPolicy(100).peak_format(ps)) ? kOverheadOtherFormat
+                        : (borrowed && ArchPolicy::newest().peak_format(p) != ArchPolicy::newest().peak_format(ps)) ? kOverheadOtherFormat
                         : same_gpu ? Band{cv, cv} : kOverheadScaled;
         out.ok = true;
         out.borrowed = borrowed;

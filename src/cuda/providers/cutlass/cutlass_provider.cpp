@@ -129,8 +129,10 @@ class CutlassProvider final : public GemmProvider {
 
   std::string cannot_run(const Gemm& g, Precision, Mode, const Recipe& r, int cc) const override {
     if (!cutlass_built()) return "CUTLASS: not in this build (GEMMSCOPE_CUTLASS_DIR was not found when it was built)";
-    if (!ArchPolicy(cc).runs_sm90a_kernels())
-      return fmt::format("CUTLASS: the kernels are built for sm_90a (Hopper) only; this device is sm_{}", cc);
+    if (!ArchPolicy(cc).kernel_target()) {
+      const KernelTarget& t = ArchPolicy::arch_kernels_target();
+      return fmt::format("CUTLASS: the kernels are built for {} ({}) only; this device is sm_{}", t.arch, t.family, cc);
+    }
     if (r.precision != Precision::BF16 && r.precision != Precision::FP8Current && r.precision != Precision::FP8Delayed &&
         r.precision != Precision::FP8Block)
       return fmt::format("CUTLASS: no {} kernel on sm_90 (Blackwell block-scaled formats)", to_string(r.precision));

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "core/gpu/arch_policy.hpp"
 #include "core/util/error.hpp"
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/providers/deepgemm/embedded_headers.hpp"
@@ -178,7 +179,9 @@ std::string Runtime::unavailable_reason() const {
     cudaGetLastError();
     return "DeepGEMM unavailable: no usable CUDA device";
   }
-  if (major != 9) return fmt::format("DeepGEMM unavailable: its sm90 kernels need a Hopper GPU (this is sm_{}{})", major, minor);
+  if (!ArchPolicy(major * 10 + minor).kernel_target())
+    return fmt::format("DeepGEMM unavailable: its sm90 kernels need a {} GPU (this is sm_{}{})",
+                       ArchPolicy::arch_kernels_target().family, major, minor);
   return {};
 }
 
@@ -193,7 +196,7 @@ int Runtime::num_sms() const {
 }
 
 std::vector<std::string> Runtime::compile_options() const {
-  return {"-std=c++20", "--gpu-architecture=sm_90a", "-default-device", "-DNDEBUG", "--device-int128",
+  return {"-std=c++20", ArchPolicy::arch_kernels_target().nvrtc_arch_option(), "-default-device", "-DNDEBUG", "--device-int128",
           "--diag-suppress=39,161,174,177,186,940,1105",
           "-I" + toolkit_include_, "-I" + toolkit_include_ + "/cccl"};
 }
@@ -207,7 +210,7 @@ jit::CacheKey Runtime::cache_key(const Problem& p, const Config& c) const {
   key.header_hash = header_hash_;
   key.nvrtc_major = Nvrtc::get().major();
   key.nvrtc_minor = Nvrtc::get().minor();
-  key.arch = "sm_90a";
+  key.arch = ArchPolicy::arch_kernels_target().arch;
   key.options = compile_options();
   return key;
 }

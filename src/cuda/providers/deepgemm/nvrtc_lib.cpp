@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cstdlib>
 
+#include "core/gpu/arch_policy.hpp"
+
 namespace gs::dg {
 
 namespace {
@@ -74,7 +76,8 @@ Nvrtc::Nvrtc(const std::vector<std::string>& candidates) {
   if (!ok) { dlclose(lib_); lib_ = nullptr; delete f_; f_ = nullptr; return; }
   f_->version(&major_, &minor_);
   if (major_ < 12) {
-    why_ = fmt::format("DeepGEMM unavailable: NVRTC {}.{} is too old (sm_90a kernels need 12.3 or newer)", major_, minor_);
+    why_ = fmt::format("DeepGEMM unavailable: NVRTC {}.{} is too old ({} kernels need 12.3 or newer)", major_, minor_,
+                       ArchPolicy::arch_kernels_target().arch);
     dlclose(lib_); lib_ = nullptr; delete f_; f_ = nullptr;
   }
 }

@@ -1,6 +1,7 @@
-// The one template behind every CUTLASS grouped family (cutlass_grouped.hpp): an sm90 ptr-array
+// The one template behind every CUTLASS grouped family (cutlass_grouped.hpp): a ptr-array
 // grouped GEMM, BF16 or FP8 operands, FP32 accumulation, TMA warp-specialized cooperative kernel.
-// Each family's .cu instantiates it once, so the families compile in parallel.
+// Each family's .cu instantiates it once, so the families compile in parallel. The architecture:
+// cutlass_arch.cuh (ArchTag, the policy's kernel target).
 #pragma once
 #include <fmt/format.h>
 
@@ -21,6 +22,7 @@
 #include "core/util/error.hpp"
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/providers/cutlass/cutlass_grouped.hpp"
+#include "cuda/providers/cutlass/kernels/cutlass_arch.cuh"
 #include "cuda/common/device_buffer.hpp"
 
 namespace gs::cuda::cutlass_kernels {
@@ -48,12 +50,12 @@ struct GroupedKernel {
   using Tile = Tile_;
   using Cluster = Shape<_1, _1, _1>;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
+      ArchTag, cutlass::arch::OpClassTensorOp, Tile, Cluster,
       cutlass::epilogue::collective::EpilogueTileAuto, Acc, Acc, ElementC, LayoutC*, kAlignC, ElementD, LayoutC*,
       kAlignC, cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative,
       cutlass::epilogue::fusion::LinearCombination<ElementD, Acc, ElementC, Acc>>::CollectiveOp;
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, LayoutA*, kAlignA, ElementB, LayoutB*, kAlignB,
+      ArchTag, cutlass::arch::OpClassTensorOp, ElementA, LayoutA*, kAlignA, ElementB, LayoutB*, kAlignB,
       Acc, Tile, Cluster,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
       Schedule>::CollectiveOp;
@@ -108,8 +110,8 @@ struct GroupedFp8Block {
   using LayoutB = cutlass::layout::ColumnMajor;
   using LayoutC = cutlass::layout::RowMajor;
   using Acc = float;
-  using ScaleConfig = cutlass::detail::Sm90BlockwiseScaleConfig<1, kScaleN, 128, cute::GMMA::Major::MN,
-                                                                kScaleN == 1 ? cute::GMMA::Major::MN : cute::GMMA::Major::K>;
+  using ScaleConfig = BlockwiseScaleConfig<1, kScaleN, 128, cute::GMMA::Major::MN,
+                                            kScaleN == 1 ? cute::GMMA::Major::MN : cute::GMMA::Major::K>;
   using LayoutSFA = decltype(ScaleConfig::deduce_layoutSFA());
   using LayoutSFB = decltype(ScaleConfig::deduce_layoutSFB());
   static constexpr int kAlignA = 16, kAlignB = 16;
@@ -117,12 +119,12 @@ struct GroupedFp8Block {
   using Tile = TileOf<kTileN, 128>;
   using Cluster = Shape<_1, _1, _1>;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, Cluster,
+      ArchTag, cutlass::arch::OpClassTensorOp, Tile, Cluster,
       cutlass::epilogue::collective::EpilogueTileAuto, Acc, Acc, ElementC, LayoutC*, kAlignC, ElementD, LayoutC*,
       kAlignC, cutlass::epilogue::PtrArrayTmaWarpSpecializedCooperative,
       cutlass::epilogue::fusion::LinearCombination<ElementD, Acc, ElementC, Acc>>::CollectiveOp;
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, ElementA, cute::tuple<LayoutA*, LayoutSFA*>, kAlignA,
+      ArchTag, cutlass::arch::OpClassTensorOp, ElementA, cute::tuple<LayoutA*, LayoutSFA*>, kAlignA,
       ElementB, cute::tuple<LayoutB*, LayoutSFB*>, kAlignB, Acc, Tile, Cluster,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
       cutlass::gemm::KernelPtrArrayTmaWarpSpecializedCooperativeFP8Blockwise>::CollectiveOp;
