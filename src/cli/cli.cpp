@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "cli/argv_scan.hpp"
 #include "cli/cli_util.hpp"
 #include "cli/cmd_comm.hpp"
 #include "cli/cmd_mpi.hpp"
@@ -57,7 +58,7 @@ struct Options {
   // the precisions, modes, providers, grouped GEMMs and the accuracy pass.
   GivenSettings settings;
   bool kernels = false;  // --kernels: print the kernel table (core/results/kernels.hpp, docs/kernels.md)
-  cli::CommFlags comm;  // --comm, --comm-only and the layout flags (cmd_comm.hpp)
+  std::string comm_json;  // --comm-json (the collectives' settings are the registry's: cmd_comm.hpp)
   bool all_gpus = false;         // never set here: dispatch() hands --all-gpus to cmd_fleet.cpp
   std::string fleet_threshold;   // idem
   bool mpi = false;              // never set here: dispatch() hands --mpi to cmd_mpi.cpp
@@ -317,7 +318,7 @@ int run_main(int argc, char** argv) {
   cli::add_setting_flag(app, o.settings, "--mode");
   cli::add_setting_options(app, o.settings, "Measurement");  // --num-warmup, --l2, --seed, ... (core/run/settings.cpp)
   add_int(app, "--device", o.device, "CUDA device index (default 0)")->group("Measurement");
-  cli::add_comm_options(app, o.comm);
+  cli::add_comm_options(app, o.settings, o.comm_json);
   // Handled by dispatch() before this parser (cmd_fleet.cpp); declared here for --help.
   app.add_flag("--all-gpus", o.all_gpus, "Run on every visible GPU at once, one worker each; the fleet summary (docs/node.md)")
       ->group("Node");
@@ -363,16 +364,16 @@ int run_main(int argc, char** argv) {
     }
     return 0;
   }
-  cli::check_comm_flags(app, o.comm);
   RunRequest req = build_request(o);
+  cli::check_comm_json(req.comm, o.comm_json);
   check_outputs(o);
   // The layout's collectives (cmd_comm.cpp), before any GEMM is timed: a layout this node cannot
   // run is refused first. --comm-only stops there.
   std::string comm_text;
   CommResult comm_result;
-  if (o.comm.enabled()) {
-    comm_text = cli::comm_section(req.plan, o.comm, !o.dry_run, &comm_result);
-    if (o.comm.only) {
+  if (req.comm.enabled()) {
+    comm_text = cli::comm_section(req.plan, req.comm, o.comm_json, !o.dry_run, &comm_result);
+    if (req.comm.only) {
       std::cout << comm_text << std::flush;
       return 0;
     }
@@ -432,7 +433,7 @@ int run_main(int argc, char** argv) {
   if (measured && o.kernels) report += render_kernel_table(result);
   else if (measured) report += render_autotune_table(result);
   report += comm_text;
-  if (measured && o.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/node/comm_step.hpp
+  if (measured && req.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/node/comm_step.hpp
   // The files before the report: a write that fails (a full disk) is the run's error, said
   // before anything is printed; a measured run still prints its report, so no measurement is lost.
   try {
@@ -483,8 +484,7 @@ int dispatch(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "report") return gs::cli::run_report(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "predict") return gs::cli::run_predict(argc - 1, argv + 1);
     if (gs::cli::mpi_wanted(argc, argv)) return gs::cli::run_mpi(argc, argv, run_main);
-    for (int i = 1; i < argc; ++i)
-      if (std::string(argv[i]) == "--all-gpus") return gs::cli::run_fleet(argc, argv);
+    if (gs::cli::has_flag(argc, argv, "--all-gpus")) return gs::cli::run_fleet(argc, argv);
     // A first word that is no option and no subcommand: a mistyped subcommand (gemmscope takes no
     // positional arguments), named with the nearest subcommand.
     if (argc > 1 && argv[1][0] != '-' && argv[1][0] != '\0') {

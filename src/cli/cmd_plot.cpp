@@ -165,9 +165,7 @@ int run_plot(int argc, char** argv) {
   app.add_option("result", result, "result JSON written by gemmscope --json")->required();
   app.add_option("-o,--output", out, "chart file: .png, .svg or .pdf")->required();
   app.add_option("--baseline", baseline, "precision the speedups are taken against (default BF16)");
-  app.add_option("--mode", mode,
-                 "mode to chart: training, per-gemm or pre-quantized (default training when present, else per-gemm; "
-                 "any case; old names autocast-shared, autocast too)");
+  add_mode_option(app, mode, "mode to chart: training, per-gemm or pre-quantized (default training when present, else per-gemm)");
   app.add_option("--kind", kind, "chart kind: auto (default: from the JSON), model, shapes, sweep, modes, roofline, experts, fleet")
       ->capture_default_str();
   app.allow_extras();  // unknown options: reject_extras() names them with a suggestion

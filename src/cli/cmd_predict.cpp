@@ -14,6 +14,7 @@
 #include "core/io/output_paths.hpp"
 #include "core/analysis/predict.hpp"
 #include "core/report/report.hpp"
+#include "core/run/settings.hpp"
 #include "core/util/printer.hpp"
 #include "core/util/text_util.hpp"
 
@@ -27,18 +28,6 @@ GpuDb load_db() {
     throw UsageError("predict needs the GPU spec database gpus.json (next to the gemmscope binary, data/gpus.json in "
                      "the source tree, or $GEMMSCOPE_GPU_SPECS), and none was found");
   return read_gpu_db_file(*path);
-}
-
-std::vector<Mode> modes_of(const std::string& given, bool model) {
-  const std::string mode = ascii_lower(given);  // names in any case, as everywhere
-  if (mode.empty() || mode == "all")
-    return model ? std::vector<Mode>{Mode::PerGemm, Mode::Training, Mode::PreQuantized}
-                 : std::vector<Mode>{Mode::PerGemm, Mode::PreQuantized};
-  // "both": the default quantizing mode (training for models, per-gemm for shapes) + pre-quantized.
-  if (mode == "both") return {model ? Mode::Training : Mode::PerGemm, Mode::PreQuantized};
-  const Mode m = mode_from_string(mode);
-  if (m == Mode::Training && !model) throw UsageError("--mode training needs a model plan");
-  return {m};
 }
 
 }  // namespace
@@ -75,8 +64,7 @@ int run_predict(int argc, char** argv) {
   app.add_option("--gpu", gpu, "target GPU: a key of the spec database (B300, H200, ...) or a device name");
   app.add_option("--source-gpu", source_gpu, "the run's GPU when its device name is not in the database");
   app.add_option("--json", json_out, "write the predicted result JSON here (gemmscope compare reads it)");
-  app.add_option("--mode", mode, "datasheet-only: training | per-gemm | pre-quantized | both | all (default all; old names autocast-shared, "
-                 "autocast accepted)");
+  add_mode_option(app, mode, "datasheet-only: training | per-gemm | pre-quantized | both | all (default all)");
   app.add_option("--model", preset, "datasheet-only: model preset (see gemmscope --list-models)");
   app.add_option("--config", config, "datasheet-only: Hugging Face config.json");
   app.add_option("--shapes", shapes, "datasheet-only: 'MxKxN,...'");
@@ -140,7 +128,7 @@ int run_predict(int argc, char** argv) {
                   : !config.empty() ? build_model_plan(load_hf_config(config))
                   : !preset.empty() ? build_model_plan(find_preset(preset).config)
                                     : build_model_plan(default_config());
-      const std::vector<Mode> modes = modes_of(mode, plan.model_mode);
+      const std::vector<Mode> modes = modes_from_flag(mode.empty() ? "all" : mode, plan.model_mode);  // default all
       pr = predict_datasheet_only(plan, modes, RecipeOptions{}, target);
     }
     const std::string text = render_prediction_text(pr);

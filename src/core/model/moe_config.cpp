@@ -253,23 +253,9 @@ void parse_hf_moe_mla(const json& j, ModelConfig& c, const std::string& origin) 
 
 void apply_moe_overrides(ModelConfig& c, const MoeOverrides& o) {
   MoeConfig& m = c.moe;
-  auto set = [](int64_t& dst, const std::optional<int64_t>& v) { if (v) dst = *v; };
-  set(m.num_experts, o.num_experts);
-  set(m.top_k, o.top_k);
-  set(m.expert_intermediate_size, o.expert_intermediate_size);
-  set(m.shared_experts, o.shared_experts);
-  set(m.shared_expert_intermediate_size, o.shared_expert_intermediate_size);
-  set(m.first_dense_layers, o.first_dense_layers);
-  set(m.layer_freq, o.layer_freq);
-  set(m.expert_parallel, o.expert_parallel);
   if (o.expert_parallel) m.parallel_source = "--expert-parallel";
   if (o.routing) m.routing = *o.routing;
   if (o.capacity_factor) m.capacity_factor = *o.capacity_factor;
-  set(c.mla.q_lora_rank, o.q_lora_rank);
-  set(c.mla.kv_lora_rank, o.kv_lora_rank);
-  set(c.mla.qk_nope_head_dim, o.qk_nope_head_dim);
-  set(c.mla.qk_rope_head_dim, o.qk_rope_head_dim);
-  set(c.mla.v_head_dim, o.v_head_dim);
   // Expert flags on a model without experts would be ignored: refuse instead.
   if (!m.enabled()) {
     const char* given = o.top_k                             ? "--top-k"

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/run/comm_options.hpp"
 #include "core/run/engine.hpp"
 #include "core/results/results.hpp"
 
@@ -19,6 +20,7 @@ struct RunRequest {
   bool accuracy = false;       // also run the accuracy pass
   bool accuracy_only = false;  // only the accuracy pass (no timing)
   Dist dist = Dist::Normal;
+  CommOptions comm;  // --comm, --comm-only and the layout flags (the collectives, cli/cmd_comm.cpp)
 };
 
 // Called before each measurement: (done, total, description). May print progress.

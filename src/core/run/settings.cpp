@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 #include <type_traits>
 
 #include "core/util/error.hpp"
@@ -106,6 +107,15 @@ std::vector<std::string> grouped_cutlass_providers(const std::vector<std::string
 
 constexpr int64_t kMaxIters = 100000;  // --num-iters, --num-warmup
 constexpr int64_t kMaxRepeats = 1000;  // --repeats; also what a result file may hold
+constexpr int64_t kMaxRanks = int64_t{1} << 20;  // --data-parallel
+
+// The one check of an integer flag's range: "--flag must be between lo and hi[ note], got v".
+std::function<void(const SettingValue&)> int_range(std::string flag, int64_t lo, int64_t hi, std::string note = "") {
+  return [flag = std::move(flag), lo, hi, note = std::move(note)](const SettingValue& x) {
+    if (int_of(x) < lo || int_of(x) > hi)
+      throw UsageError(fmt::format("{} must be between {} and {}{}, got {}", flag, lo, hi, note, int_of(x)));
+  };
+}
 
 // The declarations. Each setting once: flag, type, names, defaults, checks, JSON key, label.
 std::vector<Setting> declare() {
@@ -148,11 +158,6 @@ std::vector<Setting> declare() {
     s.get = [member](const SettingsRef& r) -> SettingValue { return r.recipe->*member; };
     s.set = [member](const SettingsRef& r, const SettingValue& x) { r.recipe->*member = bool_of(x); };
     return s;
-  };
-  const auto int_range = [](std::string flag_msg, int64_t lo, int64_t hi) {
-    return [flag_msg, lo, hi](const SettingValue& x) {
-      if (int_of(x) < lo || int_of(x) > hi) throw UsageError(fmt::format(fmt::runtime(flag_msg), int_of(x)));
-    };
   };
 
   // ---- the run: what is measured (the result's top level) ----
@@ -256,29 +261,10 @@ std::vector<Setting> declare() {
       const bool named_mode = mode != "" && mode != "both" && mode != "all";
       if (pre_quantize && given_mode && (!named_mode || mode_from_string(mode) != Mode::PreQuantized))
         throw UsageError(fmt::format("--pre-quantize conflicts with --mode {} (--pre-quantize means --mode pre-quantized)", raw));
-      const bool model = req.plan.model_mode;
-      const Mode quantizing = model ? Mode::Training : Mode::PerGemm;
-      std::vector<Mode> modes;
-      if (pre_quantize) modes = {Mode::PreQuantized};
-      else if (mode.empty()) modes = {quantizing};
-      else if (mode == "both") modes = {quantizing, Mode::PreQuantized};
-      else if (mode == "all" && model) modes = {Mode::PerGemm, Mode::Training, Mode::PreQuantized};
-      else if (mode == "all") modes = {Mode::PerGemm, Mode::PreQuantized};  // shapes: nothing to share
-      else {
-        try {
-          modes = {mode_from_string(mode)};
-        } catch (const UsageError&) {
-          throw UsageError(fmt::format("--mode must be training, per-gemm, pre-quantized, both or all (old names: "
-                                       "autocast-shared = training, autocast = per-gemm), got '{}'{}",
-                                       clip_text(raw, 80),
-                                       did_you_mean(raw, {"training", "per-gemm", "pre-quantized", "both", "all"})));
-        }
-      }
-      if (!model && modes.front() == Mode::Training)
-        throw UsageError(fmt::format("--mode {} needs a model plan: it shares quantized tensors between the Fprop, "
-                                     "Dgrad and Wgrad of a layer, and --shapes/--sweep GEMMs stand alone (they are "
-                                     "timed per-gemm)",
-                                     raw));
+      if (pre_quantize) return joined(std::vector<Mode>{Mode::PreQuantized});
+      std::vector<Mode> modes = modes_from_flag(raw, req.plan.model_mode);
+      // The default answers "what will training get" (above).
+      if (modes.empty()) modes = {req.plan.model_mode ? Mode::Training : Mode::PerGemm};
       return joined(modes);
     };
   }
@@ -304,9 +290,7 @@ std::vector<Setting> declare() {
     s.type_name = "INT";
     s.help = "FP8 delayed scaling amax history length, 1..1024 (default 1024)";
     s.dflt = s.absent = int64_t{1024};
-    s.check = [](const SettingValue& x) {
-      if (int_of(x) < 1 || int_of(x) > 1024) throw UsageError("--amax-history must be between 1 and 1024");
-    };
+    s.check = int_range(s.first_flag(), 1, 1024);
     s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.recipe->amax_history_len}; };
     s.set = [](const SettingsRef& r, const SettingValue& x) { r.recipe->amax_history_len = static_cast<int>(int_of(x)); };
   }
@@ -410,10 +394,7 @@ std::vector<Setting> declare() {
     s.type_name = "INT";
     s.help = "Warmup iterations per GEMM, 0..100000 (default 10)";
     s.dflt = s.absent = int64_t{10};
-    s.check = [](const SettingValue& x) {
-      if (int_of(x) < 0) throw UsageError("--num-warmup must be >= 0");
-      if (int_of(x) > kMaxIters) throw UsageError(fmt::format("--num-warmup must be <= {}", kMaxIters));
-    };
+    s.check = int_range(s.first_flag(), 0, kMaxIters);
     s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.timing->warmup}; };
     s.set = [](const SettingsRef& r, const SettingValue& x) { r.timing->warmup = static_cast<int>(int_of(x)); };
   }
@@ -425,10 +406,7 @@ std::vector<Setting> declare() {
     s.type_name = "INT";
     s.help = "Timed iterations per GEMM, 1..100000 (default 100)";
     s.dflt = s.absent = int64_t{100};
-    s.check = [](const SettingValue& x) {
-      if (int_of(x) < 1) throw UsageError("--num-iters must be >= 1");
-      if (int_of(x) > kMaxIters) throw UsageError(fmt::format("--num-iters must be <= {}", kMaxIters));
-    };
+    s.check = int_range(s.first_flag(), 1, kMaxIters);
     s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.timing->iters}; };
     s.set = [](const SettingsRef& r, const SettingValue& x) { r.timing->iters = static_cast<int>(int_of(x)); };
   }
@@ -530,7 +508,7 @@ std::vector<Setting> declare() {
              "interval (N >= 3), 1..1000 (default 1)";
     s.dflt = s.absent = int64_t{1};
     s.json_range = {{1.0, static_cast<double>(kMaxRepeats)}};
-    s.check = int_range("--repeats must be between 1 and 1000, got {}", 1, kMaxRepeats);
+    s.check = int_range(s.first_flag(), 1, kMaxRepeats);
     s.written = [](const SettingValue& x) { return int_of(x) > 1; };
     s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.timing->repeats}; };
     s.set = [](const SettingsRef& r, const SettingValue& x) { r.timing->repeats = static_cast<int>(int_of(x)); };
@@ -582,7 +560,7 @@ std::vector<Setting> declare() {
     s.type_name = "INT";
     s.help = "Limit every GEMM to N SMs (cuBLASLt SM-count target; DeepGEMM's set_num_sms, even; default all)";
     s.dflt = s.absent = int64_t{0};
-    s.check = int_range("--num-sms must be from 1 to 4096 (0: all SMs), got {}", 0, 4096);
+    s.check = int_range(s.first_flag(), 0, 4096, " (0: all SMs)");
     s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.gemm->num_sms}; };
     s.set = [](const SettingsRef& r, const SettingValue& x) { r.gemm->num_sms = static_cast<int>(int_of(x)); };
   }
@@ -730,6 +708,109 @@ std::vector<Setting> declare() {
       return dist;
     };
   }
+
+  // ---- the collectives of the layout (--comm, --comm-only; cli/cmd_comm.cpp). The request's
+  // only: what ran is said by the collectives' own section and file. ----
+  {
+    Setting& s = add("comm", "collectives");
+    s.type = SettingType::Choice;
+    s.group = "Node";
+    s.choices = {{"off"}, {"on"}, {"only"}};
+    s.shortcuts = {{"--comm",
+                    "Also the layout's collectives (TP/SP, EP, DP) at the plan's sizes; measured with NCCL on this node's "
+                    "GPUs",
+                    ""},
+                   {"--comm-only", "Only the collectives: no GEMM is timed", ""}};
+    s.placed_by_cli = true;
+    s.recorded = false;
+    s.compared = false;
+    s.dflt = std::string("off");
+    s.absent = std::monostate{};
+    s.get = [](const SettingsRef& r) -> SettingValue {
+      if (!r.comm) return std::monostate{};
+      return std::string(r.comm->only ? "only" : r.comm->comm ? "on" : "off");
+    };
+    s.set = [](const SettingsRef& r, const SettingValue& x) {
+      if (!r.comm) return;
+      r.comm->comm = text_of(x) == "on";
+      r.comm->only = text_of(x) == "only";
+    };
+    s.resolve = [](const Setting&, const GivenSettings& given, const RunRequest&) -> SettingValue {
+      return std::string(given_flag(given, "--comm-only") ? "only" : given_flag(given, "--comm") ? "on" : "off");
+    };
+  }
+  // A layout flag of the collectives: given without --comm / --comm-only, it would change nothing.
+  const auto comm_layout = [&](const char* key, SettingType type, const char* flags, const char* type_name,
+                               const char* help) -> Setting& {
+    Setting& s = add("comm", key);
+    s.type = type;
+    s.flags = flags;
+    s.group = "Node";
+    s.type_name = type_name;
+    s.help = help;
+    s.placed_by_cli = true;
+    s.recorded = false;
+    s.compared = false;
+    s.absent = std::monostate{};
+    s.resolve = [](const Setting& self, const GivenSettings& given, const RunRequest&) -> SettingValue {
+      const std::string* text = given_text(given, self);
+      if (!text) return self.dflt;
+      if (!given_flag(given, "--comm") && !given_flag(given, "--comm-only"))
+        throw UsageError(fmt::format("{} applies to the collectives: add --comm (or --comm-only)", self.first_flag()));
+      return setting_from_text(self, *text);
+    };
+    return s;
+  };
+  // The getter and setter of a CommOptions field: `to` its value, `from` a value into it; not
+  // recorded in a result (it has no CommOptions: reads as not recorded).
+  const auto comm_field = [](auto to, auto from) {
+    return std::make_pair(
+        [to](const SettingsRef& r) -> SettingValue { return r.comm ? SettingValue(to(*r.comm)) : SettingValue(); },
+        [from](const SettingsRef& r, const SettingValue& x) {
+          if (r.comm) from(*r.comm, x);
+        });
+  };
+  {
+    Setting& s = comm_layout("data_parallel", SettingType::Int, "--data-parallel,--dp", "INT",
+                             "Data-parallel replicas for --comm (default: the expert parallelism, or 1)");
+    s.dflt = int64_t{0};
+    s.check = int_range(s.first_flag(), 0, kMaxRanks, " (0: the expert parallelism, or 1)");
+    std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return c.data_parallel; },
+                                        [](CommOptions& c, const SettingValue& x) { c.data_parallel = int_of(x); });
+  }
+  {
+    Setting& s = comm_layout("sequence_parallel", SettingType::Choice, "--sequence-parallel", "TEXT",
+                             "on (default) | off: TP all-gathers/reduce-scatters, or all-reduces");
+    s.choices = two("on", "off");
+    s.dflt = std::string("on");
+    std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return std::string(c.sequence_parallel ? "on" : "off"); },
+                                        [](CommOptions& c, const SettingValue& x) { c.sequence_parallel = text_of(x) == "on"; });
+  }
+  {
+    Setting& s = comm_layout("zero_stage", SettingType::Int, "--zero-stage", "INT",
+                             "0: gradients all-reduced; 1, 2: reduce-scattered, weights all-gathered once per step "
+                             "(default 1); 3: FSDP");
+    s.dflt = int64_t{1};
+    s.check = int_range(s.first_flag(), 0, 3);
+    std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return c.zero_stage; },
+                                        [](CommOptions& c, const SettingValue& x) { c.zero_stage = int_of(x); });
+  }
+  {
+    Setting& s = comm_layout("grad_reduce_type", SettingType::Choice, "--grad-reduce-type", "TEXT",
+                             "fp32 (default) | bf16: the gradients' type in DP reductions");
+    s.choices = two("fp32", "bf16");
+    s.dflt = std::string("fp32");
+    std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return c.grad_reduce_type; },
+                                        [](CommOptions& c, const SettingValue& x) { c.grad_reduce_type = text_of(x); });
+  }
+  {
+    Setting& s = comm_layout("iters", SettingType::Int, "--comm-iters", "INT",
+                             "Timed iterations per collective (default 20, after 5 warm-up)");
+    s.dflt = int64_t{20};
+    s.check = int_range(s.first_flag(), 1, 10000);
+    std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return c.iters; },
+                                        [](CommOptions& c, const SettingValue& x) { c.iters = int_of(x); });
+  }
   return v;
 }
 
@@ -757,6 +838,34 @@ std::string Setting::show(const SettingValue& v) {
   if (const std::string* s = std::get_if<std::string>(&v)) return printable(*s);
   return "(not recorded)";
 }
+
+std::vector<Mode> modes_from_flag(const std::string& text, bool model_plan) {
+  const std::string mode = ascii_lower(text);
+  const Mode quantizing = model_plan ? Mode::Training : Mode::PerGemm;
+  std::vector<Mode> modes;
+  if (mode.empty()) return modes;
+  if (mode == "both") modes = {quantizing, Mode::PreQuantized};
+  else if (mode == "all" && model_plan) modes = {Mode::PerGemm, Mode::Training, Mode::PreQuantized};
+  else if (mode == "all") modes = {Mode::PerGemm, Mode::PreQuantized};  // shapes: nothing to share
+  else {
+    try {
+      modes = {mode_from_string(mode)};
+    } catch (const UsageError&) {
+      throw UsageError(fmt::format("--mode must be training, per-gemm, pre-quantized, both or all (old names: "
+                                   "autocast-shared = training, autocast = per-gemm), got '{}'{}",
+                                   clip_text(text, 80),
+                                   did_you_mean(text, {"training", "per-gemm", "pre-quantized", "both", "all"})));
+    }
+  }
+  if (!model_plan && modes.front() == Mode::Training)
+    throw UsageError(fmt::format("--mode {} needs a model plan: it shares quantized tensors between the Fprop, "
+                                 "Dgrad and Wgrad of a layer, and --shapes/--sweep GEMMs stand alone (they are "
+                                 "timed per-gemm)",
+                                 text));
+  return modes;
+}
+
+std::string mode_flag() { return find_setting("modes").first_flag(); }
 
 std::vector<std::string> registry_problems(const std::vector<Setting>& settings) {
   std::vector<std::string> out;
@@ -823,6 +932,7 @@ SettingsRef request_ref(RunRequest& req, std::optional<uint64_t>& seed) {
   ref.grouped_streams = &req.options.grouped_streams;
   ref.accuracy = &req.accuracy;
   ref.accuracy_only = &req.accuracy_only;
+  ref.comm = &req.comm;
   return ref;
 }
 

@@ -10,12 +10,14 @@
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 
 #include "cuda/common/cuda_handles.hpp"
+#include "cuda/common/device_buffer.hpp"
 #include "cuda/providers/cublaslt/gemm_lt.hpp"
 
 #if __has_include(<nccl.h>)
@@ -27,13 +29,17 @@ namespace gs::cuda {
 
 #ifndef GS_HAVE_NCCL_H
 
+bool nccl_built() { return false; }
+
+std::string nccl_unavailable_reason() { return "this build found no nccl.h (NCCL headers) at build time"; }
+
 std::unique_ptr<CommEngine> make_nccl_engine(std::string& why) {
-  why = "this build found no nccl.h (NCCL headers) at build time";
+  why = nccl_unavailable_reason();
   return nullptr;
 }
 
 std::unique_ptr<CommEngine> make_nccl_engine(ProcessGroup&, std::string& why) {
-  why = "this build found no nccl.h (NCCL headers) at build time";
+  why = nccl_unavailable_reason();
   return nullptr;
 }
 
@@ -41,8 +47,11 @@ std::unique_ptr<CommEngine> make_nccl_engine(ProcessGroup&, std::string& why) {
 
 namespace {
 
+// libnccl.so.2's functions, loaded once per process and kept for its life (NCCL's proxy threads may
+// outlive a communicator; the library is never unloaded).
 struct NcclLib {
   void* handle = nullptr;
+  std::string why;  // why it did not load; empty when it did
   decltype(&ncclGetVersion) getVersion = nullptr;
   decltype(&ncclCommInitAll) commInitAll = nullptr;
   decltype(&ncclCommInitRank) commInitRank = nullptr;
@@ -91,6 +100,34 @@ struct NcclLib {
   }
 };
 
+const NcclLib& nccl_lib() {
+  static const NcclLib lib = [] {
+    NcclLib l;
+    if (!l.load(l.why) && l.why.empty()) l.why = "libnccl.so.2 could not be loaded";
+    return l;
+  }();
+  return lib;
+}
+
+// A communicator, destroyed with its owner (ncclCommDestroy from the loaded library).
+class Comm {
+ public:
+  Comm(ncclComm_t c, decltype(&ncclCommDestroy) destroy) : c_(c), destroy_(destroy) {}
+  ~Comm() {
+    if (c_) destroy_(c_);
+  }
+  Comm(Comm&& o) noexcept : c_(std::exchange(o.c_, nullptr)), destroy_(o.destroy_) {}
+  Comm& operator=(Comm&&) = delete;
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  ncclComm_t get() const { return c_; }
+
+ private:
+  ncclComm_t c_ = nullptr;
+  decltype(&ncclCommDestroy) destroy_;
+};
+
+
 void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(fmt::format("{}: {}", what, cudaGetErrorString(e)));
 }
@@ -102,20 +139,24 @@ struct Member {
   int device;  // CUDA device
 };
 
+// One buffer or event per member, each made on its member's device (and released there by its
+// owner: device_buffer.hpp, cuda_handles.hpp).
+template <class T, class Make>
+std::vector<T> per_member(int a, const std::vector<Member>& m, Make make) {
+  std::vector<T> out;
+  out.reserve(static_cast<size_t>(a));
+  for (int i = 0; i < a; ++i) {
+    check_cuda(cudaSetDevice(m[static_cast<size_t>(i)].device), "cudaSetDevice");
+    out.push_back(make(i));
+  }
+  return out;
+}
+
 class NcclEngine : public CommEngine {
  public:
   static constexpr int kBackToBack = 10;  // collectives per timed sample (time())
-  NcclEngine(NcclLib lib, std::vector<Member> members, int world, ProcessGroup* pg, std::string desc)
+  NcclEngine(const NcclLib& lib, std::vector<Member> members, int world, ProcessGroup* pg, std::string desc)
       : lib_(lib), members_(std::move(members)), world_(world), pg_(pg), desc_(std::move(desc)) {}
-  ~NcclEngine() override {
-    for (auto& [n, comms] : comms_)
-      for (ncclComm_t c : comms)
-        if (c) lib_.commDestroy(c);
-    for (size_t i = 0; i < ws_.size(); ++i) {  // freed on its device (the handles release themselves)
-      cudaSetDevice(members_[i].device);
-      ws_[i] = DeviceBuffer();
-    }
-  }
   std::string description() const override { return desc_; }
   int64_t gpus() const override { return world_; }
   GpuPool pool() const override { return pg_ ? GpuPool::MpiRanks : GpuPool::Node; }
@@ -123,11 +164,10 @@ class NcclEngine : public CommEngine {
   CommTiming time(const Collective& c, CommType t, int warmup, int iters) override {
     const int n = static_cast<int>(c.ranks);
     if (n < 2 || n > world_) throw std::runtime_error("collective over more ranks than GPUs");
-    const std::vector<ncclComm_t>& comms = comms_for(n);
+    const std::vector<Comm>& comms = comms_for(n);
     const int a = active(n);
-    Buffers b(c, t, members_, a);
-    std::vector<cudaEvent_t> ev0(a), ev1(a);
-    Events e0(ev0, members_), e1(ev1, members_);
+    const Buffers b(c, t, members_, a);
+    const std::vector<Event> ev0 = events(a), ev1 = events(a);
     sync_all(a);
     // A sample is the mean of kBackToBack collectives enqueued back to back between two events, as
     // nccl-tests times them: a collective launched from an idle GPU would add its launch latency
@@ -138,7 +178,7 @@ class NcclEngine : public CommEngine {
         cudaSetDevice(members_[i].device);
         check_cuda(cudaEventRecord(ev0[i], streams_[i]), "cudaEventRecord");
       }
-      for (int k = 0; k < kBackToBack && a > 0; ++k) launch(c, t, comms, a, b.s, b.d, b.row_bytes, b.total);
+      for (int k = 0; k < kBackToBack && a > 0; ++k) launch(c, t, comms, a, b);
       for (int i = 0; i < a; ++i) {
         cudaSetDevice(members_[i].device);
         check_cuda(cudaEventRecord(ev1[i], streams_[i]), "cudaEventRecord");
@@ -154,61 +194,49 @@ class NcclEngine : public CommEngine {
                                        int iters) override {
     const int n = static_cast<int>(c.ranks);
     if (n < 2 || n > world_) throw std::runtime_error("collective over more ranks than GPUs");
-    const std::vector<ncclComm_t>& comms = comms_for(n);
+    const std::vector<Comm>& comms = comms_for(n);
     const int a = active(n);
-    Buffers b(c, t, members_, a);
+    const Buffers b(c, t, members_, a);
     // One GEMM of g's shape per rank (grouped GEMMs: one dense GEMM of their total rows), both
     // operands K-major: BF16, or FP8 E4M3 with unit scales (cuBLASLt's default for a null scale
-    // pointer) and TE's accumulation (fast in Fprop, split in Dgrad/Wgrad).
+    // pointer) and TE's accumulation (fast in Fprop, split in Dgrad/Wgrad). Its operands are
+    // released before the matmuls that read them are (declared first).
     const bool fp8 = kind == OverlapGemm::Fp8;
     const size_t es = fp8 ? 1 : 2;
-    std::vector<void*> ga(a, nullptr), gb(a, nullptr), gc(a, nullptr);
-    std::vector<std::unique_ptr<LtMatmul>> mm(a);
-    auto free_gemm = [&] {
-      for (int i = 0; i < a; ++i) {
-        cudaSetDevice(members_[i].device);
-        mm[i].reset();
-        cudaFree(ga[i]);
-        cudaFree(gb[i]);
-        cudaFree(gc[i]);
-      }
-    };
+    std::vector<DeviceBuffer> ga, gb, gc;
+    std::vector<std::unique_ptr<LtMatmul>> mm;
     std::vector<double> failed = {0};
     try {
       for (int i = 0; i < a; ++i) {
         ensure_compute(i);
         const size_t am = static_cast<size_t>(g.m * g.k) * es, bm = static_cast<size_t>(g.k * g.n) * es,
                      cm = static_cast<size_t>(g.m * g.n) * 2;
-        check_cuda(cudaMalloc(&ga[i], am), "cudaMalloc (GEMM operand)");
-        check_cuda(cudaMalloc(&gb[i], bm), "cudaMalloc (GEMM operand)");
-        check_cuda(cudaMalloc(&gc[i], cm), "cudaMalloc (GEMM output)");
+        ga.emplace_back(am);
+        gb.emplace_back(bm);
+        gc.emplace_back(cm);
         // Small non-zero values: BF16 0x3c3c (0.0115), E4M3 0x30 (0.125).
         const int fill = fp8 ? 0x30 : 0x3c;
-        check_cuda(cudaMemset(ga[i], fill, am), "cudaMemset");
-        check_cuda(cudaMemset(gb[i], fill, bm), "cudaMemset");
+        check_cuda(cudaMemset(ga.back().get(), fill, am), "cudaMemset");
+        check_cuda(cudaMemset(gb.back().get(), fill, bm), "cudaMemset");
         LtProblem p;
         p.m = g.m;
         p.n = g.n;
         p.k = g.k;
         const cudaDataType_t type = fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
-        p.l = {ga[i], type, true};
-        p.r = {gb[i], type, true};
-        p.c = gc[i];
+        p.l = {ga.back().get(), type, true};
+        p.r = {gb.back().get(), type, true};
+        p.c = gc.back().get();
         p.fast_accum = fp8 && g.pass == Pass::Fprop;
-        mm[i] = std::make_unique<LtMatmul>(lt_[i], p, ws_[i].get(), kWorkspaceBytes);
+        mm.push_back(std::make_unique<LtMatmul>(lt_[i], p, ws_[i].get(), kWorkspaceBytes));
       }
     } catch (const std::exception&) {
       failed[0] = 1;  // no kernel for the shape, or no memory for it: no overlap figure
     }
     slowest_over_processes(failed);  // every process skips the pair when one cannot run it
-    if (failed[0] > 0) {
-      free_gemm();
-      return std::nullopt;
-    }
-    std::vector<cudaEvent_t> e_start(a), e_gemm(a), e_comm(a);
-    Events x0(e_start, members_), x1(e_gemm, members_), x2(e_comm, members_);
+    if (failed[0] > 0) return std::nullopt;
+    const std::vector<Event> e_start = events(a), e_gemm = events(a), e_comm = events(a);
     std::vector<double> alone, gemm_ov, comm_ov;
-    try {
+    {
       for (int pass = 0; pass < 2; ++pass) {
         const bool with_comm = pass == 1;
         for (int it = 0; it < warmup + iters; ++it) {
@@ -220,7 +248,7 @@ class NcclEngine : public CommEngine {
             mm[i]->run(compute_[i]);
             check_cuda(cudaEventRecord(e_gemm[i], compute_[i]), "cudaEventRecord");
           }
-          if (with_comm && a > 0) launch(c, t, comms, a, b.s, b.d, b.row_bytes, b.total);
+          if (with_comm && a > 0) launch(c, t, comms, a, b);
           for (int i = 0; i < a; ++i) {
             cudaSetDevice(members_[i].device);
             check_cuda(cudaEventRecord(e_comm[i], streams_[i]), "cudaEventRecord");
@@ -236,11 +264,7 @@ class NcclEngine : public CommEngine {
           comm_ov.push_back(slowest(e_start, e_comm));
         }
       }
-    } catch (...) {
-      free_gemm();
-      throw;
     }
-    free_gemm();
     slowest_over_processes(alone);
     slowest_over_processes(gemm_ov);
     slowest_over_processes(comm_ov);
@@ -256,70 +280,37 @@ class NcclEngine : public CommEngine {
 
  private:
   // Per-member send and receive buffers of one collective in one type (the first `a` members, the
-  // ranks of the communicator), zero-filled; freed on scope exit.
+  // ranks of the communicator), the send buffers zero-filled; each freed on its device.
   struct Buffers {
-    const std::vector<Member>& m;
-    int a;
     size_t row_bytes, total;
-    std::vector<void*> s, d;
-    Buffers(const Collective& c, CommType t, const std::vector<Member>& members, int active_members)
-        : m(members),
-          a(active_members),
-          row_bytes(static_cast<size_t>(c.bytes_of_rows(1, t))),
-          total(static_cast<size_t>(c.kind == CollKind::AllToAll ? 0 : c.bytes_of_rows(c.rows, t))),
-          s(active_members, nullptr),
-          d(active_members, nullptr) {
+    std::vector<DeviceBuffer> s, d;
+    Buffers(const Collective& c, CommType t, const std::vector<Member>& m, int a)
+        : row_bytes(static_cast<size_t>(c.bytes_of_rows(1, t))),
+          total(static_cast<size_t>(c.kind == CollKind::AllToAll ? 0 : c.bytes_of_rows(c.rows, t))) {
       const size_t n = static_cast<size_t>(c.ranks);
-      try {
-        for (int i = 0; i < a; ++i) {
-          const int r = m[i].rank;
-          size_t sb = 0, rb = 0;
-          switch (c.kind) {
-            case CollKind::AllGather: sb = total / n; rb = total; break;
-            case CollKind::ReduceScatter: sb = total; rb = total / n; break;
-            case CollKind::AllReduce: sb = rb = total; break;
-            case CollKind::AllToAll:
-              sb = static_cast<size_t>(c.rows_sent(r)) * row_bytes;
-              rb = static_cast<size_t>(c.rows_received(r)) * row_bytes;
-              break;
-          }
-          check_cuda(cudaSetDevice(m[i].device), "cudaSetDevice");
-          check_cuda(cudaMalloc(&s[i], std::max<size_t>(sb, 256)), "cudaMalloc (collective send buffer)");
-          check_cuda(cudaMalloc(&d[i], std::max<size_t>(rb, 256)), "cudaMalloc (collective receive buffer)");
-          check_cuda(cudaMemset(s[i], 0, std::max<size_t>(sb, 256)), "cudaMemset");
-        }
-      } catch (...) {
-        release();
-        throw;
-      }
-    }
-    ~Buffers() { release(); }
-    void release() {
       for (int i = 0; i < a; ++i) {
-        cudaSetDevice(m[i].device);
-        if (s[i]) cudaFree(s[i]);
-        if (d[i]) cudaFree(d[i]);
-        s[i] = d[i] = nullptr;
+        const int r = m[static_cast<size_t>(i)].rank;
+        size_t sb = 0, rb = 0;
+        switch (c.kind) {
+          case CollKind::AllGather: sb = total / n; rb = total; break;
+          case CollKind::ReduceScatter: sb = total; rb = total / n; break;
+          case CollKind::AllReduce: sb = rb = total; break;
+          case CollKind::AllToAll:
+            sb = static_cast<size_t>(c.rows_sent(r)) * row_bytes;
+            rb = static_cast<size_t>(c.rows_received(r)) * row_bytes;
+            break;
+        }
+        check_cuda(cudaSetDevice(m[static_cast<size_t>(i)].device), "cudaSetDevice");
+        s.emplace_back(std::max<size_t>(sb, 256));
+        d.emplace_back(std::max<size_t>(rb, 256));
+        check_cuda(cudaMemset(s.back().get(), 0, s.back().bytes()), "cudaMemset");
       }
     }
   };
-  // Events of every active member, created on its device; destroyed on scope exit.
-  struct Events {
-    std::vector<cudaEvent_t>& e;
-    const std::vector<Member>& m;
-    Events(std::vector<cudaEvent_t>& ev, const std::vector<Member>& members) : e(ev), m(members) {
-      for (size_t i = 0; i < e.size(); ++i) {
-        cudaSetDevice(m[i].device);
-        check_cuda(cudaEventCreate(&e[i]), "cudaEventCreate");
-      }
-    }
-    ~Events() {
-      for (size_t i = 0; i < e.size(); ++i) {
-        cudaSetDevice(m[i].device);
-        if (e[i]) cudaEventDestroy(e[i]);
-      }
-    }
-  };
+  // An event per active member, made on its device (and destroyed there).
+  std::vector<Event> events(int a) const {
+    return per_member<Event>(a, members_, [](int) { return make_event(); });
+  }
   // How many of this process's members belong to a communicator over ranks 0..n-1 (members are in
   // rank order).
   int active(int n) const {
@@ -327,7 +318,7 @@ class NcclEngine : public CommEngine {
     while (a < static_cast<int>(members_.size()) && members_[a].rank < n) ++a;
     return a;
   }
-  static double slowest(const std::vector<cudaEvent_t>& a, const std::vector<cudaEvent_t>& b) {
+  static double slowest(const std::vector<Event>& a, const std::vector<Event>& b) {
     double worst = 0;
     for (size_t r = 0; r < a.size(); ++r) {
       float ms = 0;
@@ -377,7 +368,7 @@ class NcclEngine : public CommEngine {
   // The communicator over ranks 0..n-1, one handle per active member. One process: ncclCommInitAll.
   // Under MPI: rank 0 makes a unique id, every process receives it (the ProcessGroup's broadcast,
   // so every process calls this for the same n in the same order), ranks below n join.
-  const std::vector<ncclComm_t>& comms_for(int n) {
+  const std::vector<Comm>& comms_for(int n) {
     auto it = comms_.find(n);
     if (it != comms_.end()) return it->second;
     while (streams_.size() < members_.size()) {
@@ -386,28 +377,39 @@ class NcclEngine : public CommEngine {
       streams_.push_back(make_stream());
     }
     const int a = active(n);
-    std::vector<ncclComm_t> comms(a, nullptr);
-    if (!pg_) {
-      std::vector<int> devs(a);
-      for (int i = 0; i < a; ++i) devs[i] = members_[i].device;
-      nccl_check(lib_.commInitAll(comms.data(), a, devs.data()), "ncclCommInitAll");
-    } else {
-      ncclUniqueId id{};
-      if (pg_->rank() == 0) nccl_check(lib_.getUniqueId(&id), "ncclGetUniqueId");
-      pg_->broadcast(&id, sizeof id, 0);
-      if (a > 0) {
-        nccl_check(lib_.groupStart(), "ncclGroupStart");
-        for (int i = 0; i < a; ++i) {
-          check_cuda(cudaSetDevice(members_[i].device), "cudaSetDevice");
-          nccl_check(lib_.commInitRank(&comms[i], n, id, members_[i].rank), "ncclCommInitRank");
+    std::vector<ncclComm_t> raw(a, nullptr);
+    // Owned from here on, also the ones a failing group had already made.
+    const auto owned = [&] {
+      std::vector<Comm> v;
+      for (ncclComm_t c : raw) v.emplace_back(c, lib_.commDestroy);
+      return v;
+    };
+    try {
+      if (!pg_) {
+        std::vector<int> devs(a);
+        for (int i = 0; i < a; ++i) devs[i] = members_[i].device;
+        nccl_check(lib_.commInitAll(raw.data(), a, devs.data()), "ncclCommInitAll");
+      } else {
+        ncclUniqueId id{};
+        if (pg_->rank() == 0) nccl_check(lib_.getUniqueId(&id), "ncclGetUniqueId");
+        pg_->broadcast(&id, sizeof id, 0);
+        if (a > 0) {
+          nccl_check(lib_.groupStart(), "ncclGroupStart");
+          for (int i = 0; i < a; ++i) {
+            check_cuda(cudaSetDevice(members_[i].device), "cudaSetDevice");
+            nccl_check(lib_.commInitRank(&raw[i], n, id, members_[i].rank), "ncclCommInitRank");
+          }
+          nccl_check(lib_.groupEnd(), "ncclGroupEnd");
         }
-        nccl_check(lib_.groupEnd(), "ncclGroupEnd");
       }
+    } catch (...) {
+      owned();  // destroys what was made
+      throw;
     }
-    return comms_[n] = comms;
+    return comms_.emplace(n, owned()).first->second;
   }
-  void launch(const Collective& c, CommType t, const std::vector<ncclComm_t>& comms, int a, const std::vector<void*>& s,
-              const std::vector<void*>& d, size_t row_bytes, size_t total) {
+  void launch(const Collective& c, CommType t, const std::vector<Comm>& comms, int a, const Buffers& b) {
+    const size_t row_bytes = b.row_bytes, total = b.total;
     const int n = static_cast<int>(c.ranks);
     // Reductions in their type; gathers and all-to-alls move bytes (FP8 payload and scales alike).
     const ncclDataType_t red = t == CommType::Fp32 ? ncclFloat32 : ncclBfloat16;
@@ -417,22 +419,22 @@ class NcclEngine : public CommEngine {
       const int r = members_[i].rank;
       switch (c.kind) {
         case CollKind::AllGather:
-          nccl_check(lib_.allGather(s[i], d[i], total / n, ncclUint8, comms[i], streams_[i]), "ncclAllGather");
+          nccl_check(lib_.allGather(b.s[i].get(), b.d[i].get(), total / n, ncclUint8, comms[i].get(), streams_[i]), "ncclAllGather");
           break;
         case CollKind::ReduceScatter:
-          nccl_check(lib_.reduceScatter(s[i], d[i], total / n / elem, red, ncclSum, comms[i], streams_[i]),
+          nccl_check(lib_.reduceScatter(b.s[i].get(), b.d[i].get(), total / n / elem, red, ncclSum, comms[i].get(), streams_[i]),
                      "ncclReduceScatter");
           break;
         case CollKind::AllReduce:
-          nccl_check(lib_.allReduce(s[i], d[i], total / elem, red, ncclSum, comms[i], streams_[i]), "ncclAllReduce");
+          nccl_check(lib_.allReduce(b.s[i].get(), b.d[i].get(), total / elem, red, ncclSum, comms[i].get(), streams_[i]), "ncclAllReduce");
           break;
         case CollKind::AllToAll: {
           size_t so = 0, ro = 0;
           for (int p = 0; p < n; ++p) {
             const size_t sb = static_cast<size_t>(c.matrix[static_cast<size_t>(r * n + p)]) * row_bytes;
             const size_t rb = static_cast<size_t>(c.matrix[static_cast<size_t>(p * n + r)]) * row_bytes;
-            if (sb) nccl_check(lib_.send(static_cast<char*>(s[i]) + so, sb, ncclUint8, p, comms[i], streams_[i]), "ncclSend");
-            if (rb) nccl_check(lib_.recv(static_cast<char*>(d[i]) + ro, rb, ncclUint8, p, comms[i], streams_[i]), "ncclRecv");
+            if (sb) nccl_check(lib_.send(b.s[i].get<char>() + so, sb, ncclUint8, p, comms[i].get(), streams_[i]), "ncclSend");
+            if (rb) nccl_check(lib_.recv(b.d[i].get<char>() + ro, rb, ncclUint8, p, comms[i].get(), streams_[i]), "ncclRecv");
             so += sb;
             ro += rb;
           }
@@ -443,16 +445,17 @@ class NcclEngine : public CommEngine {
     nccl_check(lib_.groupEnd(), "ncclGroupEnd");
   }
 
-  NcclLib lib_;
+  const NcclLib& lib_;
   std::vector<Member> members_;  // in rank order
   int world_;                    // ranks in all: GPUs of the node, or MPI processes
   ProcessGroup* pg_;             // MPI, or nullptr (one process)
   std::string desc_;
-  std::map<int, std::vector<ncclComm_t>> comms_;
+  // Every resource releases itself on its device; the communicators first (declared last).
   std::vector<Stream> streams_;  // the collectives' streams, one per member
   std::vector<Stream> compute_;  // the overlap GEMMs' streams
   std::vector<LtHandle> lt_;
   std::vector<DeviceBuffer> ws_;
+  std::map<int, std::vector<Comm>> comms_;
 };
 
 std::string version_text(const NcclLib& lib) {
@@ -463,9 +466,16 @@ std::string version_text(const NcclLib& lib) {
 
 }  // namespace
 
+bool nccl_built() { return true; }
+
+std::string nccl_unavailable_reason() { return nccl_lib().why; }
+
 std::unique_ptr<CommEngine> make_nccl_engine(std::string& why) {
-  NcclLib lib;
-  if (!lib.load(why)) return nullptr;
+  const NcclLib& lib = nccl_lib();
+  if (!lib.why.empty()) {
+    why = lib.why;
+    return nullptr;
+  }
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);
   if (e != cudaSuccess || n < 1) {
@@ -482,11 +492,11 @@ std::unique_ptr<CommEngine> make_nccl_engine(std::string& why) {
 
 std::unique_ptr<CommEngine> make_nccl_engine(ProcessGroup& pg, std::string& why) {
   // Every process reaches the same verdict: a process that cannot take part stops them all here.
-  NcclLib lib;
+  const NcclLib& lib = nccl_lib();
   std::string mine;
   int n = 0;
-  if (!lib.load(mine)) {
-    mine = "rank " + std::to_string(pg.rank()) + ": " + mine;
+  if (!lib.why.empty()) {
+    mine = "rank " + std::to_string(pg.rank()) + ": " + lib.why;
   } else {
     const cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n < 1)

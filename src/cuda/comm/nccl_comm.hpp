@@ -11,6 +11,13 @@
 
 namespace gs::cuda {
 
+// Whether this build has NCCL's types (nccl.h at build time); without them no engine is made.
+bool nccl_built();
+// Why this process cannot measure collectives at all: built without nccl.h, or libnccl.so.2 does
+// not load (it is loaded once per process); "" when NCCL is there, so that an engine that then
+// fails is about the GPUs or NCCL itself, not a missing optional library.
+std::string nccl_unavailable_reason();
+
 // An engine over the visible GPUs, or nullptr with `why` set (no NCCL library, no GPU, a failed
 // communicator).
 std::unique_ptr<CommEngine> make_nccl_engine(std::string& why);

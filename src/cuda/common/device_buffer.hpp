@@ -1,5 +1,7 @@
-// RAII device allocation. Allocation failures throw CudaError (oom() == true). view() wraps
-// memory owned elsewhere (a slice of a larger buffer) and frees nothing.
+// RAII device allocation, freed on the device it was allocated on (the caller's current device is
+// restored, as cuda_handles.hpp's handles do), so buffers of several GPUs may live side by side.
+// Allocation failures throw CudaError (oom() == true). view() wraps memory owned elsewhere (a slice
+// of a larger buffer) and frees nothing.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -14,7 +16,9 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
-    if (bytes) GS_CUDA(cudaMalloc(&ptr_, bytes));
+    if (!bytes) return;
+    GS_CUDA(cudaGetDevice(&device_));
+    GS_CUDA(cudaMalloc(&ptr_, bytes));
   }
   static DeviceBuffer view(void* p, size_t bytes) {
     DeviceBuffer b;
@@ -23,15 +27,19 @@ class DeviceBuffer {
     b.owns_ = false;
     return b;
   }
-  ~DeviceBuffer() { if (ptr_ && owns_) cudaFree(ptr_); }
+  ~DeviceBuffer() { release(); }
   DeviceBuffer(DeviceBuffer&& o) noexcept
-      : ptr_(std::exchange(o.ptr_, nullptr)), bytes_(std::exchange(o.bytes_, 0)), owns_(std::exchange(o.owns_, true)) {}
+      : ptr_(std::exchange(o.ptr_, nullptr)),
+        bytes_(std::exchange(o.bytes_, 0)),
+        owns_(std::exchange(o.owns_, true)),
+        device_(o.device_) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     if (this != &o) {
-      if (ptr_ && owns_) cudaFree(ptr_);
+      release();
       ptr_ = std::exchange(o.ptr_, nullptr);
       bytes_ = std::exchange(o.bytes_, 0);
       owns_ = std::exchange(o.owns_, true);
+      device_ = o.device_;
     }
     return *this;
   }
@@ -43,9 +51,20 @@ class DeviceBuffer {
   explicit operator bool() const { return ptr_ != nullptr; }
 
  private:
+  void release() {
+    if (!ptr_ || !owns_) return;
+    int current = -1;
+    cudaGetDevice(&current);
+    if (current != device_) cudaSetDevice(device_);
+    cudaFree(ptr_);
+    if (current != device_ && current >= 0) cudaSetDevice(current);
+    ptr_ = nullptr;
+  }
+
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
   bool owns_ = true;
+  int device_ = 0;  // where it was allocated
 };
 
 }  // namespace gs::cuda

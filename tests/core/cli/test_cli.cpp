@@ -59,7 +59,7 @@ TEST(Cli, BadInputClasses) {
   expect_usage_error("--shapes 1024 --mode autocast-shared", "needs a model plan");
   expect_usage_error("--tensor-parallel 3", "--tensor-parallel 3 does not divide");
   expect_usage_error("--precisions BF16,FP9", "unknown precision 'FP9'");
-  expect_usage_error("--num-iters 0", "--num-iters must be >= 1");
+  expect_usage_error("--num-iters 0", "--num-iters must be between 1 and 100000, got 0");
   expect_usage_error("--repeats 0", "--repeats must be between 1 and 1000, got 0");
   expect_usage_error("--repeats 1001", "--repeats must be between 1 and 1000, got 1001");
   expect_usage_error("--repeats 3 --accuracy-only", "--repeats repeats timed cells: --accuracy-only times nothing");
@@ -89,8 +89,8 @@ TEST(Cli, NumbersArePlainDecimal) {
   expect_usage_error("--num-iters 0x10", "--num-iters '0x10' " + no_prefix);
   expect_usage_error("--num-iters 1.5", "--num-iters '1.5' is not a decimal integer");
   expect_usage_error("--num-warmup 0x1", "--num-warmup '0x1' " + no_prefix);
-  expect_usage_error("--num-warmup 100001", "--num-warmup must be <= 100000");
-  expect_usage_error("--num-iters 100001", "--num-iters must be <= 100000");
+  expect_usage_error("--num-warmup 100001", "--num-warmup must be between 0 and 100000, got 100001");
+  expect_usage_error("--num-iters 100001", "--num-iters must be between 1 and 100000, got 100001");
   expect_usage_error("--num-iters 99999999999999999999", "--num-iters '99999999999999999999' is too large");
   expect_usage_error("--device -1", "--device must be >= 0, got -1");
   expect_usage_error("--device 0x1", "--device '0x1' " + no_prefix);

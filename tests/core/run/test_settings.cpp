@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <variant>
 #include <vector>
 
 #include "cli/cli.hpp"
@@ -315,7 +316,7 @@ namespace {
 
 class FixedEngine : public gs::test::FakeEngineBase {
  public:
-  gs::Cell measure(const gs::Gemm&, gs::Precision, gs::Mode) override {
+  gs::Cell measure(const gs::Gemm&, gs::Precision, gs::Mode, const std::string&) override {
     gs::Stats s;
     s.mean_ms = s.median_ms = s.min_ms = s.max_ms = 1.0;
     s.iters = 10;
@@ -503,6 +504,70 @@ TEST(Settings, RulesBetweenRunSettings) {
   EXPECT_THROW(request({{"--bf16-only", ""}, {"precisions", "BF16"}}, false), gs::UsageError);
   EXPECT_THROW(request({{"modes", "training"}}, false), gs::UsageError);
   EXPECT_NO_THROW(request({{"modes", "training"}}, true));
+}
+
+// The collectives' flags are the request's settings (section "comm", core/run/comm_options.hpp):
+// their defaults and values, the rule that a layout flag needs --comm, the one range check.
+TEST(Settings, CollectivesFromTheRegistry) {
+  const gs::RunRequest off = request({}, true);
+  EXPECT_FALSE(off.comm.enabled());
+  EXPECT_EQ(off.comm.data_parallel, 0);
+  EXPECT_TRUE(off.comm.sequence_parallel);
+  EXPECT_EQ(off.comm.zero_stage, 1);
+  EXPECT_EQ(off.comm.grad_reduce_type, "fp32");
+  EXPECT_EQ(off.comm.iters, 20);
+  const gs::RunRequest on = request({{"--comm", ""},
+                                     {"comm.data_parallel", "4"},
+                                     {"comm.sequence_parallel", "OFF"},
+                                     {"comm.zero_stage", "3"},
+                                     {"comm.grad_reduce_type", "BF16"},
+                                     {"comm.iters", "7"}},
+                                    true);
+  EXPECT_TRUE(on.comm.comm && !on.comm.only);
+  EXPECT_EQ(on.comm.data_parallel, 4);
+  EXPECT_FALSE(on.comm.sequence_parallel);
+  EXPECT_EQ(on.comm.zero_stage, 3);
+  EXPECT_EQ(on.comm.grad_reduce_type, "bf16");
+  EXPECT_EQ(on.comm.iters, 7);
+  EXPECT_TRUE(request({{"--comm-only", ""}}, true).comm.only);
+  // Not recorded in a result: it has no collectives' settings to read.
+  gs::RunResult r;
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(gs::find_setting("comm.zero_stage").get(gs::settings_ref(r))));
+  const auto refused = [](const gs::GivenSettings& given) -> std::string {
+    try {
+      request(given, true);
+    } catch (const gs::UsageError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  EXPECT_EQ(refused({{"comm.zero_stage", "2"}}), "--zero-stage applies to the collectives: add --comm (or --comm-only)");
+  EXPECT_EQ(refused({{"comm.data_parallel", "2"}}), "--data-parallel applies to the collectives: add --comm (or --comm-only)");
+  EXPECT_EQ(refused({{"--comm", ""}, {"comm.zero_stage", "4"}}), "--zero-stage must be between 0 and 3, got 4");
+  EXPECT_EQ(refused({{"--comm", ""}, {"comm.iters", "0"}}), "--comm-iters must be between 1 and 10000, got 0");
+  EXPECT_NE(refused({{"--comm", ""}, {"comm.data_parallel", "-1"}}).find("--data-parallel must be between 0 and"),
+            std::string::npos);
+  EXPECT_NE(refused({{"--comm", ""}, {"comm.sequence_parallel", "maybe"}}).find("--sequence-parallel"), std::string::npos);
+  EXPECT_NE(refused({{"--comm", ""}, {"comm.grad_reduce_type", "fp8"}}).find("--grad-reduce-type"), std::string::npos);
+}
+
+// --mode outside a run (predict's datasheet prediction, compare, plot): the registry's flag, read
+// with the run's rules and messages.
+TEST(Settings, ModeFlagOutsideARun) {
+  using gs::Mode;
+  EXPECT_EQ(gs::mode_flag(), "--mode");
+  EXPECT_TRUE(gs::modes_from_flag("", true).empty());
+  EXPECT_EQ(gs::modes_from_flag("ALL", true), (std::vector<Mode>{Mode::PerGemm, Mode::Training, Mode::PreQuantized}));
+  EXPECT_EQ(gs::modes_from_flag("all", false), (std::vector<Mode>{Mode::PerGemm, Mode::PreQuantized}));
+  EXPECT_EQ(gs::modes_from_flag("Both", true), (std::vector<Mode>{Mode::Training, Mode::PreQuantized}));
+  EXPECT_EQ(gs::modes_from_flag("both", false), (std::vector<Mode>{Mode::PerGemm, Mode::PreQuantized}));
+  EXPECT_EQ(gs::modes_from_flag("autocast-shared", true), std::vector<Mode>{Mode::Training});
+  EXPECT_THROW(gs::modes_from_flag("training", false), gs::UsageError);
+  EXPECT_THROW(gs::modes_from_flag("bogus", true), gs::UsageError);
+  // predict refuses a datasheet-only training prediction of shapes with the run's message.
+  const Cli p = run_cli({"predict", "--gpu", "h100", "--shapes", "64", "--mode", "training"});
+  EXPECT_EQ(p.rc, 2);
+  EXPECT_NE(p.err.find("--mode training needs a model plan"), std::string::npos) << p.err;
 }
 
 // A result file's lists: names as the reader takes them (modes in any case and by their old names,
