@@ -22,6 +22,7 @@
 #include "cuda/common/fill.cuh"
 #include "cuda/providers/cublaslt/grouped_gemm.hpp"
 #include "cuda/providers/cublaslt/recipe_gemm.hpp"
+#include "deepgemm_test_util.hpp"
 #include "gemm_reference.hpp"
 #include "gpu_test_util.hpp"
 #include "provider_test_util.hpp"
@@ -32,13 +33,6 @@ using namespace gs;
 using namespace gs::test;
 using gs::cuda::GemmSources;
 using gs::cuda::GroupedSources;
-
-#define GS_REQUIRE_DEEPGEMM_PROVIDER()                                                 \
-  do {                                                                                 \
-    GS_REQUIRE_GPU();                                                                  \
-    const std::string gs_dg_why_ = gs::dg::Runtime::get().unavailable_reason();        \
-    if (!gs_dg_why_.empty()) GTEST_SKIP() << gs_dg_why_;                               \
-  } while (0)
 
 constexpr double kTol = 4e-3;  // as test_gemm_recipes / test_deepgemm_gemm
 
@@ -109,7 +103,7 @@ void check_dense(Pass pass, Mode mode) {
 }
 
 TEST(DeepGemmProvider, DenseCellsMatchTheReference) {
-  GS_REQUIRE_DEEPGEMM_PROVIDER();
+  GS_REQUIRE_DEEPGEMM();
   for (Mode mode : {Mode::PreQuantized, Mode::Training, Mode::PerGemm})
     for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) check_dense(pass, mode);
 }
@@ -156,7 +150,7 @@ void check_m_grouped(Pass pass, Mode mode) {
 }
 
 TEST(DeepGemmProvider, MGroupedCellsWithEmptyAndUnevenExpertsMatchTheReference) {
-  GS_REQUIRE_DEEPGEMM_PROVIDER();
+  GS_REQUIRE_DEEPGEMM();
   for (Mode mode : {Mode::PreQuantized, Mode::PerGemm})
     for (Pass pass : {Pass::Fprop, Pass::Dgrad}) check_m_grouped(pass, mode);
 }
@@ -226,7 +220,7 @@ void check_k_grouped(Mode mode) {
 }
 
 TEST(DeepGemmProvider, GroupedWgradIsOneKGroupedLaunchAccumulatingEachExpertIntoFp32) {
-  GS_REQUIRE_DEEPGEMM_PROVIDER();
+  GS_REQUIRE_DEEPGEMM();
   for (Mode mode : {Mode::PreQuantized, Mode::PerGemm}) check_k_grouped(mode);
 }
 
@@ -279,7 +273,7 @@ void check_bf16_dense(Pass pass, bool fp32_wgrad) {
 }
 
 TEST(DeepGemmProvider, Bf16DenseCellsMatchTheReference) {
-  GS_REQUIRE_DEEPGEMM_PROVIDER();
+  GS_REQUIRE_DEEPGEMM();
   for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) check_bf16_dense(pass, true);
   check_bf16_dense(Pass::Wgrad, false);
 }
@@ -320,7 +314,7 @@ void check_bf16_m_grouped(Pass pass) {
 }
 
 TEST(DeepGemmProvider, Bf16MGroupedCellsWithEmptyAndUnevenExpertsMatchTheReference) {
-  GS_REQUIRE_DEEPGEMM_PROVIDER();
+  GS_REQUIRE_DEEPGEMM();
   for (Pass pass : {Pass::Fprop, Pass::Dgrad}) check_bf16_m_grouped(pass);
 }
 
@@ -389,7 +383,7 @@ void check_bf16_k_grouped(bool fp32) {
 }
 
 TEST(DeepGemmProvider, Bf16GroupedWgradIsOneKGroupedLaunch) {
-  GS_REQUIRE_DEEPGEMM_PROVIDER();
+  GS_REQUIRE_DEEPGEMM();
   check_bf16_k_grouped(true);
   check_bf16_k_grouped(false);
 }
@@ -417,7 +411,7 @@ bool any_note(const RunResult& r, const std::string& part) {
 }
 
 TEST(DeepGemmProvider, EngineMeasuresItsCellsBesideCublasLtAndASecondRunCompilesNothing) {
-  GS_REQUIRE_DEEPGEMM_PROVIDER();
+  GS_REQUIRE_DEEPGEMM();
   const RunRequest req = small_moe_request();
   std::string why;
   auto engine = cuda::make_engine(req.options, why);

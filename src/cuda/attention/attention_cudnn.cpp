@@ -27,7 +27,7 @@ struct CudnnAttention::Impl {
 
 std::unique_ptr<CudnnAttention> CudnnAttention::create(const AttentionDims&, AttentionDtype, uint64_t,
                                                        std::string& why_not) {
-  why_not = "built without cuDNN attention (GEMMSCOPE_CUDNN_FRONTEND_DIR)";
+  why_not = cudnn_unavailable_reason();
   return nullptr;
 }
 CudnnAttention::CudnnAttention(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -50,6 +50,7 @@ float* CudnnAttention::stats() const { return nullptr; }
 float CudnnAttention::attn_scale() const { return 0.f; }
 CudnnAttention::Fp8Scales CudnnAttention::fp8_scales() const { return {}; }
 std::string cudnn_loaded_version() { return {}; }
+std::string cudnn_unavailable_reason() { return "built without cuDNN attention (GEMMSCOPE_CUDNN_FRONTEND_DIR)"; }
 
 }  // namespace gs::cuda
 
@@ -455,6 +456,8 @@ std::string cudnn_loaded_version() {
   std::lock_guard<std::mutex> lock(g_lib_mutex);
   return (g_lib && g_lib->error.empty()) ? g_lib->version : std::string();
 }
+
+std::string cudnn_unavailable_reason() { return load_cudnn().error; }
 
 }  // namespace gs::cuda
 

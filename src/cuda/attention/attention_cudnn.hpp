@@ -93,4 +93,10 @@ class CudnnAttention {
 // "9.14.0" etc. once cuDNN is loaded (after a create() call got that far); empty otherwise.
 std::string cudnn_loaded_version();
 
+// Why this process has no cuDNN attention at all: built without it ("built without cuDNN
+// attention (GEMMSCOPE_CUDNN_FRONTEND_DIR)"), or the library cannot be loaded, is not cuDNN 9 or
+// is older than 9.6 (loads it once, as create() does); "" when it is there, so that a create()
+// returning nullptr is about the graph, the shape or the memory, not a missing optional runtime.
+std::string cudnn_unavailable_reason();
+
 }  // namespace gs::cuda
