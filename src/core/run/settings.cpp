@@ -770,13 +770,29 @@ std::vector<Setting> declare() {
           if (r.comm) from(*r.comm, x);
         });
   };
-  {
-    Setting& s = comm_layout("data_parallel", SettingType::Int, "--data-parallel,--dp", "INT",
-                             "Data-parallel replicas for --comm (default: the expert parallelism, or 1)");
-    s.dflt = int64_t{0};
-    s.check = int_range(s.first_flag(), 0, kMaxRanks, " (0: the expert parallelism, or 1)");
-    std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return c.data_parallel; },
-                                        [](CommOptions& c, const SettingValue& x) { c.data_parallel = int_of(x); });
+  // The integer ones: range, default and field.
+  struct CommInt {
+    const char *key, *flags, *help;
+    int64_t dflt, lo, hi;
+    const char* note;
+    int64_t CommOptions::*member;
+  };
+  static const CommInt kCommInts[] = {
+      {"data_parallel", "--data-parallel,--dp", "Data-parallel replicas for --comm (default: the expert parallelism, or 1)",
+       0, 0, kMaxRanks, " (0: the expert parallelism, or 1)", &CommOptions::data_parallel},
+      {"zero_stage", "--zero-stage",
+       "0: gradients all-reduced; 1, 2: reduce-scattered, weights all-gathered once per step (default 1); 3: FSDP", 1, 0,
+       3, "", &CommOptions::zero_stage},
+      {"iters", "--comm-iters", "Timed iterations per collective (default 20, after 5 warm-up)", 20, 1, 10000, "",
+       &CommOptions::iters},
+  };
+  for (const CommInt& c : kCommInts) {
+    Setting& s = comm_layout(c.key, SettingType::Int, c.flags, "INT", c.help);
+    s.dflt = c.dflt;
+    s.check = int_range(s.first_flag(), c.lo, c.hi, c.note);
+    const auto member = c.member;
+    std::tie(s.get, s.set) = comm_field([member](const CommOptions& o) { return o.*member; },
+                                        [member](CommOptions& o, const SettingValue& x) { o.*member = int_of(x); });
   }
   {
     Setting& s = comm_layout("sequence_parallel", SettingType::Choice, "--sequence-parallel", "TEXT",
@@ -787,29 +803,12 @@ std::vector<Setting> declare() {
                                         [](CommOptions& c, const SettingValue& x) { c.sequence_parallel = text_of(x) == "on"; });
   }
   {
-    Setting& s = comm_layout("zero_stage", SettingType::Int, "--zero-stage", "INT",
-                             "0: gradients all-reduced; 1, 2: reduce-scattered, weights all-gathered once per step "
-                             "(default 1); 3: FSDP");
-    s.dflt = int64_t{1};
-    s.check = int_range(s.first_flag(), 0, 3);
-    std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return c.zero_stage; },
-                                        [](CommOptions& c, const SettingValue& x) { c.zero_stage = int_of(x); });
-  }
-  {
     Setting& s = comm_layout("grad_reduce_type", SettingType::Choice, "--grad-reduce-type", "TEXT",
                              "fp32 (default) | bf16: the gradients' type in DP reductions");
     s.choices = two("fp32", "bf16");
     s.dflt = std::string("fp32");
     std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return c.grad_reduce_type; },
                                         [](CommOptions& c, const SettingValue& x) { c.grad_reduce_type = text_of(x); });
-  }
-  {
-    Setting& s = comm_layout("iters", SettingType::Int, "--comm-iters", "INT",
-                             "Timed iterations per collective (default 20, after 5 warm-up)");
-    s.dflt = int64_t{20};
-    s.check = int_range(s.first_flag(), 1, 10000);
-    std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return c.iters; },
-                                        [](CommOptions& c, const SettingValue& x) { c.iters = int_of(x); });
   }
   return v;
 }

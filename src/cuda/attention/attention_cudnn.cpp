@@ -222,12 +222,20 @@ struct CudnnAttention::Impl {
     return g;
   }
 
+  // The inputs both graphs read: Q, K and V.
+  struct Inputs {
+    std::shared_ptr<fe::graph::Tensor_attributes> q, k, v;
+  };
+  Inputs inputs(fe::graph::Graph& g) const {
+    const auto& d = dims;
+    return {tensor(g, "Q", kQ, d.heads_q, d.seq_q, d.d_qk), tensor(g, "K", kK, d.heads_kv, d.seq_kv, d.d_qk),
+            tensor(g, "V", kV, d.heads_kv, d.seq_kv, d.d_v)};
+  }
+
   std::shared_ptr<fe::graph::Graph> make_forward() const {
     const auto& d = dims;
     auto g = new_graph();
-    auto Q = tensor(*g, "Q", kQ, d.heads_q, d.seq_q, d.d_qk);
-    auto K = tensor(*g, "K", kK, d.heads_kv, d.seq_kv, d.d_qk);
-    auto V = tensor(*g, "V", kV, d.heads_kv, d.seq_kv, d.d_v);
+    auto [Q, K, V] = inputs(*g);
     std::shared_ptr<fe::graph::Tensor_attributes> O, Stats;
     auto opts = fe::graph::SDPA_attributes().set_name("sdpa_fwd").set_generate_stats(true).set_attn_scale(scale);
     if (d.causal) opts.set_causal_mask(true);
@@ -256,9 +264,7 @@ struct CudnnAttention::Impl {
   std::shared_ptr<fe::graph::Graph> make_backward() const {
     const auto& d = dims;
     auto g = new_graph();
-    auto Q = tensor(*g, "Q", kQ, d.heads_q, d.seq_q, d.d_qk);
-    auto K = tensor(*g, "K", kK, d.heads_kv, d.seq_kv, d.d_qk);
-    auto V = tensor(*g, "V", kV, d.heads_kv, d.seq_kv, d.d_v);
+    auto [Q, K, V] = inputs(*g);
     auto O = tensor(*g, "O", kO, d.heads_q, d.seq_q, d.d_v);
     auto dO = tensor(*g, "dO", kdO, d.heads_q, d.seq_q, d.d_v);
     auto Stats = stats_tensor(*g);
