@@ -160,6 +160,23 @@ std::vector<Setting> declare() {
     return s;
   };
 
+  // A pass that is off, on beside the timing, or the only thing run, given by two flags (--accuracy
+  // and --accuracy-only, --comm and --comm-only): the request's only (what ran is said otherwise).
+  const auto off_on_only = [&](const char* section, const char* key, const char* group, SettingFlag also,
+                               SettingFlag only) -> Setting& {
+    Setting& s = add(section, key);
+    s.type = SettingType::Choice;
+    s.group = group;
+    s.choices = {{"off"}, {"on"}, {"only"}};
+    s.shortcuts = {std::move(also), std::move(only)};
+    s.placed_by_cli = true;
+    s.recorded = false;
+    s.compared = false;
+    s.dflt = std::string("off");
+    s.absent = std::monostate{};
+    return s;
+  };
+
   // ---- the run: what is measured (the result's top level) ----
   {
     // --precisions, or every precision less the --no-... ones; --bf16-only.
@@ -657,17 +674,9 @@ std::vector<Setting> declare() {
   {
     // --accuracy, --accuracy-only. The request's only: a result holds the accuracy block when the
     // pass ran, and no modes when it ran alone.
-    Setting& s = add("", "accuracy");
-    s.type = SettingType::Choice;
-    s.group = "Accuracy";
-    s.choices = {{"off"}, {"on"}, {"only"}};
-    s.shortcuts = {{"--accuracy", "Also measure each recipe's error vs an FP32 GEMM of the BF16 inputs", ""},
-                   {"--accuracy-only", "Only the accuracy pass (no timing)", ""}};
-    s.placed_by_cli = true;
-    s.recorded = false;
-    s.compared = false;
-    s.dflt = std::string("off");
-    s.absent = std::monostate{};
+    Setting& s = off_on_only("", "accuracy", "Accuracy",
+                             {"--accuracy", "Also measure each recipe's error vs an FP32 GEMM of the BF16 inputs", ""},
+                             {"--accuracy-only", "Only the accuracy pass (no timing)", ""});
     s.get = [](const SettingsRef& r) -> SettingValue {
       if (!r.accuracy || !r.accuracy_only) return std::monostate{};
       return std::string(*r.accuracy_only ? "only" : *r.accuracy ? "on" : "off");
@@ -712,20 +721,12 @@ std::vector<Setting> declare() {
   // ---- the collectives of the layout (--comm, --comm-only; cli/cmd_comm.cpp). The request's
   // only: what ran is said by the collectives' own section and file. ----
   {
-    Setting& s = add("comm", "collectives");
-    s.type = SettingType::Choice;
-    s.group = "Node";
-    s.choices = {{"off"}, {"on"}, {"only"}};
-    s.shortcuts = {{"--comm",
-                    "Also the layout's collectives (TP/SP, EP, DP) at the plan's sizes; measured with NCCL on this node's "
-                    "GPUs",
-                    ""},
-                   {"--comm-only", "Only the collectives: no GEMM is timed", ""}};
-    s.placed_by_cli = true;
-    s.recorded = false;
-    s.compared = false;
-    s.dflt = std::string("off");
-    s.absent = std::monostate{};
+    Setting& s = off_on_only("comm", "collectives", "Node",
+                             {"--comm",
+                              "Also the layout's collectives (TP/SP, EP, DP) at the plan's sizes; measured with NCCL on "
+                              "this node's GPUs",
+                              ""},
+                             {"--comm-only", "Only the collectives: no GEMM is timed", ""});
     s.get = [](const SettingsRef& r) -> SettingValue {
       if (!r.comm) return std::monostate{};
       return std::string(r.comm->only ? "only" : r.comm->comm ? "on" : "off");
