@@ -30,6 +30,7 @@
 #include "cuda/recipe_gemm.hpp"
 #include "cuda/power_hold.hpp"
 #include "cuda/step_context_runner.hpp"
+#include "cuda/stepwork/measure.hpp"
 #include "cuda/timed_loop.hpp"
 
 namespace gs::cuda {
@@ -75,6 +76,14 @@ class CudaEngine final : public Engine {
 
   void gpu_warmup(double seconds) override {
     if (PowerHold* h = power_hold()) h->run_for(stream_, seconds);
+  }
+
+  // The step's own kernels (optimizer, loss, embedding, launch cost): cuda/stepwork/, timed by this
+  // engine's timed loop without the step context between iterations.
+  Cell measure_step_kernel(const StepKernelSpec& spec) override {
+    return stepwork::measure(spec, {stream_, opts_.timing.warmup, opts_.timing.iters, opts_.seed,
+                                    [this](const LoopBody& b) { return timed_cell(b, Gap{}); },
+                                    [this](const std::function<void()>& f) { return trace_cell(opts_.gemm, stream_, f); }});
   }
 
   std::optional<StepContextInfo> step_context() const override {
