@@ -7,9 +7,10 @@
 //                     (torch.zeros_like(p)), so a BF16 model's states are BF16;
 //       Fp32          p, g, m, v FP32;
 //       Bf16MainFp32  FP32 master p, FP32 main gradient, FP32 m and v, and the BF16 model copy of p
-//                     written by the same pass (Transformer Engine's FusedAdam with master weights;
-//                     Megatron-LM's distributed optimizer copies main to model params in a pass of
-//                     its own: the same bytes, one launch sequence more).
+//                     written by the same pass (Transformer Engine's FusedAdam with master weights,
+//                     Megatron-LM's --use-precision-aware-optimizer). Megatron-LM's distributed
+//                     optimizer without it copies the main params to the model's in a pass of its
+//                     own, which reads the FP32 main params once more (4 bytes per parameter).
 //   - the gradients' L2 norm for clipping (apex / Transformer Engine multi_tensor_l2norm as
 //     Megatron-LM calls it, PyTorch's _foreach_norm): per-chunk sums of squares in FP32 added into
 //     one partial per block slot, then one block reduces the partials. Only the norm: the scale of
