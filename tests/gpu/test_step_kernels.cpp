@@ -7,10 +7,12 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@
 #include "cuda/stepwork/embedding.hpp"
 #include "cuda/stepwork/loss.hpp"
 #include "cuda/stepwork/measure.hpp"
+#include "cuda/stepwork/multi_tensor.cuh"
 #include "cuda/stepwork/optimizer.hpp"
 #include "gpu_test_util.hpp"
 
@@ -58,6 +61,67 @@ bool within_ulps(float got, float want, int mantissa, int ulps) {
   if (got == want) return true;
   const float ulp = std::ldexp(1.f, std::ilogb(std::max(std::fabs(want), 1e-30f)) - mantissa);
   return std::fabs(got - want) <= ulps * ulp;
+}
+
+// ---- the multi-tensor plan (host only: runs without a GPU) ----
+
+// Every chunk of every tensor is in exactly one launch, in order; no launch holds more blocks or
+// tensor slots than its parameter block allows; a launch is cut only where PyTorch cuts one.
+template <int Depth>
+void check_plan(const std::vector<int64_t>& numel) {
+  std::vector<std::array<void*, Depth>> lists;
+  for (size_t t = 0; t < numel.size(); ++t) {
+    std::array<void*, Depth> a{};
+    for (int d = 0; d < Depth; ++d) a[static_cast<size_t>(d)] = reinterpret_cast<void*>((t + 1) * 4096 + d * 16);
+    lists.push_back(a);
+  }
+  const auto launches = sw::plan_batches<Depth>(lists, numel);
+  std::vector<std::pair<size_t, int64_t>> seen;  // (tensor, chunk)
+  for (size_t l = 0; l < launches.size(); ++l) {
+    const auto& b = launches[l];
+    ASSERT_GE(b.blocks, 1);
+    ASSERT_LE(b.blocks, sw::kBlocksPerLaunch);
+    int slots = 0;
+    for (int i = 0; i < b.blocks; ++i) {
+      const int slot = b.batch.block_tensor[i];
+      ASSERT_LT(slot, sw::TensorBatch<Depth>::kTensors);
+      slots = std::max(slots, slot + 1);
+      const size_t t = (reinterpret_cast<uintptr_t>(b.batch.addr[0][slot]) / 4096) - 1;
+      ASSERT_EQ(b.batch.numel[slot], numel[t]);
+      for (int d = 1; d < Depth; ++d) ASSERT_EQ(b.batch.addr[d][slot], lists[t][static_cast<size_t>(d)]);
+      seen.emplace_back(t, b.batch.block_chunk[i]);
+    }
+    // Not the last launch: cut because its blocks or (at a tensor's end) its slots were full.
+    if (l + 1 < launches.size()) {
+      const bool blocks_full = b.blocks == sw::kBlocksPerLaunch;
+      const bool slots_full = slots == sw::TensorBatch<Depth>::kTensors;
+      EXPECT_TRUE(blocks_full || slots_full) << "launch " << l;
+    }
+  }
+  std::vector<std::pair<size_t, int64_t>> want;
+  for (size_t t = 0; t < numel.size(); ++t)
+    for (int64_t c = 0; c * sw::kChunk < numel[t]; ++c) want.emplace_back(t, c);
+  EXPECT_EQ(seen, want);
+}
+
+TEST(StepKernelsHost, MultiTensorPlanCoversEveryChunkOnce) {
+  check_plan<4>({1000, 4099, 65536, 70001, 3});
+  check_plan<5>(std::vector<int64_t>(70, 100));              // more tensors than slots (30)
+  check_plan<4>({100, 700 * int64_t{sw::kChunk} + 1, 5});   // a tensor across three launches
+  check_plan<1>(std::vector<int64_t>(300, 3 * sw::kChunk));  // blocks and slots both limit
+  // 8e9 values in 291 equal tensors: ~122k chunks, at 320 per launch.
+  std::vector<int64_t> model(291, 8'000'000'000 / 291);
+  std::vector<std::array<void*, 5>> lists(model.size());
+  for (size_t t = 0; t < lists.size(); ++t)
+    for (auto& p : lists[t]) p = reinterpret_cast<void*>((t + 1) * 4096);
+  const size_t n = sw::plan_batches<5>(lists, model).size();
+  int64_t chunks = 0;
+  for (int64_t x : model) chunks += (x + sw::kChunk - 1) / sw::kChunk;
+  EXPECT_GE(static_cast<int64_t>(n), (chunks + sw::kBlocksPerLaunch - 1) / sw::kBlocksPerLaunch);
+  EXPECT_LE(static_cast<int64_t>(n), chunks / sw::kBlocksPerLaunch + 291 / 30 + 2);
+  // Unaligned addresses are refused (the kernels load 4 values at once).
+  std::vector<std::array<void*, 1>> bad = {{reinterpret_cast<void*>(4100)}};
+  EXPECT_THROW(sw::plan_batches<1>(bad, {10}), std::invalid_argument);
 }
 
 // ---- AdamW ----
