@@ -1,6 +1,6 @@
 // A step kernel ready to run (core/step/step_kernels.hpp): its buffers are made and filled, and one
 // call of it is a fixed sequence of pieces, each one kernel launch or memset on the stream. The
-// timed loop (cuda/timing's run_timed_loop) enqueues the pieces one by one, so a call of hundreds
+// timed loop (cuda/timed_loop's run_timed_loop) enqueues the pieces one by one, so a call of hundreds
 // of launches (an optimizer step over a large model) is cut into chunks like any other loop.
 #pragma once
 #include <cuda_runtime.h>
