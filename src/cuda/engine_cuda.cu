@@ -26,6 +26,7 @@
 #include "cuda/providers/provider.hpp"
 #include "cuda/providers/tuner.hpp"
 #include "cuda/quant/quantize_mx.cuh"
+#include "cuda/stepwork/measure.hpp"
 #include "cuda/stepwork/step_context_runner.hpp"
 #include "cuda/timing/cell_timer.hpp"
 #include "cuda/timing/kernel_trace.hpp"
@@ -71,6 +72,14 @@ class CudaEngine final : public Engine {
   }
 
   void gpu_warmup(double seconds) override { timer_->gpu_warmup(seconds); }
+
+  // The step's own kernels (optimizer, loss, embedding, launch cost): cuda/stepwork/, timed by this
+  // engine's timed loop without the step context between iterations.
+  Cell measure_step_kernel(const StepKernelSpec& spec) override {
+    return stepwork::measure(spec, {stream_, opts_.timing.warmup, opts_.timing.iters, opts_.seed,
+                                    [this](const LoopBody& b) { return timer_->timed(b, {}); },
+                                    [this](const std::function<void()>& f) { return trace_cell(opts_.gemm, stream_, f); }});
+  }
 
   std::optional<StepContextInfo> step_context() const override {
     if (!context_) return std::nullopt;

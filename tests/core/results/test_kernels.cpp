@@ -51,6 +51,14 @@ TEST(KernelNames, Classification) {
   EXPECT_EQ(classify_kernel("gs::cuda::(anonymous namespace)::alpha_from_global_scales"), KernelClass::Quantize);
   EXPECT_EQ(classify_kernel(kGate), KernelClass::Other);
   EXPECT_EQ(classify_kernel("gs::cuda::(anonymous namespace)::fill_kernel"), KernelClass::Other);
+  // The step's own kernels (cuda/stepwork/), demangled and mangled: not quantization, even where a
+  // name holds "scale" or "cast".
+  EXPECT_EQ(classify_kernel("gs::cuda::stepwork::(anonymous namespace)::adamw_kernel<float, float, 5>"),
+            KernelClass::Other);
+  EXPECT_EQ(classify_kernel("void gs::cuda::stepwork::(anonymous namespace)::convert_kernel<float, __nv_bfloat16>"),
+            KernelClass::Other);
+  EXPECT_EQ(classify_kernel("_ZN2gs4cuda8stepwork12_GLOBAL__N_113l2norm_kernelIfEEvNS1_11TensorBatchILi1EEEPf"),
+            KernelClass::Other);
   EXPECT_EQ(classify_kernel("transformer_engine::cast_transpose_kernel<float>"), KernelClass::Quantize);
   EXPECT_EQ(classify_kernel("at::native::vectorized_elementwise_kernel<4>"), KernelClass::Other);
   EXPECT_EQ(kernel_class_from_string("quantize"), KernelClass::Quantize);
