@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/util/error.hpp"
 
@@ -25,19 +26,30 @@ std::string chrome_trace(const std::vector<TraceTrack>& tracks,
     events.push_back(
         {{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", t.pid}, {"tid", t.tid}, {"args", {{"sort_index", t.tid}}}});
   }
-  for (const TraceTrack& t : tracks)
-    for (const TraceEvent& e : t.events) {
+  // Times in whole nanoseconds (an event's end rounded as its start is, so a child never ends past
+  // its parent by a rounding step), each track's events by start and, at one start, the longest
+  // first: the nesting a trace viewer expects.
+  const auto ns = [](double us) { return std::llround(us * 1e3); };
+  for (const TraceTrack& t : tracks) {
+    std::vector<const TraceEvent*> order;
+    for (const TraceEvent& e : t.events) order.push_back(&e);
+    std::stable_sort(order.begin(), order.end(), [&](const TraceEvent* a, const TraceEvent* b) {
+      return ns(a->ts_us) != ns(b->ts_us) ? ns(a->ts_us) < ns(b->ts_us) : ns(a->dur_us) > ns(b->dur_us);
+    });
+    for (const TraceEvent* e : order) {
       json args = json::object();
-      for (const auto& [k, v] : e.args) args[k] = v;
+      for (const auto& [k, v] : e->args) args[k] = v;
+      const int64_t start = ns(e->ts_us), end = ns(e->ts_us + e->dur_us);
       events.push_back({{"ph", "X"},
-                        {"name", e.name},
-                        {"cat", e.category},
+                        {"name", e->name},
+                        {"cat", e->category},
                         {"pid", t.pid},
                         {"tid", t.tid},
-                        {"ts", e.ts_us},
-                        {"dur", e.dur_us},
+                        {"ts", static_cast<double>(start) * 1e-3},
+                        {"dur", static_cast<double>(end - start) * 1e-3},
                         {"args", args}});
     }
+  }
   json other = json::object();
   for (const auto& [k, v] : metadata) other[k] = v;
   json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", other}};

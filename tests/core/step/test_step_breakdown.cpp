@@ -127,6 +127,18 @@ TEST(StepTrace, TracksNestingAndFormat) {
   for (const auto& e : gpu)
     if (e["cat"] == "recompute" && e["ts"] == l2b["ts"]) recompute_first = true;
   EXPECT_TRUE(recompute_first);
+  // Every GPU event nests: in file order (by start, the longest first) each one lies inside the events
+  // still open, as a trace viewer stacks them.
+  std::vector<double> open_ends;
+  double last_ts = -1;
+  for (const auto& e : gpu) {
+    const double ts = e["ts"].get<double>(), end = ts + e["dur"].get<double>();
+    EXPECT_GE(ts, last_ts) << e["name"];
+    last_ts = ts;
+    while (!open_ends.empty() && open_ends.back() <= ts) open_ends.pop_back();
+    if (!open_ends.empty()) EXPECT_LE(end, open_ends.back() + 1e-9) << e["name"];
+    open_ends.push_back(end);
+  }
   // A step without times has no trace.
   const StepBreakdown none =
       compute_step(sp, std::vector<GroupTime>(sp.groups.size()), default_host_cost(HostForm::Eager), {}, std::nullopt);
