@@ -33,6 +33,8 @@
 #include "core/run/settings.hpp"
 #include "core/run/step_context.hpp"
 #include "core/plan/step_model.hpp"
+#include "core/report/report_whole_step.hpp"
+#include "core/step/step_plan.hpp"
 #include "core/util/suggest.hpp"
 #include "core/util/text_util.hpp"
 #if __has_include("cli/commands.hpp")
@@ -52,7 +54,7 @@ struct Options {
   std::string config_path, preset, shapes, sweep_spec;
   bool sweep = false, list_models = false, dry_run = false, quiet = false;
   bool verify_dgrad = false;  // the seed's early flag; a no-op here (Dgrad is always measured)
-  std::string out_chart, out_json, out_csv;
+  std::string out_chart, out_json, out_csv, out_trace;
   int64_t device = 0;
   // The registry's settings as given (core/run/settings.hpp): "section.key" -> the text; also
   // the precisions, modes, providers, grouped GEMMs and the accuracy pass.
@@ -255,6 +257,11 @@ RunRequest build_request(const Options& o) {
   if (o.device > std::numeric_limits<int>::max()) throw UsageError(fmt::format("--device {} is too large", o.device));
   req.options.timing.step_gap_ms_per_gflop = step_gap_ms_per_gflop(req.plan, req.options.timing.step_other_ms);
   req.options.step_model = step_work_model(req.plan, req.options.timing.step_context_kind);
+  // The whole step's settings are checked before anything runs (core/step/step_plan.hpp refuses what
+  // makes no sense together).
+  if (req.plan.model_mode && !req.modes.empty() && !req.precisions.empty())
+    (void)build_step_plan(req.plan, req.options.timing.step_context_kind, req.step, req.precisions.front(),
+                          req.modes.front(), req.options.recipe);
   req.options.device = static_cast<int>(o.device);
   return req;
 }
@@ -271,6 +278,7 @@ void check_outputs(const Options& o) {
   std::vector<Out> outs;
   if (!o.out_json.empty()) outs.push_back({o.out_json, "--json"});
   if (!o.out_csv.empty()) outs.push_back({o.out_csv, "--csv"});
+  if (!o.out_trace.empty()) outs.push_back({o.out_trace, "--trace"});
   if (!o.out_chart.empty()) outs.push_back({o.out_chart, "-o"});
   if (!implicit_json.empty()) outs.push_back({implicit_json, fmt::format("the results JSON of -o {}", o.out_chart)});
   for (const Out& x : outs) check_output_path(x.path, x.what);
@@ -329,6 +337,7 @@ int run_main(int argc, char** argv) {
       ->group("Node");
   cli::add_setting_flag(app, o.settings, "--grouped");
   cli::add_setting_options(app, o.settings, "Recipes");  // --fp8-format, --amax-history, ...
+  cli::add_setting_options(app, o.settings, "Step");     // --recompute, --param-storage, ... (core/step/step_options.hpp)
   app.add_flag("--kernels", o.kernels, "Print the kernels each cell ran (CUPTI), their times and the cuBLASLt algorithm")
       ->group("Kernels");
   cli::add_setting_options(app, o.settings, "Kernels");  // --algo, --num-sms, --profile
@@ -338,6 +347,10 @@ int run_main(int argc, char** argv) {
   app.add_option("-o,--output", o.out_chart, "Chart file (.png/.svg/.pdf)")->group("Output");
   app.add_option("--json", o.out_json, "Write the result JSON here")->group("Output");
   app.add_option("--csv", o.out_csv, "Write one CSV row per (mode, GEMM, precision, provider)")->group("Output");
+  app.add_option("--trace", o.out_trace,
+                 "Write the predicted whole step as a Chrome trace (Perfetto, chrome://tracing): one process per "
+                 "precision, one track per stream (GPU, host)")
+      ->group("Output");
   app.add_flag("-q,--quiet", o.quiet, "No progress on stderr")->group("Output");
 
   app.allow_extras();  // unknown options: reject_extras() names them with a suggestion
@@ -422,6 +435,10 @@ int run_main(int argc, char** argv) {
     }
     roofline = roofline_json(result, ctx);
     roofline_text = render_roofline_text(result, ctx);
+    // MFU and HFU against the device's datasheet peak (dense BF16).
+    if (result.step && ctx.spec && ctx.spec->peak(PeakFormat::BF16))
+      set_step_peak(*result.step, {ctx.spec->peak(PeakFormat::BF16)->value,
+                                   fmt::format("{}, {}", ctx.spec->name, ctx.spec->peak(PeakFormat::BF16)->source)});
   }
 #endif
   const auto result_json = [&] {
@@ -439,12 +456,14 @@ int run_main(int argc, char** argv) {
   try {
     if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
     if (!o.out_csv.empty() && measured) write_file_atomic(o.out_csv, render_csv(result));
+    if (!o.out_trace.empty() && measured) write_file_atomic(o.out_trace, step_trace_text(result));
   } catch (const UsageError&) {
     if (measured) std::cout << report << std::flush;
     throw;
   }
   std::cout << report << std::flush;
   if (!o.out_csv.empty() && !measured) fmt::print(stderr, "gemmscope: --csv skipped: nothing was measured\n");
+  if (!o.out_trace.empty() && !measured) fmt::print(stderr, "gemmscope: --trace skipped: nothing was measured\n");
   if (!o.out_chart.empty()) {
     if (!measured) {
       fmt::print(stderr, "gemmscope: -o skipped: nothing was measured to chart\n");

@@ -144,10 +144,10 @@ namespace {
 
 // --kind in any case; an unknown kind is refused with a suggestion, as every enum value is.
 std::string chart_kind(const std::string& typed) {
-  static const std::vector<std::string> kinds = {"auto", "model", "shapes", "sweep", "modes", "roofline", "experts", "fleet"};
+  static const std::vector<std::string> kinds = {"auto", "model", "shapes", "sweep", "modes", "roofline", "experts", "step", "fleet"};
   const std::string k = ascii_lower(typed);
   if (std::find(kinds.begin(), kinds.end(), k) != kinds.end()) return k;
-  throw UsageError(fmt::format("--kind must be auto, model, shapes, sweep, modes, roofline, experts or fleet, got '{}'{}",
+  throw UsageError(fmt::format("--kind must be auto, model, shapes, sweep, modes, roofline, experts, step or fleet, got '{}'{}",
                                clip_text(typed, 80), did_you_mean(typed, kinds)));
 }
 
@@ -158,7 +158,8 @@ int run_plot(int argc, char** argv) {
                "Kinds: model (stacked per-layer bars per precision), shapes (grouped TFLOP/s bars),\n"
                "sweep (latency / TFLOP/s / speedup vs size), modes (training / per-gemm vs pre-quantized speedup),\n"
                "roofline (achieved TFLOP/s vs arithmetic intensity under the GPU's datasheet roofs),\n"
-               "experts (MoE: rows per expert, busiest EP rank, grouped expert GEMM time per precision).\n"
+               "experts (MoE: rows per expert, busiest EP rank, grouped expert GEMM time per precision),\n"
+               "step (the whole training step per precision, its breakdown stacked).\n"
                "Exit status: 0 written, 2 bad input, 3 no Python with matplotlib, 74 stdout not writable.",
                "gemmscope plot"};
   std::string result, out, baseline, mode, kind = "auto";
@@ -166,7 +167,7 @@ int run_plot(int argc, char** argv) {
   app.add_option("-o,--output", out, "chart file: .png, .svg or .pdf")->required();
   app.add_option("--baseline", baseline, "precision the speedups are taken against (default BF16)");
   add_mode_option(app, mode, "mode to chart: training, per-gemm or pre-quantized (default training when present, else per-gemm)");
-  app.add_option("--kind", kind, "chart kind: auto (default: from the JSON), model, shapes, sweep, modes, roofline, experts, fleet")
+  app.add_option("--kind", kind, "chart kind: auto (default: from the JSON), model, shapes, sweep, modes, roofline, experts, step, fleet")
       ->capture_default_str();
   app.allow_extras();  // unknown options: reject_extras() names them with a suggestion
   try {

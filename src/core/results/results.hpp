@@ -14,6 +14,7 @@
 #include "core/util/text_util.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/plan/step_model.hpp"
+#include "core/step/step_breakdown.hpp"
 
 namespace gs {
 
@@ -165,6 +166,8 @@ struct RunResult {
   std::vector<std::vector<std::vector<std::vector<Cell>>>> provider_cells;
   std::vector<std::string> notes;
   std::optional<StepContextInfo> step_context;  // what ran between timed iterations (a step context)
+  StepOptions step_options;                     // --recompute, --param-storage, ... (core/step/step_options.hpp)
+  std::optional<StepResult> step;               // the whole step of a model plan (core/step/step_breakdown.hpp)
   std::string created;  // ISO 8601 UTC
   // --accuracy: accuracy[gemm][i] for accuracy_precisions[i] (may include precisions the GPU
   // cannot time, which are emulated).

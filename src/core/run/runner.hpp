@@ -15,6 +15,7 @@ struct RunRequest {
   std::vector<Precision> precisions;  // requested, in column order
   std::vector<Mode> modes;
   EngineOptions options;
+  StepOptions step;  // the whole step beyond its GEMMs (core/step/step_options.hpp)
   // --provider: the kernel providers every cell is measured by, in column order (core/providers/provider.hpp).
   std::vector<std::string> providers{"cublaslt"};
   bool accuracy = false;       // also run the accuracy pass

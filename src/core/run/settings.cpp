@@ -15,6 +15,7 @@
 #include "core/providers/provider.hpp"
 #include "core/run/runner.hpp"
 #include "core/run/step_context.hpp"
+#include "core/step/step_options.hpp"
 #include "core/util/suggest.hpp"
 
 namespace gs {
@@ -369,6 +370,22 @@ std::vector<Setting> declare() {
              "as Megatron-LM with TE gradient-accumulation fusion) | bf16 (BF16 output, beta 0)";
     s.dflt = std::string("fp32-accumulate");
     s.absent = std::string("bf16");  // files before the option wrote BF16 Wgrad
+    // Parameters kept without FP32 main gradients (--param-storage bf16 or fp32, plain PyTorch) have
+    // no gradient to accumulate into: their Wgrad writes BF16 unless told otherwise, and
+    // fp32-accumulate with them is refused.
+    s.resolve = [](const Setting& self, const GivenSettings& given, const RunRequest&) -> SettingValue {
+      const Setting& storage = find_setting("step_options.param_storage");
+      const std::string* st = given_text(given, storage);
+      const bool main_grads = !st || text_of(setting_from_text(storage, *st)) == to_string(ParamStorage::Bf16MainFp32);
+      const std::string* text = given_text(given, self);
+      if (!text) return main_grads ? self.dflt : SettingValue(std::string("bf16"));
+      const SettingValue v = setting_from_text(self, *text);
+      if (!main_grads && text_of(v) == "fp32-accumulate")
+        throw UsageError(fmt::format("--wgrad-output fp32-accumulate accumulates into FP32 main gradients, which "
+                                     "--param-storage {} does not keep (use bf16+fp32-main, or --wgrad-output bf16)",
+                                     text_of(setting_from_text(storage, *st))));
+      return v;
+    };
   }
   {
     Setting& s = recipe_enum("block_fp8_format", fp8_format_names(), &RecipeOptions::block_fp8_format);
@@ -385,6 +402,62 @@ std::vector<Setting> declare() {
     s.dflt = std::string("pow2");
     s.absent = std::string("fp32");  // files before the key used FP32 scales
   }
+
+  // ---- step_options: the whole step beyond its GEMMs (core/step/step_options.hpp) ----
+  // A choice of StepOptions: its names, the member, and the flag's help. Model plans only: a
+  // --shapes/--sweep run has no step around its GEMMs, and a flag given to one is refused.
+  const auto step_choice = [&](const char* key, const char* flag, const auto& names, auto member, const char* help,
+                               const char* dflt) -> Setting& {
+    Setting& s = add("step_options", key);
+    s.type = SettingType::Choice;
+    s.flags = flag;
+    s.group = "Step";
+    s.type_name = "TEXT";
+    s.help = help;
+    s.choices = choices_of(names);
+    s.dflt = s.absent = std::string(dflt);
+    s.get = [&names, member](const SettingsRef& r) -> SettingValue { return std::string(names.name(r.step->*member)); };
+    s.set = [&names, member](const SettingsRef& r, const SettingValue& x) { r.step->*member = *names.find(text_of(x)); };
+    s.resolve = [](const Setting& self, const GivenSettings& given, const RunRequest& req) -> SettingValue {
+      const std::string* text = given_text(given, self);
+      if (!text) return self.dflt;
+      if (!req.plan.model_mode)
+        throw UsageError(fmt::format("{} shapes the whole training step of a model: --shapes/--sweep GEMMs have none",
+                                     self.first_flag()));
+      return setting_from_text(self, *text);
+    };
+    return s;
+  };
+  step_choice("recompute", "--recompute", recompute_names(), &StepOptions::recompute,
+              "Activation recompute as Megatron-LM defines it: none (default) | selective (the core attention's "
+              "forward again in the backward) | full (every layer's forward again)",
+              "none");
+  step_choice("param_storage", "--param-storage", param_storage_names(), &StepOptions::storage,
+              "Parameters, gradients and Adam states: bf16+fp32-main (default: Megatron-LM, BF16 params with FP32 "
+              "main params, grads and states, 18 bytes/param) | bf16 (plain PyTorch BF16 training, 8 bytes/param; "
+              "Wgrad then writes BF16) | fp32 (PyTorch autocast with FP32 params, 16 bytes/param)",
+              to_string(ParamStorage::Bf16MainFp32));
+  step_choice("optimizer", "--optimizer", optimizer_names(), &StepOptions::optimizer,
+              "AdamW's kernels: adamw-fused (default: one multi-tensor kernel, Megatron's FusedAdam, "
+              "torch.optim.AdamW(fused=True)) | adamw-foreach (PyTorch's default foreach ops)",
+              "adamw-fused");
+  {
+    static const EnumNames<bool> on_off{{{true, {"on"}}, {false, {"off"}}}};
+    Setting& s = step_choice("grad_clip", "--grad-clip", on_off, &StepOptions::grad_clip,
+                             "on (default: the gradients' global norm every step, Megatron's --clip-grad 1.0, "
+                             "PyTorch's clip_grad_norm_) | off",
+                             "on");
+    s.json_bool = true;  // JSON: true for on
+  }
+  step_choice("loss", "--loss", loss_names(), &StepOptions::loss,
+              "Cross-entropy over the vocabulary: auto (default: fused for te and compile, unfused for eager) | fused "
+              "(BF16 logits read once: Megatron's --cross-entropy-loss-fusion, TE's parallel_cross_entropy) | unfused "
+              "(logits upcast to FP32, log-softmax, NLL)",
+              "auto");
+  step_choice("host_form", "--host-form", host_form_names(), &StepOptions::host_form,
+              "How the host launches the step: auto (default: eager for te and eager, compiled for compile) | eager "
+              "(framework code launches every kernel) | compiled (Inductor's wrapper) | cuda-graph (one replay)",
+              "auto");
 
   // ---- timing ----
   {
@@ -920,6 +993,7 @@ SettingsRef settings_ref(RunResult& r) {
   ref.modes = &r.modes;
   ref.providers = &r.providers;
   ref.dist = &r.accuracy_dist;
+  ref.step = &r.step_options;
   return ref;
 }
 
@@ -929,6 +1003,7 @@ SettingsRef request_ref(RunRequest& req, std::optional<uint64_t>& seed) {
   ref.modes = &req.modes;
   ref.providers = &req.providers;
   ref.dist = &req.dist;
+  ref.step = &req.step;
   ref.grouped_streams = &req.options.grouped_streams;
   ref.accuracy = &req.accuracy;
   ref.accuracy_only = &req.accuracy_only;

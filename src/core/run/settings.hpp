@@ -59,6 +59,7 @@ struct SettingsRef {
   std::vector<Mode>* modes = nullptr;
   std::vector<std::string>* providers = nullptr;
   Dist* dist = nullptr;
+  StepOptions* step = nullptr;
   int* grouped_streams = nullptr;                         // a request's only
   bool* accuracy = nullptr;                               // a request's only
   bool* accuracy_only = nullptr;                          // a request's only

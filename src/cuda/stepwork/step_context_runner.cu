@@ -29,7 +29,6 @@ StepContextRunner::StepContextRunner(const StepWorkModel& model, double user_oth
   info_.stream_gb_per_s = work_->bytes_per_ms() * 1e-6;
   info_.efficiency = model.efficiency;
   info_.move_gb_per_s = work_->gather_bytes_per_ms() * 1e-6;
-  const double rate = work_->bytes_per_ms() * model.efficiency;  // bytes per ms
   info_.other_from_user = user_other_ms > 0;
   const StepOtherSplit memory =
       info_.other_from_user
@@ -37,7 +36,7 @@ StepContextRunner::StepContextRunner(const StepWorkModel& model, double user_oth
           : modelled_memory_ms(model, work_->bytes_per_ms(), work_->gather_bytes_per_ms());
   info_.other_ms = memory.other_ms;
   info_.move_ms = memory.move_ms;
-  info_.cast_ms = info_.other_from_user ? 0.0 : model.cast_bytes / rate;
+  info_.cast_ms = info_.other_from_user ? 0.0 : modelled_cast_ms(model, work_->bytes_per_ms());
   const AttentionShape& a = model.attention;
   info_.attention_shape = describe(a);
   if (model.kind == StepContextKind::None || !check_attention_shape(a).empty()) return;

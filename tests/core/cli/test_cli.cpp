@@ -209,7 +209,7 @@ TEST(Cli, SubcommandParseErrorsAreOneLine) {
            {"compare " + a + " " + a + " --threshold", "gemmscope compare: error: --threshold"},
            {"plot", "gemmscope plot: error: "},
            {"plot " + a + " -o x.svg --kind pie", "gemmscope plot: error: --kind must be auto, model, shapes, sweep, "
-                                                  "modes, roofline, experts or fleet, got 'pie'"},
+                                                  "modes, roofline, experts, step or fleet, got 'pie'"},
            {"plot " + a + " -o x.svg --kind modle", "got 'modle' (did you mean model?)"},
            {"plot " + a + " -o x.svg --kynd model", "gemmscope plot: error: unknown option --kynd (did you mean --kind?)"},
            {"plot " + a + " -o x.svg --mode sideways", "gemmscope plot: error: unknown mode 'sideways'"}}) {

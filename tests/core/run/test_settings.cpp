@@ -71,7 +71,9 @@ std::string upper(std::string s) {
 }
 
 // Settings that apply to model plans only: their round trip runs on a model.
-bool needs_model(const Setting& s) { return s.path() == "timing.step_other_ms" || s.path() == "timing.step_context"; }
+bool needs_model(const Setting& s) {
+  return s.path() == "timing.step_other_ms" || s.path() == "timing.step_context" || s.section == "step_options";
+}
 
 // A value other than the default that the command line accepts, as typed (upper case for names).
 std::optional<std::string> other_cli_text(const Setting& s, bool model_plan) {
@@ -237,8 +239,12 @@ TEST(Settings, EverySettingRoundTripsFromTheCommandLine) {
     const SettingValue want = gs::setting_from_text(s, *text);
     EXPECT_EQ(s.get(gs::settings_ref(changed)), want);
     const std::vector<std::string> diff = gs::settings_differences(base, changed);
-    ASSERT_EQ(diff.size(), 1u) << (diff.empty() ? "" : diff.front());
-    EXPECT_EQ(diff.front().rfind(s.label + ": ", 0), 0u) << diff.front();
+    // Parameters without FP32 main gradients make Wgrad write BF16 too (the rule between the two).
+    const size_t expected = s.path() == "step_options.param_storage" ? 2 : 1;
+    ASSERT_EQ(diff.size(), expected) << (diff.empty() ? "" : diff.front());
+    EXPECT_NE(std::find_if(diff.begin(), diff.end(), [&](const std::string& d) { return d.rfind(s.label + ": ", 0) == 0; }),
+              diff.end())
+        << diff.front();
     ++tried;
   }
   EXPECT_GE(tried, 20);
@@ -491,6 +497,15 @@ TEST(Settings, RulesBetweenRunSettings) {
       {{"--accuracy", "--dist", "Weird"}, "unknown distribution 'weird' (normal, outliers)"},
       {{"--repeats", "3", "--accuracy-only"}, "--repeats repeats timed cells: --accuracy-only times nothing"},
       {{"--provider", "cublaslt,cublaslt"}, "--provider: cublaslt is named twice"},
+      // The whole step's settings (core/step/step_options.hpp).
+      {{"--shapes", "64", "--recompute", "full"},
+       "--recompute shapes the whole training step of a model: --shapes/--sweep GEMMs have none"},
+      {{"--param-storage", "bf16", "--wgrad-output", "fp32-accumulate"},
+       "--wgrad-output fp32-accumulate accumulates into FP32 main gradients, which --param-storage bf16 does not "
+       "keep (use bf16+fp32-main, or --wgrad-output bf16)"},
+      {{"--host-form", "compiled"},
+       "--host-form compiled launches Inductor's generated kernels: it needs --step-context compile (got te)"},
+      {{"--recompute", "selectiv"}, "--recompute must be none, selective or full, got 'selectiv' (did you mean selective?)"},
   };
   for (const auto& [args, message] : cases) {
     std::vector<std::string> a = {"--dry-run"};
@@ -504,6 +519,11 @@ TEST(Settings, RulesBetweenRunSettings) {
   EXPECT_THROW(request({{"--bf16-only", ""}, {"precisions", "BF16"}}, false), gs::UsageError);
   EXPECT_THROW(request({{"modes", "training"}}, false), gs::UsageError);
   EXPECT_NO_THROW(request({{"modes", "training"}}, true));
+  // Plain PyTorch's parameters write BF16 weight gradients unless told otherwise.
+  gs::RunRequest pt = request({{"step_options.param_storage", "BF16"}}, true);
+  EXPECT_EQ(pt.step.storage, gs::ParamStorage::Bf16);
+  EXPECT_FALSE(pt.options.recipe.wgrad_fp32_accumulate);
+  EXPECT_TRUE(request({}, true).options.recipe.wgrad_fp32_accumulate);
 }
 
 // The collectives' flags are the request's settings (section "comm", core/run/comm_options.hpp):
