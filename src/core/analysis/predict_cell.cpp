@@ -156,9 +156,18 @@ CellPrediction predict_cell_from_run(const Gemm& g, Mode mode, Precision column,
     const double qb_s = bytes_of(m.column, g, mode, o_src).quantize, qb_t = bytes_of(column, g, mode, o_tgt).quantize;
     const double bw_ratio = bandwidth(source) / bandwidth(target);
     const OverheadFit none;
-    if (qb_s > 0) c.overhead_s = transfer_overhead(m.fit ? *m.fit : none, m.overhead_s, qb_t / qb_s, bw_ratio);
-    else if (qb_t > 0) c.overhead_s = qb_t / (PredictConstants::kMemEff * bandwidth(target));
-    else if (!c.borrowed) c.overhead_s = m.overhead_s;  // nothing quantized: the mode's own difference (noise)
+    if (qb_s > 0) {
+      c.overhead_s = transfer_overhead(m.fit ? *m.fit : none, m.overhead_s, qb_t / qb_s, bw_ratio);
+    } else if (qb_t > 0) {
+      c.overhead_s = qb_t / (PredictConstants::kMemEff * bandwidth(target));
+    } else if (transfer == Transfer::SameGpu && !c.borrowed) {
+      c.overhead_s = m.overhead_s;  // nothing quantized: the run's own mode-to-mode difference, reproduced
+    } else if (m.kernel_s > 0 && m.overhead_s != 0) {
+      // Nothing quantized (BF16): the same kernel in every mode on the target, the source's
+      // mode-to-mode difference (noise) in the band instead of the time.
+      const double r = std::abs(m.overhead_s) / m.kernel_s;
+      terms.total.push_back({r, r, 0, fmt::format("the run's mode-to-mode difference +-{:.1f}%", 100 * r)});
+    }
     c.overhead_s = std::max(c.overhead_s, -0.5 * c.kernel_s);
     if (transfer != Transfer::SameGpu || c.borrowed) {
       const bool other_format = ArchPolicy(100).peak_format(column) != ArchPolicy(100).peak_format(m.column);
@@ -196,9 +205,12 @@ CellPrediction predict_cell_datasheet(const Gemm& g, Mode mode, Precision column
     c.basis = fmt::format("datasheet only; prior {}", pt.basis);
   } else {
     c.basis = fmt::format("datasheet only; no prior ({}): {:.0f}% of peak assumed", pt.why_not, 100 * eff);
-    c.note = fmt::format("no prior for {} on {} ({}): every GEMM is assumed to reach {:.0f}% of the dense peak (an H100 "
-                         "BF16 observation), direction of bias unknown",
-                         to_string(ft), target.key, pt.why_not, 100 * PredictConstants::kComputePrior);
+    c.note = fmt::format("no prior for {} on {} ({}): every such GEMM is assumed to reach {:.0f}% of the dense peak (an "
+                         "H100 BF16 observation); {}",
+                         to_string(ft), target.key, pt.why_not, 100 * PredictConstants::kComputePrior,
+                         ft == PriorFormat::BF16 || ft == PriorFormat::FP8
+                             ? std::string("no known direction of bias")
+                             : missing_prior_bias(ft, PriorFormat::FP8));
   }
   c.kernel_s = std::max(comp / eff, bc.gemm / bandwidth(target) / PredictConstants::kMemEff);
   c.overhead_s = bc.quantize / (PredictConstants::kMemEff * bandwidth(target));
