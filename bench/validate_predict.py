@@ -142,8 +142,9 @@ def check_pair(pred, job, md):
     return ok
 
 
-def total_coverage(pred, job):
-    """(inside, total) of the per-layer totals (and MoE-layer totals) of a prediction."""
+def total_coverage(pred, job, misses=None):
+    """(inside, total) of the per-layer totals (and MoE-layer totals) of a prediction; the totals
+    outside their band are appended to `misses`."""
     inside = total = 0
     meas = job.measured.get("summary") or {}
     for key in ("per_layer", "moe_layer"):
@@ -158,6 +159,10 @@ def total_coverage(pred, job):
                     continue
                 total += 1
                 inside += b["low_ms"] <= m <= b["high_ms"]
+                if misses is not None and not b["low_ms"] <= m <= b["high_ms"]:
+                    misses.append("%s %s onto %s, %s %s %s: measured %.3f, band %.3f-%.3f" % (
+                        job.transfer, job.model, job.measured["device"]["name"], key, mode, prec, m, b["low_ms"],
+                        b["high_ms"]))
     return inside, total
 
 
@@ -165,6 +170,7 @@ def loo(gemmscope, jobs, samples, md):
     """Leave-one-model-out coverage per transfer kind; returns whether every kind reaches the bar."""
     models = sorted({j.model for j in jobs})
     stats = {}
+    misses = []
     with tempfile.TemporaryDirectory() as d:
         for model in models:
             path = os.path.join(d, "errors.json")
@@ -176,7 +182,7 @@ def loo(gemmscope, jobs, samples, md):
                 for s in cell_samples(job.measured, pred, job.transfer, ""):
                     st["cells"][0] += s["_in"]
                     st["cells"][1] += 1
-                i, t = total_coverage(pred, job)
+                i, t = total_coverage(pred, job, misses)
                 st["totals"][0] += i
                 st["totals"][1] += t
     print("\nBand coverage, leave-one-model-out (each model's bands built without its own errors):")
@@ -191,6 +197,8 @@ def loo(gemmscope, jobs, samples, md):
         ok &= passed
         print(row([kind, str(st["cells"][0]), str(st["cells"][1]), "%.1f%%" % (100 * c), str(st["totals"][0]),
                    str(st["totals"][1]), "%.1f%%" % (100 * t), "PASS" if passed else "FAIL"], md))
+    for m in misses:
+        print("%s outside its band (leave-one-model-out): %s" % ("-" if md else " ", m))
     return ok
 
 

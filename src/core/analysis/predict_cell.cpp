@@ -119,9 +119,11 @@ CellPrediction predict_cell_from_run(const Gemm& g, Mode mode, Precision column,
         eff = measured;
         if (transfer != Transfer::SameGpu) eff = pt.found && ps.found ? pt.fraction * measured / ps.fraction : measured;
         terms.kernel.push_back({0.05, 0.05, 0, "assumed +-5% (another precision's cells, the same kernel family)"});
-      } else if (pt.found) {
+      } else if (pt.found && (ps.found || other_arch || fs != ft)) {
         // The run's deviation from its own prior carried to the target's prior: all of it within a
         // generation (the same kernels, the same power-limited clocks), half of it across (priors.hpp).
+        // Without a source prior (its format or size class unpublished) the target's prior is taken
+        // as is.
         const CarriedEfficiency ce = carry_efficiency(measured, ps, pt);
         const double r = ps.found ? measured / ps.fraction : 1.0;
         eff = other_arch ? ce.efficiency : pt.fraction * r;
@@ -136,6 +138,10 @@ CellPrediction predict_cell_from_run(const Gemm& g, Mode mode, Precision column,
         if (other_arch && ps.found)
           terms.kernel.push_back({ce.lo, ce.hi, 0, fmt::format("carried ratio {:.2f}: none to all -{:.0f}%/+{:.0f}%", ce.ratio,
                                                                100 * ce.lo, 100 * ce.hi)});
+      } else if (pt.found) {
+        // The same format within a generation, the source's size class unpublished: its measured
+        // fraction is carried as it is.
+        c.basis += fmt::format("; no source prior ({}): the measured fraction carried", ps.why_not);
       } else {
         c.note = fmt::format("no prior for {} on {} ({}): {}", to_string(ft), target.key, pt.why_not, missing_prior_bias(ft, fs));
         terms.kernel.push_back(borrow_without_prior(ft, fs));

@@ -69,6 +69,7 @@ double size_x(const Gemm& g, Precision kernel, const RecipeOptions& o, const Gpu
 namespace {
 
 constexpr size_t kMaxPoints = 10000;
+constexpr double kMaxReach = 2.0;  // how far in x beyond the outermost class centre a prior reaches
 constexpr int64_t kMaxDim = int64_t{1} << 24;
 
 // Bytes per element of a published point's operands (data plus block scales) and of its output.
@@ -134,7 +135,6 @@ struct Interpolated {
 Interpolated interpolate(const std::vector<ClassPrior>& classes, double x) {
   Interpolated out;
   if (classes.empty()) return out;
-  const int c = size_class(x);
   const ClassPrior& first = classes.front();
   const ClassPrior& last = classes.back();
   const auto one = [&](const ClassPrior& cp, const char* where) {
@@ -143,14 +143,16 @@ Interpolated interpolate(const std::vector<ClassPrior>& classes, double x) {
     out.points = static_cast<int>(cp.points.size());
     out.how = fmt::format("{} class {}", where, size_class_name(cp.size_class));
   };
+  // Beyond the measured class centres: the nearest class within a factor of kMaxReach in x, no
+  // prior further out (an intensity far from every published point is not extrapolated).
   if (x <= first.x_center) {
-    if (c < first.size_class - 1) return out;
-    one(first, c == first.size_class ? "the" : "the nearest measured,");
+    if (first.x_center / x > kMaxReach) return out;
+    one(first, size_class(x) == first.size_class ? "the" : "the nearest measured,");
     return out;
   }
   if (x >= last.x_center) {
-    if (c > last.size_class + 1) return out;
-    one(last, c == last.size_class ? "the" : "the nearest measured,");
+    if (x / last.x_center > kMaxReach) return out;
+    one(last, size_class(x) == last.size_class ? "the" : "the nearest measured,");
     return out;
   }
   for (size_t i = 0; i + 1 < classes.size(); ++i) {
@@ -278,7 +280,7 @@ Prior lookup_prior(const PriorDb& db, PriorFormat f, const std::string& arch, do
   if (!at.found) {
     std::string measured;
     for (const ClassPrior& c : classes) measured += (measured.empty() ? "" : ", ") + std::string(size_class_name(c.size_class));
-    out.why_not = fmt::format("{} on {} is published only in size classes {}, more than one class from this GEMM's {} (x {:.2f})",
+    out.why_not = fmt::format("{} on {} is published only in size classes {}, more than 2x in x from this GEMM's {} (x {:.2f})",
                               to_string(f), arch, measured, size_class_name(size_class(x)), x);
     return out;
   }

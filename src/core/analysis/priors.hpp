@@ -12,8 +12,8 @@
 //
 // A class's prior is the median fraction of its published points (per format and generation, the
 // GpuSpec::arch of the point's GPU); between class centres the prior is interpolated in log x; a
-// GEMM one class beyond the measured ones takes the nearest class's prior, further out there is
-// none. The spread of the points around the prior is the prior's own uncertainty (bands.hpp).
+// GEMM beyond the outermost centres by up to 2x in x takes the nearest class's prior, further out
+// there is none. The spread of the points around the prior is the prior's own uncertainty (bands.hpp).
 #pragma once
 #include <nlohmann/json.hpp>
 

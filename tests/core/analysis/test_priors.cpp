@@ -68,14 +68,16 @@ TEST(Priors, ClassMediansAndInterpolation) {
   const Prior between = lookup_prior(p, PriorFormat::NVFP4, "blackwell", mid_x);
   EXPECT_NEAR(between.fraction, 0.5 * (classes[0].fraction + classes[1].fraction), 1e-9);
   EXPECT_NE(between.basis.find("between classes low and mid"), std::string::npos) << between.basis;
-  // One class beyond the measured ones takes the nearest; two classes away there is no prior.
-  EXPECT_TRUE(lookup_prior(p, PriorFormat::NVFP4, "blackwell", 10.0).found);
-  EXPECT_TRUE(lookup_prior(p, PriorFormat::NVFP4, "blackwell", 0.5).found);
+  // Up to 2x in x beyond the outermost centres takes the nearest class; further out, no prior.
+  EXPECT_TRUE(lookup_prior(p, PriorFormat::NVFP4, "blackwell", 1.9 * classes[1].x_center).found);
+  EXPECT_TRUE(lookup_prior(p, PriorFormat::NVFP4, "blackwell", classes[0].x_center / 1.9).found);
+  EXPECT_FALSE(lookup_prior(p, PriorFormat::NVFP4, "blackwell", 2.1 * classes[1].x_center).found);
+  EXPECT_FALSE(lookup_prior(p, PriorFormat::NVFP4, "blackwell", 0.5).found);
   const PriorDb high_only = parse_priors(doc({point("B200", "NVFP4", 16384, 16384, 16384, 5000)}), "h.json", db());
   ASSERT_EQ(size_class(high_only.points[0].x), 3);
   const Prior far = lookup_prior(high_only, PriorFormat::NVFP4, "blackwell", 2.0);
   EXPECT_FALSE(far.found);
-  EXPECT_NE(far.why_not.find("published only in size classes high"), std::string::npos) << far.why_not;
+  EXPECT_NE(far.why_not.find("published only in size classes high, more than 2x in x"), std::string::npos) << far.why_not;
   // No point of the format on the generation: no prior, and it says so.
   const Prior none = lookup_prior(p, PriorFormat::NVFP4, "ada", 3.0);
   EXPECT_FALSE(none.found);
