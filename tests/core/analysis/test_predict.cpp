@@ -423,13 +423,8 @@ TEST(Predict, TakesTheRunsPlanFlags) {
   const fs::path dir = fs::temp_directory_path() / ("gs_predict_flags_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const auto run = [&](const std::string& args) {
-    const std::string cmd = std::string(GS_BINARY) + " predict " + args + " >" + (dir / "out").string() + " 2>" +
-                            (dir / "err").string();
-    const int st = std::system(cmd.c_str());
-    std::stringstream es, os;
-    es << std::ifstream(dir / "err").rdbuf();
-    os << std::ifstream(dir / "out").rdbuf();
-    return std::make_tuple(WIFEXITED(st) ? WEXITSTATUS(st) : -1, os.str(), es.str());
+    const test::Out o = test::run_gemmscope("predict " + args, dir);
+    return std::make_tuple(o.rc, o.out, o.err);
   };
   const std::string pj = (dir / "p.json").string();
   auto [rc, out, err] = run("--gpu H100 --model qwen2.5-7b --micro_batch_size 2 --sequence_length 2048 --tp 2 "
