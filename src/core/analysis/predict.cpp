@@ -553,8 +553,10 @@ void add_prediction(print::Document& d, const Prediction& pr) {
           if (bf_lo && bf_hi && lo && hi && *lo > 0 && *hi > 0) sp += fmt::format(" ({:.2f}-{:.2f}x)", *bf_lo / *hi, *bf_hi / *lo);
           sp += ";";
         }
-      if (sp.back() == ';') sp.pop_back();
-      d.line(sp);
+      if (sp.back() == ';') {
+        sp.pop_back();
+        d.line(sp);  // nothing to print where BF16 is the only column the target runs
+      }
     }
   }
   d.rule('=', print::kReportWidth);

@@ -19,7 +19,7 @@ const RelBand kOtherArchNoPrior{0.20, 0.20, 0, "assumed +-20% (no prior: other t
 const RelBand kOverheadScaled{0.25, 0.25, 0, "overhead +-25% (scaled across generations, not measured)"};
 const RelBand kOverheadOtherFormat{0.30, 2.0, 0, "overhead -30%/+200% (a quantization the run did not time)"};
 const RelBand kOverheadFromBytes{0.50, 1.0, 0, "overhead -50%/+100% (estimated from bytes)"};
-const RelBand kDatasheetNoPrior{0.25, 0.60, 0, "assumed -25%/+60% (no prior, no measured datasheet errors)"};
+const RelBand kDatasheetNoPrior{0.25, 0.60, 0, "assumed -25%/+60% on the kernel (no prior)"};
 const RelBand kDatasheetOverhead{0.50, 2.0, 0, "overhead -50%/+200% (datasheet only)"};
 
 // Where a borrowed format has no prior, the old assumptions: how far the borrowed efficiency may be
