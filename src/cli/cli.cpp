@@ -237,6 +237,15 @@ void gs::cli::add_plan_precision_flags(CLI::App& app, PlanFlags& o) {
   cli::add_setting_flag(app, o.settings, "--pre-quantize");
 }
 
+void gs::cli::print_model_presets() {
+  for (const Preset& p : presets()) {
+    const ModelConfig& c = p.config;
+    fmt::print("{:<15} hidden={} intermediate={} heads={}/{} layers={} vocab={} batch={}x{}  {}\n", p.name, c.hidden_size,
+               c.intermediate_size, c.num_attention_heads, c.kv_heads(), c.num_hidden_layers, c.vocab_size,
+               c.micro_batch_size, c.sequence_length, p.description);
+  }
+}
+
 RunRequest gs::cli::build_plan_request(const PlanFlags& o) {
   RunRequest req;
   const bool model_flags = o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length ||
@@ -375,12 +384,7 @@ int run_main(int argc, char** argv) {
   cli::reject_extras(app);
   cli::reject_empty_values(app);
   if (o.list_models) {
-    for (const Preset& p : presets()) {
-      const ModelConfig& c = p.config;
-      fmt::print("{:<15} hidden={} intermediate={} heads={}/{} layers={} vocab={} batch={}x{}  {}\n", p.name,
-                 c.hidden_size, c.intermediate_size, c.num_attention_heads, c.kv_heads(), c.num_hidden_layers,
-                 c.vocab_size, c.micro_batch_size, c.sequence_length, p.description);
-    }
+    cli::print_model_presets();
     return 0;
   }
   cli::check_comm_flags(app, o.comm);

@@ -41,6 +41,8 @@ struct PlanFlags {
 void add_plan_shape_flags(CLI::App& app, PlanFlags& f);
 // The precisions and --pre-quantize (help group "Precisions"); --mode ("Measurement").
 void add_plan_precision_flags(CLI::App& app, PlanFlags& f);
+// --list-models: one line per model preset.
+void print_model_presets();
 // Whether any model or shape flag was given (a run file brings its own plan).
 bool any_plan_shape_flag(const PlanFlags& f);
 // The plan and every registry setting of `f`, with the rules a measured run applies (mutually

@@ -155,7 +155,10 @@ int run_predict(int argc, char** argv) {
       print_priors(priors);
       return 0;
     }
-    if (plan.list_models) throw UsageError("--list-models is gemmscope's own flag: gemmscope --list-models");
+    if (plan.list_models) {
+      cli::print_model_presets();
+      return 0;
+    }
     if (gpu.empty()) throw UsageError(fmt::format("--gpu is required (known: {})", db.known_keys()));
     const GpuSpec& target = db.find(gpu);
     if (!json_out.empty()) {
