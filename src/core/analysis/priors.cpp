@@ -316,7 +316,7 @@ std::string missing_prior_bias(PriorFormat target, PriorFormat source) {
              "time; carried from an H100 FP8 run to the B300 it read 7-16% fast)";
     case PriorFormat::FP8Block:
       return "the measured FP8 per-tensor fraction is carried to FP8 block scaling: likely too fast (block scaling ran "
-             "15-20% slower than per-tensor FP8 in gemmscope's H100 runs)";
+             "20-23% slower than per-tensor FP8, pre-quantized, in gemmscope's H100 runs of the 5B and Qwen2.5-7B layers)";
     default: return "the measured fraction of another format is carried: no known direction of bias";
   }
 }
