@@ -49,16 +49,12 @@ namespace {
 
 using namespace gs;
 
-struct Options {
-  ModelOverrides model;
-  std::string config_path, preset, shapes, sweep_spec;
-  bool sweep = false, list_models = false, dry_run = false, quiet = false;
+// The plan flags (cli.hpp) and the run's own.
+struct Options : gs::cli::PlanFlags {
+  bool dry_run = false, quiet = false;
   bool verify_dgrad = false;  // the seed's early flag; a no-op here (Dgrad is always measured)
   std::string out_chart, out_json, out_csv, out_trace;
   int64_t device = 0;
-  // The registry's settings as given (core/run/settings.hpp): "section.key" -> the text; also
-  // the precisions, modes, providers, grouped GEMMs and the accuracy pass.
-  GivenSettings settings;
   bool kernels = false;  // --kernels: print the kernel table (core/results/kernels.hpp, docs/kernels.md)
   std::string comm_json;  // --comm-json (the collectives' settings are the registry's: cmd_comm.hpp)
   bool all_gpus = false;         // never set here: dispatch() hands --all-gpus to cmd_fleet.cpp
@@ -141,7 +137,7 @@ void gs::cli::add_setting_flag(CLI::App& app, GivenSettings& given, const std::s
 namespace {
 
 // --routing and --capacity-factor: text and a decimal, not in the model-field table.
-void add_moe_text_options(CLI::App& app, Options& o) {
+void add_moe_text_options(CLI::App& app, cli::PlanFlags& o) {
   app.add_option_function<std::string>(
          "--routing", [&o](const std::string& v) { o.model.moe.routing = v; },
          "balanced | random (seeded, default) | lognormal:SIGMA | hot:FRACTION | file:PATH (JSON list of per-expert "
@@ -160,7 +156,7 @@ void add_moe_text_options(CLI::App& app, Options& o) {
       ->group("MoE and MLA");
 }
 
-void add_model_options(CLI::App& app, Options& o) {
+void add_model_options(CLI::App& app, cli::PlanFlags& o) {
   // The integer fields' flags, in --help order (core/model/model_fields.cpp). --q-lora-rank also
   // takes 'none'; --routing and --capacity-factor come before it.
   for (const ModelField& f : model_fields()) {
@@ -214,14 +210,46 @@ std::vector<int64_t> sweep_sizes(const std::string& spec) {
 }
 
 // --seed as given (the routing draws of a model plan need it before the plan exists), else the default.
-uint64_t seed_of(const Options& o) {
+uint64_t seed_of(const cli::PlanFlags& o) {
   const Setting& s = find_setting("timing.seed");
   const auto it = o.settings.find(s.path());
   const SettingValue v = it != o.settings.end() ? setting_from_text(s, it->second) : s.dflt;
   return static_cast<uint64_t>(std::get<int64_t>(v));
 }
 
-RunRequest build_request(const Options& o) {
+}  // namespace
+
+bool gs::cli::any_plan_shape_flag(const PlanFlags& o) {
+  return o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length || o.model.tensor_parallel ||
+         o.model.vocab_divisible_by || o.model.moe.expert_parallel || o.model.moe.routing || o.model.moe.capacity_factor ||
+         o.model.gated_mlp || !o.config_path.empty() || !o.preset.empty() || !o.shapes.empty() || o.sweep ||
+         !o.sweep_spec.empty();
+}
+
+void gs::cli::add_plan_shape_flags(CLI::App& app, PlanFlags& o) {
+  add_model_options(app, o);
+  app.add_option("--shapes", o.shapes, "Explicit GEMMs 'MxKxN,...' or square sizes '1024,2048' (no model flags)")->group("Shapes");
+  app.add_flag("--sweep", o.sweep, "Square sweep 256..16384 (or --sweep-sizes)")->group("Shapes");
+  app.add_option("--sweep-sizes", o.sweep_spec, "Sizes for --sweep, e.g. '512,1024,4096'")->group("Shapes");
+}
+
+void gs::cli::add_plan_precision_flags(CLI::App& app, PlanFlags& o) {
+  for (const char* f : {"--precisions", "--no-bf16", "--no-fp8-current", "--no-fp8-delayed", "--no-fp8-block", "--no-fp8",
+                        "--bf16-only", "--no-fp4"})
+    cli::add_setting_flag(app, o.settings, f);  // the precisions (core/run/settings.cpp)
+  cli::add_setting_flag(app, o.settings, "--pre-quantize");
+}
+
+void gs::cli::print_model_presets() {
+  for (const Preset& p : presets()) {
+    const ModelConfig& c = p.config;
+    fmt::print("{:<15} hidden={} intermediate={} heads={}/{} layers={} vocab={} batch={}x{}  {}\n", p.name, c.hidden_size,
+               c.intermediate_size, c.num_attention_heads, c.kv_heads(), c.num_hidden_layers, c.vocab_size,
+               c.micro_batch_size, c.sequence_length, p.description);
+  }
+}
+
+RunRequest gs::cli::build_plan_request(const PlanFlags& o) {
   RunRequest req;
   const bool model_flags = o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length ||
                            o.model.tensor_parallel || o.model.vocab_divisible_by || o.model.moe.expert_parallel ||
@@ -253,6 +281,13 @@ RunRequest build_request(const Options& o) {
   // The run's settings (core/run/settings.hpp): given, or the default of the plan's kind; the
   // rules between them (--bf16-only and --precisions, --pre-quantize and --mode, ...) are theirs.
   apply_settings(o.settings, req);
+  return req;
+}
+
+namespace {
+
+RunRequest build_request(const Options& o) {
+  RunRequest req = cli::build_plan_request(o);
   if (o.device < 0) throw UsageError(fmt::format("--device must be >= 0, got {}", o.device));
   if (o.device > std::numeric_limits<int>::max()) throw UsageError(fmt::format("--device {} is too large", o.device));
   req.options.timing.step_gap_ms_per_gflop = step_gap_ms_per_gflop(req.plan, req.options.timing.step_other_ms);
@@ -312,14 +347,8 @@ int run_main(int argc, char** argv) {
              "'gemmscope report RESULT.json' (the text report of a saved run),\n"
              "'gemmscope predict RUN.json --gpu B300' (predicted times on another GPU; --list-gpus).\n"
              "With no arguments: the seed's 5B config (codonfm-5b) in training mode on GPU 0.");
-  add_model_options(app, o);
-  app.add_option("--shapes", o.shapes, "Explicit GEMMs 'MxKxN,...' or square sizes '1024,2048' (no model flags)")->group("Shapes");
-  app.add_flag("--sweep", o.sweep, "Square sweep 256..16384 (or --sweep-sizes)")->group("Shapes");
-  app.add_option("--sweep-sizes", o.sweep_spec, "Sizes for --sweep, e.g. '512,1024,4096'")->group("Shapes");
-  for (const char* f : {"--precisions", "--no-bf16", "--no-fp8-current", "--no-fp8-delayed", "--no-fp8-block", "--no-fp8",
-                        "--bf16-only", "--no-fp4"})
-    cli::add_setting_flag(app, o.settings, f);  // the precisions (core/run/settings.cpp)
-  cli::add_setting_flag(app, o.settings, "--pre-quantize");
+  cli::add_plan_shape_flags(app, o);
+  cli::add_plan_precision_flags(app, o);
   app.add_flag("--verify-dgrad", o.verify_dgrad, "Accepted for scripts written for the seed tool's first version: Dgrad is always "
                                  "measured, never estimated as 2 x Fprop")
       ->group("Measurement");
@@ -369,12 +398,7 @@ int run_main(int argc, char** argv) {
   cli::reject_extras(app);
   cli::reject_empty_values(app);
   if (o.list_models) {
-    for (const Preset& p : presets()) {
-      const ModelConfig& c = p.config;
-      fmt::print("{:<15} hidden={} intermediate={} heads={}/{} layers={} vocab={} batch={}x{}  {}\n", p.name,
-                 c.hidden_size, c.intermediate_size, c.num_attention_heads, c.kv_heads(), c.num_hidden_layers,
-                 c.vocab_size, c.micro_batch_size, c.sequence_length, p.description);
-    }
+    cli::print_model_presets();
     return 0;
   }
   RunRequest req = build_request(o);

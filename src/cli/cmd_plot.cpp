@@ -99,17 +99,19 @@ std::optional<std::string> find_chart_script() {
   return std::nullopt;
 }
 
-std::optional<std::string> find_gpu_spec_file() {
-  if (const char* env = std::getenv("GEMMSCOPE_GPU_SPECS"); env && *env) {
+std::optional<std::string> find_data_file(const std::string& name, const char* env_var) {
+  if (const char* env = std::getenv(env_var); env && *env) {
     if (readable_file(env)) return std::string(env);
     return std::nullopt;
   }
-  if (const std::string dir = exe_dir(); !dir.empty() && readable_file(dir + "/gpus.json")) return dir + "/gpus.json";
+  if (const std::string dir = exe_dir(); !dir.empty() && readable_file(dir + "/" + name)) return dir + "/" + name;
 #ifdef GS_SOURCE_DIR
-  if (readable_file(std::string(GS_SOURCE_DIR) + "/data/gpus.json")) return std::string(GS_SOURCE_DIR) + "/data/gpus.json";
+  if (readable_file(std::string(GS_SOURCE_DIR) + "/data/" + name)) return std::string(GS_SOURCE_DIR) + "/data/" + name;
 #endif
   return std::nullopt;
 }
+
+std::optional<std::string> find_gpu_spec_file() { return find_data_file("gpus.json", "GEMMSCOPE_GPU_SPECS"); }
 
 int render_chart(const std::string& json_path, const std::string& out_path, const std::vector<std::string>& extra_args) {
   const auto script = find_chart_script();
