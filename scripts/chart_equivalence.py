@@ -31,7 +31,7 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KINDS = ("auto", "model", "shapes", "sweep", "modes", "roofline", "experts")
+KINDS = ("auto", "model", "shapes", "sweep", "modes", "roofline", "experts", "step")
 
 WRAPPER = r'''
 import os, runpy, shutil, sys

@@ -19,6 +19,7 @@
 #include "core/util/text_util.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/plan/step_model.hpp"
+#include "core/step/step_breakdown.hpp"
 
 namespace gs {
 
@@ -74,7 +75,7 @@ struct TimingConfig {
   // te by default for model plans, none for --shapes/--sweep.
   StepContextKind step_context_kind = StepContextKind::None;
   // --power-hold: heavy GEMMs enqueued before each timed loop's gate, so a short loop starts from
-  // the GPU's loaded power state instead of the boost an idle gap gives (cuda/power_hold.hpp).
+  // the GPU's loaded power state instead of the boost an idle gap gives (cuda/timing/power_hold.hpp).
   // Off by default: against a PyTorch training step it read 2-6% slow (docs/measurement.md).
   bool power_hold = false;
   bool step_context() const { return step_other_ms > 0 || step_context_kind != StepContextKind::None; }
@@ -137,6 +138,8 @@ struct RunResult {
   RecordTable records;
   std::vector<std::string> notes;
   std::optional<StepContextInfo> step_context;  // what ran between timed iterations (a step context)
+  StepOptions step_options;                     // --recompute, --param-storage, ... (core/step/step_options.hpp)
+  std::optional<StepResult> step;               // the whole step of a model plan (core/step/step_breakdown.hpp)
   std::string created;  // ISO 8601 UTC
   // --accuracy: records of kind accuracy, one per GEMM and accuracy_precisions[i] (which may
   // include precisions the GPU cannot time: those are emulated).
