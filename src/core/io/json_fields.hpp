@@ -21,6 +21,7 @@
 
 #include "core/io/input_file.hpp"
 #include "core/util/error.hpp"
+#include "core/util/text_util.hpp"
 
 namespace gs::json_fields {
 
@@ -149,6 +150,13 @@ void put(json& obj, const char* key, const M& m) {
     obj[key] = m;
   }
 }
+// The writer of a plain member: obj[key] = at(v) (see put) where `when` allows.
+template <class T, class At>
+std::function<void(const T&, json&)> put_when(const char* key, At at, When<T> when) {
+  return [=](const T& v, json& obj) {
+    if (!when || when(v)) put(obj, key, at(v));
+  };
+}
 }  // namespace detail
 
 // The builders. `at` is a generic lambda that names the member once for both directions:
@@ -162,10 +170,7 @@ void put(json& obj, const char* key, const M& m) {
 template <class T, class At>
 Field<T> number(const char* key, At at, Range r, std::function<double(const T&)> dflt = {}, When<T> when = {}) {
   using M = std::remove_cvref_t<decltype(at(std::declval<T&>()))>;
-  Field<T> f{key, {}, {}};
-  f.write = [=](const T& v, json& obj) {
-    if (!when || when(v)) detail::put(obj, key, at(v));
-  };
+  Field<T> f{key, detail::put_when<T>(key, at, when), {}};
   f.read = [=](const json& obj, T& v, const std::string& where) {
     const json* x = find(obj, key);
     if constexpr (detail::is_optional<M>::value) {
@@ -184,10 +189,7 @@ Field<T> number(const char* key, At at, Range r, std::function<double(const T&)>
 template <class T, class At>
 Field<T> integer(const char* key, At at, When<T> when = {}) {
   using M = std::remove_cvref_t<decltype(at(std::declval<T&>()))>;
-  Field<T> f{key, {}, {}};
-  f.write = [=](const T& v, json& obj) {
-    if (!when || when(v)) detail::put(obj, key, at(v));
-  };
+  Field<T> f{key, detail::put_when<T>(key, at, when), {}};
   f.read = [=](const json& obj, T& v, const std::string& where) {
     const json* x = find(obj, key);
     if (!x || (detail::is_optional<M>::value && x->is_null())) return;
@@ -286,6 +288,21 @@ Field<T> list(const char* key, At at, const Fields<S>& table, size_t max, When<T
       read_fields(table, (*x)[i], s, wi);
       out.push_back(std::move(s));
     }
+  };
+  return f;
+}
+
+// An enum by name (`names`: its spellings, the first one written): an unknown name is refused with
+// the names it may be. Required: an absent key is refused too.
+template <class T, class At, class E>
+Field<T> choice(const char* key, At at, const EnumNames<E>& names) {
+  Field<T> f{key, {}, {}};
+  f.write = [=, &names](const T& v, json& obj) { obj[key] = names.name(at(v)); };
+  f.read = [=, &names](const json& obj, T& v, const std::string& where) {
+    const json* x = find(obj, key);
+    const std::optional<E> e = x && x->is_string() ? names.find(x->template get<std::string>()) : std::nullopt;
+    if (!e) throw UsageError(fmt::format("{} must be {}", detail::at_key(where, key), names_list(names.canonical(), true)));
+    at(v) = *e;
   };
   return f;
 }

@@ -5,13 +5,16 @@
 #include <cmath>
 
 #include "core/io/input_file.hpp"
+#include "core/io/json_fields.hpp"
 #include "core/run/step_run.hpp"
+#include "core/step/step_options.hpp"
 #include "core/util/error.hpp"
 #include "core/util/text_util.hpp"
 
 namespace gs {
 
 using nlohmann::json;
+using namespace json_fields;
 
 namespace {
 
@@ -86,27 +89,135 @@ json breakdown_json(const StepBreakdown& b) {
           {"notes", b.notes}};
 }
 
-json spec_json(const StepKernelSpec& s) {
-  return {{"kind", to_string(s.kind)}, {"elements", s.elements}, {"tensors", s.tensors}, {"rows", s.rows},
-          {"cols", s.cols},           {"vocab", s.vocab},       {"storage", to_string(s.storage)},
-          {"fused", s.fused}};
+// ---- the "step" section's tables (core/io/json_fields.hpp): one description per field, walked by
+// the writer and the reader ----
+
+// A step kernel's size: counts from 0 to 2^50.
+template <class At>
+Field<StepKernelRun> count(const char* key, At at) {
+  return custom<StepKernelRun>(
+      key, [=](const StepKernelRun& k, json& o) { o[key] = at(k); },
+      [=](const json& o, StepKernelRun& k, const std::string& where) {
+        const json* v = find(o, key);
+        if (!v || !v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > (int64_t{1} << 50))
+          throw UsageError(fmt::format("{}.{} must be an integer from 0 to 2^50", where, key));
+        at(k) = v->get<int64_t>();
+      });
 }
 
-template <class E, size_t N>
-E enum_named(const json& v, const E (&all)[N], const std::string& what) {
-  if (v.is_string())
-    for (E e : all)
-      if (v.get<std::string>() == to_string(e)) return e;
-  std::vector<std::string> names;
-  for (E e : all) names.push_back(to_string(e));
-  throw UsageError(fmt::format("{} must be {}", what, names_list(names, true)));
+// One step kernel the engine timed (Engine::measure_step_kernel): what ran, and its time or why not.
+const Fields<StepKernelRun>& kernel_fields() {
+  static const Fields<StepKernelRun> t = {
+      choice<StepKernelRun>("kind", [](auto& k) -> auto& { return k.spec.kind; }, step_kernel_kind_names()),
+      count("elements", [](auto& k) -> auto& { return k.spec.elements; }),
+      count("tensors", [](auto& k) -> auto& { return k.spec.tensors; }),
+      count("rows", [](auto& k) -> auto& { return k.spec.rows; }),
+      count("cols", [](auto& k) -> auto& { return k.spec.cols; }),
+      count("vocab", [](auto& k) -> auto& { return k.spec.vocab; }),
+      choice<StepKernelRun>("storage", [](auto& k) -> auto& { return k.spec.storage; }, param_storage_names()),
+      custom<StepKernelRun>(
+          "fused", [](const StepKernelRun& k, json& o) { o["fused"] = k.spec.fused; },
+          [](const json& o, StepKernelRun& k, const std::string& where) { k.spec.fused = need<bool>(o, "fused", where); }),
+      derived<StepKernelRun>("describe", [](const StepKernelRun& k) -> std::optional<json> { return k.spec.describe(); }),
+      custom<StepKernelRun>(
+          "status", [](const StepKernelRun& k, json& o) { o["status"] = k.ok ? "ok" : "n/a"; },
+          [](const json& o, StepKernelRun& k, const std::string& where) {
+            const json status = o.value("status", json());
+            if (status != "ok" && status != "n/a") throw UsageError(where + ".status must be \"ok\" or \"n/a\"");
+            k.ok = status == "ok";
+          }),
+      custom<StepKernelRun>(
+          "mean_ms", [](const StepKernelRun& k, json& o) { o["mean_ms"] = k.ok ? json(k.mean_ms) : json(nullptr); },
+          [](const json& o, StepKernelRun& k, const std::string& where) {
+            if (!k.ok) return;
+            const json ms = o.value("mean_ms", json());
+            if (!ms.is_number() || !std::isfinite(ms.get<double>()) || !(ms.get<double>() > 0) || ms.get<double>() > 1e9)
+              throw UsageError(where + ".mean_ms must be a positive number of ms");
+            k.mean_ms = ms.get<double>();
+          }),
+      text<StepKernelRun>("reason", [](auto& k) -> auto& { return k.reason; }, [](const StepKernelRun& k) { return !k.ok; },
+                          400),
+  };
+  return t;
 }
 
-int64_t count_in(const json& o, const char* key, const std::string& where) {
-  const json* v = o.contains(key) ? &o.at(key) : nullptr;
-  if (!v || !v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > (int64_t{1} << 50))
-    throw UsageError(fmt::format("{}.{} must be an integer from 0 to 2^50", where, key));
-  return v->get<int64_t>();
+const Fields<StepPeak>& peak_fields() {
+  static const Fields<StepPeak> t = {
+      custom<StepPeak>(
+          "tflops", [](const StepPeak& p, json& o) { o["tflops"] = p.tflops; },
+          [](const json& o, StepPeak& p, const std::string& where) {
+            const json* v = find(o, "tflops");
+            if (!v || !v->is_number() || !(v->get<double>() > 0) || v->get<double>() > 1e7)
+              throw UsageError(where + ".tflops must be a positive number");
+            p.tflops = v->get<double>();
+          }),
+      text<StepPeak>("source", [](auto& p) -> auto& { return p.source; }, {}, 200),
+  };
+  return t;
+}
+
+// The section as the file holds it: what was measured or given (read back), and the run it belongs
+// to for the derived fields (written for the file's readers, derived again when read).
+struct StepSection {
+  bool timed = false;
+  std::vector<StepKernelRun> kernels;
+  std::optional<StepPeak> peak;
+  const StepResult* step = nullptr;  // writing only
+  const RunResult* run = nullptr;    // writing only
+};
+constexpr size_t kMaxStepKernels = 64;
+
+const Fields<StepSection>& step_fields() {
+  static const Fields<StepSection> t = {
+      custom<StepSection>(
+          "timed", [](const StepSection& s, json& o) { o["timed"] = s.timed; },
+          [](const json& o, StepSection& s, const std::string& where) { s.timed = need<bool>(o, "timed", where); }),
+      derived<StepSection>("framework",
+                           [](const StepSection& s) -> std::optional<json> { return to_string(s.run->timing.step_context_kind); }),
+      custom<StepSection>(
+          "peak",
+          [](const StepSection& s, json& o) {
+            json p = json::object();
+            if (s.peak) write_fields(peak_fields(), *s.peak, p);
+            o["peak"] = s.peak ? p : json(nullptr);
+          },
+          [](const json& o, StepSection& s, const std::string& where) {
+            const json* p = find(o, "peak");
+            if (!p || p->is_null()) return;
+            if (!p->is_object()) throw UsageError(where + ".peak.tflops must be a positive number");
+            StepPeak peak;
+            read_fields(peak_fields(), *p, peak, where + ".peak");
+            s.peak = peak;
+          }),
+      derived<StepSection>(
+          "definitions",
+          [](const StepSection&) -> std::optional<json> {
+            return json{
+                {"step_ms", "max(gpu_ms, host_ms): the groups back to back on one stream, or the host's launches when slower"},
+                {"mfu", "model FLOPs per step / (step_ms x the GPU's dense BF16 peak): every linear GEMM in its three passes "
+                        "and attention's QK^T and PV forward and backward over the full s x s (Megatron-LM's "
+                        "num_floating_point_operations), recompute left out"},
+                {"hfu", "the same FLOPs plus the recomputed forward work, over the same time and peak"}};
+          }),
+      list<StepSection>("kernels", [](auto& s) -> auto& { return s.kernels; }, kernel_fields(), kMaxStepKernels),
+      derived<StepSection>("modes", [](const StepSection& s) -> std::optional<json> {
+        const StepResult& st = *s.step;
+        const RunResult& r = *s.run;
+        json modes = json::object();
+        for (size_t m = 0; m < st.steps.size() && m < r.modes.size(); ++m) {
+          json per = json::object();
+          for (size_t p = 0; p < st.steps[m].size() && p < r.precisions.size(); ++p) {
+            json b = breakdown_json(st.steps[m][p]);
+            const StepSpeedups sp = step_speedups(r, m, p);
+            b["speedup_vs_bf16"] = {{"step", opt(sp.step)}, {"gemm", opt(sp.gemm)}};
+            per[to_string(r.precisions[p])] = b;
+          }
+          modes[to_string(r.modes[m])] = per;
+        }
+        return modes;
+      }),
+  };
+  return t;
 }
 
 }  // namespace
@@ -129,38 +240,14 @@ StepSpeedups step_speedups(const RunResult& r, size_t mode, size_t p) {
 }
 
 json step_record_json(const StepResult& s, const RunResult& r) {
-  json j;
-  j["timed"] = s.timed;
-  j["framework"] = to_string(r.timing.step_context_kind);
-  j["peak"] = s.peak ? json{{"tflops", s.peak->tflops}, {"source", s.peak->source}} : json(nullptr);
-  j["definitions"] = {
-      {"step_ms", "max(gpu_ms, host_ms): the groups back to back on one stream, or the host's launches when slower"},
-      {"mfu", "model FLOPs per step / (step_ms x the GPU's dense BF16 peak): every linear GEMM in its three passes "
-              "and attention's QK^T and PV forward and backward over the full s x s (Megatron-LM's "
-              "num_floating_point_operations), recompute left out"},
-      {"hfu", "the same FLOPs plus the recomputed forward work, over the same time and peak"}};
-  json kernels = json::array();
-  for (const StepKernelRun& k : s.kernels) {
-    json x = spec_json(k.spec);
-    x["describe"] = k.spec.describe();
-    x["status"] = k.ok ? "ok" : "n/a";
-    x["mean_ms"] = k.ok ? json(k.mean_ms) : json(nullptr);
-    if (!k.ok) x["reason"] = k.reason;
-    kernels.push_back(x);
-  }
-  j["kernels"] = kernels;
-  json modes = json::object();
-  for (size_t m = 0; m < s.steps.size() && m < r.modes.size(); ++m) {
-    json per = json::object();
-    for (size_t p = 0; p < s.steps[m].size() && p < r.precisions.size(); ++p) {
-      json b = breakdown_json(s.steps[m][p]);
-      const StepSpeedups sp = step_speedups(r, m, p);
-      b["speedup_vs_bf16"] = {{"step", opt(sp.step)}, {"gemm", opt(sp.gemm)}};
-      per[to_string(r.precisions[p])] = b;
-    }
-    modes[to_string(r.modes[m])] = per;
-  }
-  j["modes"] = modes;
+  StepSection sec;
+  sec.timed = s.timed;
+  sec.kernels = s.kernels;
+  sec.peak = s.peak;
+  sec.step = &s;
+  sec.run = &r;
+  json j = json::object();
+  write_fields(step_fields(), sec, j);
   return j;
 }
 
@@ -169,56 +256,10 @@ void read_step_record(const json* j, const std::string& where, RunResult& r) {
   if (!j || j->is_null()) return;
   if (!j->is_object()) throw UsageError(where + " must be an object");
   if (!r.plan.model_mode) throw UsageError(where + " belongs to a model plan, and this result's plan is not one");
-  const json* timed = j->contains("timed") ? &j->at("timed") : nullptr;
-  if (!timed || !timed->is_boolean()) throw UsageError(where + ".timed must be true or false");
-  std::vector<StepKernelRun> runs;
-  if (j->contains("kernels")) {
-    const json& ks = j->at("kernels");
-    if (!ks.is_array()) throw UsageError(where + ".kernels must be a list");
-    static const StepKernelKind kinds[] = {StepKernelKind::AdamW,           StepKernelKind::GradNorm,
-                                           StepKernelKind::ZeroGrad,        StepKernelKind::CrossEntropyFwd,
-                                           StepKernelKind::CrossEntropyBwd, StepKernelKind::EmbeddingFwd,
-                                           StepKernelKind::EmbeddingBwd,    StepKernelKind::LaunchLatency};
-    static const ParamStorage storages[] = {ParamStorage::Bf16, ParamStorage::Fp32, ParamStorage::Bf16MainFp32};
-    for (size_t i = 0; i < ks.size(); ++i) {
-      const std::string w = fmt::format("{}.kernels[{}]", where, i);
-      const json& k = ks[i];
-      if (!k.is_object()) throw UsageError(w + " must be an object");
-      StepKernelRun run;
-      run.spec.kind = enum_named(k.value("kind", json()), kinds, w + ".kind");
-      run.spec.elements = count_in(k, "elements", w);
-      run.spec.tensors = count_in(k, "tensors", w);
-      run.spec.rows = count_in(k, "rows", w);
-      run.spec.cols = count_in(k, "cols", w);
-      run.spec.vocab = count_in(k, "vocab", w);
-      run.spec.storage = enum_named(k.value("storage", json()), storages, w + ".storage");
-      if (!k.contains("fused") || !k.at("fused").is_boolean()) throw UsageError(w + ".fused must be true or false");
-      run.spec.fused = k.at("fused").get<bool>();
-      const json status = k.value("status", json());
-      if (status != "ok" && status != "n/a") throw UsageError(w + ".status must be \"ok\" or \"n/a\"");
-      run.ok = status == "ok";
-      if (run.ok) {
-        const json ms = k.value("mean_ms", json());
-        if (!ms.is_number() || !std::isfinite(ms.get<double>()) || !(ms.get<double>() > 0) || ms.get<double>() > 1e9)
-          throw UsageError(w + ".mean_ms must be a positive number of ms");
-        run.mean_ms = ms.get<double>();
-      } else {
-        const json why = k.value("reason", json(""));
-        if (!why.is_string()) throw UsageError(w + ".reason must be a string");
-        run.reason = clip_text(why.get<std::string>(), 400);
-      }
-      runs.push_back(std::move(run));
-    }
-  }
-  StepResult s = step_from_result(r, runs, timed->get<bool>());
-  if (const json* pk = j->contains("peak") ? &j->at("peak") : nullptr; pk && !pk->is_null()) {
-    if (!pk->is_object() || !pk->contains("tflops") || !pk->at("tflops").is_number() ||
-        !(pk->at("tflops").get<double>() > 0) || pk->at("tflops").get<double>() > 1e7)
-      throw UsageError(where + ".peak.tflops must be a positive number");
-    const json src = pk->value("source", json(""));
-    if (!src.is_string()) throw UsageError(where + ".peak.source must be a string");
-    set_step_peak(s, {pk->at("tflops").get<double>(), clip_text(src.get<std::string>(), 200)});
-  }
+  StepSection sec;
+  read_fields(step_fields(), *j, sec, where);
+  StepResult s = step_from_result(r, sec.kernels, sec.timed);
+  if (sec.peak) set_step_peak(s, *sec.peak);
   r.step = std::move(s);
 }
 

@@ -42,6 +42,18 @@ const EnumNames<ParamStorage>& param_storage_names() {
   return n;
 }
 
+const EnumNames<StepKernelKind>& step_kernel_kind_names() {
+  static const EnumNames<StepKernelKind> n = [] {
+    EnumNames<StepKernelKind> names;
+    for (StepKernelKind k : {StepKernelKind::AdamW, StepKernelKind::GradNorm, StepKernelKind::ZeroGrad,
+                             StepKernelKind::CrossEntropyFwd, StepKernelKind::CrossEntropyBwd, StepKernelKind::EmbeddingFwd,
+                             StepKernelKind::EmbeddingBwd, StepKernelKind::LaunchLatency})
+      names.entries.push_back({k, {to_string(k)}});
+    return names;
+  }();
+  return n;
+}
+
 bool loss_fused(const StepOptions& o, StepContextKind framework) {
   if (o.loss != LossImpl::Auto) return o.loss == LossImpl::Fused;
   // Megatron-LM's published training recipes set --cross-entropy-loss-fusion (its argument default is

@@ -43,6 +43,7 @@ const EnumNames<HostForm>& host_form_names();  // auto, eager, compiled, cuda-gr
 const char* to_string(HostForm f);
 
 const EnumNames<ParamStorage>& param_storage_names();  // bf16+fp32-main, bf16, fp32
+const EnumNames<StepKernelKind>& step_kernel_kind_names();  // to_string(StepKernelKind): adamw, grad-norm, ...
 
 struct StepOptions {
   Recompute recompute = Recompute::None;

@@ -120,3 +120,36 @@ TEST(JsonFields, ReadingNamesTheFieldThatIsWrong) {
   // a derived field is never read
   EXPECT_EQ(error_of({{"twice", "anything"}}), "(accepted)");
 }
+
+namespace {
+enum class Colour { Red, Green };
+struct Paint {
+  Colour colour = Colour::Red;
+};
+const EnumNames<Colour>& colour_names() {
+  static const EnumNames<Colour> n{{{Colour::Red, {"red", "rouge"}}, {Colour::Green, {"green"}}}};
+  return n;
+}
+}  // namespace
+
+TEST(JsonFields, AChoiceIsWrittenByItsFirstNameAndReadByAnyOfThem) {
+  const Fields<Paint> t = {choice<Paint>("colour", [](auto& p) -> auto& { return p.colour; }, colour_names())};
+  Paint p;
+  p.colour = Colour::Green;
+  nlohmann::json j = nlohmann::json::object();
+  write_fields(t, p, j);
+  EXPECT_EQ(j["colour"], "green");
+  Paint back;
+  read_fields(t, nlohmann::json{{"colour", "ROUGE"}}, back, "x.json: paint");
+  EXPECT_EQ(back.colour, Colour::Red);
+  read_fields(t, j, back, "x.json: paint");
+  EXPECT_EQ(back.colour, Colour::Green);
+  for (const nlohmann::json& bad : {nlohmann::json{{"colour", "blue"}}, nlohmann::json{{"colour", 3}}, nlohmann::json::object()}) {
+    try {
+      read_fields(t, bad, back, "x.json: paint");
+      FAIL() << bad.dump();
+    } catch (const UsageError& e) {
+      EXPECT_STREQ(e.what(), "x.json: paint.colour must be \"red\" or \"green\"");
+    }
+  }
+}
