@@ -27,7 +27,7 @@ Plan plan3() {
 class StepEngine : public test::FakeEngineBase {
  public:
   explicit StepEngine(bool context = true) : context_(context) {}
-  Cell measure(const Gemm&, Precision, Mode) override { return Cell::measured(summarize({1.0})); }
+  Cell measure(const Gemm&, Precision, Mode, const std::string&) override { return Cell::measured(summarize({1.0})); }
   std::optional<StepContextInfo> step_context() const override {
     if (!context_) return std::nullopt;
     StepContextInfo c;
@@ -116,6 +116,27 @@ TEST(StepRun, MeasuredAndModelledParts) {
   EXPECT_NE(text.find("MFU/HFU: N/A"), std::string::npos);
   EXPECT_NE(text.find("Whole step, group by group"), std::string::npos);
   test::expect_markdown_rows_in_text(render_markdown(r), text, {10, 10});
+}
+
+// Under a PyTorch step context the stand-ins stand for PyTorch's own kernels: their measured time
+// at kPyTorchKernelRate, labelled modelled and saying so; Transformer Engine's stays as measured.
+TEST(StepRun, PyTorchKernelsAtTheirRate) {
+  StepEngine engine;
+  RunRequest req = request();
+  req.options.timing.step_context_kind = StepContextKind::Eager;
+  const RunResult r = run(engine, req);
+  ASSERT_TRUE(r.step);
+  const StepBreakdown& b = r.step->steps[0][0];
+  const StepGroupResult& opt = group(b, "optimizer");
+  EXPECT_EQ(opt.time.source, TimeSource::Modelled);
+  EXPECT_DOUBLE_EQ(*opt.time.ms, 10.0 / kPyTorchKernelRate);
+  EXPECT_NE(opt.time.how.find("stand-in measured on this GPU"), std::string::npos) << opt.time.how;
+  StepKernelSpec fused_loss{StepKernelKind::CrossEntropyFwd, 0, 1, 8, 128, 0, ParamStorage::Bf16, true};
+  EXPECT_DOUBLE_EQ(step_kernel_rate(fused_loss, StepContextKind::Compiled), 1.0);
+  fused_loss.fused = false;
+  EXPECT_DOUBLE_EQ(step_kernel_rate(fused_loss, StepContextKind::Eager), kPyTorchKernelRate);
+  EXPECT_DOUBLE_EQ(step_kernel_rate(fused_loss, StepContextKind::TransformerEngine), 1.0);
+  EXPECT_DOUBLE_EQ(step_kernel_rate(StepKernelSpec{}, StepContextKind::Eager), 1.0);  // launch latency
 }
 
 TEST(StepRun, JsonRoundTripAndPeak) {
