@@ -218,6 +218,15 @@ uint64_t seed_of(const Options& o) {
   return static_cast<uint64_t>(std::get<int64_t>(v));
 }
 
+// --step-context as given (a model plan follows its framework's layout rules before the run's
+// settings are applied), else the model plans' default.
+StepContextKind step_context_of(const Options& o) {
+  const Setting& s = find_setting("timing.step_context");
+  const auto it = o.settings.find(s.path());
+  const SettingValue v = it != o.settings.end() ? setting_from_text(s, it->second) : s.dflt;
+  return step_context_from_string(std::get<std::string>(v));
+}
+
 RunRequest build_request(const Options& o) {
   RunRequest req;
   const bool model_flags = o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length ||
@@ -245,6 +254,7 @@ RunRequest build_request(const Options& o) {
     }
     apply_overrides(c, o.model);
     c.moe.routing_seed = seed_of(o);  // routing draws are reproducible by --seed
+    c.layout = layout_framework(step_context_of(o));  // Megatron-LM's or PyTorch's layout rules
     req.plan = build_model_plan(c);
   }
   // The run's settings (core/run/settings.hpp): given, or the default of the plan's kind; the

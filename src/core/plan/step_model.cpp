@@ -31,6 +31,11 @@ const char* step_context_framework(StepContextKind k) {
   return "";
 }
 
+LayoutFramework layout_framework(StepContextKind k) {
+  return k == StepContextKind::Eager || k == StepContextKind::Compiled ? LayoutFramework::PyTorch
+                                                                       : LayoutFramework::Megatron;
+}
+
 StepContextKind step_context_from_string(const std::string& s) {
   if (const std::optional<StepContextKind> k = step_context_names().find(s)) return *k;  // any case, old names too
   throw UsageError(fmt::format("--step-context must be te, eager, compile or none, got '{}'{}", clip_text(s, 80),

@@ -307,7 +307,7 @@ json routing_json(const Routing& r) {
 json config_json(const ModelConfig& c) {
   json j = {{"name", c.name},
             {"gated_mlp", c.gated_mlp},
-            {"vocab_size_padded", c.padded_vocab()},
+            {"vocab_size_padded", padded_vocab(c)},
             {"source", c.source},
             {"notes", c.notes},
             {"micro_batch_from", c.micro_batch_from},
@@ -842,8 +842,15 @@ RunResult read_result(const json& j, const std::string& name) {
     for (const ModelField& f : model_fields())
       if (f.section == std::string_view("config")) f.value(mc) = size(f.key, f.required, f.allow_zero, f.absent);
     mc.gated_mlp = get_or<bool>(c, "gated_mlp", where, false);
-    if (!find(c, "vocab_size_padded") && mc.tensor_parallel > 1 && mc.vocab_divisible_by == 0)
-      mc.vocab_divisible_by = 1;  // written before padding existed: the vocabulary as it was
+    // The layout rules the run planned under (core/model/layout_rules.hpp) follow its step context.
+    mc.layout = layout_framework(r.timing.step_context_kind);
+    // The vocabulary as the file's plan has it: a file written before padding existed (no
+    // "vocab_size_padded"), or before Megatron-LM's padding applied at TP 1 too, kept its vocabulary.
+    if (mc.vocab_divisible_by == 0) {
+      const json* vp = find(c, "vocab_size_padded");
+      const int64_t written = vp && vp->is_number_integer() ? vp->get<int64_t>() : mc.vocab_size;
+      if (written == mc.vocab_size && padded_vocab(mc) != mc.vocab_size) mc.vocab_divisible_by = 1;
+    }
     mc.source = get_or<std::string>(c, "source", where, "");
     mc.micro_batch_from = get_or<std::string>(c, "micro_batch_from", where, "");
     mc.sequence_from = get_or<std::string>(c, "sequence_from", where, "");

@@ -73,14 +73,6 @@ int prec_width(const RunResult& r) {
   return static_cast<int>(w + 2);
 }
 
-// "vocab=50257 (padded to 50304 = multiple of 128 x TP 2, as Megatron)".
-std::string vocab_text(const ModelConfig& c) {
-  if (c.padded_vocab() == c.vocab_size) return fmt::format("vocab={}", c.vocab_size);
-  const int64_t by = c.vocab_divisible_by ? c.vocab_divisible_by : 128;
-  return fmt::format("vocab={} (padded to {} = a multiple of {} x TP {}, as Megatron)", c.vocab_size, c.padded_vocab(),
-                     by, c.tensor_parallel);
-}
-
 // The tokens line, where each batch number came from, the config file and what reading it filled in.
 void add_tokens(print::Document& d, const ModelConfig& c) {
   std::string out = fmt::format("Tokens per step: M = {} x {} = {}", c.micro_batch_size, c.sequence_length,
