@@ -102,13 +102,18 @@ std::optional<std::string> find_chart_script() {
 std::optional<std::string> find_gpu_spec_file() {
   if (const char* env = std::getenv("GEMMSCOPE_GPU_SPECS"); env && *env) {
     if (readable_file(env)) return std::string(env);
-    return std::nullopt;
+    // A file named and missing is an error, never the built-in copy in its place.
+    throw UsageError(fmt::format("GEMMSCOPE_GPU_SPECS names {}, which does not exist or cannot be read (unset it to "
+                                 "use gpus.json next to the binary, or the built-in copy)",
+                                 clip_text(env)));
   }
   if (const std::string dir = exe_dir(); !dir.empty() && readable_file(dir + "/gpus.json")) return dir + "/gpus.json";
-#ifdef GS_SOURCE_DIR
-  if (readable_file(std::string(GS_SOURCE_DIR) + "/data/gpus.json")) return std::string(GS_SOURCE_DIR) + "/data/gpus.json";
-#endif
   return std::nullopt;
+}
+
+GpuDb load_gpu_spec_db() {
+  if (const std::optional<std::string> path = find_gpu_spec_file()) return read_gpu_db_file(*path);
+  return embedded_gpu_db();
 }
 
 int render_chart(const std::string& json_path, const std::string& out_path, const std::vector<std::string>& extra_args) {

@@ -21,13 +21,6 @@ namespace gs::cli {
 
 namespace {
 
-GpuDb load_db() {
-  const auto path = find_gpu_spec_file();
-  if (!path)
-    throw UsageError("predict needs the GPU spec database gpus.json (next to the gemmscope binary, data/gpus.json in "
-                     "the source tree, or $GEMMSCOPE_GPU_SPECS), and none was found");
-  return read_gpu_db_file(*path);
-}
 
 std::vector<Mode> modes_of(const std::string& given, bool model) {
   const std::string mode = ascii_lower(given);  // names in any case, as everywhere
@@ -45,13 +38,7 @@ std::vector<Mode> modes_of(const std::string& given, bool model) {
 
 RooflineContext local_roofline(const RunResult& r, std::optional<GpuDb>& storage) {
   RooflineContext ctx;
-  const auto path = find_gpu_spec_file();
-  if (!path) {
-    ctx.note = "no GPU spec database found (gpus.json next to the binary, data/gpus.json in the source tree, or "
-               "$GEMMSCOPE_GPU_SPECS): no roofline or % of peak";
-    return ctx;
-  }
-  storage = read_gpu_db_file(*path);
+  storage = load_gpu_spec_db();
   if (!r.device) {
     ctx.note = "no device: no roofline";
     return ctx;
@@ -59,7 +46,7 @@ RooflineContext local_roofline(const RunResult& r, std::optional<GpuDb>& storage
   ctx.spec = storage->match_device(r.device->name);
   if (!ctx.spec)
     ctx.note = fmt::format("GPU '{}' is not in the GPU spec database ({}): no roofline or % of peak (known: {})",
-                           clip_text(r.device->name, 80), clip_text(*path), storage->known_keys());
+                           clip_text(r.device->name, 80), clip_text(storage->path), storage->known_keys());
   return ctx;
 }
 
@@ -92,7 +79,7 @@ int run_predict(int argc, char** argv) {
   try {
     reject_extras(app);
     reject_empty_values(app);
-    const GpuDb db = load_db();
+    const GpuDb db = load_gpu_spec_db();
     if (list) {
       // One row per GPU, no header line; each width holds the space after its column.
       print::Table t({{"GPU", print::Align::Left, 15}, {"Name", print::Align::Left, 63}, {"Datasheet", print::Align::Left, 0}},

@@ -55,13 +55,16 @@ int run_predict(int argc, char** argv);
 // whole command line. Exit 0, 2 on bad input (no GPU, a refused flag), 70 when a worker failed.
 int run_fleet(int argc, char** argv);
 
-// The GPU spec database: $GEMMSCOPE_GPU_SPECS, else gpus.json next to the running binary, else
-// <source dir>/data/gpus.json when the build defines GS_SOURCE_DIR; nullopt if none exists.
+// The GPU spec database file: $GEMMSCOPE_GPU_SPECS (UsageError when it names no readable file),
+// else gpus.json next to the running binary; nullopt if there is none.
 std::optional<std::string> find_gpu_spec_file();
+// The database: that file, else the copy of data/gpus.json built into the binary
+// (core/gpu/gpu_spec.hpp: embedded_gpu_db). A malformed file is a UsageError.
+GpuDb load_gpu_spec_db();
 
-// The roofline context of a measured run's own GPU: the spec database (find_gpu_spec_file; kept in
-// `storage`) and the entry matching r.device's name, or a note saying why there is none (no
-// database, unknown GPU). A database that exists but is malformed is a UsageError.
+// The roofline context of a measured run's own GPU: the spec database (load_gpu_spec_db; kept in
+// `storage`) and the entry matching r.device's name, or a note saying why there is none (unknown
+// GPU). A database file that exists but is malformed is a UsageError.
 RooflineContext local_roofline(const RunResult& r, std::optional<GpuDb>& storage);
 
 }  // namespace gs::cli
