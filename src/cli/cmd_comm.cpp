@@ -36,7 +36,14 @@ void add_comm_options(CLI::App& app, CommFlags& f) {
          "Data-parallel replicas for --comm (default: the expert parallelism, or 1)")
       ->type_name("INT")
       ->group(g);
-  app.add_option("--sequence-parallel", f.sequence_parallel, "on (default) | off: TP all-gathers/reduce-scatters, or all-reduces")
+  // Written bare (as the flag it once was, also before another flag: --sequence-parallel --comm) it
+  // means on; a value is taken only when one follows.
+  app.add_option_function<std::vector<std::string>>(
+         "--sequence-parallel",
+         [&f](const std::vector<std::string>& v) { f.sequence_parallel = v.empty() || v[0].empty() ? "on" : v[0]; },
+         "on (default; also written bare) | off: TP all-gathers/reduce-scatters, or all-reduces")
+      ->expected(0, 1)
+      ->type_name("[on|off]")
       ->group(g);
   app.add_option_function<std::string>(
          "--zero-stage", [&f](const std::string& v) { f.zero_stage = parse_decimal_int(v, "--zero-stage"); },
