@@ -18,6 +18,7 @@
 #include "cli/commands.hpp"
 #include "core/util/error.hpp"
 #include "core/node/fleet.hpp"
+#include "core/io/embedded_data.hpp"
 #include "core/io/input_file.hpp"
 #include "core/recipes/modes.hpp"
 #include "core/io/output_paths.hpp"
@@ -99,21 +100,35 @@ std::optional<std::string> find_chart_script() {
   return std::nullopt;
 }
 
-std::optional<std::string> find_gpu_spec_file() {
-  if (const char* env = std::getenv("GEMMSCOPE_GPU_SPECS"); env && *env) {
+std::optional<std::string> find_data_file(const std::string& name, const char* env_var) {
+  if (const char* env = std::getenv(env_var); env && *env) {
     if (readable_file(env)) return std::string(env);
     // A file named and missing is an error, never the built-in copy in its place.
-    throw UsageError(fmt::format("GEMMSCOPE_GPU_SPECS names {}, which does not exist or cannot be read (unset it to "
-                                 "use gpus.json next to the binary, or the built-in copy)",
-                                 clip_text(env)));
+    throw UsageError(fmt::format("{} names {}, which does not exist or cannot be read (unset it to use {} next to the "
+                                 "binary, or the built-in copy)",
+                                 env_var, clip_text(env), name));
   }
-  if (const std::string dir = exe_dir(); !dir.empty() && readable_file(dir + "/gpus.json")) return dir + "/gpus.json";
+  if (const std::string dir = exe_dir(); !dir.empty() && readable_file(dir + "/" + name)) return dir + "/" + name;
   return std::nullopt;
 }
 
+nlohmann::json load_data_json(const std::string& name, const char* env_var, const std::string& what, std::string& where) {
+  if (const std::optional<std::string> path = find_data_file(name, env_var)) {
+    where = clip_text(*path);
+    return read_json_file(*path, what);
+  }
+  const std::optional<std::string_view> text = embedded_data(name);
+  if (!text) throw std::logic_error(name + " is not built into this binary (CMakeLists.txt: GS_EMBEDDED_DATA)");
+  where = embedded_data_name(name);
+  return parse_json_text(*text, where);
+}
+
+std::optional<std::string> find_gpu_spec_file() { return find_data_file("gpus.json", "GEMMSCOPE_GPU_SPECS"); }
+
 GpuDb load_gpu_spec_db() {
-  if (const std::optional<std::string> path = find_gpu_spec_file()) return read_gpu_db_file(*path);
-  return embedded_gpu_db();
+  std::string where;
+  const nlohmann::json doc = load_data_json("gpus.json", "GEMMSCOPE_GPU_SPECS", "GPU spec file", where);
+  return parse_gpu_db(doc, where);
 }
 
 int render_chart(const std::string& json_path, const std::string& out_path, const std::vector<std::string>& extra_args) {
@@ -149,10 +164,10 @@ namespace {
 
 // --kind in any case; an unknown kind is refused with a suggestion, as every enum value is.
 std::string chart_kind(const std::string& typed) {
-  static const std::vector<std::string> kinds = {"auto", "model", "shapes", "sweep", "modes", "roofline", "experts", "fleet"};
+  static const std::vector<std::string> kinds = {"auto", "model", "shapes", "sweep", "modes", "roofline", "experts", "step", "fleet"};
   const std::string k = ascii_lower(typed);
   if (std::find(kinds.begin(), kinds.end(), k) != kinds.end()) return k;
-  throw UsageError(fmt::format("--kind must be auto, model, shapes, sweep, modes, roofline, experts or fleet, got '{}'{}",
+  throw UsageError(fmt::format("--kind must be auto, model, shapes, sweep, modes, roofline, experts, step or fleet, got '{}'{}",
                                clip_text(typed, 80), did_you_mean(typed, kinds)));
 }
 
@@ -163,17 +178,16 @@ int run_plot(int argc, char** argv) {
                "Kinds: model (stacked per-layer bars per precision), shapes (grouped TFLOP/s bars),\n"
                "sweep (latency / TFLOP/s / speedup vs size), modes (training / per-gemm vs pre-quantized speedup),\n"
                "roofline (achieved TFLOP/s vs arithmetic intensity under the GPU's datasheet roofs),\n"
-               "experts (MoE: rows per expert, busiest EP rank, grouped expert GEMM time per precision).\n"
+               "experts (MoE: rows per expert, busiest EP rank, grouped expert GEMM time per precision),\n"
+               "step (the whole training step per precision, its breakdown stacked).\n"
                "Exit status: 0 written, 2 bad input, 3 no Python with matplotlib, 74 stdout not writable.",
                "gemmscope plot"};
   std::string result, out, baseline, mode, kind = "auto";
   app.add_option("result", result, "result JSON written by gemmscope --json")->required();
   app.add_option("-o,--output", out, "chart file: .png, .svg or .pdf")->required();
   app.add_option("--baseline", baseline, "precision the speedups are taken against (default BF16)");
-  app.add_option("--mode", mode,
-                 "mode to chart: training, per-gemm or pre-quantized (default training when present, else per-gemm; "
-                 "any case; old names autocast-shared, autocast too)");
-  app.add_option("--kind", kind, "chart kind: auto (default: from the JSON), model, shapes, sweep, modes, roofline, experts, fleet")
+  add_mode_option(app, mode, "mode to chart: training, per-gemm or pre-quantized (default training when present, else per-gemm)");
+  app.add_option("--kind", kind, "chart kind: auto (default: from the JSON), model, shapes, sweep, modes, roofline, experts, step, fleet")
       ->capture_default_str();
   app.allow_extras();  // unknown options: reject_extras() names them with a suggestion
   try {

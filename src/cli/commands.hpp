@@ -55,11 +55,16 @@ int run_predict(int argc, char** argv);
 // whole command line. Exit 0, 2 on bad input (no GPU, a refused flag), 70 when a worker failed.
 int run_fleet(int argc, char** argv);
 
-// The GPU spec database file: $GEMMSCOPE_GPU_SPECS (UsageError when it names no readable file),
-// else gpus.json next to the running binary; nullopt if there is none.
+// A data file of gemmscope (data/): $ENV_VAR when set (UsageError when it names no readable file),
+// else `name` next to the running binary (the build copies data/ there); nullopt if neither.
+std::optional<std::string> find_data_file(const std::string& name, const char* env_var);
+// Its JSON: the file find_data_file finds (read as `what`, through core/io/input_file.hpp), else
+// the copy built into the binary (core/io/embedded_data.hpp). `where` names which, for messages.
+nlohmann::json load_data_json(const std::string& name, const char* env_var, const std::string& what, std::string& where);
+// The GPU spec database: find_data_file("gpus.json", "GEMMSCOPE_GPU_SPECS").
 std::optional<std::string> find_gpu_spec_file();
-// The database: that file, else the copy of data/gpus.json built into the binary
-// (core/gpu/gpu_spec.hpp: embedded_gpu_db). A malformed file is a UsageError.
+// The database: that file, else the copy of data/gpus.json built into the binary. A malformed file
+// is a UsageError.
 GpuDb load_gpu_spec_db();
 
 // The roofline context of a measured run's own GPU: the spec database (load_gpu_spec_db; kept in

@@ -148,10 +148,6 @@ GpuDb read_gpu_db_file(const std::string& path) {
   return parse_gpu_db(read_json_file(path, "GPU spec file"), clip_text(path));
 }
 
-GpuDb embedded_gpu_db() {
-  return parse_gpu_db(parse_json_text(embedded_gpu_db_text(), kEmbeddedGpuDbName), kEmbeddedGpuDbName);
-}
-
 const GpuSpec* GpuDb::match_device(const std::string& device_name) const {
   const std::string n = lower(device_name);
   for (const GpuSpec& s : gpus) {

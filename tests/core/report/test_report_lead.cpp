@@ -21,7 +21,7 @@ namespace {
 // FP8 runs the dense GEMMs 3x faster than BF16 and the experts 0.8x as fast.
 class SplitEngine : public test::FakeEngineBase {
  public:
-  Cell measure(const Gemm& g, Precision p, Mode) override {
+  Cell measure(const Gemm& g, Precision p, Mode, const std::string&) override {
     const bool expert = g.op == Op::ExpertUp || g.op == Op::ExpertDown;
     const double rate = p == Precision::BF16 ? 1.0 : expert ? 0.8 : 3.0;
     Stats s;
