@@ -88,6 +88,14 @@ void bind_flag(CLI::App& app, GivenSettings& given, const Setting& s, const std:
     return;
   }
   const Setting* sp = &s;
+  if (s.bare && key == s.path()) {  // its value may be left out: bare, it means s.bare
+    CLI::Option* opt = app.add_option_function<std::vector<std::string>>(
+        flags, [&given, key, sp](const std::vector<std::string>& v) { given[key] = v.empty() || v[0].empty() ? *sp->bare : v[0]; },
+        help);
+    opt->expected(0, 1)->group(s.group);
+    if (!type_name.empty()) opt->type_name(type_name);
+    return;
+  }
   CLI::Option* opt = app.add_option_function<std::string>(
       flags,
       [&given, key, sp](const std::string& v) {
@@ -217,6 +225,15 @@ uint64_t seed_of(const cli::PlanFlags& o) {
   return static_cast<uint64_t>(std::get<int64_t>(v));
 }
 
+// --step-context as given (a model plan follows its framework's layout rules before the run's
+// settings are applied), else the model plans' default.
+StepContextKind step_context_of(const cli::PlanFlags& o) {
+  const Setting& s = find_setting("timing.step_context");
+  const auto it = o.settings.find(s.path());
+  const SettingValue v = it != o.settings.end() ? setting_from_text(s, it->second) : s.dflt;
+  return step_context_from_string(std::get<std::string>(v));
+}
+
 }  // namespace
 
 bool gs::cli::any_plan_shape_flag(const PlanFlags& o) {
@@ -276,6 +293,7 @@ RunRequest gs::cli::build_plan_request(const PlanFlags& o) {
     }
     apply_overrides(c, o.model);
     c.moe.routing_seed = seed_of(o);  // routing draws are reproducible by --seed
+    c.layout = layout_framework(step_context_of(o));  // Megatron-LM's or PyTorch's layout rules
     req.plan = build_model_plan(c);
   }
   // The run's settings (core/run/settings.hpp): given, or the default of the plan's kind; the

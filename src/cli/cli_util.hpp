@@ -25,10 +25,12 @@ inline CLI::Option* add_mode_option(CLI::App& app, std::string& dst, const std::
 }
 
 // A value given as an empty string ("--shapes ''", "-o ''") is a usage error, never "use the
-// default": UsageError "--shapes is empty". Call after app.parse().
+// default": UsageError "--shapes is empty". Call after app.parse(). An option whose value may be
+// left out (--sequence-parallel written bare) is exempt: CLI11 records the missing value as "".
 inline void reject_empty_values(const CLI::App& app) {
   for (const CLI::Option* opt : app.get_options()) {
     if (opt->count() == 0 || opt->get_type_size() == 0) continue;  // not given, or a flag
+    if (opt->get_expected_min() == 0) continue;
     for (const std::string& v : opt->results())
       if (v.empty()) throw UsageError(fmt::format("{} is empty", opt->get_name()));
   }

@@ -18,6 +18,7 @@
 #include "cli/commands.hpp"
 #include "core/util/error.hpp"
 #include "core/node/fleet.hpp"
+#include "core/io/embedded_data.hpp"
 #include "core/io/input_file.hpp"
 #include "core/recipes/modes.hpp"
 #include "core/io/output_paths.hpp"
@@ -102,16 +103,33 @@ std::optional<std::string> find_chart_script() {
 std::optional<std::string> find_data_file(const std::string& name, const char* env_var) {
   if (const char* env = std::getenv(env_var); env && *env) {
     if (readable_file(env)) return std::string(env);
-    return std::nullopt;
+    // A file named and missing is an error, never the built-in copy in its place.
+    throw UsageError(fmt::format("{} names {}, which does not exist or cannot be read (unset it to use {} next to the "
+                                 "binary, or the built-in copy)",
+                                 env_var, clip_text(env), name));
   }
   if (const std::string dir = exe_dir(); !dir.empty() && readable_file(dir + "/" + name)) return dir + "/" + name;
-#ifdef GS_SOURCE_DIR
-  if (readable_file(std::string(GS_SOURCE_DIR) + "/data/" + name)) return std::string(GS_SOURCE_DIR) + "/data/" + name;
-#endif
   return std::nullopt;
 }
 
+nlohmann::json load_data_json(const std::string& name, const char* env_var, const std::string& what, std::string& where) {
+  if (const std::optional<std::string> path = find_data_file(name, env_var)) {
+    where = clip_text(*path);
+    return read_json_file(*path, what);
+  }
+  const std::optional<std::string_view> text = embedded_data(name);
+  if (!text) throw std::logic_error(name + " is not built into this binary (CMakeLists.txt: GS_EMBEDDED_DATA)");
+  where = embedded_data_name(name);
+  return parse_json_text(*text, where);
+}
+
 std::optional<std::string> find_gpu_spec_file() { return find_data_file("gpus.json", "GEMMSCOPE_GPU_SPECS"); }
+
+GpuDb load_gpu_spec_db() {
+  std::string where;
+  const nlohmann::json doc = load_data_json("gpus.json", "GEMMSCOPE_GPU_SPECS", "GPU spec file", where);
+  return parse_gpu_db(doc, where);
+}
 
 int render_chart(const std::string& json_path, const std::string& out_path, const std::vector<std::string>& extra_args) {
   const auto script = find_chart_script();

@@ -25,30 +25,19 @@ namespace gs::cli {
 
 namespace {
 
-GpuDb load_db() {
-  const auto path = find_gpu_spec_file();
-  if (!path)
-    throw UsageError("predict needs the GPU spec database gpus.json (next to the gemmscope binary, data/gpus.json in "
-                     "the source tree, or $GEMMSCOPE_GPU_SPECS), and none was found");
-  return read_gpu_db_file(*path);
-}
-
 // The published priors (data/priors.json) and the measured prediction errors
-// (data/predict_errors.json): next to the binary, in the source tree, or named by the environment.
+// (data/predict_errors.json): named by the environment, next to the binary, in the source tree, or
+// the copies built into the binary.
 PriorDb load_priors(const GpuDb& db) {
-  const auto path = find_data_file("priors.json", "GEMMSCOPE_PRIORS");
-  if (!path)
-    throw UsageError("predict needs the published priors priors.json (next to the gemmscope binary, data/priors.json in "
-                     "the source tree, or $GEMMSCOPE_PRIORS), and none was found");
-  return read_priors_file(*path, db);
+  std::string where;
+  const nlohmann::json doc = load_data_json("priors.json", "GEMMSCOPE_PRIORS", "priors file", where);
+  return parse_priors(doc, where, db);
 }
 ErrorSet load_errors(const std::string& given) {
   if (!given.empty()) return read_error_set_file(given);
-  const auto path = find_data_file("predict_errors.json", "GEMMSCOPE_PREDICT_ERRORS");
-  if (!path)
-    throw UsageError("predict needs the measured prediction errors predict_errors.json (next to the gemmscope binary, "
-                     "data/predict_errors.json in the source tree, or $GEMMSCOPE_PREDICT_ERRORS), and none was found");
-  return read_error_set_file(*path);
+  std::string where;
+  const nlohmann::json doc = load_data_json("predict_errors.json", "GEMMSCOPE_PREDICT_ERRORS", "prediction-error file", where);
+  return parse_error_set(doc, where);
 }
 
 // `predict --list-priors`: per format, generation and size class, the prior and its points.
@@ -80,13 +69,7 @@ void print_priors(const PriorDb& priors) {
 
 RooflineContext local_roofline(const RunResult& r, std::optional<GpuDb>& storage) {
   RooflineContext ctx;
-  const auto path = find_gpu_spec_file();
-  if (!path) {
-    ctx.note = "no GPU spec database found (gpus.json next to the binary, data/gpus.json in the source tree, or "
-               "$GEMMSCOPE_GPU_SPECS): no roofline or % of peak";
-    return ctx;
-  }
-  storage = read_gpu_db_file(*path);
+  storage = load_gpu_spec_db();
   if (!r.device) {
     ctx.note = "no device: no roofline";
     return ctx;
@@ -94,7 +77,7 @@ RooflineContext local_roofline(const RunResult& r, std::optional<GpuDb>& storage
   ctx.spec = storage->match_device(r.device->name);
   if (!ctx.spec)
     ctx.note = fmt::format("GPU '{}' is not in the GPU spec database ({}): no roofline or % of peak (known: {})",
-                           clip_text(r.device->name, 80), clip_text(*path), storage->known_keys());
+                           clip_text(r.device->name, 80), clip_text(storage->path), storage->known_keys());
   return ctx;
 }
 
@@ -135,7 +118,7 @@ int run_predict(int argc, char** argv) {
   try {
     reject_extras(app);
     reject_empty_values(app);
-    const GpuDb db = load_db();
+    const GpuDb db = load_gpu_spec_db();
     if (list) {
       // One row per GPU, no header line; each width holds the space after its column.
       print::Table t({{"GPU", print::Align::Left, 15}, {"Name", print::Align::Left, 63}, {"Datasheet", print::Align::Left, 0}},

@@ -44,16 +44,10 @@ size_t index_of(const std::vector<std::string>& v, const std::string& x) {
   return static_cast<size_t>(std::find(v.begin(), v.end(), x) - v.begin());
 }
 
-// A Wgrad whose left operand is the activation: planned as X^T.dY ([in, out]), as files written
-// before Wgrad took the weight's orientation (dY^T.X, [out, in]; plan.hpp linear_gemm) hold it.
-bool transposed_wgrad(const Gemm& g) { return g.pass == Pass::Wgrad && g.a.role == Role::Activation; }
-
-// "fprop qkv 15872x4096x12288": what dense GEMMs are matched by. A transposed Wgrad is matched
-// under the shape of today's orientation (the same FLOPs; a note says the problems differ).
-std::string gemm_key(const Gemm& g) {
-  const std::string shape = transposed_wgrad(g) ? fmt::format("{}x{}x{}", g.n, g.k, g.m) : g.shape();
-  return fmt::format("{} {} {}", to_string(g.pass), to_string(g.op), shape);
-}
+// "fprop qkv 15872x4096x12288": what dense GEMMs are matched by. A file written before Wgrad took
+// the weight's orientation reads in today's shapes (RunResult::wgrad_transposed; a note says the
+// problems differ).
+std::string gemm_key(const Gemm& g) { return fmt::format("{} {} {}", to_string(g.pass), to_string(g.op), g.shape()); }
 
 // gemm_key, and a grouped GEMM's expert count: "fprop expert_up 8192x4096x28672 (8 experts)".
 std::string gemm_name_of(const Gemm& g) {
@@ -69,9 +63,8 @@ std::string exact_key(const Gemm& g) {
 // sizes routing does not change.
 std::string grouped_key(const Gemm& g) {
   const bool along_m = g.group_dim == GroupDim::M;
-  const bool t = transposed_wgrad(g);
   return fmt::format("{} {} {}:{} {}x{}", to_string(g.pass), to_string(g.op), to_string(g.group_dim), g.group.size(),
-                     along_m ? g.k : t ? g.n : g.m, t ? g.m : g.n);
+                     along_m ? g.k : g.m, g.n);
 }
 
 std::string group_rows(const std::vector<int64_t>& grp) {
@@ -442,7 +435,7 @@ std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
   for (std::string& d : settings_differences(a, b, {""})) out.push_back(std::move(d));
   const auto wgrad_orientation = [](const RunResult& r) -> std::string {
     for (const Gemm& g : r.plan.gemms)
-      if (g.pass == Pass::Wgrad) return transposed_wgrad(g) ? "X^T.dY [in, out]" : "dY^T.X [out, in]";
+      if (g.pass == Pass::Wgrad) return r.wgrad_transposed ? "X^T.dY [in, out]" : "dY^T.X [out, in]";
     return "";
   };
   if (const std::string x = wgrad_orientation(a), y = wgrad_orientation(b); !x.empty() && !y.empty() && x != y)

@@ -16,13 +16,10 @@ namespace gs {
 
 namespace {
 
-// The first mode's per-layer total for precision p: a dense layer's, or a MoE layer's when every
-// layer has experts; a shapes run's sum over its shapes.
+// The first mode's per-layer total for precision p: the average layer's, experts included (a MoE
+// model's dense layers alone would misstate it); a shapes run's sum over its shapes.
 std::optional<double> layer_total(const RunResult& r, size_t p) {
-  if (r.plan.model_mode) {
-    const PrecisionSums s = summarize_mode(r, 0).sums.at(p);
-    return r.plan.dense_layers() > 0 ? s.total : s.moe_total;
-  }
+  if (r.plan.model_mode) return summarize_mode(r, 0).sums.at(p).average_layer;
   double sum = 0;
   for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
     const Cell& c = r.cell(0, g, p);
@@ -131,7 +128,7 @@ FleetSummary summarize_fleet(const std::vector<FleetRun>& runs, double threshold
 
 std::string render_fleet_text(const FleetSummary& s) {
   std::ostringstream o;
-  o << fmt::format("\nFleet: {} GPUs, the same plan on each at once; per-layer GEMM time ({} mode, ms, measured)\n",
+  o << fmt::format("\nFleet: {} GPUs, the same plan on each at once; per-layer GEMM time ({} mode, ms, measured; the average layer, experts included)\n",
                    s.gpus.size(), s.mode);
   o << fmt::format("  {:<44}", "GPU");
   for (Precision p : s.precisions) o << fmt::format(" {:>11}", to_string(p));

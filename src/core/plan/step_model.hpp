@@ -30,6 +30,9 @@ const EnumNames<StepContextKind>& step_context_names();
 const char* to_string(StepContextKind k);            // "none", "te", "eager", "compile"
 const char* step_context_framework(StepContextKind k);  // "Transformer Engine / Megatron-LM", ...
 StepContextKind step_context_from_string(const std::string& s);  // case-insensitive; UsageError
+// Whose layout rules a plan under this step context follows (core/model/layout_rules.hpp): te and
+// none Megatron-LM's (the training default), eager and compile Hugging Face / PyTorch's.
+LayoutFramework layout_framework(StepContextKind k);
 
 // One layer's core attention on one GPU (heads split by tensor parallelism; MLA: every head its
 // own key and value, head dims qk_nope + qk_rope and v), causal, self-attention.

@@ -124,6 +124,10 @@ PrecisionSums sum_precision(const Plan& plan, const CellValue& value) {
                                                                   : std::nullopt)
                                                   : std::optional<double>(0.0);
   ps.full_model = add(add(dense_part, moe_part), ps.model_once);
+  if (moe_layers == 0) ps.average_layer = ps.total;  // every layer alike
+  else if (dense_layers == 0) ps.average_layer = ps.moe_total;
+  else if (const std::optional<double> layers_part = add(dense_part, moe_part))
+    ps.average_layer = *layers_part / static_cast<double>(plan.layers());
   return ps;
 }
 

@@ -869,10 +869,12 @@ std::vector<Setting> declare() {
                                         [member](CommOptions& o, const SettingValue& x) { o.*member = int_of(x); });
   }
   {
-    Setting& s = comm_layout("sequence_parallel", SettingType::Choice, "--sequence-parallel", "TEXT",
-                             "on (default) | off: TP all-gathers/reduce-scatters, or all-reduces");
+    Setting& s = comm_layout("sequence_parallel", SettingType::Choice, "--sequence-parallel", "[on|off]",
+                             "on (default; also the flag written bare) | off: TP all-gathers/reduce-scatters, or "
+                             "all-reduces");
     s.choices = two("on", "off");
     s.dflt = std::string("on");
+    s.bare = "on";
     std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return std::string(c.sequence_parallel ? "on" : "off"); },
                                         [](CommOptions& c, const SettingValue& x) { c.sequence_parallel = text_of(x) == "on"; });
   }

@@ -110,6 +110,9 @@ struct Setting {
   // Choice stored in JSON as a bool: true for choices[0] (fp8_block_pow2_scales: pow2 / fp32).
   bool json_bool = false;
   bool flag_sets = true;  // Flag: the value the flag gives (--nvfp4-no-2d gives false)
+  // Choice: the value of its flag written bare (--sequence-parallel alone, as the flag it once was,
+  // also before another flag: "on"); the flag then takes a value only when one follows.
+  std::optional<std::string> bare;
   // The default of a new run, and where --shapes/--sweep plans differ from model plans.
   SettingValue dflt;
   std::optional<SettingValue> dflt_shapes;

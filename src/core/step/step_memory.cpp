@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/model/layout_rules.hpp"
+
 namespace gs {
 
 StateBytes state_bytes_per_param(ParamStorage s) {
@@ -83,7 +85,7 @@ MemoryInputs memory_inputs(const Plan& plan, const StepPlan& sp, const RecipeOpt
   in.layer_input = 2 * h;
   in.selective_saving = 4 * heads;  // flash attention's internals: its softmax statistics
   if (c.vocab_size > 0) {
-    const double vocab = static_cast<double>(c.padded_vocab() / tp);
+    const double vocab = static_cast<double>(vocab_per_rank(c));
     const double logits = sp.setup.loss_fused ? 2 : fw == StepContextKind::TransformerEngine ? 2 + 4 : 2 + 4 + 4;
     in.head_per_token = 2 * h + 4 + (recipe.lm_head_bf16 ? 2 : e) * h + logits * vocab;
   }
