@@ -7,6 +7,7 @@
 #include "cli/mpi_plugin.hpp"
 #include "core/node/collectives.hpp"
 #include "core/util/error.hpp"
+#include "core/io/json_text.hpp"
 #include "core/io/output_paths.hpp"
 #include "core/util/text_util.hpp"
 #ifdef GEMMSCOPE_WITH_CUDA
@@ -85,7 +86,7 @@ std::string comm_section(const Plan& plan, const CommFlags& f, bool measure, Com
   }
   std::string text = render_comm_text(r, plan);
   if (!why_not.empty()) text += fmt::format("  collectives not measured: {}\n", why_not);
-  if (!f.json.empty()) write_file_atomic(f.json, comm_to_json(r, plan).dump(2) + "\n");
+  if (!f.json.empty()) write_file_atomic(f.json, json_text(comm_to_json(r, plan), 2) + "\n");
   if (out) *out = std::move(r);
   return text;
 }

@@ -10,6 +10,7 @@
 #include "core/analysis/compare.hpp"
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
+#include "core/io/json_text.hpp"
 #include "core/model/model_config.hpp"
 #include "core/io/output_paths.hpp"
 #include "core/analysis/predict.hpp"
@@ -105,15 +106,15 @@ int run_predict(int argc, char** argv) {
                    fmt::format("cc {}.{}, {:.0f} GB/s, TFLOP/s:{}", s.cc_major, s.cc_minor, s.bandwidth_gbs->value, peaks)});
       }
       const std::string text = print::render_table(t, print::Format::Text);
-      std::fwrite(text.data(), 1, text.size(), stdout);
+      print_stdout(text);
       return 0;
     }
     if (gpu.empty()) throw UsageError(fmt::format("--gpu is required (known: {})", db.known_keys()));
     const GpuSpec& target = db.find(gpu);
     if (!json_out.empty()) {
       check_output_path(json_out, "--json");
-      if (!run_path.empty() && same_output_path(json_out, run_path))
-        throw UsageError(fmt::format("--json {} is the run file itself", clip_text(json_out)));
+      check_distinct_files({{json_out, "--json"}},
+                           {{run_path, "run file"}, {config, "--config file"}, {find_gpu_spec_file().value_or(""), "GPU spec database"}});
     }
     Prediction pr;
     if (!run_path.empty()) {
@@ -145,11 +146,11 @@ int run_predict(int argc, char** argv) {
     }
     const std::string text = render_prediction_text(pr);
     // The file first: a failed write (a full disk) is said before the report is printed.
-    if (!json_out.empty()) write_file_atomic(json_out, prediction_json(pr).dump(2) + "\n");
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (!json_out.empty()) write_file_atomic(json_out, json_text(prediction_json(pr), 2) + "\n");
+    print_stdout(text);
     return 0;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "gemmscope predict: error: {}\n", clip_text(e.what(), 1000));
+    print_error("gemmscope predict: error: ", e.what());
     return 2;
   }
 }
