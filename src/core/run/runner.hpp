@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/run/comm_options.hpp"
 #include "core/run/engine.hpp"
 #include "core/results/results.hpp"
 
@@ -14,11 +15,13 @@ struct RunRequest {
   std::vector<Precision> precisions;  // requested, in column order
   std::vector<Mode> modes;
   EngineOptions options;
+  StepOptions step;  // the whole step beyond its GEMMs (core/step/step_options.hpp)
   // --provider: the kernel providers every cell is measured by, in column order (core/providers/provider.hpp).
   std::vector<std::string> providers{"cublaslt"};
   bool accuracy = false;       // also run the accuracy pass
   bool accuracy_only = false;  // only the accuracy pass (no timing)
   Dist dist = Dist::Normal;
+  CommOptions comm;  // --comm, --comm-only and the layout flags (the collectives, cli/cmd_comm.cpp)
 };
 
 // Called before each measurement: (done, total, description). May print progress.
