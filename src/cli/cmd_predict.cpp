@@ -74,7 +74,7 @@ void print_priors(const PriorDb& priors) {
                          "of the format on the GPU (docs/predict.md, \"Priors\").",
                          priors.points.size(), priors.path));
   const std::string text = print::render_table(t, print::Format::Text);
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  print_stdout(text);
 }
 
 }  // namespace
