@@ -17,7 +17,7 @@ namespace {
 
 class ChartEngine : public test::FakeEngineBase {
  public:
-  Cell measure(const Gemm& g, Precision p, Mode) override {
+  Cell measure(const Gemm& g, Precision p, Mode, const std::string&) override {
     return Cell::measured(summarize({g.flops() / (p == Precision::BF16 ? 600e12 : 1000e12) * 1e3}));
   }
   std::optional<StepContextInfo> step_context() const override {

@@ -462,6 +462,10 @@ TEST(OutputsVsInputs, EveryPairIsChecked) {
            q((d / "x.json").string()),
        "are the same file"},
       {"predict " + q(cfg) + " --gpu H200 --json " + q((d / "hard.json").string()), "is the run file"},
+      // The whole step's Chrome trace is an output like the others.
+      {"--config " + q(cfg) + " --dry-run --trace " + q(cfg), "is the --config file"},
+      {"--model llama-3-8b --dry-run --json " + q((d / "t.json").string()) + " --trace " + q((d / "t.json").string()),
+       "are the same file"},
   };
   fs::create_directories(d / "sub");
   for (const Case& c : cases) {
@@ -487,6 +491,21 @@ TEST(OutputsVsInputs, EveryPairIsChecked) {
   EXPECT_EQ(g2.rc, 2) << g2.err;
   EXPECT_NE(g2.err.find("GPU spec database"), std::string::npos) << g2.err;
   EXPECT_EQ(gs::test::slurp(db), gs::test::slurp(std::string(GS_SOURCE_DIR) + "/data/gpus.json"));
+  // predict's priors and measured prediction errors, named by the environment or --band-errors.
+  for (const char* name : {"priors.json", "predict_errors.json"}) {
+    SCOPED_TRACE(name);
+    const std::string shipped = std::string(GS_SOURCE_DIR) + "/data/" + name;
+    const std::string copy = (d / name).string();
+    fs::copy_file(shipped, copy, fs::copy_options::overwrite_existing);
+    const bool priors = std::string(name) == "priors.json";
+    const std::string env = priors ? "GEMMSCOPE_PRIORS=" + q(copy) + " " : "";
+    const std::string flag = priors ? "" : " --band-errors " + q(copy);
+    const Out pr = sh(env + std::string(GS_BINARY) + " predict --model llama-3-8b --gpu H200" + flag + " --json " + q(copy), d);
+    EXPECT_EQ(pr.rc, 2) << pr.err;
+    EXPECT_NE(pr.err.find(priors ? "is the priors file" : "is the --band-errors file"), std::string::npos) << pr.err;
+    expect_one_short_line(pr.err);
+    EXPECT_EQ(gs::test::slurp(copy), gs::test::slurp(shipped));
+  }
 }
 
 // ---- class 6: the output check never creates or removes the target's own name ----
