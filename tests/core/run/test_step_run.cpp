@@ -27,7 +27,7 @@ Plan plan3() {
 class StepEngine : public test::FakeEngineBase {
  public:
   explicit StepEngine(bool context = true) : context_(context) {}
-  Cell measure(const Gemm&, Precision, Mode) override { return Cell::measured(summarize({1.0})); }
+  Cell measure(const Gemm&, Precision, Mode, const std::string&) override { return Cell::measured(summarize({1.0})); }
   std::optional<StepContextInfo> step_context() const override {
     if (!context_) return std::nullopt;
     StepContextInfo c;
