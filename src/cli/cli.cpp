@@ -6,14 +6,17 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <fmt/format.h>
 #include <iostream>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <signal.h>
 #include <unistd.h>
 #include <vector>
 
@@ -24,6 +27,7 @@
 #include "core/node/comm_step.hpp"
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
+#include "core/io/json_text.hpp"
 #include "core/model/model_config.hpp"
 #include "core/model/model_fields.hpp"
 #include "core/io/output_paths.hpp"
@@ -320,26 +324,29 @@ RunRequest build_request(const Options& o) {
 }
 
 // Output paths are checked before any measurement so a long run never ends in an unwritable or
-// clobbered file: each must be writable (output_paths.hpp), and no two outputs may be one file.
+// clobbered file: each must be writable (output_paths.hpp), no two outputs may be one file, and
+// no output may be a file the run reads (--config, a --routing file, the GPU spec database).
 // Without --json, -o X also writes its results to X.json.
-void check_outputs(const Options& o) {
+void check_outputs(const Options& o, const RunRequest& req) {
   if (!o.out_chart.empty()) check_chart_path(o.out_chart, "-o");
   const std::string implicit_json = !o.out_chart.empty() && o.out_json.empty() ? o.out_chart + ".json" : "";
-  struct Out {
-    std::string path, what;
-  };
-  std::vector<Out> outs;
+  std::vector<NamedFile> outs;
   if (!o.out_json.empty()) outs.push_back({o.out_json, "--json"});
   if (!o.out_csv.empty()) outs.push_back({o.out_csv, "--csv"});
   if (!o.out_trace.empty()) outs.push_back({o.out_trace, "--trace"});
   if (!o.out_chart.empty()) outs.push_back({o.out_chart, "-o"});
-  if (!implicit_json.empty()) outs.push_back({implicit_json, fmt::format("the results JSON of -o {}", o.out_chart)});
-  for (const Out& x : outs) check_output_path(x.path, x.what);
-  for (size_t i = 0; i < outs.size(); ++i)
-    for (size_t j = i + 1; j < outs.size(); ++j)
-      if (same_output_path(outs[i].path, outs[j].path))
-        throw UsageError(fmt::format("{} {} and {} {} are the same file", outs[i].what, clip_text(outs[i].path),
-                                     outs[j].what, clip_text(outs[j].path)));
+  if (!implicit_json.empty()) outs.push_back({implicit_json, fmt::format("the results JSON of -o {}", clip_text(o.out_chart, 80))});
+  if (!o.comm_json.empty()) outs.push_back({o.comm_json, "--comm-json"});  // checked writable by check_comm_json
+  for (const NamedFile& x : outs)
+    if (x.what != "--comm-json") check_output_path(x.path, x.what);
+  std::vector<NamedFile> ins;
+  if (!o.config_path.empty()) ins.push_back({o.config_path, "--config file"});
+  if (req.plan.routing && req.plan.routing->spec.kind == RoutingKind::File)
+    ins.push_back({req.plan.routing->spec.path, "--routing file"});
+#ifdef GS_HAVE_SUBCOMMANDS
+  if (const auto db = cli::find_gpu_spec_file()) ins.push_back({*db, "GPU spec database"});
+#endif
+  check_distinct_files(outs, ins);
 }
 
 class Progress {
@@ -410,7 +417,7 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "gemmscope: {} (see --help)\n", clip_text(e.what(), 300));
+    cli::print_error("gemmscope: ", std::string(e.what()) + " (see --help)");
     return 2;
   }
   cli::reject_extras(app);
@@ -421,7 +428,7 @@ int run_main(int argc, char** argv) {
   }
   RunRequest req = build_request(o);
   cli::check_comm_json(req.comm, o.comm_json);
-  check_outputs(o);
+  check_outputs(o, req);
   // The layout's collectives (cmd_comm.cpp), before any GEMM is timed: a layout this node cannot
   // run is refused first. --comm-only stops there.
   std::string comm_text;
@@ -429,7 +436,7 @@ int run_main(int argc, char** argv) {
   if (req.comm.enabled()) {
     comm_text = cli::comm_section(req.plan, req.comm, o.comm_json, !o.dry_run, &comm_result);
     if (req.comm.only) {
-      std::cout << comm_text << std::flush;
+      cli::print_stdout(comm_text);
       return 0;
     }
   }
@@ -486,24 +493,37 @@ int run_main(int argc, char** argv) {
   const auto result_json = [&] {
     nlohmann::json j = to_json(result);
     if (!roofline.is_null()) j["roofline"] = roofline;
-    return j.dump(2) + "\n";
+    return json_text(j, 2) + "\n";
   };
-  std::string report = measured ? render_text(result) + roofline_text : render_plan_text(result);
-  if (measured && o.kernels) report += render_kernel_table(result);
-  else if (measured) report += render_autotune_table(result);
-  report += comm_text;
-  if (measured && req.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/node/comm_step.hpp
+  // No formatting error of one output may lose a measurement: the report is rendered apart from
+  // the files, and whichever of them fails, the other is still produced before the error.
+  std::string report;
+  std::exception_ptr report_error;
+  try {
+    report = measured ? render_text(result) + roofline_text : render_plan_text(result);
+    if (measured && o.kernels) report += render_kernel_table(result);
+    else if (measured) report += render_autotune_table(result);
+    report += comm_text;
+    if (measured && req.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/node/comm_step.hpp
+  } catch (...) {
+    report_error = std::current_exception();
+  }
   // The files before the report: a write that fails (a full disk) is the run's error, said
   // before anything is printed; a measured run still prints its report, so no measurement is lost.
   try {
     if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
     if (!o.out_csv.empty() && measured) write_file_atomic(o.out_csv, render_csv(result));
     if (!o.out_trace.empty() && measured) write_file_atomic(o.out_trace, step_trace_text(result));
-  } catch (const UsageError&) {
-    if (measured) std::cout << report << std::flush;
+  } catch (...) {
+    if (measured && !report_error) {
+      cli::print_stdout(report);
+      std::fflush(stdout);
+    }
     throw;
   }
-  std::cout << report << std::flush;
+  if (report_error) std::rethrow_exception(report_error);
+  cli::print_stdout(report);
+  std::fflush(stdout);
   if (!o.out_csv.empty() && !measured) fmt::print(stderr, "gemmscope: --csv skipped: nothing was measured\n");
   if (!o.out_trace.empty() && !measured) fmt::print(stderr, "gemmscope: --trace skipped: nothing was measured\n");
   if (!o.out_chart.empty()) {
@@ -519,7 +539,7 @@ int run_main(int argc, char** argv) {
       const int rc = cli::render_chart(json_path, o.out_chart, {});
       if (rc != 0) {  // the measurement is kept: say where, and fail with the chart's status
         fmt::print(stderr, "gemmscope: drawing the chart {} failed (exit status {}); the results are in {}\n",
-                   o.out_chart, rc, json_path);
+                   clip_text(o.out_chart, 120), rc, clip_text(json_path, 120));
         return rc;
       }
 #endif
@@ -553,17 +573,17 @@ int dispatch(int argc, char** argv) {
       const std::string hint = gs::did_you_mean(word, {"plot", "compare", "report", "predict"});
       if (!hint.empty())
         throw gs::UsageError(fmt::format("unknown subcommand '{}'{} (subcommands: plot, compare, report, predict)",
-                                         word, hint));
+                                         gs::clip_text(word, 80), hint));
     }
 #endif
     return run_main(argc, argv);
   } catch (const gs::UsageError& e) {  // messages may quote file contents: one line, no control characters
     // Values in messages are cut where they are quoted; the whole line is bounded here as well.
-    fmt::print(stderr, "gemmscope: {}\n", gs::clip_text(e.what(), 1000));
+    gs::cli::print_error("gemmscope: ", e.what());
     return 2;
   } catch (const std::exception& e) {
     // Not the user's input: 70 (EX_SOFTWARE), apart from compare's 1 = "regressions found".
-    fmt::print(stderr, "gemmscope: internal error: {}\n", gs::printable(e.what()));
+    gs::cli::print_error("gemmscope: internal error: ", e.what());
     return kExitInternalError;
   }
 }
@@ -571,6 +591,12 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int gs::cli::gemmscope_main(int argc, char** argv) {
+  // A report or file beyond `ulimit -f`: the write fails with EFBIG and is reported ("error
+  // writing to stdout: File too large", exit 74; a file's "cannot write ...", exit 2), instead of
+  // SIGXFSZ's default, a silent end with status 153. An ignored or handled SIGXFSZ stays so.
+  struct sigaction xfsz {};
+  if (::sigaction(SIGXFSZ, nullptr, &xfsz) == 0 && xfsz.sa_handler == SIG_DFL && !(xfsz.sa_flags & SA_SIGINFO))
+    ::signal(SIGXFSZ, SIG_IGN);
   const int rc = dispatch(argc, argv);
   // A report that did not reach stdout (a full disk, /dev/full, a closed descriptor) is not a
   // success: check the stream state and the final flush.

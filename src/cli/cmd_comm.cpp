@@ -8,6 +8,7 @@
 #include "cli/mpi_plugin.hpp"
 #include "core/node/collectives.hpp"
 #include "core/util/error.hpp"
+#include "core/io/json_text.hpp"
 #include "core/io/output_paths.hpp"
 #include "core/util/text_util.hpp"
 #ifdef GEMMSCOPE_WITH_CUDA
@@ -48,7 +49,7 @@ std::string comm_section(const Plan& plan, const CommOptions& c, const std::stri
   }
   std::string text = render_comm_text(r, plan);
   if (!why_not.empty()) text += fmt::format("  collectives not measured: {}\n", why_not);
-  if (!json.empty()) write_file_atomic(json, comm_to_json(r, plan).dump(2) + "\n");
+  if (!json.empty()) write_file_atomic(json, json_text(comm_to_json(r, plan), 2) + "\n");
   if (out) *out = std::move(r);
   return text;
 }

@@ -13,6 +13,7 @@
 #include "core/analysis/compare.hpp"
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
+#include "core/io/json_text.hpp"
 #include "core/model/model_config.hpp"
 #include "core/io/output_paths.hpp"
 #include "core/analysis/predict.hpp"
@@ -62,7 +63,7 @@ void print_priors(const PriorDb& priors) {
                          "of the format on the GPU (docs/predict.md, \"Priors\").",
                          priors.points.size(), priors.path));
   const std::string text = print::render_table(t, print::Format::Text);
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  print_stdout(text);
 }
 
 }  // namespace
@@ -131,7 +132,7 @@ int run_predict(int argc, char** argv) {
                    fmt::format("cc {}.{}, {:.0f} GB/s, TFLOP/s:{}", s.cc_major, s.cc_minor, s.bandwidth_gbs->value, peaks)});
       }
       const std::string text = print::render_table(t, print::Format::Text);
-      std::fwrite(text.data(), 1, text.size(), stdout);
+      print_stdout(text);
       return 0;
     }
     const PriorDb priors = load_priors(db);
@@ -147,8 +148,16 @@ int run_predict(int argc, char** argv) {
     const GpuSpec& target = db.find(gpu);
     if (!json_out.empty()) {
       check_output_path(json_out, "--json");
-      if (!run_path.empty() && same_output_path(json_out, run_path))
-        throw UsageError(fmt::format("--json {} is the run file itself", clip_text(json_out)));
+      std::vector<NamedFile> inputs = {{run_path, "run file"},
+                                       {plan.config_path, "--config file"},
+                                       {find_gpu_spec_file().value_or(""), "GPU spec database"},
+                                       {find_data_file("priors.json", "GEMMSCOPE_PRIORS").value_or(""), "priors file"},
+                                       {band_errors, "--band-errors file"},
+                                       {find_data_file("predict_errors.json", "GEMMSCOPE_PREDICT_ERRORS").value_or(""),
+                                        "prediction errors file"}};
+      if (plan.model.moe.routing && plan.model.moe.routing->size() > 5 && iequals(plan.model.moe.routing->substr(0, 5), "file:"))
+        inputs.push_back({plan.model.moe.routing->substr(5), "--routing file"});
+      check_distinct_files({{json_out, "--json"}}, inputs);
     }
     const ErrorSet errors = load_errors(band_errors);
     const PredictData data{&priors, &errors};
@@ -193,11 +202,11 @@ int run_predict(int argc, char** argv) {
     }
     const std::string text = render_prediction_text(pr);
     // The file first: a failed write (a full disk) is said before the report is printed.
-    if (!json_out.empty()) write_file_atomic(json_out, prediction_json(pr).dump(2) + "\n");
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (!json_out.empty()) write_file_atomic(json_out, json_text(prediction_json(pr), 2) + "\n");
+    print_stdout(text);
     return 0;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "gemmscope predict: error: {}\n", clip_text(e.what(), 1000));
+    print_error("gemmscope predict: error: ", e.what());
     return 2;
   }
 }

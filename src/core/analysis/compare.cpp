@@ -24,7 +24,7 @@ namespace {
 void require_times(const RunResult& r, const std::string& name) {
   if (r.dry_run && !r.dry_run_requested && !r.why_not_measured.empty())
     throw UsageError(fmt::format("{} holds no results to compare: nothing could be measured ({})", name,
-                                 printable(r.why_not_measured)));
+                                 clip_text(r.why_not_measured, 160)));
   if (r.dry_run) throw UsageError(fmt::format("{} is a dry run: it holds no results to compare", name));
   if (r.modes.empty()) throw UsageError(fmt::format("{}: \"modes\" must be a non-empty list of strings", name));
   if (r.precisions.empty())

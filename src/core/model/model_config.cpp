@@ -298,7 +298,7 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin_p
   // from, its family and sizes ("Llama-3.1-8B [llama, hidden 4096, 32 layers]").
   auto size_or_flag = [](int64_t v) { return v > 0 ? std::to_string(v) : std::string("?"); };
   c.name = fmt::format("{} [{}hidden {}, {} layers]", clip_text(model_base_name(top, origin_path), 80),
-                       type.empty() ? "" : type + ", ", size_or_flag(c.hidden_size), size_or_flag(c.num_hidden_layers));
+                       type.empty() ? "" : clip_text(type, 40) + ", ", size_or_flag(c.hidden_size), size_or_flag(c.num_hidden_layers));
   c.source = origin_path;
   parse_hf_moe_mla(j, type, c, origin);  // experts, MLA; refuses fields that change layers we do not model
   // A config.json has no batch: these are gemmscope's own defaults, and say so.

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -49,7 +50,15 @@ bool is_moe_layer(const ModelConfig& c, int64_t i) {
 }
 
 int64_t moe_layer_count(const ModelConfig& c) {
-  if (!c.moe.enabled()) return 0;
+  const MoeConfig& m = c.moe;
+  if (!m.enabled() || c.num_hidden_layers <= 0) return 0;
+  if (m.layer_freq <= 1 && m.sparse_step <= 1) {
+    // Every layer from first_dense_layers on, less those listed dense: no walk over the layers
+    // (summaries count them per run, and a fleet file holds thousands of runs).
+    const int64_t first = std::clamp<int64_t>(m.first_dense_layers, 0, c.num_hidden_layers);
+    const auto lo = m.dense_layer_list.lower_bound(first), hi = m.dense_layer_list.lower_bound(c.num_hidden_layers);
+    return c.num_hidden_layers - first - static_cast<int64_t>(std::distance(lo, hi));
+  }
   // The sorted list walked beside the layers: one pass, no lookup per layer (plans and the whole
   // step count a model's MoE layers many times; 65536 layers with 32768 listed took ~5 ms a count).
   int64_t n = 0;

@@ -102,6 +102,8 @@ E enum_named(const json& v, const E (&all)[N], const std::string& what) {
   throw UsageError(fmt::format("{} must be {}", what, names_list(names, true)));
 }
 
+constexpr size_t kMaxStepKernels = 1024;
+
 int64_t count_in(const json& o, const char* key, const std::string& where) {
   const json* v = o.contains(key) ? &o.at(key) : nullptr;
   if (!v || !v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > (int64_t{1} << 50))
@@ -175,6 +177,11 @@ void read_step_record(const json* j, const std::string& where, RunResult& r) {
   if (j->contains("kernels")) {
     const json& ks = j->at("kernels");
     if (!ks.is_array()) throw UsageError(where + ".kernels must be a list");
+    // A step measures a few dozen kernels; each is looked up per group, mode and precision, so
+    // a file listing 100,000s would multiply the work of every command that reads it.
+    if (ks.size() > kMaxStepKernels)
+      throw UsageError(fmt::format("{}.kernels lists {} kernels, more than the {} a step block may hold", where, ks.size(),
+                                   kMaxStepKernels));
     static const StepKernelKind kinds[] = {StepKernelKind::AdamW,           StepKernelKind::GradNorm,
                                            StepKernelKind::ZeroGrad,        StepKernelKind::CrossEntropyFwd,
                                            StepKernelKind::CrossEntropyBwd, StepKernelKind::EmbeddingFwd,

@@ -221,6 +221,9 @@ struct PrecisionSums {
 // the same scopes (dense layers, MoE layers, the LM head once). Empty for a shapes plan.
 using CellValue = std::function<std::optional<double>(size_t gemm)>;
 PrecisionSums sum_precision(const Plan& plan, const CellValue& value);
+// The same with the plan's MoE layer count given (counting them walks every layer: a caller that
+// sums several precisions counts once).
+PrecisionSums sum_precision(const Plan& plan, const CellValue& value, int64_t moe_layers);
 
 struct Speedup {
   Precision num, den;

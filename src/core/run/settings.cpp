@@ -910,7 +910,7 @@ std::string Setting::show(const SettingValue& v) {
   if (const bool* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
   if (const int64_t* i = std::get_if<int64_t>(&v)) return fmt::format("{}", *i);
   if (const double* d = std::get_if<double>(&v)) return fmt::format("{}", *d);
-  if (const std::string* s = std::get_if<std::string>(&v)) return printable(*s);
+  if (const std::string* s = std::get_if<std::string>(&v)) return clip_text(*s, 200);
   return "(not recorded)";
 }
 

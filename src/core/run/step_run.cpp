@@ -33,8 +33,9 @@ std::vector<StepKernelSpec> kernel_specs(const std::vector<std::vector<StepPlan>
 }
 
 const StepKernelRun* find_kernel(const std::vector<StepKernelRun>& runs, const StepKernelSpec& s) {
+  const std::string want = s.describe();
   for (const StepKernelRun& k : runs)
-    if (k.spec.describe() == s.describe()) return &k;
+    if (k.spec.describe() == want) return &k;
   return nullptr;
 }
 

@@ -170,6 +170,16 @@ TEST(StepRun, JsonRoundTripAndPeak) {
   bad["step"]["kernels"][0]["status"] = "ok";
   bad["step"]["kernels"][0]["mean_ms"] = -1;
   EXPECT_THROW(from_json(bad, "r.json"), UsageError);
+  // A step block listing more kernels than a step measures is refused with the bound named (each
+  // is looked up per group, mode and precision by every command that reads the file).
+  bad = j;
+  while (bad["step"]["kernels"].size() <= 1024) bad["step"]["kernels"].push_back(j["step"]["kernels"][0]);
+  try {
+    from_json(bad, "r.json");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than the 1024"), std::string::npos) << e.what();
+  }
 }
 
 TEST(StepRun, WithoutAContextTheStepIsUnknownNotGuessed) {
