@@ -56,20 +56,6 @@ std::string normalized_key(const std::string& s) {
   return out;
 }
 
-std::optional<Sourced> sourced(const json& obj, const char* key, const std::string& where) {
-  const auto it = obj.find(key);
-  if (it == obj.end()) throw UsageError(fmt::format("{} has no \"{}\" (null when not sourced)", where, key));
-  if (it->is_null()) return std::nullopt;
-  const std::string w = fmt::format("{}.{}", where, key);
-  if (!it->is_object()) throw UsageError(w + " must be an object {\"value\", \"source\"} or null");
-  const auto v = it->find("value");
-  if (v == it->end() || !v->is_number() || !std::isfinite(v->get<double>()) || !(v->get<double>() > 0))
-    throw UsageError(w + ".value must be a positive number");
-  const auto s = it->find("source");
-  if (s == it->end() || !s->is_string() || s->get<std::string>().empty())
-    throw UsageError(w + " has a value but no \"source\"");
-  return Sourced{v->get<double>(), s->get<std::string>()};
-}
 
 std::vector<std::string> strings(const json& obj, const char* key, const std::string& where, bool required) {
   const auto it = obj.find(key);
@@ -96,6 +82,21 @@ std::string text(const json& obj, const char* key, const std::string& where) {
 }
 
 }  // namespace
+
+std::optional<Sourced> read_sourced(const json& obj, const char* key, const std::string& where) {
+  const auto it = obj.find(key);
+  if (it == obj.end()) throw UsageError(fmt::format("{} has no \"{}\" (null when not sourced)", where, key));
+  if (it->is_null()) return std::nullopt;
+  const std::string w = fmt::format("{}.{}", where, key);
+  if (!it->is_object()) throw UsageError(w + " must be an object {\"value\", \"source\"} or null");
+  const auto v = it->find("value");
+  if (v == it->end() || !v->is_number() || !std::isfinite(v->get<double>()) || !(v->get<double>() > 0))
+    throw UsageError(w + ".value must be a positive number");
+  const auto s = it->find("source");
+  if (s == it->end() || !s->is_string() || s->get<std::string>().empty())
+    throw UsageError(w + " has a value but no \"source\"");
+  return Sourced{v->get<double>(), s->get<std::string>()};
+}
 
 GpuDb parse_gpu_db(const json& doc, const std::string& where) {
   const json* schema = doc.is_object() && doc.contains("schema") ? &doc["schema"] : nullptr;
@@ -128,15 +129,15 @@ GpuDb parse_gpu_db(const json& doc, const std::string& where) {
     // compute_capability()'s major * 10). The minor part is one digit: 12.1 is 121.
     std::tie(s.cc_major, s.cc_minor) = parse_version_xy(cc, w + ".compute_capability", 99, 9);
     if (s.cc_major < 1) throw UsageError(fmt::format("{}.compute_capability must be at least 1.0, got {}", w, json_value_hint(json(cc))));
-    s.sm_count = sourced(g, "sm_count", w);
-    s.boost_clock_mhz = sourced(g, "boost_clock_mhz", w);
-    s.bandwidth_gbs = sourced(g, "memory_bandwidth_gbs", w);
-    s.l2_bytes = sourced(g, "l2_bytes", w);
-    s.memory_bytes = sourced(g, "memory_bytes", w);
-    s.tdp_w = sourced(g, "tdp_w", w);
+    s.sm_count = read_sourced(g, "sm_count", w);
+    s.boost_clock_mhz = read_sourced(g, "boost_clock_mhz", w);
+    s.bandwidth_gbs = read_sourced(g, "memory_bandwidth_gbs", w);
+    s.l2_bytes = read_sourced(g, "l2_bytes", w);
+    s.memory_bytes = read_sourced(g, "memory_bytes", w);
+    s.tdp_w = read_sourced(g, "tdp_w", w);
     const auto tf = g.find("tflops");
     if (tf == g.end() || !tf->is_object()) throw UsageError(w + ".tflops must be an object");
-    for (PeakFormat f : kAllPeakFormats) s.tflops[static_cast<int>(f)] = sourced(*tf, to_string(f), w + ".tflops");
+    for (PeakFormat f : kAllPeakFormats) s.tflops[static_cast<int>(f)] = read_sourced(*tf, to_string(f), w + ".tflops");
     if (!s.bandwidth_gbs) throw UsageError(w + ": memory_bandwidth_gbs is needed (every roofline has a memory roof)");
     s.notes = strings(g, "notes", w, false);
     db.gpus.push_back(std::move(s));

@@ -24,6 +24,10 @@ struct Sourced {
   double value = 0;
   std::string source;
 };
+// obj[key] as a sourced number: {"value": a positive finite number, "source": a non-empty string},
+// or null (nullopt: not sourced). UsageError naming `where` and the key otherwise (absent,
+// malformed, a value without a source). Every datasheet file reads its numbers through it.
+std::optional<Sourced> read_sourced(const nlohmann::json& obj, const char* key, const std::string& where);
 
 struct GpuSpec {
   std::string key;   // "H100", "B300" (what --gpu takes)
