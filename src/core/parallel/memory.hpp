@@ -1,0 +1,71 @@
+// Memory per rank under a parallel layout, with Megatron-LM's formulas
+// (megatron/training/theoretical_memory_usage.py): parameters per stage (the embedding on the
+// first stage, the LM head on the last), bytes per parameter by how data parallelism shards the
+// state (18 without sharding; 6 + 12 / DP with the distributed optimizer; ...), and activations per
+// layer after Korthikanti et al. (arXiv 2205.05198, Table 2) itemized so that GQA, gated MLPs and
+// experts count what they store, times the micro-batches in flight on the stage (1F1B: p - s;
+// interleaved: Megatron's penalty 1 + (p - 1) / (p v)). PyTorch FSDP keeps FP32 sharded
+// parameters and gathers BF16 copies per unit. One place for memory per rank until the
+// single-GPU memory model of the whole-step plan (core/step/) takes it over.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/model/model_config.hpp"
+#include "core/model/parallel_layout.hpp"
+
+namespace gs {
+
+// Parameters of the full model, per part (no sharding).
+struct ModelParams {
+  double attention = 0;    // per layer: the attention projections (QKV or MLA, output)
+  double dense_mlp = 0;    // per dense layer
+  double experts = 0;      // per MoE layer: all routed experts
+  double moe_other = 0;    // per MoE layer: router and shared experts
+  double norms = 0;        // per layer: the two norms' weights
+  double embedding = 0;    // token embedding (padded vocabulary)
+  double lm_head = 0;      // output layer (untied)
+  double total(const ModelConfig& c) const;
+};
+ModelParams model_params(const ModelConfig& c);
+
+struct RankMemory {
+  int64_t stage = 0;
+  double params = 0;          // parameters this rank holds before data-parallel sharding (dense + experts)
+  double expert_params = 0;   // of them, routed experts (sharded over the expert data-parallel group)
+  double weights_bytes = 0;   // the parameters it keeps (BF16, or FP32 shards under FSDP)
+  double grads_bytes = 0;     // gradient buffers (FP32 main gradients)
+  double optimizer_bytes = 0; // FP32 master parameters and Adam moments (or their shard)
+  double gathered_bytes = 0;  // ZeRO-3 / FSDP: parameters gathered for compute (current and prefetched units)
+  double activation_bytes = 0;  // activations of the micro-batches in flight
+  double inflight_microbatches = 0;
+  double model_state_bytes() const { return weights_bytes + grads_bytes + optimizer_bytes + gathered_bytes; }
+  double total_bytes() const { return model_state_bytes() + activation_bytes; }
+};
+
+// Activation bytes one layer stores for one micro-batch on one rank (BF16), the itemized Table 2 of
+// Korthikanti et al. with flash attention (no score matrix) and the recomputation given: selective
+// and none store every input the backward needs; full stores the layer's input only. `dropout`
+// adds the masks GPT-3-style models keep (Megatron's 34 s b h / t then holds exactly for a GPT
+// layer with a 4h GELU MLP under sequence parallelism). `moe`: an MoE layer (routed rows top_k x
+// tokens on average, their expert activations). `fp8_inputs`: FP8 recipes keep the GEMMs' inputs for Wgrad
+// in their FP8 copies (Transformer Engine), one byte instead of two.
+double layer_activation_bytes(const ModelConfig& c, const ParallelLayout& l, bool moe, bool dropout = false,
+                              bool fp8_inputs = false);
+
+// Megatron-LM's formula as written (compute_activation_memory, sequence parallel with selective
+// recompute): s b h (18 + 4 ffn / h) per layer, over TP. For the tests.
+double megatron_layer_activation_bytes(int64_t seq, int64_t micro_batch, int64_t hidden, int64_t ffn, int64_t tp);
+
+// Memory of one rank of pipeline stage `stage`. The layout must be valid for c.
+RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t stage, bool fp8_inputs = false);
+
+// The memory a GPU's datasheet size gives: HBM capacities are binary ("80 GB" is 80 GiB), less
+// kRuntimeReserveBytes.
+double usable_memory_bytes(double datasheet_bytes);
+
+// What the CUDA context, NCCL's buffers, cuBLAS workspaces and allocator fragmentation take beyond
+// the model: subtracted from the GPU's memory before a layout is said to fit (an assumption: 3 GiB).
+constexpr double kRuntimeReserveBytes = 3.0 * 1024 * 1024 * 1024;
+
+}  // namespace gs
