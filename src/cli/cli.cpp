@@ -20,6 +20,7 @@
 #include "cli/cli_util.hpp"
 #include "cli/cmd_comm.hpp"
 #include "cli/cmd_mpi.hpp"
+#include "cli/cmd_parallel.hpp"
 #include "core/node/comm_step.hpp"
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
@@ -46,9 +47,8 @@ namespace {
 
 using namespace gs;
 
-struct Options {
-  ModelOverrides model;
-  std::string config_path, preset, shapes, sweep_spec;
+struct Options : cli::ModelFlags {  // model, config_path, preset (cli.hpp)
+  std::string shapes, sweep_spec;
   bool sweep = false, list_models = false, dry_run = false, quiet = false;
   bool verify_dgrad = false;  // the seed's early flag; a no-op here (Dgrad is always measured)
   std::string out_chart, out_json, out_csv;
@@ -138,7 +138,7 @@ void gs::cli::add_setting_flag(CLI::App& app, GivenSettings& given, const std::s
 namespace {
 
 // --routing and --capacity-factor: text and a decimal, not in the model-field table.
-void add_moe_text_options(CLI::App& app, Options& o) {
+void add_moe_text_options(CLI::App& app, cli::ModelFlags& o) {
   app.add_option_function<std::string>(
          "--routing", [&o](const std::string& v) { o.model.moe.routing = v; },
          "balanced | random (seeded, default) | lognormal:SIGMA | hot:FRACTION | file:PATH (JSON list of per-expert "
@@ -157,7 +157,9 @@ void add_moe_text_options(CLI::App& app, Options& o) {
       ->group("MoE and MLA");
 }
 
-void add_model_options(CLI::App& app, Options& o) {
+}  // namespace
+
+void gs::cli::add_model_flags(CLI::App& app, ModelFlags& o) {
   // The integer fields' flags, in --help order (core/model/model_fields.cpp). --q-lora-rank also
   // takes 'none'; --routing and --capacity-factor come before it.
   for (const ModelField& f : model_fields()) {
@@ -193,6 +195,28 @@ void add_model_options(CLI::App& app, Options& o) {
   });
   app.add_option("--config", o.config_path, "Hugging Face config.json (flags override its values)")->group("Model");
   app.add_option("--model", o.preset, "Model preset (see --list-models)")->group("Model");
+}
+
+gs::ModelConfig gs::cli::model_from_flags(const ModelFlags& o, uint64_t routing_seed) {
+  if (!o.config_path.empty() && !o.preset.empty()) throw UsageError("--config and --model are mutually exclusive");
+  ModelConfig c = !o.config_path.empty() ? load_hf_config(o.config_path)
+                  : !o.preset.empty()    ? find_preset(o.preset).config
+                                         : default_config();
+  if (o.config_path.empty() && o.preset.empty() && o.model.any_model_field()) {
+    // A model from flags keeps the default config's batch only where no batch flag was given,
+    // and says so (the header prints where each batch number came from).
+    c.name = "custom";
+    c.micro_batch_from = c.sequence_from = "default of codonfm-5b, the default config";
+  }
+  apply_overrides(c, o.model);
+  c.moe.routing_seed = routing_seed;  // routing draws are reproducible by --seed
+  return c;
+}
+
+namespace {
+
+void add_model_options(CLI::App& app, Options& o) {
+  cli::add_model_flags(app, o);
   app.add_flag("--list-models", o.list_models, "List model presets and exit")->group("Model");
 }
 
@@ -218,7 +242,7 @@ uint64_t seed_of(const Options& o) {
   return static_cast<uint64_t>(std::get<int64_t>(v));
 }
 
-RunRequest build_request(const Options& o) {
+RunRequest build_request(const Options& o, std::optional<cli::ParallelSetup>* parallel = nullptr) {
   RunRequest req;
   const bool model_flags = o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length ||
                            o.model.tensor_parallel || o.model.vocab_divisible_by || o.model.moe.expert_parallel ||
@@ -228,28 +252,21 @@ RunRequest build_request(const Options& o) {
   if ((!o.shapes.empty() || o.sweep) && model_flags)
     throw UsageError(fmt::format("{} is mutually exclusive with model flags (--hidden_size, --config, --model, ...)",
                                  o.sweep ? "--sweep" : "--shapes"));
-  if (!o.config_path.empty() && !o.preset.empty()) throw UsageError("--config and --model are mutually exclusive");
   if (!o.shapes.empty()) {
     req.plan = build_shapes_plan(o.shapes);
   } else if (o.sweep) {
     req.plan = build_shapes_plan(sweep_sizes(o.sweep_spec));
   } else {
-    ModelConfig c = !o.config_path.empty() ? load_hf_config(o.config_path)
-                    : !o.preset.empty()    ? find_preset(o.preset).config
-                                           : default_config();
-    if (o.config_path.empty() && o.preset.empty() && o.model.any_model_field()) {
-      // A model from flags keeps the default config's batch only where no batch flag was given,
-      // and says so (the header prints where each batch number came from).
-      c.name = "custom";
-      c.micro_batch_from = c.sequence_from = "default of codonfm-5b, the default config";
-    }
-    apply_overrides(c, o.model);
-    c.moe.routing_seed = seed_of(o);  // routing draws are reproducible by --seed
+    const ModelConfig c = cli::model_from_flags(o, seed_of(o));
     req.plan = build_model_plan(c);
   }
   // The run's settings (core/run/settings.hpp): given, or the default of the plan's kind; the
   // rules between them (--bf16-only and --precisions, --pre-quantize and --mode, ...) are theirs.
   apply_settings(o.settings, req);
+  // The parallel step (cmd_parallel.cpp): the plan becomes one rank's.
+  std::optional<cli::ParallelSetup> ps = cli::prepare_parallel(
+      req, ModelGiven{o.model.tensor_parallel, o.model.moe.expert_parallel, o.model.micro_batch_size});
+  if (parallel) *parallel = std::move(ps);
   if (o.device < 0) throw UsageError(fmt::format("--device must be >= 0, got {}", o.device));
   if (o.device > std::numeric_limits<int>::max()) throw UsageError(fmt::format("--device {} is too large", o.device));
   req.options.timing.step_gap_ms_per_gflop = step_gap_ms_per_gflop(req.plan, req.options.timing.step_other_ms);
@@ -272,6 +289,9 @@ void check_outputs(const Options& o) {
   if (!o.out_csv.empty()) outs.push_back({o.out_csv, "--csv"});
   if (!o.out_chart.empty()) outs.push_back({o.out_chart, "-o"});
   if (!implicit_json.empty()) outs.push_back({implicit_json, fmt::format("the results JSON of -o {}", o.out_chart)});
+  for (const char* key : {"parallel.json", "parallel.trace"})
+    if (const auto it = o.settings.find(key); it != o.settings.end())
+      outs.push_back({it->second, find_setting(key).first_flag()});
   for (const Out& x : outs) check_output_path(x.path, x.what);
   for (size_t i = 0; i < outs.size(); ++i)
     for (size_t j = i + 1; j < outs.size(); ++j)
@@ -301,7 +321,8 @@ int run_main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("gemmscope ") + GEMMSCOPE_VERSION);
   app.footer("Subcommands: 'gemmscope plot RESULT.json -o chart.png', 'gemmscope compare A.json B.json',\n"
              "'gemmscope report RESULT.json' (the text report of a saved run),\n"
-             "'gemmscope predict RUN.json --gpu B300' (predicted times on another GPU; --list-gpus).\n"
+             "'gemmscope predict RUN.json --gpu B300' (predicted times on another GPU; --list-gpus),\n"
+             "'gemmscope layouts --model M --gpus N --global-batch B' (the fastest parallel layouts).\n"
              "With no arguments: the seed's 5B config (codonfm-5b) in training mode on GPU 0.");
   add_model_options(app, o);
   app.add_option("--shapes", o.shapes, "Explicit GEMMs 'MxKxN,...' or square sizes '1024,2048' (no model flags)")->group("Shapes");
@@ -318,6 +339,7 @@ int run_main(int argc, char** argv) {
   cli::add_setting_options(app, o.settings, "Measurement");  // --num-warmup, --l2, --seed, ... (core/run/settings.cpp)
   add_int(app, "--device", o.device, "CUDA device index (default 0)")->group("Measurement");
   cli::add_comm_options(app, o.comm);
+  cli::add_setting_options(app, o.settings, "Parallel step");  // --layout, --cluster, --gpus, ... (docs/parallel.md)
   // Handled by dispatch() before this parser (cmd_fleet.cpp); declared here for --help.
   app.add_flag("--all-gpus", o.all_gpus, "Run on every visible GPU at once, one worker each; the fleet summary (docs/node.md)")
       ->group("Node");
@@ -363,8 +385,11 @@ int run_main(int argc, char** argv) {
     }
     return 0;
   }
-  cli::check_comm_flags(app, o.comm);
-  RunRequest req = build_request(o);
+  bool parallel_flags = false;
+  for (const auto& [key, text] : o.settings) parallel_flags = parallel_flags || key.rfind("parallel.", 0) == 0;
+  cli::check_comm_flags(app, o.comm, parallel_flags);
+  std::optional<cli::ParallelSetup> parallel;
+  RunRequest req = build_request(o, &parallel);
   check_outputs(o);
   // The layout's collectives (cmd_comm.cpp), before any GEMM is timed: a layout this node cannot
   // run is refused first. --comm-only stops there.
@@ -395,11 +420,13 @@ int run_main(int argc, char** argv) {
       measured = true;
     } else {
       why_not = "no GPU: " + why;
-      fmt::print(stderr, "gemmscope: no GPU measurement: {}. Printing the plan instead; measuring needs a CUDA GPU.\n", why);
+      if (!parallel)
+        fmt::print(stderr, "gemmscope: no GPU measurement: {}. Printing the plan instead; measuring needs a CUDA GPU.\n", why);
     }
 #else
     why_not = "this build has no CUDA backend";
-    fmt::print(stderr, "gemmscope: this build has no CUDA backend; printing the plan instead (measuring needs a CUDA build and a GPU).\n");
+    if (!parallel)
+      fmt::print(stderr, "gemmscope: this build has no CUDA backend; printing the plan instead (measuring needs a CUDA build and a GPU).\n");
 #endif
     if (!measured) {  // exit 0 with the plan, but never dressed up as a requested dry run
       result = plan_only(req);
@@ -428,11 +455,22 @@ int run_main(int argc, char** argv) {
     if (!roofline.is_null()) j["roofline"] = roofline;
     return j.dump(2) + "\n";
   };
+  // With the parallel step, an unmeasured run prints the step alone (predicted), a measured one
+  // the GEMM report and then the step built from it.
+  if (parallel && !measured) {
+    const std::string text = cli::parallel_section(*parallel, req, nullptr, nullptr, comm_type_from_string(o.comm.grad_type));
+    if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
+    std::cout << comm_text << text << std::flush;
+    return 0;
+  }
   std::string report = measured ? render_text(result) + roofline_text : render_plan_text(result);
   if (measured && o.kernels) report += render_kernel_table(result);
   else if (measured) report += render_autotune_table(result);
   report += comm_text;
   if (measured && o.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/node/comm_step.hpp
+  if (parallel)
+    report += "\n" + cli::parallel_section(*parallel, req, &result, o.comm.enabled() ? &comm_result : nullptr,
+                                           comm_type_from_string(o.comm.grad_type));
   // The files before the report: a write that fails (a full disk) is the run's error, said
   // before anything is printed; a measured run still prints its report, so no measurement is lost.
   try {
@@ -482,6 +520,7 @@ int dispatch(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "compare") return gs::cli::run_compare(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "report") return gs::cli::run_report(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "predict") return gs::cli::run_predict(argc - 1, argv + 1);
+    if (argc > 1 && std::string(argv[1]) == "layouts") return gs::cli::run_layouts(argc - 1, argv + 1);
     if (gs::cli::mpi_wanted(argc, argv)) return gs::cli::run_mpi(argc, argv, run_main);
     for (int i = 1; i < argc; ++i)
       if (std::string(argv[i]) == "--all-gpus") return gs::cli::run_fleet(argc, argv);
@@ -489,9 +528,9 @@ int dispatch(int argc, char** argv) {
     // positional arguments), named with the nearest subcommand.
     if (argc > 1 && argv[1][0] != '-' && argv[1][0] != '\0') {
       const std::string word = argv[1];
-      const std::string hint = gs::did_you_mean(word, {"plot", "compare", "report", "predict"});
+      const std::string hint = gs::did_you_mean(word, {"plot", "compare", "report", "predict", "layouts"});
       if (!hint.empty())
-        throw gs::UsageError(fmt::format("unknown subcommand '{}'{} (subcommands: plot, compare, report, predict)",
+        throw gs::UsageError(fmt::format("unknown subcommand '{}'{} (subcommands: plot, compare, report, predict, layouts)",
                                          word, hint));
     }
 #endif

@@ -3,6 +3,7 @@
 #pragma once
 #include <string>
 
+#include "core/model/model_config.hpp"
 #include "core/run/settings.hpp"
 
 namespace CLI {
@@ -10,6 +11,17 @@ class App;
 }
 
 namespace gs::cli {
+
+// The model flags every command that plans a model takes: --model, --config and the model fields
+// (core/model/model_fields.cpp), --gated-mlp, --routing, --capacity-factor.
+struct ModelFlags {
+  ModelOverrides model;
+  std::string config_path, preset;
+};
+void add_model_flags(CLI::App& app, ModelFlags& f);
+// The model they describe: a preset, a config.json or the default config, with the flags on top
+// (UsageError for --config with --model, or a bad value).
+ModelConfig model_from_flags(const ModelFlags& f, uint64_t routing_seed);
 
 // The whole command: subcommands (plot, compare, report, predict), --all-gpus, MPI, or a run.
 // Returns the exit status: 0 ok, 1 regressions (compare only), 2 bad input, 3 no chart renderer

@@ -52,10 +52,10 @@ void add_comm_options(CLI::App& app, CommFlags& f) {
   app.add_option("--comm-json", f.json, "Write the collectives (sizes, times) as JSON here")->group(g);
 }
 
-void check_comm_flags(const CLI::App& app, const CommFlags& f) {
+void check_comm_flags(const CLI::App& app, const CommFlags& f, bool parallel_step) {
   if (!f.enabled())
     for (const char* name : kLayoutFlags)
-      if (app.get_option(name)->count() > 0)
+      if (app.get_option(name)->count() > 0 && !(parallel_step && std::string(name) == "--grad-reduce-type"))
         throw UsageError(fmt::format("{} applies to the collectives: add --comm (or --comm-only)", name));
   const std::string sp = lower(f.sequence_parallel);
   if (sp != "on" && sp != "off")

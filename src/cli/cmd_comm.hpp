@@ -27,7 +27,8 @@ struct CommFlags {
 void add_comm_options(CLI::App& app, CommFlags& f);
 
 // After parsing: refuses layout flags given without --comm / --comm-only, and bad values.
-void check_comm_flags(const CLI::App& app, const CommFlags& f);
+// `parallel_step`: the parallel step is asked for (--layout, ...), which reads --grad-reduce-type too.
+void check_comm_flags(const CLI::App& app, const CommFlags& f, bool parallel_step = false);
 
 // The layout's collectives for `plan`: measured with NCCL when `measure` (a CUDA build; GPUs too
 // few for a communicator: UsageError; NCCL absent: the sizes and a line saying why), else sizes

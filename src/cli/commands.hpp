@@ -55,6 +55,10 @@ int run_predict(int argc, char** argv);
 // whole command line. Exit 0, 2 on bad input (no GPU, a refused flag), 70 when a worker failed.
 int run_fleet(int argc, char** argv);
 
+// `gemmscope layouts --model M --gpus N --global-batch B [--gpu G] [--cluster C] [--top K]`
+// (cmd_layouts.cpp): the fastest fitting parallel layouts, predicted. Exit 0, or 2 on bad input.
+int run_layouts(int argc, char** argv);
+
 // The GPU spec database: $GEMMSCOPE_GPU_SPECS, else gpus.json next to the running binary, else
 // <source dir>/data/gpus.json when the build defines GS_SOURCE_DIR; nullopt if none exists.
 std::optional<std::string> find_gpu_spec_file();

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/parallel_layout.hpp"
 #include "core/run/engine.hpp"
 #include "core/results/results.hpp"
 
@@ -19,6 +20,8 @@ struct RunRequest {
   bool accuracy = false;       // also run the accuracy pass
   bool accuracy_only = false;  // only the accuracy pass (no timing)
   Dist dist = Dist::Normal;
+  // The parallel step's settings as given (core/model/parallel_layout.hpp; core/parallel/).
+  ParallelRequest parallel;
 };
 
 // Called before each measurement: (done, total, description). May print progress.

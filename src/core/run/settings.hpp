@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/model/parallel_layout.hpp"
 #include "core/results/kernels.hpp"
 #include "core/recipes/modes.hpp"
 #include "core/recipes/recipe.hpp"
@@ -61,6 +62,7 @@ struct SettingsRef {
   int* grouped_streams = nullptr;                         // a request's only
   bool* accuracy = nullptr;                               // a request's only
   bool* accuracy_only = nullptr;                          // a request's only
+  ParallelRequest* parallel = nullptr;                    // a request's only (the parallel step)
 };
 SettingsRef settings_ref(RunResult& r);
 
