@@ -105,7 +105,7 @@ double usable_memory_bytes(double datasheet_bytes) {
   return datasheet_bytes / 1e9 * 1024.0 * 1024.0 * 1024.0 - kRuntimeReserveBytes;
 }
 
-RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t stage, bool fp8_inputs) {
+RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t stage, bool fp8_inputs, double g) {
   RankMemory m;
   m.stage = stage;
   const ModelConfig rc = rank_config(c, l);
@@ -130,16 +130,16 @@ RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t st
   const double shard = dense / dense_dp + experts / edp;
   switch (l.sharding) {
     case DpSharding::Ddp:
-      m.weights_bytes = 2 * m.params, m.grads_bytes = 4 * m.params, m.optimizer_bytes = 12 * m.params;
+      m.weights_bytes = 2 * m.params, m.grads_bytes = g * m.params, m.optimizer_bytes = 12 * m.params;
       break;
     case DpSharding::Zero1:
-      m.weights_bytes = 2 * m.params, m.grads_bytes = 4 * m.params, m.optimizer_bytes = 12 * shard;
+      m.weights_bytes = 2 * m.params, m.grads_bytes = g * m.params, m.optimizer_bytes = 12 * shard;
       break;
     case DpSharding::Zero2:
-      m.weights_bytes = 2 * m.params, m.grads_bytes = 4 * shard, m.optimizer_bytes = 12 * shard;
+      m.weights_bytes = 2 * m.params, m.grads_bytes = g * shard, m.optimizer_bytes = 12 * shard;
       break;
     case DpSharding::Zero3:
-      m.weights_bytes = 2 * shard, m.grads_bytes = 4 * shard, m.optimizer_bytes = 12 * shard;
+      m.weights_bytes = 2 * shard, m.grads_bytes = g * shard, m.optimizer_bytes = 12 * shard;
       m.gathered_bytes = 2 * 2 * biggest_layer;  // the layer computing and the one prefetched
       break;
     case DpSharding::FsdpFull:

@@ -58,7 +58,10 @@ double layer_activation_bytes(const ModelConfig& c, const ParallelLayout& l, boo
 double megatron_layer_activation_bytes(int64_t seq, int64_t micro_batch, int64_t hidden, int64_t ffn, int64_t tp);
 
 // Memory of one rank of pipeline stage `stage`. The layout must be valid for c.
-RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t stage, bool fp8_inputs = false);
+// `grad_bytes`: the gradient buffer's element size (4: FP32 main gradients, Megatron's
+// --accumulate-allreduce-grads-in-fp32; 2: BF16, as the gradients are reduced).
+RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t stage, bool fp8_inputs = false,
+                       double grad_bytes = 4);
 
 // The memory a GPU's datasheet size gives: HBM capacities are binary ("80 GB" is 80 GiB), less
 // kRuntimeReserveBytes.

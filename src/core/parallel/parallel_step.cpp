@@ -466,7 +466,7 @@ ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCost
     at(st.ms, TimeKind::Optimizer) += updated * costs.optimizer_ms_per_param;
     at(st.ms, TimeKind::ParamGather) += ag_exposed;
     stage_end[static_cast<size_t>(s)] = st.pipeline_end_ms + extra + updated * costs.optimizer_ms_per_param + ag_exposed;
-    st.memory = rank_memory(c, l, s, costs.precision != Precision::BF16);
+    st.memory = rank_memory(c, l, s, costs.precision != Precision::BF16, grad_bytes);
   }
   r.step_ms = *std::max_element(stage_end.begin(), stage_end.end());
   r.critical_stage = std::max_element(stage_end.begin(), stage_end.end()) - stage_end.begin();
