@@ -98,15 +98,22 @@ std::optional<Sourced> read_sourced(const json& obj, const char* key, const std:
   return Sourced{v->get<double>(), s->get<std::string>()};
 }
 
+const json& datasheet_entries(const json& doc, const std::string& schema, const char* list, size_t max_entries,
+                              const std::string& where, const std::string& kind, const std::string& noun) {
+  const json* s = doc.is_object() && doc.contains("schema") ? &doc["schema"] : nullptr;
+  if (!s || !s->is_string() || s->get<std::string>() != schema)
+    throw UsageError(fmt::format("{} is not a gemmscope {} (schema \"{}\")", where, kind, schema));
+  const auto it = doc.find(list);
+  if (it == doc.end() || !it->is_array() || it->empty())
+    throw UsageError(fmt::format("{}: \"{}\" must be a non-empty list", where, list));
+  if (it->size() > max_entries)
+    throw UsageError(fmt::format("{}: \"{}\" lists {} {}, more than the {} a spec file may hold", where, list, it->size(),
+                                 noun, max_entries));
+  return *it;
+}
+
 GpuDb parse_gpu_db(const json& doc, const std::string& where) {
-  const json* schema = doc.is_object() && doc.contains("schema") ? &doc["schema"] : nullptr;
-  if (!schema || !schema->is_string() || schema->get<std::string>() != "gemmscope.gpus/1")
-    throw UsageError(fmt::format("{} is not a gemmscope GPU spec file (schema \"gemmscope.gpus/1\")", where));
-  const auto gpus = doc.find("gpus");
-  if (gpus == doc.end() || !gpus->is_array() || gpus->empty())
-    throw UsageError(fmt::format("{}: \"gpus\" must be a non-empty list", where));
-  if (gpus->size() > kMaxGpus)
-    throw UsageError(fmt::format("{}: \"gpus\" lists {} GPUs, more than the {} a spec file may hold", where, gpus->size(), kMaxGpus));
+  const json* gpus = &datasheet_entries(doc, "gemmscope.gpus/1", "gpus", kMaxGpus, where, "GPU spec file", "GPUs");
   GpuDb db;
   db.path = where;
   std::set<std::string> keys;

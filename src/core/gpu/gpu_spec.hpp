@@ -29,6 +29,14 @@ struct Sourced {
 // malformed, a value without a source). Every datasheet file reads its numbers through it.
 std::optional<Sourced> read_sourced(const nlohmann::json& obj, const char* key, const std::string& where);
 
+// The entries of a datasheet file (the GPU database, the cluster presets): doc["schema"] must be
+// `schema` and doc[list] a non-empty list of at most `max_entries`. UsageError naming `where`:
+// "x is not a gemmscope <kind> (schema \"...\")", "x: \"gpus\" must be a non-empty list",
+// "x: \"gpus\" lists 300 GPUs, more than the 256 a spec file may hold".
+const nlohmann::json& datasheet_entries(const nlohmann::json& doc, const std::string& schema, const char* list,
+                                        size_t max_entries, const std::string& where, const std::string& kind,
+                                        const std::string& noun);
+
 struct GpuSpec {
   std::string key;   // "H100", "B300" (what --gpu takes)
   std::string name;  // "NVIDIA H100 SXM"

@@ -48,14 +48,7 @@ Sourced bounded(const json& obj, const char* key, const std::string& where, doub
 }  // namespace
 
 ClusterDb parse_cluster_db(const json& doc, const std::string& where) {
-  const json* schema = doc.is_object() && doc.contains("schema") ? &doc["schema"] : nullptr;
-  if (!schema || !schema->is_string() || schema->get<std::string>() != "gemmscope.clusters/1")
-    throw UsageError(fmt::format("{} is not a gemmscope cluster file (schema \"gemmscope.clusters/1\")", where));
-  const auto list = doc.find("clusters");
-  if (list == doc.end() || !list->is_array() || list->empty())
-    throw UsageError(fmt::format("{}: \"clusters\" must be a non-empty list", where));
-  if (list->size() > kMaxClusters)
-    throw UsageError(fmt::format("{}: \"clusters\" lists {} clusters, more than {}", where, list->size(), kMaxClusters));
+  const json* list = &datasheet_entries(doc, "gemmscope.clusters/1", "clusters", kMaxClusters, where, "cluster file", "clusters");
   ClusterDb db;
   db.origin = where;
   std::set<std::string> keys;

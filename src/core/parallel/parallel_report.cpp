@@ -125,22 +125,12 @@ std::string render_parallel_text(const ParallelReport& r) { return print::render
 namespace {
 
 json result_json(const ParallelStepResult& x) {
-  json j;
-  j["precision"] = to_string(x.precision);
-  j["source"] = to_string(x.source);
-  j["basis"] = x.basis;
-  j["layout"] = to_string(x.layout);
-  j["gpus"] = x.gpus;
-  j["step_ms"] = x.step_ms;
-  j["tokens_per_step"] = x.tokens_per_step;
-  j["tokens_per_s_per_gpu"] = x.tokens_per_s_per_gpu;
-  j["model_tflops_per_gpu"] = x.model_tflops_per_gpu;
-  j["mfu"] = x.mfu;
-  j["bubble_fraction"] = x.bubble_fraction;
-  j["critical_stage"] = x.critical_stage;
-  j["peak_memory_bytes"] = x.peak_memory_bytes;
-  j["usable_memory_bytes"] = x.usable_memory_bytes;
-  j["fits"] = x.fits;
+  json j = {{"precision", to_string(x.precision)}, {"source", to_string(x.source)}, {"basis", x.basis},
+            {"layout", to_string(x.layout)}, {"gpus", x.gpus}, {"step_ms", x.step_ms},
+            {"tokens_per_step", x.tokens_per_step}, {"tokens_per_s_per_gpu", x.tokens_per_s_per_gpu},
+            {"model_tflops_per_gpu", x.model_tflops_per_gpu}, {"mfu", x.mfu}, {"bubble_fraction", x.bubble_fraction},
+            {"critical_stage", x.critical_stage}, {"peak_memory_bytes", x.peak_memory_bytes},
+            {"usable_memory_bytes", x.usable_memory_bytes}, {"fits", x.fits}};
   json stages = json::array();
   for (const StageResult& s : x.stages) {
     json st;
@@ -168,12 +158,11 @@ json result_json(const ParallelStepResult& x) {
 }  // namespace
 
 json parallel_json(const ParallelReport& r) {
-  json j;
-  j["schema"] = "gemmscope.parallel/1";
-  j["model"] = r.job.model;
-  j["gpu"] = {{"key", r.job.gpu_key}, {"name", r.job.gpu_name}};
-  j["cluster"] = {{"key", r.job.cluster_key}, {"name", r.job.cluster_name}, {"note", r.job.cluster_note}};
-  j["framework"] = to_string(r.job.framework);
+  json j = {{"schema", "gemmscope.parallel/1"},
+            {"model", r.job.model},
+            {"gpu", {{"key", r.job.gpu_key}, {"name", r.job.gpu_name}}},
+            {"cluster", {{"key", r.job.cluster_key}, {"name", r.job.cluster_name}, {"note", r.job.cluster_note}}},
+            {"framework", to_string(r.job.framework)}};
   json res = json::array();
   for (const ParallelStepResult& x : r.results) res.push_back(result_json(x));
   j["results"] = res;
@@ -236,16 +225,9 @@ print::Document layouts_document(const SearchResult& s, const ParallelJobInfo& j
 
 json layouts_json(const SearchResult& s, const ParallelJobInfo& job, int64_t gpus, int64_t global_batch, Precision precision,
                   int top) {
-  json j;
-  j["schema"] = "gemmscope.layouts/1";
-  j["model"] = job.model;
-  j["gpu"] = job.gpu_key;
-  j["cluster"] = job.cluster_key;
-  j["gpus"] = gpus;
-  j["global_batch"] = global_batch;
-  j["precision"] = to_string(precision);
-  j["candidates"] = s.candidates;
-  j["basis"] = s.basis;
+  json j = {{"schema", "gemmscope.layouts/1"}, {"model", job.model},        {"gpu", job.gpu_key},
+            {"cluster", job.cluster_key},        {"gpus", gpus},              {"global_batch", global_batch},
+            {"precision", to_string(precision)}, {"candidates", s.candidates}, {"basis", s.basis}};
   json ranked = json::array();
   for (size_t i = 0; i < s.ranked.size() && static_cast<int>(i) < top; ++i) {
     json x = result_json(s.ranked[i].result);

@@ -747,19 +747,23 @@ std::vector<Setting> declare() {
     s.absent = std::monostate{};
     return s;
   };
+  // The request's field a parallel setting lives in (a result has none: not recorded).
+  const auto in_request = [](Setting& s, auto field, auto value_of) {
+    s.get = [field](const SettingsRef& r) -> SettingValue {
+      if (!r.parallel) return std::monostate{};
+      return r.parallel->*field;
+    };
+    s.set = [field, value_of](const SettingsRef& r, const SettingValue& x) {
+      if (r.parallel) r.parallel->*field = value_of(x);
+    };
+  };
   const auto parallel_int = [&](const char* key, const char* flags, const char* help,
                                 int64_t ParallelRequest::*field) -> Setting& {
     Setting& s = parallel(key, flags, SettingType::Int, "INT", help);
     s.dflt = int64_t{0};
     s.check = int_range(std::string(flags).substr(0, std::string(flags).find(',')) + " must be from 1 to 1048576, got {}", 1,
                         int64_t{1} << 20);
-    s.get = [field](const SettingsRef& r) -> SettingValue {
-      if (!r.parallel) return std::monostate{};
-      return r.parallel->*field;
-    };
-    s.set = [field](const SettingsRef& r, const SettingValue& x) {
-      if (r.parallel) r.parallel->*field = int_of(x);
-    };
+    in_request(s, field, int_of);
     return s;
   };
   const auto parallel_text = [&](const char* key, const char* flags, const char* type_name, const char* help,
@@ -771,13 +775,7 @@ std::vector<Setting> declare() {
       if (trim(text).empty()) throw UsageError(flag + " is empty");
       return canonical(text, flag);
     };
-    s.get = [field](const SettingsRef& r) -> SettingValue {
-      if (!r.parallel) return std::monostate{};
-      return r.parallel->*field;
-    };
-    s.set = [field](const SettingsRef& r, const SettingValue& x) {
-      if (r.parallel) r.parallel->*field = text_of(x);
-    };
+    in_request(s, field, text_of);
     return s;
   };
   // A name among an enum's spellings, as its canonical name.
@@ -826,13 +824,7 @@ std::vector<Setting> declare() {
     s.check = [](const SettingValue& x) {
       if (!(number_of(x) > 0 && number_of(x) <= 1)) throw UsageError("--step-efficiency must be in (0, 1]");
     };
-    s.get = [](const SettingsRef& r) -> SettingValue {
-      if (!r.parallel) return std::monostate{};
-      return r.parallel->compute_efficiency;
-    };
-    s.set = [](const SettingsRef& r, const SettingValue& x) {
-      if (r.parallel) r.parallel->compute_efficiency = number_of(x);
-    };
+    in_request(s, &ParallelRequest::compute_efficiency, number_of);
   }
   parallel_text("dp_sharding", "--dp-sharding", "KIND",
                 "How data parallelism shards the model state: ddp | zero1 (Megatron's distributed optimizer, default) | "
