@@ -23,10 +23,10 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/quantize.cuh"
-#include "cuda/quantize_kernels.cuh"
-#include "cuda/quantize_multi.cuh"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/quant/quantize.cuh"
+#include "cuda/quant/quantize_kernels.cuh"
+#include "cuda/quant/quantize_multi.cuh"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // attention_bench: cuDNN's fused attention (SDPA flash forward and backward, as Transformer Engine
-// runs it on Hopper) through gemmscope's backend component (src/cuda/attention_cudnn), timed.
+// runs it on Hopper) through gemmscope's backend component (src/cuda/attention/attention_cudnn), timed.
 //
 //   build/attention_bench --batch B --seq S [--seq-kv S] --heads H [--kv-heads H] [--head-dim D |
 //                         --d-qk D --d-v D] [--causal | --no-causal] [--dtype bf16|fp8]
@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "core/model/attention_shape.hpp"
-#include "cuda/attention_cudnn.hpp"
-#include "cuda/cuda_check.hpp"
+#include "cuda/attention/attention_cudnn.hpp"
+#include "cuda/common/cuda_check.hpp"
 
 namespace {
 

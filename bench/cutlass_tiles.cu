@@ -1,5 +1,5 @@
 // cutlass_tiles: the CUTLASS provider's tile rule checked on the GPU. For every kernel family that
-// has both tiles (128x128 and 128x256, src/cuda/cutlass_grouped.hpp) and a set of dense and grouped
+// has both tiles (128x128 and 128x256, src/cuda/providers/cutlass/cutlass_grouped.hpp) and a set of dense and grouped
 // shapes (the 5B and Qwen2.5-7B layers' GEMMs as one group; Qwen3-30B-A3B-like and DeepSeek-V3-like
 // experts), times both tiles and prints which is faster and what cutlass_pick_tile picks.
 //
@@ -21,9 +21,10 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/cutlass_grouped.hpp"
-#include "cuda/device_buffer.hpp"
+#include "core/gpu/arch_policy.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/providers/cutlass/cutlass_grouped.hpp"
+#include "cuda/common/device_buffer.hpp"
 
 using gs::cuda::CutlassGroup;
 using gs::cuda::CutlassGroupedFamily;
@@ -126,8 +127,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   cudaDeviceProp prop{};
-  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major * 10 + prop.minor != 90) {
-    std::fprintf(stderr, "cutlass_tiles: needs an sm_90 GPU\n");
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || !gs::ArchPolicy(prop.major * 10 + prop.minor).kernel_target()) {
+    std::fprintf(stderr, "cutlass_tiles: needs a GPU that runs %s\n", gs::ArchPolicy::arch_kernels_target().arch.c_str());
     return 1;
   }
   // 16384 tokens; 5B-like (hidden 4096, MLP 16384) and Qwen2.5-7B (hidden 3584, MLP 18944) as one

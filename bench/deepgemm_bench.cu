@@ -1,5 +1,5 @@
 // deepgemm_bench: TFLOP/s of DeepGEMM's FP8 1x128/128x128 kernels (compiled at run time with
-// NVRTC, src/cuda/deepgemm) beside cuBLASLt's FP8 block-scaled GEMM (the project's FP8Block path),
+// NVRTC, src/cuda/providers/deepgemm) beside cuBLASLt's FP8 block-scaled GEMM (the project's FP8Block path),
 // on the 5B layer (codonfm-5b), Qwen2.5-7B and DeepSeek-V3 expert shapes.
 //
 //   build/deepgemm_bench [--iters N] [--num-sms N]
@@ -23,13 +23,13 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/deepgemm/deepgemm_layouts.cuh"
-#include "cuda/deepgemm/deepgemm_runtime.hpp"
-#include "cuda/device_buffer.hpp"
-#include "cuda/fill.cuh"
-#include "cuda/gemm_lt.hpp"
-#include "cuda/recipe_gemm.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/providers/deepgemm/deepgemm_layouts.cuh"
+#include "cuda/providers/deepgemm/deepgemm_runtime.hpp"
+#include "cuda/common/device_buffer.hpp"
+#include "cuda/common/fill.cuh"
+#include "cuda/providers/cublaslt/gemm_lt.hpp"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
 
 namespace {
 

@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
             if (pv != "cublaslt" && streams != all_streams.front()) continue;
             const gs::Precision p = gs::precision_from_string(ps);
             const gs::Mode m = gs::mode_from_string(ms);
-            const gs::Cell cell = engine->measure_with(g, p, m, pv);
+            const gs::Cell cell = engine->measure(g, p, m, pv);
             json r = {{"name", c.at("name")}, {"pass", c.at("pass")}, {"streams", streams}, {"provider", pv},
                       {"precision", gs::to_string(p)}, {"mode", gs::to_string(m)}, {"experts", counts.size()},
                       {"rows", g.group_dim == gs::GroupDim::M ? g.m : g.k}, {"flops", g.flops()},

@@ -7,8 +7,12 @@ each timed at steady state (CUDA events around N steps after a warm-up, the slow
 compares each with the step gemmscope predicts for that layout (`--layout dp2 --dp-sharding ddp`,
 `dp2.fsdp`, `tp2`; eager PyTorch kernels, BF16). The bar is +-5% on the step time.
 
-    torchrun --nproc_per_node 2 bench/validate_parallel_real.py --gemmscope build/gemmscope
+    torchrun --nproc_per_node 2 bench/validate_parallel_real.py --gemmscope build/gemmscope --out parallel_real
     python3 bench/validate_parallel_real.py --dry-run          # what it would run, no GPU needed
+
+One command, a few minutes on 2 x H200 (three layouts: each ~1 min of torch steps and one gemmscope
+run). --out DIR keeps everything in one folder: summary.md (the table), results.json (the rows),
+and per layout the gemmscope command, its parallel JSON, its text report and stderr.
 
 gemmscope runs once per layout on rank 0 (it measures the rank's GEMMs on GPU 0 first when it is a
 CUDA build, then builds the step; with --comm its measured collectives calibrate the cluster
@@ -31,7 +35,10 @@ def gemmscope_cmd(a, layout, out_json):
            "--num_attention_heads", str(m["heads"]), "--num_key_value_heads", str(m["kv_heads"]),
            "--num_hidden_layers", str(m["layers"]), "--vocab_size", str(m["vocab"]), "--gated-mlp",
            "--sequence_length", str(a.seq), "--layout", layout, "--gpus", "2", "--cluster", a.cluster,
-           "--step-context", "eager", "--bf16-only", "--grad-reduce-type", "bf16", "--parallel-json", out_json]
+           "--step-context", "eager", "--bf16-only", "--grad-reduce-type", "bf16", "--parallel-json", out_json,
+           # as the torch steps run: pure BF16 parameters and Adam states (FSDP: FP32 shards, its own
+           # rule), fused AdamW, no gradient clipping
+           "--param-storage", "bf16", "--optimizer", "adamw-fused", "--grad-clip", "off"]
     if a.gpu:
         cmd += ["--gpu", a.gpu]
     if a.comm:
@@ -197,6 +204,7 @@ def main():
     ap.add_argument("--cluster", default="dgx-h200", help="gemmscope's cluster preset for this node")
     ap.add_argument("--gpu", default="", help="gemmscope --gpu (default: the cluster's; a CUDA build matches its own GPU)")
     ap.add_argument("--comm", action="store_true", help="let gemmscope measure the collectives (--comm) to calibrate")
+    ap.add_argument("--out", default="", help="folder for the results (summary.md, results.json, gemmscope's outputs)")
     ap.add_argument("--dry-run", action="store_true", help="print the gemmscope commands and the torch steps, run nothing")
     a = ap.parse_args()
     modes = [m for m in a.modes.split(",") if m]
@@ -209,32 +217,49 @@ def main():
     dist.init_process_group("nccl")
     rank = dist.get_rank()
     rows = []
+    keep = a.out or tempfile.mkdtemp(prefix="parallel_real_")
+    if rank == 0:
+        os.makedirs(keep, exist_ok=True)
     for m in modes:
         real = timed_steps(a, m)
         pred = None
         if rank == 0:
-            with tempfile.TemporaryDirectory() as tmp:
-                out = os.path.join(tmp, m + ".json")
-                p = subprocess.run(gemmscope_cmd(a, LAYOUTS[m](a), out), capture_output=True, text=True)
-                if p.returncode == 0:
-                    doc = json.load(open(out))
-                    pred = doc["results"][0]["step_ms"]
-                    src = doc["results"][0]["source"]
-                else:
-                    src = "gemmscope failed: " + (p.stderr.strip().splitlines() or ["?"])[-1]
+            out = os.path.join(keep, m + ".parallel.json")
+            cmd = gemmscope_cmd(a, LAYOUTS[m](a), out)
+            t0 = time.time()
+            p = subprocess.run(cmd, capture_output=True, text=True)
+            with open(os.path.join(keep, m + ".gemmscope.txt"), "w") as f:
+                f.write("$ " + " ".join(cmd) + "\n\nrc {}  ({:.0f} s)\n\n{}\n--- stderr ---\n{}".format(
+                    p.returncode, time.time() - t0, p.stdout, p.stderr))
+            if p.returncode == 0:
+                doc = json.load(open(out))
+                pred = doc["results"][0]["step_ms"]
+                src = doc["results"][0]["source"]
+            else:
+                src = "gemmscope failed: " + (p.stderr.strip().splitlines() or ["?"])[-1]
             rows.append((m, real, pred, src))
         dist.barrier()
     if rank == 0:
-        print("layout  torch step ms  gemmscope step ms  difference  compute")
+        lines = ["| layout | torch step ms | gemmscope step ms | difference | compute |", "|---|---:|---:|---:|---|"]
         ok = 0
         for m, real, pred, src in rows:
             if pred is None:
-                print("{:<6}  {:>13.1f}  {:>17}  {:>10}  {}".format(m, real, "-", "-", src))
+                lines.append("| {} | {:.1f} | - | - | {} |".format(m, real, src))
                 continue
             diff = 100 * (pred / real - 1)
             ok += abs(diff) <= 5
-            print("{:<6}  {:>13.1f}  {:>17.1f}  {:>+9.1f}%  {}".format(m, real, pred, diff, src))
-        print("{} of {} within +-5%".format(ok, len(rows)))
+            lines.append("| {} | {:.1f} | {:.1f} | {:+.1f}% | {} |".format(m, real, pred, diff, src))
+        lines.append("")
+        lines.append("{} of {} within +-5% (seq {}, mb {}, accum {}, {} timed steps after {} warm-up)".format(
+            ok, len(rows), a.seq, a.mb, a.accum, a.steps, a.warmup))
+        print("\n".join(lines))
+        with open(os.path.join(keep, "summary.md"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        with open(os.path.join(keep, "results.json"), "w") as f:
+            json.dump({"model": MODEL, "seq": a.seq, "mb": a.mb, "accum": a.accum, "cluster": a.cluster,
+                       "rows": [{"layout": m, "torch_step_ms": real, "gemmscope_step_ms": pred, "compute": src}
+                                for m, real, pred, src in rows]}, f, indent=2)
+        print("results in " + keep)
     dist.destroy_process_group()
     return 0
 

@@ -77,10 +77,11 @@ def classify(name):
     return "other"
 
 
-def build_layer(torch, c, fp8):
+def make_linear(torch, fp8):
+    """The linear layer class of the steps: nn.Linear in BF16 (fp8 falsy), or the FP8 autograd linear
+    with current (per-tensor) scaling, its casts compiled (fp8 == "compile") or eager ops. Make it once
+    per model: every layer then shares one compiled cast."""
     nn = torch.nn
-    F = torch.nn.functional
-    h, hd, nh, nkv = c["hidden"], c["head_dim"], c["heads"], c["kv_heads"]
     E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 
     def quant_dual(t, dtype):
@@ -134,7 +135,25 @@ def build_layer(torch, c, fp8):
         def forward(self, x):
             return FP8LinearFn.apply(x, self.lin.weight) if fp8 else self.lin(x)
 
+    return Linear
+
+
+def build_layer(torch, c, fp8, mlp=None, Linear=None, rope=0):
+    """One transformer layer (pre-norm attention and MLP blocks with residuals, no biases).
+    mlp: a function Linear -> module replacing the dense MLP (an MoE layer); Linear: make_linear's
+    class (made here when None); rope: the sequence length, for a rotary position embedding of q and
+    k as Hugging Face models apply it (mul, rotate-half's neg and cat, mul, add; cos and sin made
+    once here), 0 for none."""
+    nn = torch.nn
+    F = torch.nn.functional
+    h, hd, nh, nkv = c["hidden"], c["head_dim"], c["heads"], c["kv_heads"]
+    if Linear is None:
+        Linear = make_linear(torch, fp8)
     Norm = nn.LayerNorm if c["norm"] == "layernorm" else nn.RMSNorm
+
+    def rotate_half(t):
+        t1, t2 = t.chunk(2, dim=-1)
+        return torch.cat((-t2, t1), dim=-1)
 
     class Layer(nn.Module):
         def __init__(self):
@@ -142,8 +161,16 @@ def build_layer(torch, c, fp8):
             self.n1, self.n2 = Norm(h), Norm(h)
             self.qkv = Linear(h, (nh + 2 * nkv) * hd)
             self.out = Linear(nh * hd, h)
-            self.up = Linear(h, (2 if c["gated"] else 1) * c["ffn"])
-            self.down = Linear(c["ffn"], h)
+            if mlp is not None:
+                self.mlp = mlp(Linear)
+            else:
+                self.up = Linear(h, (2 if c["gated"] else 1) * c["ffn"])
+                self.down = Linear(c["ffn"], h)
+            if rope:
+                inv = 1.0 / (10000.0 ** (torch.arange(0, hd, 2, dtype=torch.float32) / hd))
+                e = torch.outer(torch.arange(rope, dtype=torch.float32), inv).repeat(1, 2)
+                self.register_buffer("cos", e.cos(), persistent=False)
+                self.register_buffer("sin", e.sin(), persistent=False)
 
         def forward(self, x):
             B, S, _ = x.shape
@@ -151,11 +178,16 @@ def build_layer(torch, c, fp8):
             q = q.reshape(B, S, nh, hd).transpose(1, 2)
             k = k.reshape(B, S, nkv, hd).transpose(1, 2)
             v = v.reshape(B, S, nkv, hd).transpose(1, 2)
+            if rope:
+                q = q * self.cos + rotate_half(q) * self.sin
+                k = k * self.cos + rotate_half(k) * self.sin
             if nkv != nh:  # expand kv heads (as Hugging Face models do) so SDPA runs flash attention
                 k = k.repeat_interleave(nh // nkv, dim=1)
                 v = v.repeat_interleave(nh // nkv, dim=1)
             a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
             x = x + self.out(a.transpose(1, 2).reshape(B, S, nh * hd))
+            if mlp is not None:
+                return x + self.mlp(self.n2(x))
             u = self.up(self.n2(x))
             if c["gated"]:
                 g, u2 = u.chunk(2, dim=-1)

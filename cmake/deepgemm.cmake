@@ -1,4 +1,4 @@
-# DeepGEMM provider (src/cuda/deepgemm): NVRTC-compiled DeepGEMM kernels. Included from the CUDA
+# DeepGEMM provider (src/cuda/providers/deepgemm): NVRTC-compiled DeepGEMM kernels. Included from the CUDA
 # backend block of CMakeLists.txt after gemmscope_cuda exists.
 # GEMMSCOPE_DEEPGEMM_DIR / GEMMSCOPE_CUTLASS_DIR (CMake or environment variables) point at a
 # DeepGEMM checkout and CUTLASS 4.2.1; default ../shared/third_party/. Their headers are embedded
@@ -20,7 +20,7 @@ endif()
 set(GEMMSCOPE_DEEPGEMM_DIR "${GEMMSCOPE_DEEPGEMM_DIR}" CACHE PATH "DeepGEMM checkout (deep_gemm/include)")
 set(GEMMSCOPE_CUTLASS_DIR "${GEMMSCOPE_CUTLASS_DIR}" CACHE PATH "CUTLASS checkout (include/cute, include/cutlass)")
 
-file(GLOB GS_DG_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/cuda/deepgemm/*.cpp ${CMAKE_SOURCE_DIR}/src/cuda/deepgemm/*.cu)
+file(GLOB GS_DG_SRC CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/cuda/providers/deepgemm/*.cpp ${CMAKE_SOURCE_DIR}/src/cuda/providers/deepgemm/*.cu)
 set(_dg_gen "${CMAKE_BINARY_DIR}/generated/deepgemm_embedded.cpp")
 set(_dg_roots "deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh,deep_gemm/impls/sm90_fp8_gemm_1d1d.cuh,deep_gemm/impls/sm90_bf16_gemm.cuh")
 if(GEMMSCOPE_DEEPGEMM_DIR AND GEMMSCOPE_CUTLASS_DIR
@@ -52,7 +52,7 @@ if(GEMMSCOPE_DEEPGEMM_DIR AND GEMMSCOPE_CUTLASS_DIR
   message(STATUS "gemmscope: DeepGEMM provider from ${GEMMSCOPE_DEEPGEMM_DIR} (${GEMMSCOPE_DEEPGEMM_COMMIT}), CuTe from ${GEMMSCOPE_CUTLASS_DIR}")
 else()
   file(WRITE "${_dg_gen}.in"
-    "// Generated: no DeepGEMM headers at build time.\n#include \"cuda/deepgemm/embedded_headers.hpp\"\n"
+    "// Generated: no DeepGEMM headers at build time.\n#include \"cuda/providers/deepgemm/embedded_headers.hpp\"\n"
     "namespace gs::dg {\nconst EmbeddedHeader* embedded_headers(int& count) { count = 0; return nullptr; }\n"
     "const char* embedded_deepgemm_commit() { return \"none\"; }\n}\n")
   configure_file("${_dg_gen}.in" "${_dg_gen}" COPYONLY)

@@ -3,7 +3,7 @@
 
 usage: gemmscope_plot.py RESULT.json -o OUT.{png,svg,pdf} [--baseline BF16]
                          [--mode training|per-gemm|pre-quantized]
-                         [--kind auto|model|shapes|sweep|modes|roofline|experts]
+                         [--kind auto|model|shapes|sweep|modes|roofline|experts|step]
 
 Chart kinds (docs/charts.md has the details):
   model   per-layer GEMM time, one stacked bar per precision (kind "model")
@@ -14,6 +14,8 @@ Chart kinds (docs/charts.md has the details):
           the device's datasheet roofs (needs the result's "roofline" object; "predicted" results say so)
   experts one MoE layer: rows (tokens) per expert from the routing (busiest expert-parallel rank
           highlighted) over the grouped expert GEMM time per precision, passes stacked (needs MoE data)
+  step    the whole training step per precision, its breakdown stacked (GEMMs, attention, other, loss,
+          optimizer, recompute, host), step and GEMM-only speedups on top (needs a timed "step")
 
 Mode names: training (each tensor quantized once per step, as Transformer Engine trains), per-gemm
 (each GEMM quantizes its own operands: the seed tool's autocast), pre-quantized. Files written
@@ -32,6 +34,7 @@ Every drawn bar, line and marker carries a matplotlib gid (an id= attribute in S
   roofline: point:<prec>:<gemm id>, roof:<format>
   experts: bar:rows:<expert>, line:mean, line:capacity, busiest:<rank>, bar:<prec>:grouped:<pass>,
           speedup:<prec>, na:<prec>
+  step:   bar:<prec>:<category>, speedup:<prec>, na:<prec>
   error bars: err:<prec> (model, experts), err:<prec>:<shape index> (shapes),
           err:<latency|tflops|speedup>:<prec> (sweep), err:<mode>:<prec> (modes)
 
@@ -70,7 +73,7 @@ import warnings
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree or next to an installed binary
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the package gemmscope_charts/ next to this file
 try:
-    from gemmscope_charts import experts, fleet, model, modes, roofline, shapes, sweep
+    from gemmscope_charts import experts, fleet, model, modes, roofline, shapes, step, sweep
     from gemmscope_charts.common import (
         EXIT_NO_MATPLOTLIB, EXIT_SIGINT, EXIT_SIGTERM, EXIT_STDOUT_ERROR, FLEET_CHART_SCHEMA, KINDS, KNOWN_MODES,
         MATPLOTLIB_MISSING, OUT_TYPES, SCHEMA, InputError, _TEMP_FILES, _create_temp, _remove_temp, clip, fail,
@@ -223,6 +226,8 @@ def run(argv=None):
                 name, clip(", ".join(doc["modes"]))))
         if kind == "experts":
             experts.moe_data(doc, name)  # no grouped GEMMs: bad input, before matplotlib
+        if kind == "step":
+            step.step_data(doc, mode, name)  # no timed step: bad input, before matplotlib
         if kind == "model" and doc["kind"] != "model":
             raise InputError("the model chart needs a model-config result (%s is kind \"%s\")" % (
                 name, doc["kind"]))
@@ -242,6 +247,8 @@ def run(argv=None):
             roofline.chart_roofline(doc, mode, args.output)
         elif kind == "experts":
             experts.chart_experts(doc, mode, baseline, args.output, name)
+        elif kind == "step":
+            step.chart_step(doc, mode, baseline, args.output, name)
         else:
             modes.chart_modes(doc, baseline, args.output)
 

@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "cli/argv_scan.hpp"
 #include "cli/cli_util.hpp"
 #include "cli/cmd_comm.hpp"
 #include "cli/cmd_mpi.hpp"
@@ -33,6 +34,8 @@
 #include "core/run/settings.hpp"
 #include "core/run/step_context.hpp"
 #include "core/plan/step_model.hpp"
+#include "core/report/report_whole_step.hpp"
+#include "core/step/step_plan.hpp"
 #include "core/util/suggest.hpp"
 #include "core/util/text_util.hpp"
 #if __has_include("cli/commands.hpp")
@@ -47,17 +50,14 @@ namespace {
 
 using namespace gs;
 
-struct Options : cli::ModelFlags {  // model, config_path, preset (cli.hpp)
-  std::string shapes, sweep_spec;
-  bool sweep = false, list_models = false, dry_run = false, quiet = false;
+// The plan flags (cli.hpp) and the run's own.
+struct Options : gs::cli::PlanFlags {
+  bool dry_run = false, quiet = false;
   bool verify_dgrad = false;  // the seed's early flag; a no-op here (Dgrad is always measured)
-  std::string out_chart, out_json, out_csv;
+  std::string out_chart, out_json, out_csv, out_trace;
   int64_t device = 0;
-  // The registry's settings as given (core/run/settings.hpp): "section.key" -> the text; also
-  // the precisions, modes, providers, grouped GEMMs and the accuracy pass.
-  GivenSettings settings;
   bool kernels = false;  // --kernels: print the kernel table (core/results/kernels.hpp, docs/kernels.md)
-  cli::CommFlags comm;  // --comm, --comm-only and the layout flags (cmd_comm.hpp)
+  std::string comm_json;  // --comm-json (the collectives' settings are the registry's: cmd_comm.hpp)
   bool all_gpus = false;         // never set here: dispatch() hands --all-gpus to cmd_fleet.cpp
   std::string fleet_threshold;   // idem
   bool mpi = false;              // never set here: dispatch() hands --mpi to cmd_mpi.cpp
@@ -138,7 +138,7 @@ void gs::cli::add_setting_flag(CLI::App& app, GivenSettings& given, const std::s
 namespace {
 
 // --routing and --capacity-factor: text and a decimal, not in the model-field table.
-void add_moe_text_options(CLI::App& app, cli::ModelFlags& o) {
+void add_moe_text_options(CLI::App& app, cli::PlanFlags& o) {
   app.add_option_function<std::string>(
          "--routing", [&o](const std::string& v) { o.model.moe.routing = v; },
          "balanced | random (seeded, default) | lognormal:SIGMA | hot:FRACTION | file:PATH (JSON list of per-expert "
@@ -157,9 +157,7 @@ void add_moe_text_options(CLI::App& app, cli::ModelFlags& o) {
       ->group("MoE and MLA");
 }
 
-}  // namespace
-
-void gs::cli::add_model_flags(CLI::App& app, ModelFlags& o) {
+void add_model_options(CLI::App& app, cli::PlanFlags& o) {
   // The integer fields' flags, in --help order (core/model/model_fields.cpp). --q-lora-rank also
   // takes 'none'; --routing and --capacity-factor come before it.
   for (const ModelField& f : model_fields()) {
@@ -195,28 +193,6 @@ void gs::cli::add_model_flags(CLI::App& app, ModelFlags& o) {
   });
   app.add_option("--config", o.config_path, "Hugging Face config.json (flags override its values)")->group("Model");
   app.add_option("--model", o.preset, "Model preset (see --list-models)")->group("Model");
-}
-
-gs::ModelConfig gs::cli::model_from_flags(const ModelFlags& o, uint64_t routing_seed) {
-  if (!o.config_path.empty() && !o.preset.empty()) throw UsageError("--config and --model are mutually exclusive");
-  ModelConfig c = !o.config_path.empty() ? load_hf_config(o.config_path)
-                  : !o.preset.empty()    ? find_preset(o.preset).config
-                                         : default_config();
-  if (o.config_path.empty() && o.preset.empty() && o.model.any_model_field()) {
-    // A model from flags keeps the default config's batch only where no batch flag was given,
-    // and says so (the header prints where each batch number came from).
-    c.name = "custom";
-    c.micro_batch_from = c.sequence_from = "default of codonfm-5b, the default config";
-  }
-  apply_overrides(c, o.model);
-  c.moe.routing_seed = routing_seed;  // routing draws are reproducible by --seed
-  return c;
-}
-
-namespace {
-
-void add_model_options(CLI::App& app, Options& o) {
-  cli::add_model_flags(app, o);
   app.add_flag("--list-models", o.list_models, "List model presets and exit")->group("Model");
 }
 
@@ -235,14 +211,46 @@ std::vector<int64_t> sweep_sizes(const std::string& spec) {
 }
 
 // --seed as given (the routing draws of a model plan need it before the plan exists), else the default.
-uint64_t seed_of(const Options& o) {
+uint64_t seed_of(const cli::PlanFlags& o) {
   const Setting& s = find_setting("timing.seed");
   const auto it = o.settings.find(s.path());
   const SettingValue v = it != o.settings.end() ? setting_from_text(s, it->second) : s.dflt;
   return static_cast<uint64_t>(std::get<int64_t>(v));
 }
 
-RunRequest build_request(const Options& o, std::optional<cli::ParallelSetup>* parallel = nullptr) {
+}  // namespace
+
+bool gs::cli::any_plan_shape_flag(const PlanFlags& o) {
+  return o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length || o.model.tensor_parallel ||
+         o.model.vocab_divisible_by || o.model.moe.expert_parallel || o.model.moe.routing || o.model.moe.capacity_factor ||
+         o.model.gated_mlp || !o.config_path.empty() || !o.preset.empty() || !o.shapes.empty() || o.sweep ||
+         !o.sweep_spec.empty();
+}
+
+void gs::cli::add_plan_shape_flags(CLI::App& app, PlanFlags& o) {
+  add_model_options(app, o);
+  app.add_option("--shapes", o.shapes, "Explicit GEMMs 'MxKxN,...' or square sizes '1024,2048' (no model flags)")->group("Shapes");
+  app.add_flag("--sweep", o.sweep, "Square sweep 256..16384 (or --sweep-sizes)")->group("Shapes");
+  app.add_option("--sweep-sizes", o.sweep_spec, "Sizes for --sweep, e.g. '512,1024,4096'")->group("Shapes");
+}
+
+void gs::cli::add_plan_precision_flags(CLI::App& app, PlanFlags& o) {
+  for (const char* f : {"--precisions", "--no-bf16", "--no-fp8-current", "--no-fp8-delayed", "--no-fp8-block", "--no-fp8",
+                        "--bf16-only", "--no-fp4"})
+    cli::add_setting_flag(app, o.settings, f);  // the precisions (core/run/settings.cpp)
+  cli::add_setting_flag(app, o.settings, "--pre-quantize");
+}
+
+void gs::cli::print_model_presets() {
+  for (const Preset& p : presets()) {
+    const ModelConfig& c = p.config;
+    fmt::print("{:<15} hidden={} intermediate={} heads={}/{} layers={} vocab={} batch={}x{}  {}\n", p.name, c.hidden_size,
+               c.intermediate_size, c.num_attention_heads, c.kv_heads(), c.num_hidden_layers, c.vocab_size,
+               c.micro_batch_size, c.sequence_length, p.description);
+  }
+}
+
+RunRequest gs::cli::build_plan_request(const PlanFlags& o) {
   RunRequest req;
   const bool model_flags = o.model.any_model_field() || o.model.micro_batch_size || o.model.sequence_length ||
                            o.model.tensor_parallel || o.model.vocab_divisible_by || o.model.moe.expert_parallel ||
@@ -252,17 +260,35 @@ RunRequest build_request(const Options& o, std::optional<cli::ParallelSetup>* pa
   if ((!o.shapes.empty() || o.sweep) && model_flags)
     throw UsageError(fmt::format("{} is mutually exclusive with model flags (--hidden_size, --config, --model, ...)",
                                  o.sweep ? "--sweep" : "--shapes"));
+  if (!o.config_path.empty() && !o.preset.empty()) throw UsageError("--config and --model are mutually exclusive");
   if (!o.shapes.empty()) {
     req.plan = build_shapes_plan(o.shapes);
   } else if (o.sweep) {
     req.plan = build_shapes_plan(sweep_sizes(o.sweep_spec));
   } else {
-    const ModelConfig c = cli::model_from_flags(o, seed_of(o));
+    ModelConfig c = !o.config_path.empty() ? load_hf_config(o.config_path)
+                    : !o.preset.empty()    ? find_preset(o.preset).config
+                                           : default_config();
+    if (o.config_path.empty() && o.preset.empty() && o.model.any_model_field()) {
+      // A model from flags keeps the default config's batch only where no batch flag was given,
+      // and says so (the header prints where each batch number came from).
+      c.name = "custom";
+      c.micro_batch_from = c.sequence_from = "default of codonfm-5b, the default config";
+    }
+    apply_overrides(c, o.model);
+    c.moe.routing_seed = seed_of(o);  // routing draws are reproducible by --seed
     req.plan = build_model_plan(c);
   }
   // The run's settings (core/run/settings.hpp): given, or the default of the plan's kind; the
   // rules between them (--bf16-only and --precisions, --pre-quantize and --mode, ...) are theirs.
   apply_settings(o.settings, req);
+  return req;
+}
+
+namespace {
+
+RunRequest build_request(const Options& o, std::optional<cli::ParallelSetup>* parallel = nullptr) {
+  RunRequest req = cli::build_plan_request(o);
   // The parallel step (cmd_parallel.cpp): the plan becomes one rank's.
   std::optional<cli::ParallelSetup> ps = cli::prepare_parallel(
       req, ModelGiven{o.model.tensor_parallel, o.model.moe.expert_parallel, o.model.micro_batch_size});
@@ -271,6 +297,11 @@ RunRequest build_request(const Options& o, std::optional<cli::ParallelSetup>* pa
   if (o.device > std::numeric_limits<int>::max()) throw UsageError(fmt::format("--device {} is too large", o.device));
   req.options.timing.step_gap_ms_per_gflop = step_gap_ms_per_gflop(req.plan, req.options.timing.step_other_ms);
   req.options.step_model = step_work_model(req.plan, req.options.timing.step_context_kind);
+  // The whole step's settings are checked before anything runs (core/step/step_plan.hpp refuses what
+  // makes no sense together).
+  if (req.plan.model_mode && !req.modes.empty() && !req.precisions.empty())
+    (void)build_step_plan(req.plan, req.options.timing.step_context_kind, req.step, req.precisions.front(),
+                          req.modes.front(), req.options.recipe);
   req.options.device = static_cast<int>(o.device);
   return req;
 }
@@ -287,6 +318,7 @@ void check_outputs(const Options& o) {
   std::vector<Out> outs;
   if (!o.out_json.empty()) outs.push_back({o.out_json, "--json"});
   if (!o.out_csv.empty()) outs.push_back({o.out_csv, "--csv"});
+  if (!o.out_trace.empty()) outs.push_back({o.out_trace, "--trace"});
   if (!o.out_chart.empty()) outs.push_back({o.out_chart, "-o"});
   if (!implicit_json.empty()) outs.push_back({implicit_json, fmt::format("the results JSON of -o {}", o.out_chart)});
   for (const char* key : {"parallel.json", "parallel.trace"})
@@ -324,21 +356,15 @@ int run_main(int argc, char** argv) {
              "'gemmscope predict RUN.json --gpu B300' (predicted times on another GPU; --list-gpus),\n"
              "'gemmscope layouts --model M --gpus N --global-batch B' (the fastest parallel layouts).\n"
              "With no arguments: the seed's 5B config (codonfm-5b) in training mode on GPU 0.");
-  add_model_options(app, o);
-  app.add_option("--shapes", o.shapes, "Explicit GEMMs 'MxKxN,...' or square sizes '1024,2048' (no model flags)")->group("Shapes");
-  app.add_flag("--sweep", o.sweep, "Square sweep 256..16384 (or --sweep-sizes)")->group("Shapes");
-  app.add_option("--sweep-sizes", o.sweep_spec, "Sizes for --sweep, e.g. '512,1024,4096'")->group("Shapes");
-  for (const char* f : {"--precisions", "--no-bf16", "--no-fp8-current", "--no-fp8-delayed", "--no-fp8-block", "--no-fp8",
-                        "--bf16-only", "--no-fp4"})
-    cli::add_setting_flag(app, o.settings, f);  // the precisions (core/run/settings.cpp)
-  cli::add_setting_flag(app, o.settings, "--pre-quantize");
+  cli::add_plan_shape_flags(app, o);
+  cli::add_plan_precision_flags(app, o);
   app.add_flag("--verify-dgrad", o.verify_dgrad, "Accepted for scripts written for the seed tool's first version: Dgrad is always "
                                  "measured, never estimated as 2 x Fprop")
       ->group("Measurement");
   cli::add_setting_flag(app, o.settings, "--mode");
   cli::add_setting_options(app, o.settings, "Measurement");  // --num-warmup, --l2, --seed, ... (core/run/settings.cpp)
   add_int(app, "--device", o.device, "CUDA device index (default 0)")->group("Measurement");
-  cli::add_comm_options(app, o.comm);
+  cli::add_comm_options(app, o.settings, o.comm_json);
   cli::add_setting_options(app, o.settings, "Parallel step");  // --layout, --cluster, --gpus, ... (docs/parallel.md)
   // Handled by dispatch() before this parser (cmd_fleet.cpp); declared here for --help.
   app.add_flag("--all-gpus", o.all_gpus, "Run on every visible GPU at once, one worker each; the fleet summary (docs/node.md)")
@@ -350,6 +376,7 @@ int run_main(int argc, char** argv) {
       ->group("Node");
   cli::add_setting_flag(app, o.settings, "--grouped");
   cli::add_setting_options(app, o.settings, "Recipes");  // --fp8-format, --amax-history, ...
+  cli::add_setting_options(app, o.settings, "Step");     // --recompute, --param-storage, ... (core/step/step_options.hpp)
   app.add_flag("--kernels", o.kernels, "Print the kernels each cell ran (CUPTI), their times and the cuBLASLt algorithm")
       ->group("Kernels");
   cli::add_setting_options(app, o.settings, "Kernels");  // --algo, --num-sms, --profile
@@ -359,6 +386,10 @@ int run_main(int argc, char** argv) {
   app.add_option("-o,--output", o.out_chart, "Chart file (.png/.svg/.pdf)")->group("Output");
   app.add_option("--json", o.out_json, "Write the result JSON here")->group("Output");
   app.add_option("--csv", o.out_csv, "Write one CSV row per (mode, GEMM, precision, provider)")->group("Output");
+  app.add_option("--trace", o.out_trace,
+                 "Write the predicted whole step as a Chrome trace (Perfetto, chrome://tracing): one process per "
+                 "precision, one track per stream (GPU, host)")
+      ->group("Output");
   app.add_flag("-q,--quiet", o.quiet, "No progress on stderr")->group("Output");
 
   app.allow_extras();  // unknown options: reject_extras() names them with a suggestion
@@ -377,27 +408,20 @@ int run_main(int argc, char** argv) {
   cli::reject_extras(app);
   cli::reject_empty_values(app);
   if (o.list_models) {
-    for (const Preset& p : presets()) {
-      const ModelConfig& c = p.config;
-      fmt::print("{:<15} hidden={} intermediate={} heads={}/{} layers={} vocab={} batch={}x{}  {}\n", p.name,
-                 c.hidden_size, c.intermediate_size, c.num_attention_heads, c.kv_heads(), c.num_hidden_layers,
-                 c.vocab_size, c.micro_batch_size, c.sequence_length, p.description);
-    }
+    cli::print_model_presets();
     return 0;
   }
-  bool parallel_flags = false;
-  for (const auto& [key, text] : o.settings) parallel_flags = parallel_flags || key.rfind("parallel.", 0) == 0;
-  cli::check_comm_flags(app, o.comm, parallel_flags);
   std::optional<cli::ParallelSetup> parallel;
   RunRequest req = build_request(o, &parallel);
+  cli::check_comm_json(req.comm, o.comm_json);
   check_outputs(o);
   // The layout's collectives (cmd_comm.cpp), before any GEMM is timed: a layout this node cannot
   // run is refused first. --comm-only stops there.
   std::string comm_text;
   CommResult comm_result;
-  if (o.comm.enabled()) {
-    comm_text = cli::comm_section(req.plan, o.comm, !o.dry_run, &comm_result);
-    if (o.comm.only) {
+  if (req.comm.enabled()) {
+    comm_text = cli::comm_section(req.plan, req.comm, o.comm_json, !o.dry_run, &comm_result);
+    if (req.comm.only) {
       std::cout << comm_text << std::flush;
       return 0;
     }
@@ -448,6 +472,10 @@ int run_main(int argc, char** argv) {
     }
     roofline = roofline_json(result, ctx);
     roofline_text = render_roofline_text(result, ctx);
+    // MFU and HFU against the device's datasheet peak (dense BF16).
+    if (result.step && ctx.spec && ctx.spec->peak(PeakFormat::BF16))
+      set_step_peak(*result.step, {ctx.spec->peak(PeakFormat::BF16)->value,
+                                   fmt::format("{}, {}", ctx.spec->name, ctx.spec->peak(PeakFormat::BF16)->source)});
   }
 #endif
   const auto result_json = [&] {
@@ -458,7 +486,7 @@ int run_main(int argc, char** argv) {
   // With the parallel step, an unmeasured run prints the step alone (predicted), a measured one
   // the GEMM report and then the step built from it.
   if (parallel && !measured) {
-    const std::string text = cli::parallel_section(*parallel, req, nullptr, nullptr, comm_type_from_string(o.comm.grad_type));
+    const std::string text = cli::parallel_section(*parallel, req, nullptr, nullptr);
     if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
     std::cout << comm_text << text << std::flush;
     return 0;
@@ -467,21 +495,21 @@ int run_main(int argc, char** argv) {
   if (measured && o.kernels) report += render_kernel_table(result);
   else if (measured) report += render_autotune_table(result);
   report += comm_text;
-  if (measured && o.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/node/comm_step.hpp
-  if (parallel)
-    report += "\n" + cli::parallel_section(*parallel, req, &result, o.comm.enabled() ? &comm_result : nullptr,
-                                           comm_type_from_string(o.comm.grad_type));
+  if (measured && req.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/node/comm_step.hpp
+  if (parallel) report += "\n" + cli::parallel_section(*parallel, req, &result, req.comm.enabled() ? &comm_result : nullptr);
   // The files before the report: a write that fails (a full disk) is the run's error, said
   // before anything is printed; a measured run still prints its report, so no measurement is lost.
   try {
     if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
     if (!o.out_csv.empty() && measured) write_file_atomic(o.out_csv, render_csv(result));
+    if (!o.out_trace.empty() && measured) write_file_atomic(o.out_trace, step_trace_text(result));
   } catch (const UsageError&) {
     if (measured) std::cout << report << std::flush;
     throw;
   }
   std::cout << report << std::flush;
   if (!o.out_csv.empty() && !measured) fmt::print(stderr, "gemmscope: --csv skipped: nothing was measured\n");
+  if (!o.out_trace.empty() && !measured) fmt::print(stderr, "gemmscope: --trace skipped: nothing was measured\n");
   if (!o.out_chart.empty()) {
     if (!measured) {
       fmt::print(stderr, "gemmscope: -o skipped: nothing was measured to chart\n");
@@ -522,8 +550,7 @@ int dispatch(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "predict") return gs::cli::run_predict(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "layouts") return gs::cli::run_layouts(argc - 1, argv + 1);
     if (gs::cli::mpi_wanted(argc, argv)) return gs::cli::run_mpi(argc, argv, run_main);
-    for (int i = 1; i < argc; ++i)
-      if (std::string(argv[i]) == "--all-gpus") return gs::cli::run_fleet(argc, argv);
+    if (gs::cli::has_flag(argc, argv, "--all-gpus")) return gs::cli::run_fleet(argc, argv);
     // A first word that is no option and no subcommand: a mistyped subcommand (gemmscope takes no
     // positional arguments), named with the nearest subcommand.
     if (argc > 1 && argv[1][0] != '-' && argv[1][0] != '\0') {

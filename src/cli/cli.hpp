@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/model/model_config.hpp"
+#include "core/run/runner.hpp"
 #include "core/run/settings.hpp"
 
 namespace CLI {
@@ -11,17 +12,6 @@ class App;
 }
 
 namespace gs::cli {
-
-// The model flags every command that plans a model takes: --model, --config and the model fields
-// (core/model/model_fields.cpp), --gated-mlp, --routing, --capacity-factor.
-struct ModelFlags {
-  ModelOverrides model;
-  std::string config_path, preset;
-};
-void add_model_flags(CLI::App& app, ModelFlags& f);
-// The model they describe: a preset, a config.json or the default config, with the flags on top
-// (UsageError for --config with --model, or a bad value).
-ModelConfig model_from_flags(const ModelFlags& f, uint64_t routing_seed);
 
 // The whole command: subcommands (plot, compare, report, predict), --all-gpus, MPI, or a run.
 // Returns the exit status: 0 ok, 1 regressions (compare only), 2 bad input, 3 no chart renderer
@@ -37,5 +27,26 @@ void add_setting_options(CLI::App& app, GivenSettings& given, const std::string&
 // One flag of the registry by its first name ("--mode", or a shortcut such as "--pre-quantize"),
 // in its setting's help group; a shortcut records "" under its first name.
 void add_setting_flag(CLI::App& app, GivenSettings& given, const std::string& first_name);
+
+// The flags that say what a run times, shared by a measured run and `gemmscope predict`: the model
+// (--model, --config, every model field: sizes, batch, --tp, --ep, MoE and MLA), or --shapes /
+// --sweep; and the registry's settings (the precisions, --mode, the recipe options, ...).
+struct PlanFlags {
+  ModelOverrides model;
+  std::string config_path, preset, shapes, sweep_spec;
+  bool sweep = false, list_models = false;
+  GivenSettings settings;
+};
+// Model and shape flags (help groups "Model", "Batch", "Parallelism", "MoE and MLA", "Shapes").
+void add_plan_shape_flags(CLI::App& app, PlanFlags& f);
+// The precisions and --pre-quantize (help group "Precisions"); --mode ("Measurement").
+void add_plan_precision_flags(CLI::App& app, PlanFlags& f);
+// --list-models: one line per model preset.
+void print_model_presets();
+// Whether any model or shape flag was given (a run file brings its own plan).
+bool any_plan_shape_flag(const PlanFlags& f);
+// The plan and every registry setting of `f`, with the rules a measured run applies (mutually
+// exclusive flags, defaults of the plan's kind). UsageError with the flag's message.
+RunRequest build_plan_request(const PlanFlags& f);
 
 }  // namespace gs::cli

@@ -10,11 +10,19 @@
 #include <vector>
 
 #include "core/io/input_file.hpp"
+#include "core/run/settings.hpp"
 #include "core/util/error.hpp"
 #include "core/util/suggest.hpp"
 #include "core/util/text_util.hpp"
 
 namespace gs::cli {
+
+// --mode for a subcommand (predict, compare, plot): the run-settings registry's flag (one name,
+// one set of mode names, core/run/settings.hpp mode_flag, modes_from_flag), with the subcommand's
+// own help: what --mode selects there. The value is read with modes_from_flag or mode_from_string.
+inline CLI::Option* add_mode_option(CLI::App& app, std::string& dst, const std::string& help) {
+  return app.add_option(mode_flag(), dst, help + "; names in any case, old names (autocast-shared, autocast) too");
+}
 
 // A value given as an empty string ("--shapes ''", "-o ''") is a usage error, never "use the
 // default": UsageError "--shapes is empty". Call after app.parse().

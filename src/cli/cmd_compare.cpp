@@ -62,7 +62,7 @@ int run_compare(int argc, char** argv) {
   app.add_option("B", b, "candidate result JSON")->required();
   app.add_option("--threshold", threshold, "relative change that is flagged: 5% (percent) or 0.05 (fraction); a bare 5 is refused")->capture_default_str();
   app.add_flag("--markdown", markdown, "print markdown tables instead of text");
-  app.add_option("--mode", mode, "compare only this mode (training, per-gemm or pre-quantized; any case, old names too)");
+  add_mode_option(app, mode, "compare only this mode: training, per-gemm or pre-quantized");
   app.allow_extras();  // unknown options: reject_extras() names them with a suggestion
   try {
     app.parse(argc, argv);

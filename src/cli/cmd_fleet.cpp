@@ -27,7 +27,7 @@
 #include "core/report/report.hpp"
 #include "core/util/text_util.hpp"
 #ifdef GEMMSCOPE_WITH_CUDA
-#include "cuda/device_count.hpp"
+#include "cuda/common/device_count.hpp"
 #endif
 
 extern char** environ;
@@ -38,35 +38,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct FleetArgs {
-  std::vector<std::string> pass;  // flags passed on to every worker
-  std::string json;               // --json: the fleet file
-  double threshold = 0.03;
-};
-
-FleetArgs parse(int argc, char** argv) {
-  FleetArgs f;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--all-gpus" || a == "-q" || a == "--quiet") continue;  // every worker gets --quiet
-    if (auto v = take_value(argc, argv, i, "--fleet-threshold")) {
-      f.threshold = parse_fleet_threshold(*v);
-      continue;
-    }
-    if (auto v = take_value(argc, argv, i, "--json")) {
-      if (v->empty()) throw UsageError("--json is empty");
-      f.json = *v;
-      continue;
-    }
-    for (const char* refused : {"--device", "--csv", "-o", "--output", "--dry-run", "--accuracy-only", "--comm",
-                                "--comm-only"})
-      if (a == refused || a.rfind(std::string(refused) + "=", 0) == 0)
-        throw UsageError(fmt::format("{} cannot be combined with --all-gpus (every GPU is measured; --json FILE "
-                                     "holds every GPU's run)",
-                                     refused));
-    f.pass.push_back(a);
-  }
-  return f;
+// --all-gpus's command line (argv_scan.hpp): every GPU gets the rest, --quiet.
+WorkerArgs parse(int argc, char** argv) {
+  return scan_worker_args(argc, argv,
+                          {"--all-gpus",
+                           {"--device", "--csv", "-o", "--output", "--dry-run", "--accuracy-only", "--comm", "--comm-only"},
+                           "--all-gpus (every GPU is measured; --json FILE holds every GPU's run)"});
 }
 
 std::string self_exe() {
@@ -107,7 +84,7 @@ std::string first_line(const fs::path& p) {
 }  // namespace
 
 int run_fleet(int argc, char** argv) {
-  const FleetArgs f = parse(argc, argv);
+  const WorkerArgs f = parse(argc, argv);
   if (!f.json.empty()) check_output_path(f.json, "--json");
   std::string why;
   int gpus = 0;

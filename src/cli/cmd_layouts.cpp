@@ -21,14 +21,15 @@ namespace gs::cli {
 
 int run_layouts(int argc, char** argv) {
   CLI::App app{"gemmscope layouts: the fastest parallel layouts of a model on N GPUs, predicted (docs/parallel.md)"};
-  ModelFlags mf;
-  GivenSettings given;
+  PlanFlags f;
   int64_t top = 10;
   bool markdown = false;
   std::string precision_text = "BF16";
-  add_model_flags(app, mf);
-  add_setting_options(app, given, "Parallel step");
-  add_setting_flag(app, given, "--step-context");
+  add_plan_shape_flags(app, f);
+  add_setting_options(app, f.settings, "Parallel step");
+  add_setting_flag(app, f.settings, "--step-context");
+  add_setting_flag(app, f.settings, "--recompute");
+  add_setting_flag(app, f.settings, "--grad-reduce-type");
   app.add_option_function<std::string>(
          "--top", [&top](const std::string& v) { top = parse_decimal_int(v, "--top"); },
          "How many of the fastest fitting layouts to list (default 10)")
@@ -50,9 +51,8 @@ int run_layouts(int argc, char** argv) {
   if (top < 1 || top > 1000) throw UsageError(fmt::format("--top must be from 1 to 1000, got {}", top));
   const Precision precision = precision_from_string(precision_text);
 
-  RunRequest req;
-  req.plan = build_model_plan(model_from_flags(mf, 1234));
-  apply_settings(given, req);
+  if (!f.shapes.empty() || f.sweep) throw UsageError("gemmscope layouts needs a model (--model or --config), not --shapes");
+  const RunRequest req = build_plan_request(f);
   const ParallelRequest& r = req.parallel;
   if (r.gpus <= 0) throw UsageError("gemmscope layouts needs --gpus N (the job's GPU count)");
   const ModelConfig model = *req.plan.config;
@@ -67,7 +67,7 @@ int run_layouts(int argc, char** argv) {
     throw UsageError(fmt::format("--global-batch {} and --layout's gb{} disagree", r.global_batch, base.global_batch));
   if (global_batch <= 0) throw UsageError("gemmscope layouts needs --global-batch N (sequences per step)");
   if (!r.sharding.empty()) base.sharding = *dp_sharding_names().find(r.sharding);
-  if (!r.recompute.empty()) base.recompute = *recompute_names().find(r.recompute);
+  base.recompute = req.step.recompute;
   if (!r.cp_comm.empty()) base.cp_comm = *cp_comm_names().find(r.cp_comm);
   if (!r.tp_comm_overlap.empty()) base.tp_comm_overlap = r.tp_comm_overlap == "on";
   if (!r.grad_overlap.empty()) base.overlap_grad_reduce = base.overlap_param_gather = r.grad_overlap == "on";
@@ -85,13 +85,15 @@ int run_layouts(int argc, char** argv) {
   space.base = base;
   ParallelJob job;
   job.framework = req.options.timing.step_context_kind;
+  job.step = req.step;
+  job.grad_type = comm_type_from_string(req.comm.grad_reduce_type);
   if (r.compute_efficiency > 0) job.compute_efficiency = r.compute_efficiency;
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool>, StepCosts> cache;
   const CostsFn costs = [&](const ParallelLayout& l) {
     const auto key = std::make_tuple(l.tp, l.cp, l.micro_batch, l.ep, l.expert_tp(), is_fsdp(l.sharding));
     auto it = cache.find(key);
     if (it == cache.end())
-      it = cache.emplace(key, predicted_step_costs(model, l, gpu, precision, job.framework, req.options.recipe)).first;
+      it = cache.emplace(key, predicted_step_costs(model, l, gpu, precision, job.framework, req.options.recipe, req.step)).first;
     return it->second;
   };
   const SearchResult s = search_layouts(space, job, net, gpu, costs);

@@ -35,40 +35,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct MpiArgs {
-  std::vector<std::string> pass;  // to every rank's run
-  std::string json;               // --json: the fleet file, written by rank 0
-  std::string comm_json;          // --comm-json: written by rank 0 only
-  double threshold = 0.03;
-};
-
-MpiArgs parse(int argc, char** argv) {
-  MpiArgs f;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--mpi" || a == "-q" || a == "--quiet") continue;
-    if (auto v = take_value(argc, argv, i, "--fleet-threshold")) {
-      f.threshold = parse_fleet_threshold(*v);
-      continue;
-    }
-    if (auto v = take_value(argc, argv, i, "--json")) {
-      if (v->empty()) throw UsageError("--json is empty");
-      f.json = *v;
-      continue;
-    }
-    if (auto v = take_value(argc, argv, i, "--comm-json")) {
-      if (v->empty()) throw UsageError("--comm-json is empty");
-      f.comm_json = *v;
-      continue;
-    }
-    for (const char* refused : {"--all-gpus", "--device", "--csv", "-o", "--output", "--dry-run", "--accuracy-only"})
-      if (a == refused || a.rfind(std::string(refused) + "=", 0) == 0)
-        throw UsageError(fmt::format("{} cannot be combined with MPI (each rank measures its node-local GPU; --json "
-                                     "FILE holds every rank's run)",
-                                     refused));
-    f.pass.push_back(a);
-  }
-  return f;
+// The MPI command line (argv_scan.hpp): every rank gets the rest; --comm-json is rank 0's.
+WorkerArgs parse(int argc, char** argv) {
+  return scan_worker_args(argc, argv,
+                          {"--mpi",
+                           {"--all-gpus", "--device", "--csv", "-o", "--output", "--dry-run", "--accuracy-only"},
+                           "MPI (each rank measures its node-local GPU; --json FILE holds every rank's run)",
+                           /*takes_comm_json=*/true});
 }
 
 // Standard output into `path` while alive.
@@ -112,14 +85,10 @@ std::string read_text(const fs::path& p) {
 
 }  // namespace
 
-bool mpi_wanted(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i)
-    if (std::string(argv[i]) == "--mpi") return true;
-  return launcher_world_size() > 1;
-}
+bool mpi_wanted(int argc, char** argv) { return has_flag(argc, argv, "--mpi") || launcher_world_size() > 1; }
 
 int run_mpi(int argc, char** argv, int (*run_main)(int, char**)) {
-  const MpiArgs f = parse(argc, argv);
+  const WorkerArgs f = parse(argc, argv);
   std::string why;
   std::unique_ptr<ProcessGroup> pg = load_mpi(why);
   if (!pg) throw UsageError(mpi_unavailable_message(why));

@@ -21,7 +21,7 @@ std::optional<ParallelSetup> prepare_parallel(RunRequest& req, const ModelGiven&
     throw UsageError("--layout, --cluster and --gpus need a model (--model or --config), not --shapes/--sweep");
   ParallelSetup ps;
   ps.full = *req.plan.config;
-  ps.layout = resolve_layout(req.parallel, ps.full, given);
+  ps.layout = resolve_layout(req.parallel, ps.full, given, req.step.recompute);
   ps.full.micro_batch_size = ps.layout.micro_batch;
   // The run measures (or plans) one rank's GEMMs.
   req.plan = build_model_plan(rank_config(ps.full, ps.layout));
@@ -51,8 +51,7 @@ std::optional<Precision> fp8_recipe(const RunRequest& req, const GpuSpec& gpu) {
 
 }  // namespace
 
-std::string parallel_section(const ParallelSetup& ps, const RunRequest& req, const RunResult* measured, const CommResult* comm,
-                             CommType grad_type) {
+std::string parallel_section(const ParallelSetup& ps, const RunRequest& req, const RunResult* measured, const CommResult* comm) {
   const ParallelRequest& r = req.parallel;
   const ClusterSpec cluster = resolve_cluster(cluster_name(r));
   const GpuDb& db = parallel_gpu_db();
@@ -66,7 +65,8 @@ std::string parallel_section(const ParallelSetup& ps, const RunRequest& req, con
   job.model = ps.full;
   job.layout = ps.layout;
   job.framework = req.options.timing.step_context_kind;
-  job.grad_type = grad_type;
+  job.step = req.step;
+  job.grad_type = comm_type_from_string(req.comm.grad_reduce_type);
   if (measured && comm) job.contention = contention_from(*comm);
   if (r.compute_efficiency > 0) job.compute_efficiency = r.compute_efficiency;
 
@@ -84,8 +84,8 @@ std::string parallel_section(const ParallelSetup& ps, const RunRequest& req, con
                                 ? "bandwidths, latencies and NCCL's efficiencies from the cluster spec, uncalibrated"
                                 : net.calibration_note();
   for (Precision p : precisions) {
-    const StepCosts costs = measured ? measured_step_costs(*measured, ps.full, ps.layout, gpu, p, job.framework, req.options.recipe)
-                                     : predicted_step_costs(ps.full, ps.layout, *gpu, p, job.framework, req.options.recipe);
+    const StepCosts costs = measured ? measured_step_costs(*measured, ps.full, ps.layout, gpu, p, job.framework, req.options.recipe, req.step)
+                                     : predicted_step_costs(ps.full, ps.layout, *gpu, p, job.framework, req.options.recipe, req.step);
     report.results.push_back(simulate_parallel_step(job, costs, net, *gpu, !r.trace.empty()));
   }
   if (!measured)
@@ -95,20 +95,7 @@ std::string parallel_section(const ParallelSetup& ps, const RunRequest& req, con
   if (gpu->key != cluster.gpu)
     report.notes.push_back(fmt::format("the GPUs ({}) differ from {}'s ({}): its network is kept", gpu->key, cluster.key, cluster.gpu));
   if (!r.json.empty()) write_file_atomic(r.json, parallel_json(report).dump(2) + "\n");
-  if (!r.trace.empty()) {
-    nlohmann::json all;
-    nlohmann::json events = nlohmann::json::array();
-    for (size_t i = 0; i < report.results.size(); ++i) {
-      nlohmann::json t = chrome_trace(report.results[i], to_string(report.results[i].precision));
-      for (nlohmann::json& e : t["traceEvents"]) {
-        e["pid"] = e["pid"].get<int64_t>() + static_cast<int64_t>(i) * 1000;
-        events.push_back(std::move(e));
-      }
-      if (i == 0) all = t;
-    }
-    all["traceEvents"] = events;
-    write_file_atomic(r.trace, all.dump() + "\n");
-  }
+  if (!r.trace.empty()) write_file_atomic(r.trace, parallel_trace_text(report));
   return render_parallel_text(report);
 }
 

@@ -99,17 +99,19 @@ std::optional<std::string> find_chart_script() {
   return std::nullopt;
 }
 
-std::optional<std::string> find_gpu_spec_file() {
-  if (const char* env = std::getenv("GEMMSCOPE_GPU_SPECS"); env && *env) {
+std::optional<std::string> find_data_file(const std::string& name, const char* env_var) {
+  if (const char* env = std::getenv(env_var); env && *env) {
     if (readable_file(env)) return std::string(env);
     return std::nullopt;
   }
-  if (const std::string dir = exe_dir(); !dir.empty() && readable_file(dir + "/gpus.json")) return dir + "/gpus.json";
+  if (const std::string dir = exe_dir(); !dir.empty() && readable_file(dir + "/" + name)) return dir + "/" + name;
 #ifdef GS_SOURCE_DIR
-  if (readable_file(std::string(GS_SOURCE_DIR) + "/data/gpus.json")) return std::string(GS_SOURCE_DIR) + "/data/gpus.json";
+  if (readable_file(std::string(GS_SOURCE_DIR) + "/data/" + name)) return std::string(GS_SOURCE_DIR) + "/data/" + name;
 #endif
   return std::nullopt;
 }
+
+std::optional<std::string> find_gpu_spec_file() { return find_data_file("gpus.json", "GEMMSCOPE_GPU_SPECS"); }
 
 int render_chart(const std::string& json_path, const std::string& out_path, const std::vector<std::string>& extra_args) {
   const auto script = find_chart_script();
@@ -144,10 +146,10 @@ namespace {
 
 // --kind in any case; an unknown kind is refused with a suggestion, as every enum value is.
 std::string chart_kind(const std::string& typed) {
-  static const std::vector<std::string> kinds = {"auto", "model", "shapes", "sweep", "modes", "roofline", "experts", "fleet"};
+  static const std::vector<std::string> kinds = {"auto", "model", "shapes", "sweep", "modes", "roofline", "experts", "step", "fleet"};
   const std::string k = ascii_lower(typed);
   if (std::find(kinds.begin(), kinds.end(), k) != kinds.end()) return k;
-  throw UsageError(fmt::format("--kind must be auto, model, shapes, sweep, modes, roofline, experts or fleet, got '{}'{}",
+  throw UsageError(fmt::format("--kind must be auto, model, shapes, sweep, modes, roofline, experts, step or fleet, got '{}'{}",
                                clip_text(typed, 80), did_you_mean(typed, kinds)));
 }
 
@@ -158,17 +160,16 @@ int run_plot(int argc, char** argv) {
                "Kinds: model (stacked per-layer bars per precision), shapes (grouped TFLOP/s bars),\n"
                "sweep (latency / TFLOP/s / speedup vs size), modes (training / per-gemm vs pre-quantized speedup),\n"
                "roofline (achieved TFLOP/s vs arithmetic intensity under the GPU's datasheet roofs),\n"
-               "experts (MoE: rows per expert, busiest EP rank, grouped expert GEMM time per precision).\n"
+               "experts (MoE: rows per expert, busiest EP rank, grouped expert GEMM time per precision),\n"
+               "step (the whole training step per precision, its breakdown stacked).\n"
                "Exit status: 0 written, 2 bad input, 3 no Python with matplotlib, 74 stdout not writable.",
                "gemmscope plot"};
   std::string result, out, baseline, mode, kind = "auto";
   app.add_option("result", result, "result JSON written by gemmscope --json")->required();
   app.add_option("-o,--output", out, "chart file: .png, .svg or .pdf")->required();
   app.add_option("--baseline", baseline, "precision the speedups are taken against (default BF16)");
-  app.add_option("--mode", mode,
-                 "mode to chart: training, per-gemm or pre-quantized (default training when present, else per-gemm; "
-                 "any case; old names autocast-shared, autocast too)");
-  app.add_option("--kind", kind, "chart kind: auto (default: from the JSON), model, shapes, sweep, modes, roofline, experts, fleet")
+  add_mode_option(app, mode, "mode to chart: training, per-gemm or pre-quantized (default training when present, else per-gemm)");
+  app.add_option("--kind", kind, "chart kind: auto (default: from the JSON), model, shapes, sweep, modes, roofline, experts, step, fleet")
       ->capture_default_str();
   app.allow_extras();  // unknown options: reject_extras() names them with a suggestion
   try {

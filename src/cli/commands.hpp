@@ -59,8 +59,11 @@ int run_fleet(int argc, char** argv);
 // (cmd_layouts.cpp): the fastest fitting parallel layouts, predicted. Exit 0, or 2 on bad input.
 int run_layouts(int argc, char** argv);
 
-// The GPU spec database: $GEMMSCOPE_GPU_SPECS, else gpus.json next to the running binary, else
-// <source dir>/data/gpus.json when the build defines GS_SOURCE_DIR; nullopt if none exists.
+// A data file of gemmscope (data/): $ENV_VAR when set (nullopt if it cannot be read), else `name`
+// next to the running binary, else <source dir>/data/`name` when the build defines GS_SOURCE_DIR;
+// nullopt if none exists.
+std::optional<std::string> find_data_file(const std::string& name, const char* env_var);
+// The GPU spec database: find_data_file("gpus.json", "GEMMSCOPE_GPU_SPECS").
 std::optional<std::string> find_gpu_spec_file();
 
 // The roofline context of a measured run's own GPU: the spec database (find_gpu_spec_file; kept in

@@ -1,36 +1,35 @@
+// The CUDA engine (core/run/engine.hpp): the measurement harness every provider's cells go
+// through, one path for all of them. A cell is the shape rules and the provider's own refusal
+// (N/A cells), the operands (common/operands.hpp, kept while they match; grouped cells after a
+// memory check), the provider's run (providers/provider.hpp), its tuning when --algo asks for it and
+// the run offers candidates (providers/tuner.hpp), the timed loop with the step context's work
+// between iterations (timing/cell_timer.hpp, stepwork/), and the kernel records. Which library
+// runs the GEMM is the provider's alone: cuBLASLt is one of them (providers/cublaslt/).
 #include <cublasLt.h>
-#include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "core/gpu/arch_policy.hpp"
 #include "core/recipes/grouped.hpp"
-#include "core/recipes/modes.hpp"
-#include "core/providers/provider.hpp"
-#include "core/results/results.hpp"
-#include "core/run/step_context.hpp"
 #include "core/util/error.hpp"
-#include "cuda/clock_probe.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/cuda_handles.hpp"
-#include "cuda/device_buffer.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/cuda_handles.hpp"
+#include "cuda/common/device_count.hpp"
+#include "cuda/common/operands.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/launch_gate.hpp"
-#include "cuda/lt_tuner.hpp"
-#include "cuda/error_norm.cuh"
-#include "cuda/fill.cuh"
-#include "cuda/gemm_lt.hpp"
-#include "cuda/grouped_gemm.hpp"
-#include "cuda/kernel_trace.hpp"
-#include "cuda/provider.hpp"
-#include "cuda/quantize_mx.cuh"
-#include "cuda/recipe_gemm.hpp"
-#include "cuda/power_hold.hpp"
-#include "cuda/step_context_runner.hpp"
-#include "cuda/timed_loop.hpp"
+#include "cuda/providers/cublaslt/gemm_lt.hpp"
+#include "cuda/providers/cublaslt/lt_accuracy.hpp"
+#include "cuda/providers/provider.hpp"
+#include "cuda/providers/tuner.hpp"
+#include "cuda/quant/quantize_mx.cuh"
+#include "cuda/stepwork/measure.hpp"
+#include "cuda/stepwork/step_context_runner.hpp"
+#include "cuda/timing/cell_timer.hpp"
+#include "cuda/timing/kernel_trace.hpp"
 
 namespace gs::cuda {
 
@@ -42,13 +41,12 @@ class CudaEngine final : public Engine {
     GS_CUDA(cudaSetDevice(o.device));
     cc_ = device_info().compute_capability();
     opts_.recipe.fp8_block_via_mxfp8 = ArchPolicy(cc_).fp8_block_via_mxfp8();
-    probe_ = std::make_unique<ClockProbe>(o.device);
-    gate_ = std::make_unique<LaunchGate>();
     try {
       handle_ = make_lt_handle();
       stream_ = make_stream();
       workspace_ = make_lt_workspace();
-      events_.reserve(static_cast<size_t>(o.timing.iters) + 16);
+      timer_ = std::make_unique<CellTimer>(opts_.timing, opts_.gemm, o.device, stream_, handle_, workspace_.get(),
+                                           kWorkspaceBytes, device_info().l2_bytes);
     } catch (...) {
       release();  // a constructor that throws gets no destructor call
       throw;
@@ -73,8 +71,14 @@ class CudaEngine final : public Engine {
     return d;
   }
 
-  void gpu_warmup(double seconds) override {
-    if (PowerHold* h = power_hold()) h->run_for(stream_, seconds);
+  void gpu_warmup(double seconds) override { timer_->gpu_warmup(seconds); }
+
+  // The step's own kernels (optimizer, loss, embedding, launch cost): cuda/stepwork/, timed by this
+  // engine's timed loop without the step context between iterations.
+  Cell measure_step_kernel(const StepKernelSpec& spec) override {
+    return stepwork::measure(spec, {stream_, opts_.timing.warmup, opts_.timing.iters, opts_.seed,
+                                    [this](const LoopBody& b) { return timer_->timed(b, {}); },
+                                    [this](const std::function<void()>& f) { return trace_cell(opts_.gemm, stream_, f); }});
   }
 
   std::optional<StepContextInfo> step_context() const override {
@@ -86,7 +90,7 @@ class CudaEngine final : public Engine {
     std::vector<std::string> out;
     for (const auto& pv : providers_)
       for (std::string& n : pv->notes()) out.push_back(std::move(n));
-    if (!hold_note_.empty()) out.push_back(hold_note_);
+    if (!timer_->hold_note().empty()) out.push_back(timer_->hold_note());
     return out;
   }
 
@@ -104,54 +108,14 @@ class CudaEngine final : public Engine {
       return AccuracyCell::na("needs a newer GPU (no emulation for this recipe)");
     try {
       prepare_sources(g, d);
-      const size_t mn = static_cast<size_t>(g.m) * static_cast<size_t>(g.n);
-      if (!reference_) {
-        // FP32 output of a GEMM of the original BF16 operands (exact products, FP32 accumulation).
-        // Built in a local buffer: reference_ is set only once the GEMM ran, never left uncomputed.
-        DeviceBuffer ref_out(mn * sizeof(float));
-        // NaN until the GEMM writes it: an element it did not write can never pass as an error of
-        // zero (and compute-sanitizer's initcheck, which does not see this GEMM kernel's stores,
-        // stops flagging the reads).
-        GS_CUDA(cudaMemsetAsync(ref_out.get(), 0xFF, ref_out.bytes(), stream_));
-        LtProblem lp;
-        lp.m = g.m; lp.n = g.n; lp.k = g.k;
-        lp.l = {sources_->l.get(), CUDA_R_16BF, g.a.k_major, nullptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
-        lp.r = {sources_->r.get(), CUDA_R_16BF, g.b.k_major, nullptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
-        lp.c = ref_out.get();
-        lp.c_type = CUDA_R_32F;
-        LtMatmul ref(handle_, lp, workspace_.get(), kWorkspaceBytes);
-        ref.run(stream_);
-        GS_CUDA(cudaStreamSynchronize(stream_));
-        reference_ = std::move(ref_out);
-      }
+      // FP32 output of a GEMM of the original BF16 operands, once per sources: set only once the
+      // GEMM ran, never left uncomputed.
+      if (!reference_) reference_ = lt_reference_output(handle_, workspace_.get(), g, *sources_, stream_);
       AccuracyCell cell;
       cell.ok = true;
       cell.emulated = emulate;
-      if (!emulate) {
-        RecipeGemm rg(handle_, g, recipe, *sources_, workspace_.get(), opts_.recipe);
-        for (int i = 0; i < 3; ++i) rg.per_gemm_step(stream_);  // delayed scaling: a real history
-        cell.rel_error = rel_frobenius_error(sources_->c.get(), true, reference_.get<float>(), mn, nullptr, stream_);
-        return cell;
-      }
-      // Emulation: our quantization kernels, dequantized to BF16 (exact for these formats), a
-      // BF16 GEMM with FP32 accumulation and output, times the NVFP4 global scales.
-      RecipeGemm rg(handle_, g, recipe, *sources_, workspace_.get(), opts_.recipe, /*with_gemm=*/false);
-      rg.quantize_only(stream_);
-      DeviceBuffer lq(static_cast<size_t>(g.m) * static_cast<size_t>(g.k) * 2);
-      DeviceBuffer rq(static_cast<size_t>(g.n) * static_cast<size_t>(g.k) * 2);
-      DeviceBuffer out(mn * sizeof(float));
-      GS_CUDA(cudaMemsetAsync(out.get(), 0xFF, out.bytes(), stream_));  // NaN until written, as the reference
-      rg.l()->dequantize_to(lq.get<__nv_bfloat16>(), stream_);
-      rg.r()->dequantize_to(rq.get<__nv_bfloat16>(), stream_);
-      LtProblem lp;
-      lp.m = g.m; lp.n = g.n; lp.k = g.k;
-      lp.l = {lq.get(), CUDA_R_16BF, true, nullptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
-      lp.r = {rq.get(), CUDA_R_16BF, true, nullptr, CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F};
-      lp.c = out.get();
-      lp.c_type = CUDA_R_32F;
-      LtMatmul mm(handle_, lp, workspace_.get(), kWorkspaceBytes);
-      mm.run(stream_);
-      cell.rel_error = rel_frobenius_error(out.get(), false, reference_.get<float>(), mn, rg.alpha_device(), stream_);
+      cell.rel_error = lt_recipe_error(handle_, workspace_.get(), g, recipe, *sources_, reference_.get<float>(), emulate,
+                                       opts_.recipe, stream_);
       return cell;
     } catch (const CublasError& e) {
       cudaStreamSynchronize(stream_);
@@ -173,67 +137,77 @@ class CudaEngine final : public Engine {
     }
   }
 
-  Cell measure_with(const Gemm& g, Precision p, Mode mode, const std::string& provider) override {
-    if (provider == kProviderCublasLt) return measure(g, p, mode);
+  Cell measure(const Gemm& g, Precision p, Mode mode, const std::string& provider) override {
     GemmProvider* pv = find_provider(provider);
     if (!pv) return Cell::na(fmt::format("provider {} is not available in this build", provider));
-    return measure_provider(*pv, g, p, mode);
-  }
-
-  Cell measure(const Gemm& g, Precision p, Mode mode) override {
-    if (g.grouped()) return measure_grouped(g, p, mode);
-    const Recipe recipe = make_recipe(p, g, opts_.recipe);
-    if (std::string why = cell_shape_problem(g, p, opts_.recipe); !why.empty()) return Cell::na(why);
-    const CellRange range(mode, g, p);  // NVTX: gemmscope/<mode>/<pass>/<op>/<precision>
-    return guarded(g, p, mode, recipe, [&] {
-      prepare_sources(g, Dist::Normal, recipe.fp32_accumulate);
-      RecipeGemm rg(handle_, g, recipe, *sources_, workspace_.get(), opts_.recipe, /*with_gemm=*/true,
-                    operand_work(mode, g, Side::Left, recipe, opts_.recipe),
-                    operand_work(mode, g, Side::Right, recipe, opts_.recipe), /*cache=*/nullptr, opts_.gemm.num_sms,
-                    LtTuner::heuristic_count(opts_.gemm));
-      if (rg.needs_prequantize()) rg.prequantize(stream_);
-      std::optional<LtTuner> tuner;
-      std::optional<AutotuneRecord> tuned;
-      // Tuned in the L2 state the timed loop will see (--l2 cold flushes before every call).
-      if (opts_.gemm.algo != AlgoChoice::Heuristic) {
-        tuner.emplace(*rg.matmul(), opts_.gemm);
-        tuned = tuner->tune(stream_, l2_flush());
-      }
-      LoopBody body;
-      body.cost = [&](int) { return rg.step_ops(); };
-      body.enqueue = [&](int) { rg.step(stream_); };
-      const Gap gap = step_gap(g, p, mode);  // the step context's work after each iteration of g
-      Cell cell = timed_cell(body, gap);
-      // The pick re-measured against the heuristic's choice in this timed loop (lt_tuner.hpp). On
-      // an H100 a 192x192 cluster-2x1 BF16 pick that won every tuning sample ran 6% slower here.
-      if (tuner) cell = tuner->recheck(std::move(cell), *tuned, [&] { return timed_cell(body, gap); });
-      // Kernel records: a few more iterations, outside the timed loop (kernel_trace.hpp).
-      cell.kernels = trace_cell(opts_.gemm, stream_, [&] { rg.step(stream_); });
-      cell.kernels.algo = rg.matmul()->algo_record();
-      cell.kernels.autotune = tuned;
-      return cell;
-    });
+    return measure_cell(*pv, g, p, mode);
   }
 
  private:
-  // The timed loop (chunked behind the launch gate, timed_loop.hpp) as a cell.
-  // --l2 cold: enqueues a write of a buffer twice the L2's size, which evicts the operands (its
-  // time is never in the samples); empty with --l2 warm.
-  std::function<void()> l2_flush() {
-    if (!opts_.timing.l2_cold()) return {};
-    if (!l2_flush_.get()) {
-      const int64_t l2 = std::max<int64_t>(device_info().l2_bytes, int64_t{16} << 20);
-      l2_flush_ = DeviceBuffer(static_cast<size_t>(2 * l2));
+  // One cell through provider `pv`: the shape rules and the provider's refusal (N/A), the
+  // operands, the run, then time_run(). A grouped cell of a provider that times its dense
+  // equivalent also gets the time of one dense GEMM of the experts' summed (padded) size, same
+  // recipe and mode (the grouping efficiency: dense / grouped); its operands replace the grouped
+  // ones only if both do not fit together.
+  Cell measure_cell(GemmProvider& pv, const Gemm& g, Precision p, Mode mode) {
+    // The layout and the per-expert shape rule: core/recipes/grouped.hpp, the rule the dry run predicts with.
+    if (std::string why = cell_shape_problem(g, p, opts_.recipe); !why.empty()) return Cell::na(why);
+    std::vector<int64_t> padded;
+    int64_t sum = 0;
+    if (g.grouped()) {
+      padded = padded_group(g, p);
+      for (int64_t x : padded) sum += x;
+      if (sum == 0 && g.group_dim == GroupDim::M) return Cell::na("no rows routed to any expert");
     }
-    return [this] { GS_CUDA(cudaMemsetAsync(l2_flush_.get(), 0, l2_flush_.bytes(), stream_)); };
+    const Gemm shape = g.grouped() ? expert_gemm(g, std::max<int64_t>(sum, 1)) : g;
+    const Recipe recipe = make_recipe(p, shape, opts_.recipe);
+    if (std::string why = pv.cannot_run(g, p, mode, recipe, cc_); !why.empty()) return Cell::na(why);
+    const CellRange range(mode, g, p);  // NVTX: gemmscope/<mode>/<pass>/<op>/<precision>
+    Cell cell = guarded(g, p, mode, recipe, [&] {
+      std::unique_ptr<ProviderRun> run;
+      if (g.grouped()) {
+        if (std::string why = ensure_grouped_sources(g, padded, recipe.fp32_accumulate, pv.grouped_bytes(g, padded, p, mode));
+            !why.empty())
+          return Cell::na(why);
+        run = pv.grouped(*grouped_src_, recipe, mode, opts_.device);
+      } else {
+        prepare_sources(g, Dist::Normal, recipe.fp32_accumulate);
+        run = pv.dense(g, recipe, mode, *sources_, opts_.device);
+      }
+      return time_run(pv, *run, g, p, mode);
+    });
+    if (g.grouped() && pv.times_dense_equivalent() && cell.ok && sum > 0) {
+      const Cell d = measure_cell(pv, expert_gemm(g, sum), p, mode);
+      if (d.ok) cell.dense_equiv_ms = d.stats.mean_ms;  // the statistic the reports use
+    }
+    return cell;
+  }
+
+  // The run's untimed preparation, its tuning (--algo autotune / search, where the run offers
+  // candidates; tuned in the L2 state the timed loop will see: --l2 cold flushes before every
+  // call), the timed loop with the step context's work after each iteration, the tuning's last
+  // word (the pick re-measured against candidate 0 in this timed loop, tuner.hpp: on an H100 a
+  // 192x192 cluster-2x1 BF16 pick that won every tuning sample ran 6% slower here), and the kernel
+  // records (a few more iterations, outside the timed loop: kernel_trace.hpp).
+  Cell time_run(const GemmProvider& pv, ProviderRun& run, const Gemm& g, Precision p, Mode mode) {
+    run.prepare(stream_);
+    RunTuner* tuner = opts_.gemm.algo != AlgoChoice::Heuristic ? run.tuner() : nullptr;
+    std::optional<AutotuneRecord> tuned;
+    if (tuner) tuned = tuner->tune(stream_, timer_->l2_flush());
+    const LoopBody body = run.body(stream_);
+    const LoopGap gap = step_gap(g, p, mode);
+    Cell cell = timer_->timed(body, gap);
+    if (tuner)
+      cell = recheck_in_timed_loop(std::move(cell), tuner->differs(), *tuned, [tuner](bool pick) { tuner->select(pick); },
+                                   [&] { return timer_->timed(body, gap); });
+    if (run.traced()) cell.kernels = trace_cell(opts_.gemm, stream_, [&] { run.iteration(stream_); });
+    run.describe(cell.kernels, pv.name());
+    cell.kernels.autotune = tuned;
+    return cell;
   }
 
   // The step context's work after each iteration of `g` (step_context_runner.hpp); empty without one.
-  struct Gap {
-    std::function<void()> run;
-    int cost = 0;
-  };
-  Gap step_gap(const Gemm& g, Precision p, Mode mode) {
+  LoopGap step_gap(const Gemm& g, Precision p, Mode mode) {
     if (!opts_.step_model.active() && !(opts_.timing.step_other_ms > 0)) return {};
     if (!context_) {
       int clock_khz = 0;
@@ -244,56 +218,6 @@ class CudaEngine final : public Engine {
     // FP8 casts belong to the context where the timed region does not run them (pre-quantized).
     const bool casts = p != Precision::BF16 && mode == Mode::PreQuantized;
     return {context_->between(g, casts), context_->between_cost()};
-  }
-
-  // The GEMMs that bring the GPU to its loaded power state (power_hold.hpp), made on first use;
-  // null when neither the GPU warm-up nor --power-hold on needs them, or when they cannot be made
-  // here (said once in the notes, naming what goes without them).
-  PowerHold* power_hold() {
-    if (!opts_.timing.power_hold && opts_.timing.gpu_warmup_s <= 0) return nullptr;
-    if (!hold_ && hold_note_.empty()) {
-      // What goes without it: the GPU warm-up always, and the hold before each loop when asked for.
-      const auto without = [this](const std::string& why) {
-        return fmt::format("power hold: {}; the GPU warm-up was skipped{}", why,
-                           opts_.timing.power_hold ? " and timed loops start from whatever power state the gap "
-                                                     "before them left (--power-hold on has no effect)"
-                                                   : "");
-      };
-      try {
-        hold_ = std::make_unique<PowerHold>(handle_.get(), workspace_.get(), kWorkspaceBytes, stream_.get());
-      } catch (const CudaError& e) {
-        cudaGetLastError();
-        throw_if_context_lost(e.what(), "the power hold");
-        hold_note_ = without(fmt::format("its GEMM could not be set up ({})", e.what()));
-      } catch (const CublasError& e) {
-        cudaStreamSynchronize(stream_.get());
-        hold_note_ = without(fmt::format("cuBLASLt ran no BF16 GEMM for it ({})", e.what()));
-      }
-    }
-    return hold_.get();
-  }
-
-  Cell timed_cell(LoopBody body, const Gap& step) {
-    auto flush = l2_flush();
-    auto gap = step.run;
-    if (flush || gap) {
-      body.between = [flush, gap] {
-        if (gap) gap();
-        if (flush) flush();
-      };
-      body.between_cost = (flush ? 1 : 0) + (gap ? step.cost : 0);
-    }
-    ProfileBracket profiled(opts_.gemm.profile);  // --profile: the timed loop (and its warm-up) only
-    std::function<void(double)> hold;
-    if (opts_.timing.power_hold)
-      if (PowerHold* h = power_hold()) hold = [this, h](double host_ms) { h->enqueue(stream_, PowerHold::hold_ms(host_ms)); };
-    const LoopResult lr = run_timed_loop(*gate_, events_, stream_, body, opts_.timing.warmup, opts_.timing.iters,
-                                         probe_.get(), kChunkOps, hold);
-    profiled.stop();
-    Cell cell = Cell::measured(summarize(lr.samples_ms));
-    cell.clock = lr.clock;
-    cell.gate_timed_out = lr.gate_timed_out;
-    return cell;
   }
 
   // Runs `f` (which returns the measured cell) and turns what the libraries or the device refuse
@@ -330,39 +254,6 @@ class CudaEngine final : public Engine {
     }
   }
 
-  // A grouped GEMM (grouped_gemm.hpp), then the dense GEMM of the same total padded size beside it.
-  Cell measure_grouped(const Gemm& g, Precision p, Mode mode) {
-    // The layout and the per-expert shape rule: core/recipes/grouped.hpp, the rule the dry run predicts with.
-    if (std::string why = cell_shape_problem(g, p, opts_.recipe); !why.empty()) return Cell::na(why);
-    const std::vector<int64_t> padded = padded_group(g, p);
-    int64_t sum = 0;
-    for (int64_t x : padded) sum += x;
-    const Gemm dense = expert_gemm(g, sum);
-    const Recipe recipe = make_recipe(p, dense, opts_.recipe);
-    if (sum == 0 && g.group_dim == GroupDim::M) return Cell::na("no rows routed to any expert");
-    Cell cell = guarded(g, p, mode, recipe, [&] {
-      const int streams = std::max(opts_.grouped_streams, 0);
-      const size_t need = GroupedGemm::quantized_bytes(g, padded, p, mode) + static_cast<size_t>(streams) * kWorkspaceBytes;
-      if (std::string why = ensure_grouped_sources(g, padded, recipe.fp32_accumulate, need); !why.empty())
-        return Cell::na(why);
-      GroupedGemm gg(handle_, *grouped_src_, p, mode, opts_.recipe, streams, stream_, workspace_.get(), &algo_cache_);
-      gg.prepare();
-      Cell timed = timed_cell(gg.body(), step_gap(g, p, mode));
-      // Kernel records of whole iterations (every expert's launches) when the experts run one after
-      // another: their GEMM time beside the cell's event time tells the gaps between the experts'
-      // launches apart from the kernels. On several streams the experts' kernels overlap, and their
-      // summed durations compare with nothing in the cell: no records.
-      if (streams <= 1) timed.kernels = trace_cell(opts_.gemm, stream_, [&] { gg.run_once(); });
-      return timed;
-    });
-    if (!cell.ok || sum == 0) return cell;
-    // Grouping efficiency = dense / grouped: one GEMM with the summed (padded) size, same recipe
-    // and mode. Its operands replace the grouped ones only if both do not fit together.
-    const Cell d = measure(dense, p, mode);
-    if (d.ok) cell.dense_equiv_ms = d.stats.mean_ms;  // the statistic the reports use
-    return cell;
-  }
-
   // The operands of grouped GEMM `g` at `padded` in grouped_src_ (kept from the last grouped cell
   // when they match), after a memory check that counts `extra` bytes the cell needs beyond them.
   // Returns the N/A reason when they do not fit, "" when grouped_src_ is ready.
@@ -384,78 +275,6 @@ class CudaEngine final : public Engine {
     return {};
   }
 
-  GemmProvider* find_provider(const std::string& name) {
-    if (providers_.empty()) {
-      providers_ = make_providers();
-      for (auto& pv : providers_) pv->configure(opts_);
-    }
-    for (auto& pv : providers_)
-      if (name == pv->name()) return pv.get();
-    return nullptr;
-  }
-
-  // A cell through a provider other than cuBLASLt (provider.hpp): the same operands, shape rules,
-  // memory check, timed loop and kernel records as the cuBLASLt path; the provider builds and
-  // launches the kernels. Grouped cells get no dense-equivalent time (that GEMM is cuBLASLt's).
-  Cell measure_provider(GemmProvider& pv, const Gemm& g, Precision p, Mode mode) {
-    if (std::string why = cell_shape_problem(g, p, opts_.recipe); !why.empty()) return Cell::na(why);
-    std::vector<int64_t> padded;
-    int64_t sum = 0;
-    if (g.grouped()) {
-      padded = padded_group(g, p);
-      for (int64_t x : padded) sum += x;
-      if (sum == 0 && g.group_dim == GroupDim::M) return Cell::na("no rows routed to any expert");
-    }
-    const Gemm shape = g.grouped() ? expert_gemm(g, std::max<int64_t>(sum, 1)) : g;
-    const Recipe recipe = make_recipe(p, shape, opts_.recipe);
-    if (std::string why = pv.cannot_run(g, p, mode, recipe, cc_); !why.empty()) return Cell::na(why);
-    const CellRange range(mode, g, p);
-    return guarded(g, p, mode, recipe, [&] {
-      std::unique_ptr<ProviderRun> run;
-      if (g.grouped()) {
-        if (std::string why = ensure_grouped_sources(g, padded, recipe.fp32_accumulate, 0); !why.empty())
-          return Cell::na(why);
-        run = pv.grouped(*grouped_src_, recipe, mode, opts_.device);
-      } else {
-        prepare_sources(g, Dist::Normal, recipe.fp32_accumulate);
-        run = pv.dense(g, recipe, mode, *sources_, opts_.device);
-      }
-      LoopBody body;
-      body.cost = [&](int) { return run->ops(); };
-      body.enqueue = [&](int) { run->iteration(stream_); };
-      Cell cell = timed_cell(body, step_gap(g, p, mode));
-      cell.kernels = trace_cell(opts_.gemm, stream_, [&] { run->iteration(stream_); });
-      cell.kernels.provider = pv.name();
-      cell.kernels.config = run->config();
-      return cell;
-    });
-  }
-
-  void release() {
-    context_.reset();  // its buffers and attention graphs before the stream
-    hold_.reset();
-    providers_.clear();
-    sources_.reset();
-    grouped_src_.reset();
-    stream_.reset();
-    handle_.reset();
-  }
-
-  // A sticky CUDA error (illegal address, launch failure, ...) poisons the context: every later
-  // cell would be an error too. Stop the run with the cause instead of reporting N/A cells.
-  static void throw_if_context_lost(const std::string& what, const std::string& where) {
-    const cudaError_t e = cudaDeviceSynchronize();
-    if (e == cudaSuccess) return;
-    throw std::runtime_error(fmt::format("the GPU reported an unrecoverable error during {} ({}; then {}); "
-                                         "no further measurement is possible in this process",
-                                         where, what, cudaGetErrorString(e)));
-  }
-
-  static std::string describe(const Recipe& r) {
-    return fmt::format("{} {}/{} x {} {}/{}", to_string(r.a.format), to_string(r.a.scaling), "L",
-                       to_string(r.b.format), to_string(r.b.scaling), "R");
-  }
-
   // fp32: C is an FP32 main gradient (Wgrad accumulating, Recipe::fp32_accumulate).
   void prepare_sources(const Gemm& g, Dist d = Dist::Normal, bool fp32 = false) {
     if (sources_ && sources_->matches(g, fp32) && dist_ == d) return;
@@ -463,37 +282,45 @@ class CudaEngine final : public Engine {
     reference_ = DeviceBuffer();
     dist_ = d;
     sources_.emplace(GemmSources::allocate(g, fp32));
-    const size_t le = static_cast<size_t>(g.m) * static_cast<size_t>(g.k);
-    const size_t re = static_cast<size_t>(g.k) * static_cast<size_t>(g.n);
-    // Inputs ~ N(0,1), weights ~ N(0, 0.02) as a trained layer roughly has; fixed seeds.
-    // --dist outliers: activations and gradients get 0.1% of elements scaled by 50 (weights stay normal).
-    auto fill = [&](__nv_bfloat16* x, size_t n, uint64_t seed, Role r) {
-      const float sd = r == Role::Weight ? 0.02f : 1.0f;
-      if (d == Dist::Outliers && r != Role::Weight) fill_outliers_bf16(x, n, seed, sd, 1e-3f, 50.f, stream_);
-      else fill_normal_bf16(x, n, seed, sd, stream_);
-    };
-    fill(sources_->l.get<__nv_bfloat16>(), le, opts_.seed * 2 + 1, g.a.role);
-    fill(sources_->r.get<__nv_bfloat16>(), re, opts_.seed * 2 + 2, g.b.role);
-    GS_CUDA(cudaMemsetAsync(sources_->c.get(), 0, sources_->c.bytes(), stream_));
-    GS_CUDA(cudaStreamSynchronize(stream_));
+    sources_->fill(g, d, opts_.seed, stream_);
+  }
+
+  // Each provider is made on its first cell (provider.hpp) and configured with the run's options.
+  GemmProvider* find_provider(const std::string& name) {
+    for (auto& pv : providers_)
+      if (name == pv->name()) return pv.get();
+    std::unique_ptr<GemmProvider> pv = make_provider(name, {stream_.get(), handle_.get(), workspace_.get()});
+    if (!pv) return nullptr;
+    pv->configure(opts_);
+    providers_.push_back(std::move(pv));
+    return providers_.back().get();
+  }
+
+  void release() {
+    context_.reset();  // its buffers and attention graphs before the stream
+    timer_.reset();    // the power hold's GEMM
+    providers_.clear();
+    sources_.reset();
+    grouped_src_.reset();
+    stream_.reset();
+    handle_.reset();
+  }
+
+  static std::string describe(const Recipe& r) {
+    return fmt::format("{} {}/{} x {} {}/{}", to_string(r.a.format), to_string(r.a.scaling), "L",
+                       to_string(r.b.format), to_string(r.b.scaling), "R");
   }
 
   EngineOptions opts_;
   int cc_ = 0;  // compute capability, read once
-  std::unique_ptr<ClockProbe> probe_;
-  std::unique_ptr<LaunchGate> gate_;  // created after cudaSetDevice
-  LtHandle handle_;
-  Stream stream_;
-  DeviceBuffer workspace_;
-  DeviceBuffer l2_flush_;  // --l2 cold: written between iterations
+  LtHandle handle_;           // the cuBLASLt provider's, the accuracy reference's and the power hold's
+  Stream stream_;             // the timing stream
+  DeviceBuffer workspace_;    // cuBLASLt's, with the handle
+  std::unique_ptr<CellTimer> timer_;            // the timed loop and what surrounds it
   std::unique_ptr<StepContextRunner> context_;  // --step-context / --step-other-ms: run between iterations
-  std::unique_ptr<PowerHold> hold_;  // --power-hold and the GPU warm-up (power_hold())
-  std::string hold_note_;            // why there is none, once
-  EventPool events_;
+  std::vector<std::unique_ptr<GemmProvider>> providers_;  // made on first use (provider.hpp)
   std::optional<GemmSources> sources_;
   std::unique_ptr<GroupedSources> grouped_src_;  // the operands of the last grouped GEMM
-  LtAlgoCache algo_cache_;
-  std::vector<std::unique_ptr<GemmProvider>> providers_;  // made on first use (provider.hpp)                        // grouped path: heuristic per distinct problem
   Dist dist_ = Dist::Normal;
   DeviceBuffer reference_;  // FP32 reference output for the current sources (accuracy)
 };
@@ -501,22 +328,8 @@ class CudaEngine final : public Engine {
 }  // namespace
 
 std::unique_ptr<Engine> make_engine(const EngineOptions& options, std::string& why) {
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    // Without the driver library the runtime says "driver version is insufficient", which sends
-    // people to upgrade a driver they do not have: ask the loader first (core/run/engine.hpp).
-    void* libcuda = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-    why = cuda_unavailable_reason(libcuda != nullptr, cudaGetErrorString(e));
-    if (libcuda) dlclose(libcuda);
-    cudaGetLastError();
-    return nullptr;
-  }
-  if (n == 0) { why = "no CUDA device found"; return nullptr; }
-  if (options.device < 0 || options.device >= n) {
-    why = fmt::format("--device {} does not exist ({} device(s))", options.device, n);
-    return nullptr;
-  }
+  why = device_unavailable_reason(options.device);
+  if (!why.empty()) return nullptr;
   try {
     return std::make_unique<CudaEngine>(options);
   } catch (const std::exception& ex) {

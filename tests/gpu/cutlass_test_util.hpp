@@ -6,17 +6,20 @@
 #include <vector>
 
 #include "core/formats/formats.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/cutlass_grouped.hpp"
-#include "cuda/device_buffer.hpp"
+#include "core/gpu/arch_policy.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/providers/cutlass/cutlass_grouped.hpp"
+#include "cuda/common/device_buffer.hpp"
 #include "gpu_test_util.hpp"
 
-// Skips (with the reason) where the provider cannot run: no GPU, a build without CUTLASS, not sm_90.
+// Skips (with the reason) where the provider cannot run: no GPU, a build without CUTLASS, a device
+// its kernels are not built for (core/gpu/arch_policy.hpp kernel_target).
 #define GS_REQUIRE_CUTLASS()                                                                        \
   do {                                                                                              \
     GS_REQUIRE_GPU();                                                                               \
     if (!gs::cuda::cutlass_built()) GTEST_SKIP() << "built without CUTLASS (GEMMSCOPE_CUTLASS_DIR)"; \
-    if (gs::test::compute_capability() != 90) GTEST_SKIP() << "the CUTLASS kernels are sm_90a only"; \
+    if (!gs::ArchPolicy(gs::test::compute_capability()).kernel_target())                            \
+      GTEST_SKIP() << "the CUTLASS kernels are built for " << gs::ArchPolicy::arch_kernels_target().arch << " only"; \
   } while (0)
 
 namespace gs::test {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "core/formats/formats.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/device_buffer.hpp"
-#include "cuda/recipe_gemm.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/device_buffer.hpp"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
 
 namespace gs::test {
 

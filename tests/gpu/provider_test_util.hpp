@@ -5,7 +5,7 @@
 
 #include "core/run/engine.hpp"
 #include "core/recipes/recipe.hpp"
-#include "cuda/provider.hpp"
+#include "cuda/providers/provider.hpp"
 
 namespace gs::test {
 

@@ -1,7 +1,8 @@
-// cuDNN fused attention (src/cuda/attention_cudnn) against an FP64 host reference computed from
+// cuDNN fused attention (src/cuda/attention/attention_cudnn) against an FP64 host reference computed from
 // the exact BF16 inputs the GPU read. Skips with the reason where no GPU can be used, where the
-// build has no cudnn-frontend, or where libcudnn.so.9 cannot be loaded (GS_EXPECT_GPU=1 turns
-// only the no-GPU skip into a failure: cuDNN is optional at run time).
+// build has no cudnn-frontend ("not built"), or where libcudnn.so.9 (9.6 or newer) cannot be loaded;
+// GS_EXPECT_GPU=1 turns the last into a failure as it does the first (the node is expected to have
+// what the build carries). With cuDNN loaded, a create() that returns nullptr is a failure.
 //
 // Tolerances (BF16 inputs and outputs, FP32 softmax and accumulation; cuDNN rounds the
 // probabilities P to BF16 before P V, and dS to BF16 in the backward):
@@ -20,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/attention_cudnn.hpp"
+#include "cuda/attention/attention_cudnn.hpp"
 #include "gpu_test_util.hpp"
 
 namespace {
@@ -144,12 +145,21 @@ void expect_close(const std::vector<double>& got, const std::vector<double>& ref
       << what << ": relative norm error " << std::sqrt(err2 / ref2);
 }
 
-// Creates the attention or skips the test with the reason.
+// Skips where cuDNN attention is genuinely absent: a build without it (said), or no libcudnn 9.6+
+// here (said; a failure under GS_EXPECT_GPU=1).
+#define GS_REQUIRE_CUDNN_ATTENTION()                                                                          \
+  GS_REQUIRE_GPU();                                                                                           \
+  if (!gs::cuda::cudnn_attention_built()) GTEST_SKIP() << "not built: " << gs::cuda::cudnn_unavailable_reason(); \
+  GS_REQUIRE_RUNTIME(gs::cuda::cudnn_unavailable_reason().empty() ? std::string()                              \
+                                                                   : "cuDNN attention: " + gs::cuda::cudnn_unavailable_reason())
+
+// Creates the attention: with cuDNN there, a create() that returns nullptr (a graph that does not
+// build on this GPU, no memory) fails the test.
 #define GS_MAKE_ATTENTION(var, dims, dtype)                                                 \
-  GS_REQUIRE_GPU();                                                                         \
+  GS_REQUIRE_CUDNN_ATTENTION();                                                             \
   std::string var##_why;                                                                    \
   auto var = CudnnAttention::create(dims, dtype, 42, var##_why);                            \
-  if (!var) GTEST_SKIP() << "cuDNN attention unavailable: " << var##_why;
+  ASSERT_NE(var, nullptr) << "cuDNN " << gs::cuda::cudnn_loaded_version() << " is loaded, yet: " << var##_why;
 
 void check_forward(const AttentionDims& d) {
   GS_MAKE_ATTENTION(attn, d, AttentionDtype::BF16);
@@ -214,9 +224,10 @@ TEST(CudnnAttention, BuiltOrSaysWhy) {
   if (!gs::cuda::cudnn_attention_built()) {
     EXPECT_EQ(a, nullptr);
     EXPECT_EQ(why, "built without cuDNN attention (GEMMSCOPE_CUDNN_FRONTEND_DIR)");
-    GTEST_SKIP() << why;
+    GTEST_SKIP() << "not built: " << why;
   }
-  if (!a) GTEST_SKIP() << "cuDNN attention unavailable: " << why;
+  GS_REQUIRE_RUNTIME(gs::cuda::cudnn_unavailable_reason());
+  ASSERT_NE(a, nullptr) << "cuDNN " << gs::cuda::cudnn_loaded_version() << " is loaded, yet: " << why;
   EXPECT_TRUE(why.empty());
   EXPECT_FALSE(gs::cuda::cudnn_loaded_version().empty());
   std::printf("cuDNN %s, workspace %zu bytes\n", gs::cuda::cudnn_loaded_version().c_str(), a->workspace_bytes());
@@ -229,13 +240,15 @@ TEST(CudnnAttention, ForwardCrossLengths) { check_forward(dims(1, 64, 192, 4, 2,
 TEST(CudnnAttention, BackwardMha) { check_backward(dims(1, 128, 128, 2, 2, 64, 64, false)); }
 TEST(CudnnAttention, BackwardCausalGqa) { check_backward(dims(1, 128, 128, 4, 2, 64, 64, true)); }
 
-// MLA (DeepSeek): d_qk 192, d_v 128. cuDNN supports d_qk != d_v on Hopper in recent versions; where
-// it does not, create() says so and the test skips with that line.
+// MLA (DeepSeek): d_qk 192, d_v 128. cuDNN supports d_qk != d_v on Hopper in recent versions (9.14
+// on the H200 and H100); where a loaded cuDNN does not, the test fails with create()'s line: the
+// step context would then model an MLA model's attention instead of timing it.
 TEST(CudnnAttention, ForwardMla) { check_forward(dims(1, 128, 128, 4, 4, 192, 128, true)); }
 TEST(CudnnAttention, BackwardMla) { check_backward(dims(1, 128, 128, 2, 2, 192, 128, true)); }
 
-// FP8 E4M3 (TE's FP8 DPA): unverified on hardware. Checks only that the graphs build or refuse
-// with a reason, run, and write finite values; the numerics are not compared.
+// FP8 E4M3 (TE's FP8 DPA): its numerics are unverified on hardware. Checks only that the graphs
+// build (a loaded cuDNN that refuses them fails the test with the reason), run, and write finite
+// values; the numerics are not compared.
 TEST(CudnnAttention, Fp8RunsOrSaysWhy) {
   const AttentionDims d = dims(1, 256, 256, 4, 4, 128, 128, true);
   GS_MAKE_ATTENTION(attn, d, AttentionDtype::FP8_E4M3);

@@ -1,4 +1,4 @@
-// The CUTLASS provider's FP8 GEMMs (cuda/cutlass_fp8_run.hpp): dense GEMMs as one group and grouped
+// The CUTLASS provider's FP8 GEMMs (cuda/providers/cutlass/cutlass_fp8_run.hpp): dense GEMMs as one group and grouped
 // GEMMs as one ptr-array launch, per-tensor in each pass's format pair of TE's hybrid recipe
 // (Fprop E4M3 x E4M3 fast accumulation, Dgrad E5M2 x E4M3, Wgrad E4M3 x E5M2 into a BF16 gradient
 // or an FP32 main gradient with beta = 1) and block-scaled (1x128 x 128x128 for Fprop/Dgrad, whose
@@ -20,12 +20,12 @@
 #include "core/providers/provider.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/results/results.hpp"
-#include "cuda/cutlass_grouped.hpp"
+#include "cuda/providers/cutlass/cutlass_grouped.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/fill.cuh"
-#include "cuda/grouped_gemm.hpp"
-#include "cuda/provider.hpp"
-#include "cuda/recipe_gemm.hpp"
+#include "cuda/common/fill.cuh"
+#include "cuda/providers/cublaslt/grouped_gemm.hpp"
+#include "cuda/providers/provider.hpp"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
 #include "gemm_reference.hpp"
 #include "cutlass_test_util.hpp"
 #include "gpu_test_util.hpp"
@@ -284,7 +284,7 @@ TEST(CutlassFp8, EngineCellsRecordTheProvider) {
   for (Precision p : {Precision::FP8Current, Precision::FP8Block}) {
   for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) {
     SCOPED_TRACE(std::string(to_string(p)) + " " + pass_label(pass));
-    const Cell c = engine->measure_with(grouped_gemm(pass), p, Mode::PerGemm, kProviderCutlass);
+    const Cell c = engine->measure(grouped_gemm(pass), p, Mode::PerGemm, kProviderCutlass);
     ASSERT_TRUE(c.ok) << c.reason;
     EXPECT_EQ(c.kernels.provider, "cutlass");
     EXPECT_NE(c.kernels.config.find("fp8"), std::string::npos) << c.kernels.config;
@@ -296,7 +296,7 @@ TEST(CutlassFp8, EngineCellsRecordTheProvider) {
     }
   }
   }
-  const Cell dense = engine->measure_with(build_shapes_plan("1024").gemms[0], Precision::FP8Delayed, Mode::PreQuantized,
+  const Cell dense = engine->measure(build_shapes_plan("1024").gemms[0], Precision::FP8Delayed, Mode::PreQuantized,
                                           kProviderCutlass);
   EXPECT_TRUE(dense.ok) << dense.reason;
   EXPECT_NE(dense.kernels.config.find("before the timed loop"), std::string::npos) << dense.kernels.config;

@@ -1,5 +1,5 @@
-// The CUTLASS provider's single-launch grouped BF16 GEMMs (cuda/cutlass_grouped.hpp,
-// cuda/cutlass_provider.cpp): every expert's output equals an FP64 GEMM of its own operands, with
+// The CUTLASS provider's single-launch grouped BF16 GEMMs (cuda/providers/cutlass/cutlass_grouped.hpp,
+// cuda/providers/cutlass/cutlass_provider.cpp): every expert's output equals an FP64 GEMM of its own operands, with
 // empty and uneven experts, in Fprop (B K-major), Dgrad (B N-major) and Wgrad (per-expert K) with
 // a BF16 gradient (empty experts zeroed) and with FP32 main gradients accumulated (beta = 1: two
 // iterations add twice, empty experts untouched); dense BF16 GEMMs as one group in each layout of a
@@ -12,17 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "core/gpu/arch_policy.hpp"
 #include "core/recipes/grouped.hpp"
 #include "core/plan/plan.hpp"
 #include "core/providers/provider.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/results/results.hpp"
-#include "cuda/cutlass_grouped.hpp"
+#include "cuda/providers/cutlass/cutlass_grouped.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/fill.cuh"
-#include "cuda/recipe_gemm.hpp"
-#include "cuda/grouped_gemm.hpp"
-#include "cuda/provider.hpp"
+#include "cuda/common/fill.cuh"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
+#include "cuda/providers/cublaslt/grouped_gemm.hpp"
+#include "cuda/providers/provider.hpp"
 #include "gemm_reference.hpp"
 #include "cutlass_test_util.hpp"
 #include "gpu_test_util.hpp"
@@ -238,8 +239,8 @@ TEST(CutlassEngine, CellsRecordTheProviderOrSayWhyNot) {
   auto engine = make_engine(o, why);
   ASSERT_NE(engine, nullptr) << why;
   const Gemm g = grouped_gemm(Pass::Fprop);
-  const Cell c = engine->measure_with(g, Precision::BF16, Mode::PerGemm, kProviderCutlass);
-  if (!cutlass_built() || compute_capability() != 90) {
+  const Cell c = engine->measure(g, Precision::BF16, Mode::PerGemm, kProviderCutlass);
+  if (!cutlass_built() || !ArchPolicy(compute_capability()).kernel_target()) {
     EXPECT_FALSE(c.ok);
     EXPECT_NE(c.reason.find("CUTLASS"), std::string::npos) << c.reason;
     GTEST_SKIP() << "CUTLASS cannot run here: " << c.reason;
@@ -256,21 +257,21 @@ TEST(CutlassEngine, CellsRecordTheProviderOrSayWhyNot) {
     EXPECT_EQ(gemm_kernels, 1);
   }
   // The same cell through cuBLASLt, for the record; and what CUTLASS does not run is N/A with a reason.
-  const Cell lt = engine->measure_with(g, Precision::BF16, Mode::PerGemm, kProviderCublasLt);
+  const Cell lt = engine->measure(g, Precision::BF16, Mode::PerGemm, kProviderCublasLt);
   EXPECT_TRUE(lt.ok) << lt.reason;
   std::printf("    grouped Fprop %s over %zu experts: cuBLASLt %.1f us, CUTLASS %.1f us\n", g.shape().c_str(),
               g.group.size(), lt.stats.mean_ms * 1e3, c.stats.mean_ms * 1e3);
-  const Cell fp8 = engine->measure_with(g, Precision::MXFP8, Mode::PerGemm, kProviderCutlass);
+  const Cell fp8 = engine->measure(g, Precision::MXFP8, Mode::PerGemm, kProviderCutlass);
   EXPECT_FALSE(fp8.ok);
   EXPECT_NE(fp8.reason.find("CUTLASS"), std::string::npos) << fp8.reason;
-  const Cell dense = engine->measure_with(build_shapes_plan("1024").gemms[0], Precision::BF16, Mode::PerGemm, kProviderCutlass);
+  const Cell dense = engine->measure(build_shapes_plan("1024").gemms[0], Precision::BF16, Mode::PerGemm, kProviderCutlass);
   EXPECT_TRUE(dense.ok) << dense.reason;
   EXPECT_NE(dense.kernels.config.find("one group"), std::string::npos) << dense.kernels.config;
-  const Cell odd = engine->measure_with(build_shapes_plan("1000x1004x1000").gemms[0], Precision::BF16, Mode::PerGemm,
+  const Cell odd = engine->measure(build_shapes_plan("1000x1004x1000").gemms[0], Precision::BF16, Mode::PerGemm,
                                         kProviderCutlass);
   EXPECT_FALSE(odd.ok) << "k = 1004 is no multiple of 8";
   EXPECT_NE(odd.reason.find("multiple of 8"), std::string::npos) << odd.reason;
-  const Cell wgrad = engine->measure_with(grouped_gemm(Pass::Wgrad), Precision::BF16, Mode::PerGemm, kProviderCutlass);
+  const Cell wgrad = engine->measure(grouped_gemm(Pass::Wgrad), Precision::BF16, Mode::PerGemm, kProviderCutlass);
   EXPECT_TRUE(wgrad.ok) << wgrad.reason;
 }
 

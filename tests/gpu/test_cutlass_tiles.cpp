@@ -1,4 +1,4 @@
-// Every CUTLASS family (cuda/cutlass_grouped.hpp) in each of its tile configurations, called
+// Every CUTLASS family (cuda/providers/cutlass/cutlass_grouped.hpp) in each of its tile configurations, called
 // directly on host-made operands: uneven groups (one above a 256-wide tile, one of 8 rows) against
 // an FP64 GEMM of the same values. FP8 operands are random codes with per-group alphas (per-tensor)
 // or random power-of-two block scales in CUTLASS's layout (block scaling); FP32 outputs accumulate
@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/formats/formats.hpp"
-#include "cuda/cutlass_grouped.hpp"
-#include "cuda/device_buffer.hpp"
+#include "cuda/providers/cutlass/cutlass_grouped.hpp"
+#include "cuda/common/device_buffer.hpp"
 #include "gemm_reference.hpp"
 #include "cutlass_test_util.hpp"
 #include "gpu_test_util.hpp"

@@ -9,9 +9,10 @@
 #include <numeric>
 #include <unistd.h>
 
-#include "cuda/deepgemm/deepgemm_layouts.cuh"
-#include "cuda/deepgemm/deepgemm_runtime.hpp"
-#include "cuda/fill.cuh"
+#include "cuda/providers/deepgemm/deepgemm_layouts.cuh"
+#include "cuda/providers/deepgemm/deepgemm_runtime.hpp"
+#include "cuda/common/fill.cuh"
+#include "deepgemm_test_util.hpp"
 #include "gemm_reference.hpp"
 #include "gpu_test_util.hpp"
 
@@ -20,13 +21,6 @@ namespace {
 using namespace gs::test;
 using gs::cuda::DeviceBuffer;
 using gs::cuda::QuantizedOperand;
-
-#define GS_REQUIRE_DEEPGEMM()                                                          \
-  do {                                                                                 \
-    GS_REQUIRE_GPU();                                                                  \
-    const std::string gs_dg_why_ = gs::dg::Runtime::get().unavailable_reason();        \
-    if (!gs_dg_why_.empty()) GTEST_SKIP() << gs_dg_why_;                               \
-  } while (0)
 
 constexpr double kTol = 4e-3;  // as test_gemm_recipes: BF16 rounding + FP32 accumulation
 

@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "core/providers/deepgemm_config.hpp"
-#include "cuda/deepgemm/deepgemm_runtime.hpp"
-#include "cuda/deepgemm/embedded_headers.hpp"
-#include "cuda/deepgemm/nvrtc_lib.hpp"
+#include "cuda/providers/deepgemm/deepgemm_runtime.hpp"
+#include "cuda/providers/deepgemm/embedded_headers.hpp"
+#include "cuda/providers/deepgemm/nvrtc_lib.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The DeepGEMM provider (src/cuda/deepgemm/deepgemm_provider.cpp) on the engine's operands: its
+// The DeepGEMM provider (src/cuda/providers/deepgemm/deepgemm_provider.cpp) on the engine's operands: its
 // dense Fprop/Dgrad/Wgrad cells (pre-quantized and training modes), the M-grouped contiguous
 // Fprop/Dgrad with empty and uneven experts and the K-grouped FP32 Wgrad (one launch), the BF16
 // cells (sm90_bf16_gemm: dense and M-grouped), each against an FP64
@@ -16,12 +16,13 @@
 #include "core/recipes/grouped.hpp"
 #include "core/model/model_config.hpp"
 #include "core/run/runner.hpp"
-#include "cuda/deepgemm/deepgemm_provider.hpp"
-#include "cuda/deepgemm/deepgemm_runtime.hpp"
+#include "cuda/providers/deepgemm/deepgemm_provider.hpp"
+#include "cuda/providers/deepgemm/deepgemm_runtime.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/fill.cuh"
-#include "cuda/grouped_gemm.hpp"
-#include "cuda/recipe_gemm.hpp"
+#include "cuda/common/fill.cuh"
+#include "cuda/providers/cublaslt/grouped_gemm.hpp"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
+#include "deepgemm_test_util.hpp"
 #include "gemm_reference.hpp"
 #include "gpu_test_util.hpp"
 #include "provider_test_util.hpp"
@@ -32,13 +33,6 @@ using namespace gs;
 using namespace gs::test;
 using gs::cuda::GemmSources;
 using gs::cuda::GroupedSources;
-
-#define GS_REQUIRE_DEEPGEMM_PROVIDER()                                                 \
-  do {                                                                                 \
-    GS_REQUIRE_GPU();                                                                  \
-    const std::string gs_dg_why_ = gs::dg::Runtime::get().unavailable_reason();        \
-    if (!gs_dg_why_.empty()) GTEST_SKIP() << gs_dg_why_;                               \
-  } while (0)
 
 constexpr double kTol = 4e-3;  // as test_gemm_recipes / test_deepgemm_gemm
 
@@ -109,7 +103,7 @@ void check_dense(Pass pass, Mode mode) {
 }
 
 TEST(DeepGemmProvider, DenseCellsMatchTheReference) {
-  GS_REQUIRE_DEEPGEMM_PROVIDER();
+  GS_REQUIRE_DEEPGEMM();
   for (Mode mode : {Mode::PreQuantized, Mode::Training, Mode::PerGemm})
     for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) check_dense(pass, mode);
 }
@@ -156,7 +150,7 @@ void check_m_grouped(Pass pass, Mode mode) {
 }
 
 TEST(DeepGemmProvider, MGroupedCellsWithEmptyAndUnevenExpertsMatchTheReference) {
-  GS_REQUIRE_DEEPGEMM_PROVIDER();
+  GS_REQUIRE_DEEPGEMM();
   for (Mode mode : {Mode::PreQuantized, Mode::PerGemm})
     for (Pass pass : {Pass::Fprop, Pass::Dgrad}) check_m_grouped(pass, mode);
 }
@@ -226,7 +220,7 @@ void check_k_grouped(Mode mode) {
 }
 
 TEST(DeepGemmProvider, GroupedWgradIsOneKGroupedLaunchAccumulatingEachExpertIntoFp32) {
-  GS_REQUIRE_DEEPGEMM_PROVIDER();
+  GS_REQUIRE_DEEPGEMM();
   for (Mode mode : {Mode::PreQuantized, Mode::PerGemm}) check_k_grouped(mode);
 }
 
@@ -279,7 +273,7 @@ void check_bf16_dense(Pass pass, bool fp32_wgrad) {
 }
 
 TEST(DeepGemmProvider, Bf16DenseCellsMatchTheReference) {
-  GS_REQUIRE_DEEPGEMM_PROVIDER();
+  GS_REQUIRE_DEEPGEMM();
   for (Pass pass : {Pass::Fprop, Pass::Dgrad, Pass::Wgrad}) check_bf16_dense(pass, true);
   check_bf16_dense(Pass::Wgrad, false);
 }
@@ -320,7 +314,7 @@ void check_bf16_m_grouped(Pass pass) {
 }
 
 TEST(DeepGemmProvider, Bf16MGroupedCellsWithEmptyAndUnevenExpertsMatchTheReference) {
-  GS_REQUIRE_DEEPGEMM_PROVIDER();
+  GS_REQUIRE_DEEPGEMM();
   for (Pass pass : {Pass::Fprop, Pass::Dgrad}) check_bf16_m_grouped(pass);
 }
 
@@ -389,7 +383,7 @@ void check_bf16_k_grouped(bool fp32) {
 }
 
 TEST(DeepGemmProvider, Bf16GroupedWgradIsOneKGroupedLaunch) {
-  GS_REQUIRE_DEEPGEMM_PROVIDER();
+  GS_REQUIRE_DEEPGEMM();
   check_bf16_k_grouped(true);
   check_bf16_k_grouped(false);
 }
@@ -417,7 +411,7 @@ bool any_note(const RunResult& r, const std::string& part) {
 }
 
 TEST(DeepGemmProvider, EngineMeasuresItsCellsBesideCublasLtAndASecondRunCompilesNothing) {
-  GS_REQUIRE_DEEPGEMM_PROVIDER();
+  GS_REQUIRE_DEEPGEMM();
   const RunRequest req = small_moe_request();
   std::string why;
   auto engine = cuda::make_engine(req.options, why);

@@ -13,8 +13,8 @@
 #include "core/plan/plan.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/results/results.hpp"
-#include "cuda/fill.cuh"
-#include "cuda/recipe_gemm.hpp"
+#include "cuda/common/fill.cuh"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
 #include "gemm_reference.hpp"
 #include "gpu_test_util.hpp"
 

@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "core/gpu/arch_policy.hpp"
+#include "core/providers/provider.hpp"
 #include "core/recipes/grouped.hpp"
 #include "core/plan/plan.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/results/results.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/grouped_gemm.hpp"
-#include "cuda/power_hold.hpp"
+#include "cuda/providers/cublaslt/grouped_gemm.hpp"
+#include "cuda/timing/power_hold.hpp"
 #include "gemm_reference.hpp"
 #include "gpu_test_util.hpp"
 
@@ -197,7 +198,7 @@ TEST(GroupedEngine, ManyExpertsNeverTimeOutAndHaveADenseEquivalent) {
       for (Precision p : {Precision::BF16, Precision::FP8Current}) {
         SCOPED_TRACE(std::string(to_string(p)) + " " + pass_label(pass) + " streams " + std::to_string(streams));
         const Gemm g = grouped_gemm(pass, skewed_group(256, 3), 512, 256);
-        const Cell c = engine->measure(g, p, Mode::PerGemm);
+        const Cell c = engine->measure(g, p, Mode::PerGemm, kProviderCublasLt);
         ASSERT_TRUE(c.ok) << c.reason;
         EXPECT_FALSE(c.gate_timed_out);
         ASSERT_TRUE(c.dense_equiv_ms.has_value());
@@ -223,14 +224,14 @@ TEST(GroupedEngine, RefusesWhatDoesNotFitWithAReason) {
   ASSERT_EQ(cudaMemGetInfo(&free_b, &total_b), cudaSuccess);
   const int64_t experts = static_cast<int64_t>(2 * total_b / (size_t{16384} * 16384 * 2)) + 1;
   const Gemm g = grouped_gemm(Pass::Fprop, std::vector<int64_t>(static_cast<size_t>(experts), 16), 16384, 16384);
-  const Cell c = engine->measure(g, Precision::BF16, Mode::PerGemm);
+  const Cell c = engine->measure(g, Precision::BF16, Mode::PerGemm, kProviderCublasLt);
   EXPECT_FALSE(c.ok);
   EXPECT_NE(c.reason.find("GiB of GPU memory"), std::string::npos) << c.reason;
   // The engine still measures afterwards.
-  const Cell ok = engine->measure(grouped_gemm(Pass::Fprop), Precision::BF16, Mode::PerGemm);
+  const Cell ok = engine->measure(grouped_gemm(Pass::Fprop), Precision::BF16, Mode::PerGemm, kProviderCublasLt);
   EXPECT_TRUE(ok.ok) << ok.reason;
   // All experts empty along M: nothing to run, said so.
-  const Cell none = engine->measure(grouped_gemm(Pass::Fprop, {0, 0, 0}), Precision::BF16, Mode::PerGemm);
+  const Cell none = engine->measure(grouped_gemm(Pass::Fprop, {0, 0, 0}), Precision::BF16, Mode::PerGemm, kProviderCublasLt);
   EXPECT_FALSE(none.ok);
   EXPECT_NE(none.reason.find("no rows"), std::string::npos) << none.reason;
 }
@@ -252,7 +253,7 @@ TEST(TimedLoop, HundredThousandIterationsReadLikeAHundred) {
   auto e100 = engine_with(100), e100k = engine_with(100000);
   ASSERT_TRUE(e100 && e100k);
   auto mean = [&](Engine& e) {
-    const Cell c = e.measure(g, Precision::FP8Current, Mode::PerGemm);
+    const Cell c = e.measure(g, Precision::FP8Current, Mode::PerGemm, kProviderCublasLt);
     EXPECT_TRUE(c.ok) << c.reason;
     EXPECT_FALSE(c.gate_timed_out) << c.stats.iters << " iterations";
     return c.stats.mean_ms;

@@ -16,15 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "core/providers/provider.hpp"
 #include "core/recipes/grouped.hpp"
 #include "core/results/kernels.hpp"
 #include "core/plan/plan.hpp"
 #include "core/recipes/recipe.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/fill.cuh"
-#include "cuda/grouped_gemm.hpp"
-#include "cuda/quantize.cuh"
-#include "cuda/quantize_multi.cuh"
+#include "cuda/common/fill.cuh"
+#include "cuda/providers/cublaslt/grouped_gemm.hpp"
+#include "cuda/quant/quantize.cuh"
+#include "cuda/quant/quantize_multi.cuh"
 #include "gemm_reference.hpp"
 #include "gpu_test_util.hpp"
 
@@ -488,7 +489,7 @@ TEST(KernelCheck, FlagsARealFallbackFromCuptiRecords) {
   auto engine = make_engine(o, why);
   ASSERT_NE(engine, nullptr) << why;
   const Gemm g{Pass::Fprop, Op::MlpUp, Scope::Layer, 1024, 1024, 1024, {Role::Activation, true}, {Role::Weight, true}};
-  const Cell bf16 = engine->measure(g, Precision::BF16, Mode::PreQuantized);
+  const Cell bf16 = engine->measure(g, Precision::BF16, Mode::PreQuantized, kProviderCublasLt);
   ASSERT_TRUE(bf16.ok) << bf16.reason;
   if (!bf16.kernels.traced) GTEST_SKIP() << "CUPTI unavailable: " << bf16.kernels.trace_note;
   // The BF16 kernel in a cell meant to run FP8 is a fallback...
@@ -499,7 +500,7 @@ TEST(KernelCheck, FlagsARealFallbackFromCuptiRecords) {
   const Precision intended = make_recipe(Precision::FP8Current, router, RecipeOptions{}).precision;
   EXPECT_EQ(intended, Precision::BF16);
   EXPECT_EQ(kernel_flag(intended, bf16.kernels.kernels), "");
-  const Cell fp8 = engine->measure(g, Precision::FP8Current, Mode::PreQuantized);
+  const Cell fp8 = engine->measure(g, Precision::FP8Current, Mode::PreQuantized, kProviderCublasLt);
   ASSERT_TRUE(fp8.ok) << fp8.reason;
   EXPECT_EQ(kernel_flag(Precision::FP8Current, fp8.kernels.kernels), "");
 }

@@ -11,12 +11,13 @@
 #include "core/gpu/arch_policy.hpp"
 #include "core/formats/formats.hpp"
 #include "core/plan/plan.hpp"
+#include "core/providers/provider.hpp"
 #include "core/providers/tuning.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/results/results.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/kernel_trace.hpp"
-#include "cuda/quantize.cuh"
+#include "cuda/timing/kernel_trace.hpp"
+#include "cuda/quant/quantize.cuh"
 #include "gpu_test_util.hpp"
 
 namespace {
@@ -62,7 +63,7 @@ TEST(KernelTrace, SeesTheExpectedKernelsPerRecipeAndMode) {
                           gs::Precision::FP8Block})
     for (gs::Mode m : {gs::Mode::PerGemm, gs::Mode::PreQuantized}) {
       SCOPED_TRACE(std::string(gs::to_string(p)) + " " + gs::to_string(m));
-      const gs::Cell c = e->measure(*dgrad, p, m);
+      const gs::Cell c = e->measure(*dgrad, p, m, gs::kProviderCublasLt);
       ASSERT_TRUE(c.ok) << c.reason;
       const gs::CellKernels& k = c.kernels;
       ASSERT_TRUE(k.traced) << k.trace_note;
@@ -89,17 +90,45 @@ TEST(KernelTrace, SeesTheExpectedKernelsPerRecipeAndMode) {
 }
 
 // Autotune and search: the kept algorithm is never slower than the heuristic's choice.
+//
+// Measured under the same conditions on both sides. The tuned engine's timed loop always runs
+// right after its own tuning (a few hundred ms of sustained GEMMs), the heuristic engine's after a
+// host gap of cell setup; a short loop (2048^3 BF16: 100 iterations of 28 us) runs at whatever
+// clock the state before it left, so the two loops compared the GPU's loaded clock against a
+// clock that had partly recovered towards boost: on a warm H200, 0.02827 ms against 0.02761 ms
+// (2.4%), once in a whole suite, never alone. The rule itself compares the pick and the
+// heuristic's choice in one state (interleaved rounds, alternating confirmation, pick / heuristic
+// / pick timed loops, each by 2%), so the comparison here must too: --power-hold on both engines
+// (every loop starts from the loaded state, as in a training step), loops of at least ~20 ms (the
+// power cap acts within them), and the medians of three alternating loops per side.
 static void never_keeps_a_slower_algorithm(gs::AlgoChoice choice) {
   gs::GemmOptions tuned;
   tuned.algo = choice;
-  auto h = engine({}, 100);
-  auto t = engine(tuned, 100);
-  ASSERT_TRUE(h && t);
+  const auto loaded = [](const gs::GemmOptions& go, int iters) {
+    gs::EngineOptions o;
+    o.timing.warmup = 3;
+    o.timing.iters = iters;
+    o.timing.power_hold = true;
+    o.gemm = go;
+    std::string why;
+    auto e = gs::cuda::make_engine(o, why);
+    EXPECT_NE(e, nullptr) << why;
+    return e;
+  };
+  const auto mhz = [](const gs::Cell& c) { return c.clock ? c.clock->sm_mhz : 0; };
+  auto probe = engine({}, 100);
+  ASSERT_TRUE(probe);
   for (const char* shape : {"15872x4096x4096", "4096x15872x16384", "2048x2048x2048"})
     for (gs::Precision p : {gs::Precision::BF16, gs::Precision::FP8Current, gs::Precision::FP8Block}) {
       SCOPED_TRACE(std::string(shape) + " " + gs::to_string(p));
       const gs::Gemm g = gs::build_shapes_plan(shape).gemms[0];
-      const gs::Cell ct = t->measure(g, p, gs::Mode::PreQuantized);
+      const gs::Cell first = probe->measure(g, p, gs::Mode::PreQuantized, gs::kProviderCublasLt);
+      ASSERT_TRUE(first.ok) << first.reason;
+      const int iters = std::clamp(static_cast<int>(20.0 / first.stats.mean_ms), 100, 5000);
+      auto h = loaded({}, iters);
+      auto t = loaded(tuned, iters);
+      ASSERT_TRUE(h && t);
+      const gs::Cell ct = t->measure(g, p, gs::Mode::PreQuantized, gs::kProviderCublasLt);
       ASSERT_TRUE(ct.ok) << ct.reason;
       ASSERT_TRUE(ct.kernels.autotune.has_value());
       const gs::AutotuneRecord& r = *ct.kernels.autotune;
@@ -126,24 +155,25 @@ static void never_keeps_a_slower_algorithm(gs::AlgoChoice choice) {
         EXPECT_EQ(ct.kernels.algo->summary(), r.heuristic.summary()) << "not confirmed, yet not the heuristic's";
         continue;
       }
-      // A pick was kept: re-measured in separate timed loops, alternating (so that a clock drift
-      // touches both alike), it is not slower than the heuristic's choice beyond run-to-run noise
-      // (2%, median of three each).
-      std::vector<double> tv{ct.stats.mean_ms}, hv;
+      // A pick was kept: re-measured in separate timed loops under the same conditions, alternating
+      // (so that a drift touches both alike), it is not slower than the heuristic's choice beyond
+      // run-to-run noise (2%, median of three each).
+      std::vector<gs::Cell> tc{ct}, hc;
       for (int i = 0; i < 3; ++i) {
-        const gs::Cell hc = h->measure(g, p, gs::Mode::PreQuantized);
-        ASSERT_TRUE(hc.ok) << hc.reason;
-        hv.push_back(hc.stats.mean_ms);
+        hc.push_back(h->measure(g, p, gs::Mode::PreQuantized, gs::kProviderCublasLt));
+        ASSERT_TRUE(hc.back().ok) << hc.back().reason;
         if (i == 2) break;
-        const gs::Cell tc = t->measure(g, p, gs::Mode::PreQuantized);
-        ASSERT_TRUE(tc.ok) << tc.reason;
-        tv.push_back(tc.stats.mean_ms);
+        tc.push_back(t->measure(g, p, gs::Mode::PreQuantized, gs::kProviderCublasLt));
+        ASSERT_TRUE(tc.back().ok) << tc.back().reason;
       }
-      std::sort(tv.begin(), tv.end());
-      std::sort(hv.begin(), hv.end());
-      const double tm = tv[1], hm = hv[1];
-      EXPECT_LE(tm, hm * 1.02) << "autotuned " << tm << " ms vs heuristic " << hm << " ms; chosen "
-                               << ct.kernels.algo->summary();
+      const auto by_time = [](const gs::Cell& a, const gs::Cell& b) { return a.stats.mean_ms < b.stats.mean_ms; };
+      std::sort(tc.begin(), tc.end(), by_time);
+      std::sort(hc.begin(), hc.end(), by_time);
+      const gs::Cell& tm = tc[1];
+      const gs::Cell& hm = hc[1];
+      EXPECT_LE(tm.stats.mean_ms, hm.stats.mean_ms * 1.02)
+          << "autotuned " << tm.stats.mean_ms << " ms at " << mhz(tm) << " MHz vs heuristic " << hm.stats.mean_ms
+          << " ms at " << mhz(hm) << " MHz (" << iters << " iterations); chosen " << ct.kernels.algo->summary();
     }
 }
 
@@ -169,8 +199,8 @@ TEST(KernelTrace, NumSmsLowersThroughputOnALargeGemm) {
   const gs::Gemm g = gs::build_shapes_plan("8192").gemms[0];
   for (gs::Precision p : {gs::Precision::BF16, gs::Precision::FP8Current}) {
     SCOPED_TRACE(gs::to_string(p));
-    const gs::Cell a = all->measure(g, p, gs::Mode::PreQuantized);
-    const gs::Cell q = quarter->measure(g, p, gs::Mode::PreQuantized);
+    const gs::Cell a = all->measure(g, p, gs::Mode::PreQuantized, gs::kProviderCublasLt);
+    const gs::Cell q = quarter->measure(g, p, gs::Mode::PreQuantized, gs::kProviderCublasLt);
     ASSERT_TRUE(a.ok && q.ok) << a.reason << q.reason;
     // A quarter of the SMs: compute-bound, so well over twice the time (ideally 4x).
     EXPECT_GT(q.stats.mean_ms, 2.0 * a.stats.mean_ms) << "all SMs " << a.stats.mean_ms << " ms, " << few.num_sms

@@ -7,8 +7,8 @@
 
 #include "core/plan/plan.hpp"
 #include "core/recipes/recipe.hpp"
-#include "cuda/gemm_lt.hpp"
-#include "cuda/recipe_gemm.hpp"
+#include "cuda/providers/cublaslt/gemm_lt.hpp"
+#include "cuda/providers/cublaslt/recipe_gemm.hpp"
 
 using namespace gs;
 

@@ -1,4 +1,4 @@
-// Bit-exact tests of the BF16 -> FP8 kernels (src/cuda/quantize.cu) against a host reference
+// Bit-exact tests of the BF16 -> FP8 kernels (src/cuda/quant/quantize.cu) against a host reference
 // built on cuda_fp8.h's host conversion (__nv_cvt_float_to_fp8, __NV_SATFINITE), with the
 // documented scale formula re-stated here in FP32:
 //   scale = fmax / amax (amax == 0 or not finite -> fallback, overflow -> FLT_MAX),
@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/quantize.cuh"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/quant/quantize.cuh"
 #include "gpu_test_util.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// GPU tests of the MXFP8 / NVFP4 kernels (src/cuda/quantize_mx.cu) against the host reference
+// GPU tests of the MXFP8 / NVFP4 kernels (src/cuda/quant/quantize_mx.cu) against the host reference
 // (core/formats/mx_reference.hpp, whose codecs are checked against cuda_fp8.h/cuda_fp4.h in the core
 // tests). Data bytes, every byte of the swizzled scale buffer (zero padding included) and the
 // NVFP4 global decode scale must match BIT FOR BIT. Output buffers are poisoned before each run
@@ -23,9 +23,9 @@
 
 #include "core/formats/formats.hpp"
 #include "core/formats/mx_reference.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/quantize.cuh"
-#include "cuda/quantize_mx.cuh"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/quant/quantize.cuh"
+#include "cuda/quant/quantize_mx.cuh"
 #include "gpu_test_util.hpp"
 
 namespace {

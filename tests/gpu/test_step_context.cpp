@@ -1,4 +1,4 @@
-// The step context on the GPU (cuda/step_context_runner.hpp): the stand-in kernel streams and its
+// The step context on the GPU (cuda/stepwork/step_context_runner.hpp): the stand-in kernel streams and its
 // calibration holds, and the work run between iterations adds up to each GEMM's share of the
 // layer's modelled other work and measured attention.
 #include <cuda_runtime.h>
@@ -9,10 +9,11 @@
 #include "core/model/model_config.hpp"
 #include "core/plan/plan.hpp"
 #include "core/plan/step_model.hpp"
-#include "cuda/attention_cudnn.hpp"
+#include "core/providers/provider.hpp"
+#include "cuda/attention/attention_cudnn.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/step_context_runner.hpp"
-#include "cuda/step_work.hpp"
+#include "cuda/stepwork/step_context_runner.hpp"
+#include "cuda/stepwork/step_work.hpp"
 #include "gpu_test_util.hpp"
 
 namespace {
@@ -141,7 +142,7 @@ TEST(StepContextGpu, EngineRecordsTheContext) {
   auto e = gs::cuda::make_engine(o, why);
   ASSERT_NE(e, nullptr) << why;
   EXPECT_FALSE(e->step_context());  // nothing measured yet
-  const gs::Cell c = e->measure(plan.gemms.front(), gs::Precision::BF16, gs::Mode::PreQuantized);
+  const gs::Cell c = e->measure(plan.gemms.front(), gs::Precision::BF16, gs::Mode::PreQuantized, gs::kProviderCublasLt);
   ASSERT_TRUE(c.ok) << c.reason;
   const auto info = e->step_context();
   ASSERT_TRUE(info);

@@ -6,10 +6,11 @@
 #include <string>
 
 #include "core/plan/plan.hpp"
+#include "core/providers/provider.hpp"
 #include "core/results/results.hpp"
 #include "core/run/step_context.hpp"
 #include "cuda/engine_cuda.hpp"
-#include "cuda/step_work.hpp"
+#include "cuda/stepwork/step_work.hpp"
 #include "gpu_test_util.hpp"
 
 namespace {
@@ -74,12 +75,12 @@ TEST(StepContext, WorkStaysOutsideTheSamplesAndTheKernelRecords) {
   };
   auto plain = make(0);
   ASSERT_TRUE(plain);
-  const gs::Cell base = plain->measure(g, gs::Precision::BF16, gs::Mode::PreQuantized);
+  const gs::Cell base = plain->measure(g, gs::Precision::BF16, gs::Mode::PreQuantized, gs::kProviderCublasLt);
   ASSERT_TRUE(base.ok) << base.reason;
   plain.reset();
   auto stepped = make(base.stats.mean_ms / (g.flops() * 1e-9));  // gap = the GEMM's own time
   ASSERT_TRUE(stepped);
-  const gs::Cell c = stepped->measure(g, gs::Precision::BF16, gs::Mode::PreQuantized);
+  const gs::Cell c = stepped->measure(g, gs::Precision::BF16, gs::Mode::PreQuantized, gs::kProviderCublasLt);
   ASSERT_TRUE(c.ok) << c.reason;
   EXPECT_LT(c.stats.mean_ms, 1.3 * base.stats.mean_ms) << "back to back " << base.stats.mean_ms << " ms";
   for (const auto& k : c.kernels.kernels) EXPECT_EQ(k.name.find("step_work"), std::string::npos) << k.name;

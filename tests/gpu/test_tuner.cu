@@ -1,4 +1,4 @@
-// The provider-neutral tuning driver (cuda/tuner.hpp) on fake candidates: spin kernels of known
+// The provider-neutral tuning driver (cuda/providers/tuner.hpp) on fake candidates: spin kernels of known
 // lengths stand for a provider's kernels, so the pick, the skipped candidates, the screen of
 // searched ones and the output check are known in advance. The timed loop's re-check
 // (recheck_in_timed_loop) runs on given cells and needs no GPU.
@@ -10,7 +10,7 @@
 
 #include "core/providers/tuning.hpp"
 #include "core/util/error.hpp"
-#include "cuda/tuner.hpp"
+#include "cuda/providers/tuner.hpp"
 #include "gpu_test_util.hpp"
 
 namespace {

@@ -30,7 +30,7 @@ EXIT_STDOUT_ERROR = 74  # EX_IOERR: the chart is written, "wrote ..." could not 
 MATPLOTLIB_MISSING = ("matplotlib is not installed: apt-get install python3-matplotlib "
                       "(or pip install matplotlib)")
 KNOWN_MODES = ("per-gemm", "training", "pre-quantized")
-KINDS = ("auto", "model", "shapes", "sweep", "modes", "roofline", "experts", "fleet")
+KINDS = ("auto", "model", "shapes", "sweep", "modes", "roofline", "experts", "step", "fleet")
 FLEET_CHART_SCHEMA = "gemmscope-fleet-chart/1"  # written by `gemmscope plot` from a fleet file
 OUT_TYPES = (".png", ".svg", ".pdf")
 

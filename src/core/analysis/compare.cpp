@@ -484,8 +484,10 @@ std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
       out.push_back(fmt::format("plan.routing.counts: max/mean rows per expert {:.2f} vs {:.2f}, empty experts {} vs {}",
                                 u.max_over_mean(), v.max_over_mean(), u.empty_experts(), v.empty_experts()));
   }
-  // The run's settings (recipe options, timing, GEMM options): the registry's labels (core/run/settings.hpp).
-  for (std::string& d : settings_differences(a, b, {"recipe_options", "timing", "gemm_options", "accuracy"}))
+  // The run's settings (recipe options, timing, GEMM options, the whole step's): the registry's labels
+  // (core/run/settings.hpp).
+  for (std::string& d :
+       settings_differences(a, b, {"recipe_options", "timing", "gemm_options", "accuracy", "step_options"}))
     out.push_back(std::move(d));
   return out;
 }

@@ -36,45 +36,6 @@ double wave_efficiency(const Gemm& g, int sms) {
 
 namespace {
 
-// Relative uncertainty, low and high side.
-struct Band {
-  double lo = 0, hi = 0;
-};
-// The band of `ms` = kernel + overhead, each term with its relative band. An overhead can be
-// negative (a mode measured faster than its pre-quantized GEMM): its high side then lowers the time.
-std::pair<double, double> band_ms(double kernel, const Band& kb, double overhead, const Band& ob) {
-  const auto lo_hi = [](double t, const Band& b) {
-    const double x = t * (1 - b.lo), y = t * (1 + b.hi);
-    return std::pair{std::min(x, y), std::max(x, y)};
-  };
-  const auto [k0, k1] = lo_hi(kernel, kb);
-  const auto [o0, o1] = lo_hi(overhead, ob);
-  return {k0 + o0, k1 + o1};
-}
-
-Band quad(std::initializer_list<Band> parts) {
-  double lo = 0, hi = 0;
-  for (const Band& b : parts) {
-    lo += b.lo * b.lo;
-    hi += b.hi * b.hi;
-  }
-  return {std::min(0.95, std::sqrt(lo)), std::sqrt(hi)};
-}
-
-// Band terms (docs/predict.md, "Error band").
-constexpr Band kSameArch{0.06, 0.06};       // same tensor cores; clocks under a different power/thermal budget
-constexpr Band kSameArchTdp{0.12, 0.12};    // same architecture, other TDP per peak (or unknown TDP)
-constexpr Band kOtherArch{0.20, 0.20};      // other tensor-core generation and cuBLASLt kernels
-constexpr Band kPerTensorSwap{0.05, 0.05};  // FP8 delayed <-> current: the same pre-quantized kernel
-constexpr Band kBlockFromTensor{0.05, 0.30};
-constexpr Band kMxFromFp8{0.10, 0.25};      // MXFP8 from FP8 per-tensor: scale handling in the kernel
-constexpr Band kFp4FromFp8{0.10, 0.80};     // NVFP4 from an FP8 efficiency: FP4 kernels rarely keep it at 2-3x the peak
-constexpr Band kOverheadScaled{0.25, 0.25}; // measured overhead scaled by bytes and bandwidth
-constexpr Band kOverheadOtherFormat{0.30, 2.0};  // quantization of a format the run did not time (RHT, SR, 2 passes)
-constexpr Band kOverheadFromBytes{0.50, 1.0};    // no pre-quantized mode: overhead from bytes alone
-constexpr Band kDatasheetKernel{0.25, 0.60};
-constexpr Band kDatasheetOverhead{0.50, 2.0};
-
 // The precisions whose measured efficiency stands in for `p`, nearest first.
 std::vector<Precision> candidates(Precision p) {
   switch (p) {
@@ -88,19 +49,6 @@ std::vector<Precision> candidates(Precision p) {
   return {p};
 }
 
-Band borrow_band(Precision p, Precision from) {
-  if (p == from) return {};
-  if (p == Precision::NVFP4) return kFp4FromFp8;
-  if (p == Precision::MXFP8) return kMxFromFp8;
-  if (p == Precision::FP8Block) return from == Precision::MXFP8 ? kMxFromFp8 : kBlockFromTensor;
-  return kPerTensorSwap;
-}
-
-bool borrowed_precision(Precision p, Precision from) { return p != from; }
-
-double peak_flops(const GpuSpec& s, Precision p) {
-  return s.peak(s.arch_policy().peak_format(p))->value * 1e12;
-}
 double bandwidth(const GpuSpec& s) { return s.bandwidth_gbs->value * 1e9; }
 int sms(const GpuSpec& s) { return s.sm_count ? static_cast<int>(s.sm_count->value) : 0; }
 
@@ -125,14 +73,6 @@ std::optional<size_t> index_of(const std::vector<Precision>& v, Precision p) {
   return std::nullopt;
 }
 
-std::string tdp_note(const GpuSpec& s) { return s.tdp_w ? fmt::format("{:.0f} W", s.tdp_w->value) : "unknown TDP"; }
-
-// Same tensor cores but another power budget per unit of peak: clocks under load may differ more.
-bool tdp_differs(const GpuSpec& a, const GpuSpec& b) {
-  if (!a.tdp_w || !b.tdp_w || !a.peak(PeakFormat::BF16) || !b.peak(PeakFormat::BF16)) return true;
-  const double ra = a.tdp_w->value / a.peak(PeakFormat::BF16)->value, rb = b.tdp_w->value / b.peak(PeakFormat::BF16)->value;
-  return std::abs(ra / rb - 1) > 0.10;
-}
 
 Cell as_cell(const PredictedCell& c) {
   if (!c.ok) return Cell::na(c.reason);
@@ -146,12 +86,36 @@ Cell as_cell(const PredictedCell& c) {
   return cell;
 }
 
-Prediction start(const Plan& plan, const std::vector<Mode>& modes, const RecipeOptions& o, const GpuSpec& target) {
+void set_cell(PredictedCell& out, const CellPrediction& c) {
+  out.ok = true;
+  out.kernel_ms = c.kernel_s * 1e3;
+  out.overhead_ms = c.overhead_s * 1e3;
+  out.ms = out.kernel_ms + out.overhead_ms;
+  out.low_ms = c.low_s * 1e3;
+  out.high_ms = c.high_s * 1e3;
+  out.basis = c.basis;
+  out.band_basis = c.band_basis;
+  out.borrowed = c.borrowed;
+  out.x = c.x;
+  out.size_class = c.size_class;
+}
+
+// A column the target's architecture cannot run is an N/A cell with the reason; one it can run
+// but whose dense peak the database lacks is refused (UsageError naming the field): never a number
+// made up, never inf.
+std::string column_reason(const GpuSpec& t, Precision p) {
+  if (!t.arch_policy().times(p)) return cannot_run(t, p);
+  required_peak_flops(t, p, fmt::format("the {} column (leave it out with --precisions)", to_string(p)));
+  return "";
+}
+
+Prediction start(const Plan& plan, const std::vector<Mode>& modes, const RecipeOptions& o, const GpuSpec& target,
+                 const std::vector<Precision>& precisions) {
   Prediction pr;
   RunResult& r = pr.result;
   r.plan = plan;
   r.modes = modes;
-  r.precisions.assign(std::begin(kAllPrecisions), std::end(kAllPrecisions));
+  r.precisions = precisions.empty() ? std::vector<Precision>(std::begin(kAllPrecisions), std::end(kAllPrecisions)) : precisions;
   r.recipe_options = options_for(o, target);
   DeviceInfo d;
   d.name = fmt::format("{} (predicted)", target.name);
@@ -193,7 +157,8 @@ double compute_efficiency(const RunResult& run, size_t pq, size_t pi, const GpuS
     const Cell& cell = run.cell(pq, g, pi);
     if (!cell.ok) continue;
     const Gemm& x = run.plan.gemms[g];
-    const double comp = x.flops() / peak_flops(src, p) / wave_efficiency(x, sms(src));
+    const Precision k = make_recipe(p, x, o).precision;
+    const double comp = x.flops() / required_peak_flops(src, k, "the measured run") / wave_efficiency(x, sms(src));
     const double mem = bytes(p, x, Mode::PreQuantized, o).gemm / bandwidth(src);
     if (comp < mem) continue;
     c += comp;
@@ -204,19 +169,35 @@ double compute_efficiency(const RunResult& run, size_t pq, size_t pi, const GpuS
 
 }  // namespace
 
-Prediction predict_from_run(const RunResult& run, const std::string& run_name, const GpuSpec& source, const GpuSpec& target) {
+Prediction predict_from_run(const RunResult& run, const std::string& run_name, const GpuSpec& source, const GpuSpec& target,
+                            const PredictData& data, const std::vector<Precision>& precisions) {
   if (run.dry_run || run.modes.empty() || run.precisions.empty())
     throw UsageError(fmt::format("{} has no measurements to predict from ({})", run_name,
                                  run.dry_run ? "a dry run / plan only" : "no timed modes"));
   const RecipeOptions os = options_for(run.recipe_options, source), ot = options_for(run.recipe_options, target);
-  Prediction pr = start(run.plan, run.modes, run.recipe_options, target);
+  Prediction pr = start(run.plan, run.modes, run.recipe_options, target, precisions);
   pr.source_key = source.key;
   pr.source_device = run.device ? run.device->name : source.name;
   const bool same_gpu = source.key == target.key;
-  const bool same_arch = source.arch == target.arch;
-  const Band gpu_band = same_gpu ? Band{} : !same_arch ? kOtherArch : tdp_differs(source, target) ? kSameArchTdp : kSameArch;
+  pr.transfer = transfer_kind(source, target);
   const std::optional<size_t> pq = index_of(run.modes, Mode::PreQuantized);
   std::vector<std::string> borrowed_notes;
+  // The run's quantization overheads split into a fixed part per GEMM and a byte-driven part, per
+  // quantizing mode and measured precision (overhead_fit.hpp).
+  std::vector<std::vector<OverheadFit>> fits(run.modes.size(), std::vector<OverheadFit>(run.precisions.size()));
+  std::vector<double> ceff(run.precisions.size(), -1.0);  // the run's compute efficiency per precision, once
+  if (pq)
+    for (size_t mi = 0; mi < run.modes.size(); ++mi)
+      for (size_t pi = 0; pi < run.precisions.size() && run.modes[mi] != Mode::PreQuantized; ++pi) {
+        std::vector<std::pair<double, double>> pts;
+        for (size_t g = 0; g < run.plan.gemms.size(); ++g) {
+          const Cell& mc = run.cell(mi, g, pi);
+          const Cell& kc = run.cell(*pq, g, pi);
+          const double qb = bytes(run.precisions[pi], run.plan.gemms[g], run.modes[mi], os).quantize;
+          if (mc.ok && kc.ok && qb > 0) pts.emplace_back(qb, (mc.stats.mean_ms - kc.stats.mean_ms) * 1e-3);
+        }
+        fits[mi][pi] = fit_overhead(pts);
+      }
 
   for (size_t mi = 0; mi < run.modes.size(); ++mi) {
     const Mode mode = run.modes[mi];
@@ -225,7 +206,7 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
       for (size_t pi = 0; pi < pr.result.precisions.size(); ++pi) {
         const Precision p = pr.result.precisions[pi];
         PredictedCell& out = pr.cells[mi][g][pi];
-        if (std::string why = cannot_run(target, p); !why.empty()) {
+        if (std::string why = column_reason(target, p); !why.empty()) {
           out.reason = why;
           continue;
         }
@@ -264,72 +245,38 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
           ov_src = std::min(0.8 * t, qb_src / (PredictConstants::kMemEff * bandwidth(source)));
           t_kernel = t - ov_src;
         }
-        // Kernel on the target, at the peak of the precision the GEMM really runs in (the router,
-        // and the LM head under --lm-head-precision bf16, run BF16 in every column).
-        const Precision ks = make_recipe(ps, x, os).precision, kt = make_recipe(p, x, ot).precision;
-        const double comp_s = x.flops() / peak_flops(source, ks) / wave_efficiency(x, sms(source));
-        const double mem_s = bytes(ps, x, Mode::PreQuantized, os).gemm / bandwidth(source);
-        const double comp_t = x.flops() / peak_flops(target, kt) / wave_efficiency(x, sms(target));
-        const double mem_t = bytes(p, x, Mode::PreQuantized, ot).gemm / bandwidth(target);
-        double kernel_t = 0;
-        if (comp_s >= mem_s) {
-          const double eff = comp_s / t_kernel;
-          kernel_t = std::max(comp_t / eff, mem_t / PredictConstants::kMemEff);
-          out.basis = fmt::format("{} {:.1f}% of {} {} peak", to_string(ks), 100 * x.flops() / peak_flops(source, ks) / t_kernel,
-                                  source.key, to_string(source.arch_policy().peak_format(ks)));
-        } else {
-          const double mem_eff = mem_s / t_kernel;
-          const double ce = pq ? compute_efficiency(run, *pq, *src, source) : PredictConstants::kComputePrior;
-          kernel_t = std::max(mem_t / mem_eff, comp_t / ce);
-          out.basis = fmt::format("{} memory-bound on {}: {:.1f}% of its bandwidth", to_string(ps), source.key, 100 * mem_eff);
-        }
-        // Quantization overhead on the target.
-        double ov_t = 0;
-        if (mode != Mode::PreQuantized) {
-          const double qb_t = bytes(p, x, mode, ot).quantize;
-          // Signed: where the mode cell ran faster than the kernel-only cell (noise, clock drift),
-          // the measured difference is carried as it is, not rounded up to zero.
-          if (qb_src > 0) ov_t = ov_src * (qb_t / qb_src) * (bandwidth(source) / bandwidth(target));
-          else if (qb_t > 0) ov_t = qb_t / (PredictConstants::kMemEff * bandwidth(target));
-          else if (!borrowed_precision(kt, ks)) ov_t = ov_src;  // nothing quantized: the mode's own difference (noise)
-          ov_t = std::max(ov_t, -0.5 * kernel_t);
-        }
-        // A GEMM that runs BF16 in both columns keeps its own (BF16) efficiency: nothing borrowed.
-        const bool borrowed = borrowed_precision(kt, ks);
-        const Band kb = quad({gpu_band, borrow_band(kt, ks), {cv, cv}});
-        const Band ob = !overhead_measured ? kOverheadFromBytes
-                        : (borrowed && ArchPolicy(100).peak_format(p) != ArchPolicy(100).peak_format(ps)) ? kOverheadOtherFormat
-                        : same_gpu ? Band{cv, cv} : kOverheadScaled;
-        out.ok = true;
-        out.borrowed = borrowed;
-        out.kernel_ms = kernel_t * 1e3;
-        out.overhead_ms = ov_t * 1e3;
-        out.ms = out.kernel_ms + out.overhead_ms;
-        std::tie(out.low_ms, out.high_ms) = band_ms(out.kernel_ms, kb, out.overhead_ms, ob);
-        if (borrowed) {
-          const std::string n = fmt::format(
-              "{} on {} is predicted with the {} efficiency measured on {} (the run has no {} cell for it): assumed "
-              "to reach the same fraction of {}'s {} peak as {} reached of {}'s {} peak",
-              to_string(p), target.key, to_string(ps), source.key, to_string(p), target.key,
-              to_string(target.arch_policy().peak_format(p)), to_string(ps), source.key,
-              to_string(source.arch_policy().peak_format(ps)));
-          if (std::find(borrowed_notes.begin(), borrowed_notes.end(), n) == borrowed_notes.end()) borrowed_notes.push_back(n);
-        }
+        if (pq && ceff[*src] < 0) ceff[*src] = compute_efficiency(run, *pq, *src, source);
+        const MeasuredCell mc{.column = ps, .kernel_s = t_kernel, .overhead_s = ov_src,
+                              .overhead_measured = overhead_measured, .cv = cv, .fit = pq ? &fits[mi][*src] : nullptr,
+                              .compute_efficiency = pq ? ceff[*src] : 0.0};
+        const CellPrediction c = predict_cell_from_run(x, mode, p, mc, os, ot, source, target, data);
+        set_cell(out, c);
+        const std::string borrowed_note =
+            !c.borrowed ? std::string()
+                        : fmt::format("{} on {} is predicted from the {} cells measured on {} (the run has no {} cell): the "
+                                      "kernel follows {}'s published prior on {} (docs/predict.md)",
+                                      to_string(p), target.key, to_string(ps), source.key, to_string(p), to_string(p),
+                                      target.arch);
+        for (const std::string& n : {borrowed_note, c.note})
+          if (!n.empty() && std::find(borrowed_notes.begin(), borrowed_notes.end(), n) == borrowed_notes.end())
+            borrowed_notes.push_back(n);
       }
     }
   }
   auto& a = pr.assumptions;
   a.push_back(fmt::format("PREDICTED, not measured: {} ({}) from a run on {} ({}), {}; model and band: docs/predict.md",
                           target.name, target.key, pr.source_device, source.key, run_name));
-  a.push_back(fmt::format("the target is assumed to run each GEMM at the same fraction of its datasheet dense peak as "
-                          "the source did (both under their power limits: {} {} vs {} {}), after removing the source's "
-                          "and applying the target's wave quantization ({}x{} output tiles over {} vs {} SMs)",
-                          source.key, tdp_note(source), target.key, tdp_note(target), PredictConstants::kTileM,
-                          PredictConstants::kTileN, sms(source) ? std::to_string(sms(source)) : "unknown",
-                          sms(target) ? std::to_string(sms(target)) : "unknown"));
+  a.push_back(fmt::format(
+      "GEMM kernels: the fraction of the dense datasheet peak each GEMM reached on {} relative to the published prior of "
+      "its format and size class (data/priors.json), carried to the target's prior for its format and size class: all "
+      "of that ratio within a GPU generation, half of it (in log terms) across generations, the band spanning none to "
+      "all of it; the source's wave quantization removed and the target's applied ({}x{} output tiles over {} vs {} SMs)",
+      source.key, PredictConstants::kTileM, PredictConstants::kTileN, sms(source) ? std::to_string(sms(source)) : "unknown",
+      sms(target) ? std::to_string(sms(target)) : "unknown"));
   if (pq)
-    a.push_back(fmt::format("quantizing-mode overheads: the source's measured overhead (mode minus pre-quantized) times the "
-                            "modelled quantization bytes (target recipe / source recipe) times the bandwidth ratio "
+    a.push_back(fmt::format("quantizing-mode overheads: the source's measured overhead (mode minus pre-quantized), its "
+                            "fixed part per GEMM (fitted over the run's GEMMs) carried unchanged and the rest scaled by the "
+                            "modelled quantization bytes (target recipe / source recipe) and the bandwidth ratio "
                             "{:.0f} / {:.0f} GB/s",
                             source.bandwidth_gbs->value, target.bandwidth_gbs->value));
   else
@@ -362,43 +309,34 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
 }
 
 Prediction predict_datasheet_only(const Plan& plan, const std::vector<Mode>& modes, const RecipeOptions& o,
-                                  const GpuSpec& target) {
-  Prediction pr = start(plan, modes, o, target);
+                                  const GpuSpec& target, const PredictData& data, const std::vector<Precision>& precisions) {
+  Prediction pr = start(plan, modes, o, target, precisions);
   pr.datasheet_only = true;
+  pr.transfer = Transfer::DatasheetOnly;
   const RecipeOptions ot = options_for(o, target);
+  std::vector<std::string> notes;
   for (size_t mi = 0; mi < modes.size(); ++mi)
     for (size_t g = 0; g < plan.gemms.size(); ++g)
       for (size_t pi = 0; pi < pr.result.precisions.size(); ++pi) {
         const Precision p = pr.result.precisions[pi];
-        const Gemm& x = plan.gemms[g];
         PredictedCell& out = pr.cells[mi][g][pi];
-        if (std::string why = cannot_run(target, p); !why.empty()) {
+        if (std::string why = column_reason(target, p); !why.empty()) {
           out.reason = why;
           continue;
         }
-        const Precision kt = make_recipe(p, x, ot).precision;  // BF16 for the router (and the LM head by default)
-        const double comp = x.flops() / peak_flops(target, kt) / wave_efficiency(x, sms(target));
-        const ByteCount bc = bytes(p, x, modes[mi], ot);
-        const double kernel = std::max(comp / PredictConstants::kComputePrior, bc.gemm / bandwidth(target) / PredictConstants::kMemEff);
-        const double ov = bc.quantize / (PredictConstants::kMemEff * bandwidth(target));
-        out.ok = true;
-        out.kernel_ms = kernel * 1e3;
-        out.overhead_ms = ov * 1e3;
-        out.ms = out.kernel_ms + out.overhead_ms;
-        // The prior is a BF16/FP8 observation: block-scaled formats carry the same extra
-        // uncertainty as when a run's FP8 efficiency is borrowed for them.
-        const Band kb = quad({kDatasheetKernel, borrow_band(kt, kt == Precision::BF16 ? kt : Precision::FP8Current)});
-        std::tie(out.low_ms, out.high_ms) = band_ms(out.kernel_ms, kb, out.overhead_ms, kDatasheetOverhead);
-        out.basis = "datasheet only";
+        const CellPrediction c = predict_cell_datasheet(plan.gemms[g], modes[mi], p, ot, target, data);
+        set_cell(out, c);
+        if (!c.note.empty() && std::find(notes.begin(), notes.end(), c.note) == notes.end()) notes.push_back(c.note);
       }
   pr.assumptions.push_back(fmt::format(
       "PREDICTED from the datasheet only (no measured run): {} ({}); model and band: docs/predict.md", target.name, target.key));
   pr.assumptions.push_back(fmt::format(
-      "every compute-bound GEMM is assumed to reach {:.0f}% of the dense datasheet peak (H100 BF16 measured 67-73% on "
-      "the 5B GEMMs, README), streaming passes {:.0f}% of the datasheet bandwidth; band -{:.0f}%/+{:.0f}% on the kernel (wider for MXFP8/NVFP4), "
-      "-{:.0f}%/+{:.0f}% on quantization",
-      100 * PredictConstants::kComputePrior, 100 * PredictConstants::kMemEff, 100 * kDatasheetKernel.lo,
-      100 * kDatasheetKernel.hi, 100 * kDatasheetOverhead.lo, 100 * kDatasheetOverhead.hi));
+      "every compute-bound GEMM is assumed to reach the published prior of its format and size class on {} GPUs "
+      "(data/priors.json), streaming passes {:.0f}% of the datasheet bandwidth; the band is the measured errors of "
+      "datasheet-only predictions of gemmscope's own runs (data/predict_errors.json), with the prior's spread where those "
+      "were measured on another generation",
+      target.arch, 100 * PredictConstants::kMemEff));
+  for (const std::string& n : notes) pr.assumptions.push_back(n);
   finish(pr);
   return pr;
 }
@@ -455,12 +393,48 @@ json band_json(const PredSums& s, Field f) {
                                        : json(nullptr);
 }
 
+// Per recipe (precision column): the widest relative band of its full-model totals over the modes,
+// and what the band of its largest GEMM is made of.
+struct RecipeBand {
+  Precision precision = Precision::BF16;
+  double lo = 0, hi = 0;  // relative
+  std::string basis;
+};
+std::vector<RecipeBand> recipe_bands(const Prediction& pr) {
+  const RunResult& r = pr.result;
+  std::vector<RecipeBand> out;
+  for (size_t p = 0; p < r.precisions.size(); ++p) {
+    RecipeBand b;
+    b.precision = r.precisions[p];
+    bool any = false;
+    for (size_t m = 0; m < r.modes.size(); ++m) {
+      const PredSums s = pred_sums(pr, m, p);
+      const auto& t = s.ms.full_model;
+      if (!t || !(*t > 0) || !s.lo.full_model || !s.hi.full_model) continue;
+      any = true;
+      b.lo = std::max(b.lo, 1 - *s.lo.full_model / *t);
+      b.hi = std::max(b.hi, *s.hi.full_model / *t - 1);
+    }
+    double best = -1;
+    for (size_t m = 0; m < r.modes.size() && best < 0; ++m)
+      for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+        const PredictedCell& c = pr.cells[m][g][p];
+        if (c.ok && r.plan.gemms[g].flops() > best) {
+          best = r.plan.gemms[g].flops();
+          b.basis = c.band_basis;
+        }
+      }
+    if (any) out.push_back(std::move(b));
+  }
+  return out;
+}
+
 }  // namespace
 
 void add_prediction(print::Document& d, const Prediction& pr) {
   const RunResult& r = pr.result;
   d.title(fmt::format("PREDICTED GEMM times on {} [{}]", pr.target_name, pr.target_key), 2);
-  d.line(pr.datasheet_only ? "Basis: the target's datasheet only (no measured run): widest band"
+  d.line(pr.datasheet_only ? "Basis: DATASHEET ONLY (no measured run): the target's datasheet and the published priors; widest band"
                            : fmt::format("Basis: a measured run on {} [{}] and both datasheets; nothing measured on the target",
                                          pr.source_device, pr.source_key));
   d.line("Every number below is a prediction with its band (low-high), not a measurement.");
@@ -579,10 +553,20 @@ void add_prediction(print::Document& d, const Prediction& pr) {
           if (bf_lo && bf_hi && lo && hi && *lo > 0 && *hi > 0) sp += fmt::format(" ({:.2f}-{:.2f}x)", *bf_lo / *hi, *bf_hi / *lo);
           sp += ";";
         }
-      if (sp.back() == ';') sp.pop_back();
-      d.line(sp);
+      if (sp.back() == ';') {
+        sp.pop_back();
+        d.line(sp);  // nothing to print where BF16 is the only column the target runs
+      }
     }
   }
+  d.rule('=', print::kReportWidth);
+  d.line(pr.datasheet_only ? "Bands per recipe (datasheet only: no measured run behind these numbers):"
+                           : "Bands per recipe (the widest over the modes, of the full model's total):");
+  std::vector<print::Item> rb;
+  for (const RecipeBand& b : recipe_bands(pr))
+    rb.emplace_back(fmt::format("{}: -{:.0f}%/+{:.0f}%; largest GEMM's band: {}", to_string(b.precision), 100 * b.lo,
+                                100 * b.hi, b.basis));
+  d.list(std::move(rb));
   d.rule('=', print::kReportWidth);
   d.line("Notes (assumptions of this prediction):");
   std::vector<print::Item> notes;
@@ -613,6 +597,9 @@ json prediction_json(const Prediction& pr) {
         cell["kernel_ms"] = c.kernel_ms;
         cell["overhead_ms"] = c.overhead_ms;
         cell["basis"] = c.basis;
+        cell["band_basis"] = c.band_basis;
+        cell["size_class"] = size_class_name(c.size_class);
+        cell["size_x"] = c.x;
         cell["borrowed_efficiency"] = c.borrowed;
       }
   // Bands of the sums, per mode and precision: a dense layer (null in a model whose layers all
@@ -632,6 +619,9 @@ json prediction_json(const Prediction& pr) {
     if (moe) moe_bands[to_string(r.modes[m])] = pmoe;
     full_bands[to_string(r.modes[m])] = pfull;
   }
+  json recipe_json = json::object();
+  for (const RecipeBand& b : recipe_bands(pr))
+    recipe_json[to_string(b.precision)] = {{"low_pct", 100 * b.lo}, {"high_pct", 100 * b.hi}, {"basis", b.basis}};
   j["roofline"] = roofline_json(r, RooflineContext{&pr.target, ""});
   j["prediction"] = {{"predicted", true},
                      {"target", pr.target_key},
@@ -639,6 +629,9 @@ json prediction_json(const Prediction& pr) {
                      {"source", pr.datasheet_only ? json(nullptr) : json(pr.source_key)},
                      {"source_device", pr.datasheet_only ? json(nullptr) : json(pr.source_device)},
                      {"datasheet_only", pr.datasheet_only},
+                     {"label", pr.datasheet_only ? "datasheet only" : "from a measured run"},
+                     {"transfer", to_string(pr.transfer)},
+                     {"recipe_bands", recipe_json},
                      {"per_layer", bands},
                      {"full_model", full_bands},
                      {"assumptions", pr.assumptions}};

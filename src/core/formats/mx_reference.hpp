@@ -1,5 +1,5 @@
 // Host reference for the block-scaled formats (MXFP8, NVFP4): scale layouts, quantizers and
-// dequantizers. Pure C++; the CUDA kernels in src/cuda/quantize_mx.cu must match these bit for bit
+// dequantizers. Pure C++; the CUDA kernels in src/cuda/quant/quantize_mx.cu must match these bit for bit
 // (tests/gpu/test_quantize_mx.cu), and the small constexpr helpers below are shared with them.
 //
 // Orientation: a quantized operand is [outer, K] with K (the GEMM contraction dim) contiguous,

@@ -5,6 +5,7 @@
 // Adding an architecture rule: a member here, its test in tests/core/gpu/test_arch_policy.cpp, and the
 // code that uses it.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "core/recipes/recipe.hpp"
@@ -15,6 +16,20 @@ namespace gs {
 enum class PeakFormat { BF16, FP8, MXFP8, NVFP4 };
 const char* to_string(PeakFormat f);
 inline constexpr PeakFormat kAllPeakFormats[] = {PeakFormat::BF16, PeakFormat::FP8, PeakFormat::MXFP8, PeakFormat::NVFP4};
+
+// The machine-code target of gemmscope's architecture-specific kernels, as DeepGEMM's ArchSpec
+// is one per architecture: CUTLASS's instantiations (sm_90a wgmma/TMA kernels, built at compile
+// time) and DeepGEMM's kernels (compiled at run time by NVRTC) are built for it, and run only on
+// its compute capability (architecture-specific "a" code runs on no other GPU).
+struct KernelTarget {
+  int cc = 0;               // the compute capability that runs them
+  std::string arch;         // "sm_90a": NVRTC's --gpu-architecture and the JIT cache key's arch
+  std::string cmake_arch;   // "90a-real": the CUTLASS units' CUDA_ARCHITECTURES (CMakeLists.txt)
+  std::string cutlass_tag;  // "cutlass::arch::Sm90": the CUTLASS builds' ArchTag
+                            // (src/cuda/providers/cutlass/kernels/cutlass_arch.cuh)
+  std::string family;       // "Hopper": how messages name the GPUs it runs on
+  std::string nvrtc_arch_option() const { return "--gpu-architecture=" + arch; }
+};
 
 class ArchPolicy {
  public:
@@ -45,8 +60,23 @@ class ArchPolicy {
   double flash_attention_peak_fraction(bool cudnn) const;
   // Whether the device converts to FP4 in hardware (a probe worth running: Blackwell only).
   bool may_convert_fp4_in_hardware() const { return cc_ >= 100; }
-  // The sm_90a kernels CUTLASS's provider builds and DeepGEMM's sm90 kernels run on Hopper only.
-  bool runs_sm90a_kernels() const { return cc_ == 90; }
+  // The target gemmscope's architecture-specific kernels are built for: CUTLASS's instantiations
+  // (CMakeLists.txt and cutlass_arch.cuh name it; tests/core/gpu/test_arch_policy.cpp checks they
+  // agree) and DeepGEMM's JIT (its sm90 heuristics, core/providers/deepgemm_config.hpp). One today;
+  // a build for another architecture would add its own and the providers take the device's.
+  static const KernelTarget& arch_kernels_target();
+  // This device's target of the architecture-specific kernels; nullopt where none is built (the
+  // CUTLASS and DeepGEMM providers refuse the device, naming the target they have).
+  std::optional<KernelTarget> kernel_target() const;
+  // Whether code built for a CMake CUDA architecture ("90-real", "90a-real", "90-virtual", "80")
+  // runs on this device: machine code ("-real") on the same major with a minor at least its own
+  // (sm_80 runs on 8.6 and 8.9), architecture-specific code ("90a") on exactly its compute
+  // capability, PTX ("-virtual", or a bare number, which CMake builds as both) on every device of
+  // that compute capability or newer (JIT-compiled by the driver). False for a spelling it cannot read.
+  bool runs_code_built_for(const std::string& cmake_arch) const;
+  // The newest architecture gemmscope knows: its peak formats name every recipe's tensor-core format
+  // (predict compares two recipes' formats there, core/analysis/predict.cpp).
+  static ArchPolicy newest();
 
  private:
   int cc_;

@@ -1,6 +1,6 @@
 // One layer's fused attention as a kernel sees it: the dims of a flash-attention (cuDNN SDPA)
 // forward and backward, and the FLOPs those kernels execute. Pure C++; the backend measures it
-// (src/cuda/attention_cudnn), the step context sizes its attention from it.
+// (src/cuda/attention/attention_cudnn), the step context sizes its attention from it.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,5 +1,6 @@
 #include "core/util/text_util.hpp"
 #include "core/model/model_config.hpp"
+#include "core/model/model_fields.hpp"
 
 #include <fmt/format.h>
 
@@ -331,7 +332,6 @@ ModelConfig load_hf_config(const std::string& path) {
 }
 
 void apply_overrides(ModelConfig& c, const ModelOverrides& o) {
-  auto set = [](int64_t& dst, const std::optional<int64_t>& v) { if (v) dst = *v; };
   // A flag fills a required field the config.json lacks.
   const std::pair<const char*, const std::optional<int64_t>*> fills[] = {
       {"hidden_size", &o.hidden_size}, {"intermediate_size", &o.intermediate_size},
@@ -344,19 +344,11 @@ void apply_overrides(ModelConfig& c, const ModelOverrides& o) {
   };
   if (o.hidden_size) fill_name("hidden ?,", fmt::format("hidden {},", *o.hidden_size));
   if (o.num_hidden_layers) fill_name(", ? layers]", fmt::format(", {} layers]", *o.num_hidden_layers));
-  set(c.hidden_size, o.hidden_size);
-  set(c.intermediate_size, o.intermediate_size);
-  set(c.num_attention_heads, o.num_attention_heads);
-  set(c.num_key_value_heads, o.num_key_value_heads);
-  set(c.head_dim, o.head_dim);
-  set(c.num_hidden_layers, o.num_hidden_layers);
-  set(c.micro_batch_size, o.micro_batch_size);
-  set(c.sequence_length, o.sequence_length);
-  set(c.vocab_divisible_by, o.vocab_divisible_by);
+  // Every integer field a flag gives, the MoE and MLA ones too: the model-field table.
+  for (const ModelField& f : model_fields())
+    if (const std::optional<int64_t>& v = f.given_in(o)) f.value(c) = *v;
   if (o.micro_batch_size) c.micro_batch_from = "--micro_batch_size";
   if (o.sequence_length) c.sequence_from = "--sequence_length";
-  set(c.vocab_size, o.vocab_size);
-  set(c.tensor_parallel, o.tensor_parallel);
   if (o.gated_mlp) c.gated_mlp = *o.gated_mlp;
   apply_moe_overrides(c, o.moe);
   if (o.any_model_field() && c.name != "custom" && c.name.find("(modified)") == std::string::npos)

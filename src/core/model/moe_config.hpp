@@ -74,6 +74,10 @@ int64_t moe_layer_count(const ModelConfig& c);
 // not model. `origin` names the file in messages.
 void parse_hf_moe_mla(const nlohmann::json& j, ModelConfig& c, const std::string& origin);
 
+// The MoE flags that are not integer fields (--routing, --capacity-factor; where --expert-parallel
+// came from) and the rules between them, after apply_overrides set the integer fields through the
+// model-field table (model_fields.hpp): expert flags need a model with experts, MLA flags need
+// --kv-lora-rank.
 void apply_moe_overrides(ModelConfig& c, const MoeOverrides& o);
 
 // The MoE/MLA checks of validate(): top-k within experts, expert parallelism dividing experts,

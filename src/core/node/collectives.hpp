@@ -1,7 +1,7 @@
 // The communication of a parallel layout: every collective one training step runs under tensor
 // (and sequence) parallelism, expert parallelism and data parallelism (ZeRO / FSDP), with its size
 // and wire type derived from the GEMM plan (docs/node.md). Pure data and arithmetic: the NCCL
-// measurement lives in src/cuda/nccl_comm.*, behind the CommEngine interface below.
+// measurement lives in src/cuda/comm/nccl_comm.*, behind the CommEngine interface below.
 //
 // Sizes follow nccl-tests: a collective's `size` is the buffer nccl-tests names by it (all-gather:
 // the gathered output, reduce-scatter: the input before scattering, all-reduce: the buffer,

@@ -1,7 +1,7 @@
 // The processes of one run started by a launcher (mpirun, srun): this process's rank, the world
 // size, the node-local rank (which picks the GPU), its host, and the few collectives gemmscope needs
 // (docs/node.md, "Several processes: MPI"). A pure interface: the implementation over the optional
-// MPI plugin is the front end's (src/cli/mpi_plugin.*), the NCCL engine (src/cuda/nccl_comm.*)
+// MPI plugin is the front end's (src/cli/mpi_plugin.*), the NCCL engine (src/cuda/comm/nccl_comm.*)
 // bootstraps its communicators through it, and tests can fake it. Failures throw std::runtime_error.
 #pragma once
 #include <cstddef>

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "core/model/model_config.hpp"
-#include "core/model/parallel_layout.hpp"
+#include "core/step/parallel_layout.hpp"
 
 namespace gs {
 

@@ -102,20 +102,30 @@ double layer_activation_bytes(const ModelConfig& c, const ParallelLayout& l, boo
 }
 
 double usable_memory_bytes(double datasheet_bytes) {
-  return datasheet_bytes / 1e9 * 1024.0 * 1024.0 * 1024.0 - kRuntimeReserveBytes;
+  return datasheet_bytes / 1e9 * 1024.0 * 1024.0 * 1024.0 - kParallelReserveBytes;
 }
 
-RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t stage, bool fp8_inputs, double g) {
+ParamStorage rank_storage(const ParallelLayout& l, ParamStorage step_storage) {
+  return is_fsdp(l.sharding) ? ParamStorage::Fp32 : step_storage;
+}
+
+RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t stage, const RankState& state) {
+  const bool fp8_inputs = state.fp8_inputs;
+  const StateBytes sb = state_bytes_per_param(rank_storage(l, state.storage));
+  const double g = rank_storage(l, state.storage) == ParamStorage::Bf16MainFp32 ? state.grad_bytes : sb.grads;
+  const double w = sb.weights, o = sb.main_params + sb.states;
   RankMemory m;
   m.stage = stage;
   const ModelConfig rc = rank_config(c, l);
   const ModelParams full = model_params(c);
   const double tp = d(l.tp), etp = d(l.expert_tp()), ep = d(l.ep);
-  double dense = 0, experts = 0, act_layers = 0, biggest_layer = 0;
+  double dense = 0, experts = 0, act_layers = 0, biggest_layer = 0, linear = 0;
+  const double router = c.moe.enabled() ? d(c.hidden_size) * d(c.moe.num_experts) : 0;
   for_stage_layers(c, l, stage, [&](int64_t i) {
     const bool moe = is_moe_layer(c, i);
     const double layer_dense = (full.attention + (moe ? full.moe_other : full.dense_mlp)) / tp + full.norms;
     const double layer_experts = moe ? full.experts / (ep * etp) : 0;
+    linear += layer_dense - full.norms - (moe ? router / tp : 0) + layer_experts;  // FP8 linears (router in BF16)
     dense += layer_dense;
     experts += layer_experts;
     biggest_layer = std::max(biggest_layer, layer_dense + layer_experts);
@@ -128,29 +138,31 @@ RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t st
   m.expert_params = experts;
   const double dense_dp = d(l.dp * l.cp), edp = d(std::max<int64_t>(1, l.expert_dp()));
   const double shard = dense / dense_dp + experts / edp;
+  // Bytes per parameter from the one-GPU step's storage rule (Megatron: 2 + 4 + 12 = 18; FSDP's
+  // FP32 shards: 4 + 4 + 8), each part sharded as the layout says.
+  double fp8_linear = linear;  // parameters with FP8 copies alive at once
   switch (l.sharding) {
     case DpSharding::Ddp:
-      m.weights_bytes = 2 * m.params, m.grads_bytes = g * m.params, m.optimizer_bytes = 12 * m.params;
+      m.weights_bytes = w * m.params, m.grads_bytes = g * m.params, m.optimizer_bytes = o * m.params;
       break;
     case DpSharding::Zero1:
-      m.weights_bytes = 2 * m.params, m.grads_bytes = g * m.params, m.optimizer_bytes = 12 * shard;
+      m.weights_bytes = w * m.params, m.grads_bytes = g * m.params, m.optimizer_bytes = o * shard;
       break;
     case DpSharding::Zero2:
-      m.weights_bytes = 2 * m.params, m.grads_bytes = g * shard, m.optimizer_bytes = 12 * shard;
+      m.weights_bytes = w * m.params, m.grads_bytes = g * shard, m.optimizer_bytes = o * shard;
       break;
     case DpSharding::Zero3:
-      m.weights_bytes = 2 * shard, m.grads_bytes = g * shard, m.optimizer_bytes = 12 * shard;
-      m.gathered_bytes = 2 * 2 * biggest_layer;  // the layer computing and the one prefetched
-      break;
     case DpSharding::FsdpFull:
-      m.weights_bytes = 4 * shard, m.grads_bytes = 4 * shard, m.optimizer_bytes = 8 * shard;
-      m.gathered_bytes = 2 * 2 * biggest_layer;
+      m.weights_bytes = w * shard, m.grads_bytes = g * shard, m.optimizer_bytes = o * shard;
+      m.gathered_bytes = 2 * 2 * biggest_layer;  // BF16: the layer computing and the one prefetched
+      fp8_linear = std::min(linear, 2 * biggest_layer);  // copies of the gathered units only
       break;
     case DpSharding::FsdpGradOp:
-      m.weights_bytes = 4 * shard, m.grads_bytes = 4 * shard, m.optimizer_bytes = 8 * shard;
+      m.weights_bytes = w * shard, m.grads_bytes = g * shard, m.optimizer_bytes = o * shard;
       m.gathered_bytes = 2 * m.params;  // kept gathered from forward to backward
       break;
   }
+  m.fp8_copy_bytes = fp8_linear * state.fp8_copy_bytes;
   // Micro-batches in flight on this stage: 1F1B p - s (at most m); interleaved the warm-up's
   // virtual micro-batches plus one, in chunks of L / (p v) layers (Megatron's penalty).
   const int64_t mbs = std::max<int64_t>(1, l.micro_batches());

@@ -171,20 +171,18 @@ json parallel_json(const ParallelReport& r) {
   return j;
 }
 
-json chrome_trace(const ParallelStepResult& r, const std::string& title) {
-  json events = json::array();
-  for (const StageResult& s : r.stages) {
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", s.stage},
-                      {"args", {{"name", fmt::format("stage {} ({})", s.stage, title)}}}});
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", s.stage}, {"tid", 0}, {"args", {{"name", "compute"}}}});
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", s.stage}, {"tid", 1}, {"args", {{"name", "communication"}}}});
-  }
-  for (const TraceEvent& e : r.trace)
-    events.push_back({{"name", e.name}, {"cat", e.category}, {"ph", "X"}, {"pid", e.stage}, {"tid", e.track},
-                      {"ts", e.start_ms * 1e3}, {"dur", e.dur_ms * 1e3}});
-  return {{"traceEvents", events}, {"displayTimeUnit", "ms"},
-          {"otherData", {{"generator", "gemmscope parallel step (modelled timeline)"}, {"layout", to_string(r.layout)},
-                         {"precision", to_string(r.precision)}}}};
+std::string parallel_trace_text(const ParallelReport& r) {
+  std::vector<TraceTrack> tracks;
+  for (size_t i = 0; i < r.results.size(); ++i)
+    for (TraceTrack t : r.results[i].trace) {
+      t.pid += static_cast<int>(i) * 1000;  // one process per stage and precision
+      tracks.push_back(std::move(t));
+    }
+  const ParallelStepResult* first = r.results.empty() ? nullptr : &r.results.front();
+  return chrome_trace(tracks, {{"generator", "gemmscope parallel step (modelled timeline)"},
+                               {"model", r.job.model},
+                               {"cluster", r.job.cluster_key},
+                               {"layout", first ? to_string(first->layout) : ""}});
 }
 
 print::Document layouts_document(const SearchResult& s, const ParallelJobInfo& job, int64_t gpus, int64_t global_batch,

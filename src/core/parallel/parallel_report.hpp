@@ -35,8 +35,9 @@ struct ParallelReport {
 print::Document parallel_document(const ParallelReport& r);
 std::string render_parallel_text(const ParallelReport& r);
 nlohmann::json parallel_json(const ParallelReport& r);
-// The Chrome trace of one result's timeline (its `trace` events).
-nlohmann::json chrome_trace(const ParallelStepResult& r, const std::string& title);
+// The per-rank timelines of every result (simulated with trace on) as one Chrome trace document,
+// through core/step/step_trace.hpp's writer: a process per stage and precision.
+std::string parallel_trace_text(const ParallelReport& r);
 
 print::Document layouts_document(const SearchResult& s, const ParallelJobInfo& job, int64_t gpus, int64_t global_batch,
                                  Precision precision, int top);

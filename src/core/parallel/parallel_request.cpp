@@ -21,7 +21,7 @@ void merge(bool in_string, int64_t& field, int64_t flag_value, const char* flag,
 
 std::string cluster_name(const ParallelRequest& r) { return r.cluster.empty() ? std::string(kDefaultCluster) : r.cluster; }
 
-ParallelLayout resolve_layout(const ParallelRequest& r, const ModelConfig& c, const ModelGiven& given) {
+ParallelLayout resolve_layout(const ParallelRequest& r, const ModelConfig& c, const ModelGiven& given, Recompute recompute) {
   ParallelLayout l;
   LayoutTokens t;
   if (!r.layout.empty()) t = parse_layout(r.layout, l, "--layout");
@@ -43,7 +43,7 @@ ParallelLayout resolve_layout(const ParallelRequest& r, const ModelConfig& c, co
     l.sharding = s;
   }
   if (!r.cp_comm.empty()) l.cp_comm = *cp_comm_names().find(r.cp_comm);
-  if (!r.recompute.empty()) l.recompute = *recompute_names().find(r.recompute);
+  l.recompute = recompute;
   if (!r.tp_comm_overlap.empty()) l.tp_comm_overlap = r.tp_comm_overlap == "on";
   if (!r.grad_overlap.empty()) l.overlap_grad_reduce = l.overlap_param_gather = r.grad_overlap == "on";
   if (!r.ep_comm_overlap.empty()) l.ep_comm_overlap = r.ep_comm_overlap == "on";

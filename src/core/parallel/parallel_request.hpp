@@ -8,7 +8,8 @@
 #include <string>
 
 #include "core/model/model_config.hpp"
-#include "core/model/parallel_layout.hpp"
+#include "core/step/step_options.hpp"
+#include "core/step/parallel_layout.hpp"
 
 namespace gs {
 
@@ -19,8 +20,9 @@ struct ModelGiven {
 
 // The layout, checked against `c` (layout_check.hpp); UsageError naming the conflicting flags or the
 // framework rule. `c` is the full model with the flags applied (its tensor_parallel and micro-batch
-// are the defaults of the layout's tp and mb).
-ParallelLayout resolve_layout(const ParallelRequest& r, const ModelConfig& c, const ModelGiven& given);
+// are the defaults of the layout's tp and mb). `recompute`: the whole step's --recompute.
+ParallelLayout resolve_layout(const ParallelRequest& r, const ModelConfig& c, const ModelGiven& given,
+                              Recompute recompute = Recompute::None);
 
 // The cluster a request names (--cluster), or the default preset.
 std::string cluster_name(const ParallelRequest& r);

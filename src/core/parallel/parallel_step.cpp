@@ -189,6 +189,9 @@ Built build_layers(const ParallelJob& job, const StepCosts& costs, const Collect
   if (l.recompute == Recompute::Full) {
     // The forward again before each layer's backward, its communication included.
     for (LayerTime* t : {&b.dense, &b.moe}) at(t->bwd, TimeKind::Recompute) += total(t->fwd);
+  } else if (l.recompute == Recompute::Selective) {
+    // Megatron's selective recompute: the core attention's forward again (core/step/step_options.hpp).
+    for (LayerTime* t : {&b.dense, &b.moe}) at(t->bwd, TimeKind::Recompute) += at(t->fwd, TimeKind::Attention);
   }
   return b;
 }
@@ -466,7 +469,12 @@ ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCost
     at(st.ms, TimeKind::Optimizer) += updated * costs.optimizer_ms_per_param;
     at(st.ms, TimeKind::ParamGather) += ag_exposed;
     stage_end[static_cast<size_t>(s)] = st.pipeline_end_ms + extra + updated * costs.optimizer_ms_per_param + ag_exposed;
-    st.memory = rank_memory(c, l, s, costs.precision != Precision::BF16, grad_bytes);
+    RankState state;
+    state.storage = job.step.storage;
+    state.grad_bytes = grad_bytes;
+    state.fp8_inputs = costs.precision != Precision::BF16;
+    state.fp8_copy_bytes = fp8_weight_copy_bytes(costs.precision, job.framework);
+    st.memory = rank_memory(c, l, s, state);
   }
   r.step_ms = *std::max_element(stage_end.begin(), stage_end.end());
   r.critical_stage = std::max_element(stage_end.begin(), stage_end.end()) - stage_end.begin();
@@ -556,30 +564,23 @@ ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCost
   // The timeline: every pass of every stage, then its tail.
   if (trace) {
     for (int64_t s = 0; s < p; ++s) {
-      for (const PipelinePass& x : sched.stages[static_cast<size_t>(s)]) {
-        TraceEvent e;
-        e.stage = s;
-        e.name = fmt::format("{} mb{}{}", x.backward ? "B" : "F", x.microbatch, v > 1 ? fmt::format(" chunk{}", x.chunk) : "");
-        e.category = x.backward ? "backward" : "forward";
-        e.start_ms = x.start_ms;
-        e.dur_ms = x.end_ms - x.start_ms;
-        r.trace.push_back(e);
-      }
+      const std::string process = fmt::format("stage {} ({})", s, to_string(r.precision));
+      TraceTrack compute{static_cast<int>(s) + 1, 1, process, "compute", {}};
+      TraceTrack comm{static_cast<int>(s) + 1, 2, process, "communication", {}};
+      for (const PipelinePass& x : sched.stages[static_cast<size_t>(s)])
+        compute.events.push_back({fmt::format("{} mb{}{}", x.backward ? "B" : "F", x.microbatch,
+                                              v > 1 ? fmt::format(" chunk{}", x.chunk) : ""),
+                                  x.backward ? "backward" : "forward", x.start_ms * 1e3, (x.end_ms - x.start_ms) * 1e3, {}});
       const StageResult& st = r.stages[static_cast<size_t>(s)];
       double t0 = st.pipeline_end_ms;
       for (TimeKind k : {TimeKind::DpComm, TimeKind::Optimizer, TimeKind::ParamGather}) {
         const double ms = st.ms[static_cast<size_t>(k)];
         if (ms <= 0) continue;
-        TraceEvent e;
-        e.stage = s;
-        e.track = k == TimeKind::Optimizer ? 0 : 1;
-        e.name = to_string(k);
-        e.category = "tail";
-        e.start_ms = t0;
-        e.dur_ms = ms;
-        r.trace.push_back(e);
+        (k == TimeKind::Optimizer ? compute : comm).events.push_back({to_string(k), "tail", t0 * 1e3, ms * 1e3, {}});
         t0 += ms;
       }
+      r.trace.push_back(std::move(compute));
+      r.trace.push_back(std::move(comm));
     }
   }
   r.notes.push_back(fmt::format("compute runs at {:.2f} of its costed rate in the multi-GPU step{} (docs/parallel.md)",

@@ -30,11 +30,12 @@
 
 #include "core/gpu/gpu_spec.hpp"
 #include "core/model/model_config.hpp"
-#include "core/model/parallel_layout.hpp"
+#include "core/step/parallel_layout.hpp"
 #include "core/node/collectives.hpp"
 #include "core/parallel/collective_model.hpp"
 #include "core/parallel/memory.hpp"
 #include "core/parallel/step_costs.hpp"
+#include "core/step/step_trace.hpp"
 
 namespace gs {
 
@@ -72,6 +73,9 @@ struct ParallelJob {
   ModelConfig model;  // the full model; its micro-batch and sequence are the job's
   ParallelLayout layout;
   StepContextKind framework = StepContextKind::TransformerEngine;
+  // The whole step's settings beyond the layout (core/step/step_options.hpp: parameter storage,
+  // optimizer, loss; the layout's recompute wins): memory per rank reads the storage from it.
+  StepOptions step;
   CommType grad_type = CommType::Fp32;  // gradients in data-parallel reductions
   double bucket_params = 40e6;          // Megatron's default gradient bucket
   double compute_efficiency = kStepComputeEfficiency;
@@ -100,13 +104,6 @@ struct StageResult {
   RankMemory memory;
 };
 
-struct TraceEvent {
-  int64_t stage = 0;
-  int track = 0;  // 0 compute, 1 communication
-  std::string name, category;
-  double start_ms = 0, dur_ms = 0;
-};
-
 struct ParallelStepResult {
   ParallelLayout layout;
   Precision precision = Precision::BF16;
@@ -123,8 +120,8 @@ struct ParallelStepResult {
   int64_t critical_stage = 0;       // the stage that ends last
   std::vector<StageResult> stages;
   std::vector<StepCollective> collectives;
-  std::vector<TraceEvent> trace;
-  double usable_memory_bytes = 0;   // the GPU's memory less kRuntimeReserveBytes
+  std::vector<TraceTrack> trace;   // per stage: a compute and a communication track (pid = stage + 1)
+  double usable_memory_bytes = 0;   // the GPU's memory less kParallelReserveBytes
   double peak_memory_bytes = 0;     // the fullest rank's
   bool fits = true;
   std::vector<std::string> notes;

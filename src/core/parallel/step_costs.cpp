@@ -7,8 +7,11 @@
 #include "core/analysis/predict.hpp"
 #include "core/model/attention_shape.hpp"
 #include "core/parallel/layout_check.hpp"
+#include "core/parallel/memory.hpp"
 #include "core/recipes/modes.hpp"
+#include "core/step/step_breakdown.hpp"
 #include "core/step/step_kernels.hpp"
+#include "core/step/step_params.hpp"
 #include "core/util/error.hpp"
 
 namespace gs {
@@ -119,45 +122,77 @@ void modelled_memory_bound(StepCosts& s, const ModelConfig& c, const ParallelLay
   s.moe.other_bwd_ms = (other + move) * (1 - kOtherForwardShare);
 }
 
-// Embedding, loss and optimizer from their bytes (core/step/step_kernels.hpp) at the streaming rate.
+// Embedding, loss and optimizer as the one-GPU step plans them (core/step/step_plan.hpp) for the
+// rank's plan: the groups' bytes at the streaming rate, one default launch latency per kernel where
+// a group is launch-bound. Per micro-batch for the embedding and the loss (the rank's plan is one
+// micro-batch), and the optimizer's groups (zero-grad, gradient norm, clipping, the update) per
+// parameter of the rank's plan, so that the parallel step scales them to the parameters a rank
+// updates. The storage is the rank's (FSDP: FP32 shards).
+double group_ms(const StepGroup& g, double bytes_per_ms) {
+  const double one = g.basis == TimeBasis::Launches ? g.launches * kDefaultLaunchUs * 1e-3 : g.bytes / bytes_per_ms;
+  return one * g.count;
+}
+
 void modelled_once_and_optimizer(StepCosts& s, const ModelConfig& c, const ParallelLayout& l, double bytes_per_ms,
-                                 StepContextKind framework) {
-  const ModelConfig rc = rank_config(c, l);
-  const int64_t tokens = rc.tokens();
-  const int64_t vocab = c.vocab_size > 0 ? rc.padded_vocab() / l.tp : 0;
-  auto ms = [&](StepKernelSpec k) { return step_kernel_bytes(k) / bytes_per_ms; };
-  if (vocab > 0) {
-    StepKernelSpec e;
-    e.rows = l.tp > 1 && l.sequence_parallel ? tokens / l.tp : tokens;
-    e.cols = c.hidden_size;
-    e.vocab = vocab;
-    e.kind = StepKernelKind::EmbeddingFwd;
-    s.embed_fwd_ms = ms(e);
-    e.kind = StepKernelKind::EmbeddingBwd;
-    s.embed_bwd_ms = ms(e);
-    StepKernelSpec ce;
-    ce.rows = tokens;
-    ce.cols = vocab;
-    ce.fused = framework == StepContextKind::TransformerEngine;
-    ce.kind = StepKernelKind::CrossEntropyFwd;
-    s.loss_fwd_ms = ms(ce);
-    ce.kind = StepKernelKind::CrossEntropyBwd;
-    s.loss_bwd_ms = ms(ce);
+                                 StepContextKind framework, const RecipeOptions& o, const StepOptions& step) {
+  const Plan plan = build_model_plan(rank_config(c, l));
+  StepOptions options = step;
+  options.recompute = l.recompute;
+  options.storage = rank_storage(l, step.storage);
+  const StepPlan sp = build_step_plan(plan, framework, options, s.precision, Mode::Training, o);
+  double optimizer_ms = 0;
+  for (const StepGroup& g : sp.groups) {
+    const double ms = group_ms(g, bytes_per_ms);
+    if (g.name == "embedding fwd") s.embed_fwd_ms += ms;
+    else if (g.name == "embedding bwd" || g.name == "embedding main-grad add") s.embed_bwd_ms += ms;
+    else if (g.name == "loss fwd") s.loss_fwd_ms += ms;
+    else if (g.name == "loss bwd") s.loss_bwd_ms += ms;
+    else if (g.category == StepCategory::Optimizer) optimizer_ms += ms;
   }
-  StepKernelSpec o;
-  o.elements = 1;
-  // Megatron / Transformer Engine: BF16 parameters with FP32 main copies; PyTorch FSDP: FP32 shards;
-  // eager or compiled PyTorch otherwise: pure BF16 (parameters, gradients and Adam states).
-  o.storage = is_fsdp(l.sharding)                              ? ParamStorage::Fp32
-              : framework == StepContextKind::TransformerEngine ? ParamStorage::Bf16MainFp32
-                                                                : ParamStorage::Bf16;
-  double per_param = 0;
-  for (StepKernelKind k : {StepKernelKind::AdamW, StepKernelKind::GradNorm, StepKernelKind::ZeroGrad}) {
-    o.kind = k;
-    per_param += step_kernel_bytes(o);
-  }
-  s.optimizer_ms_per_param = per_param / bytes_per_ms;
+  const double params = sp.params.total();
+  s.optimizer_ms_per_param = params > 0 ? optimizer_ms / params : 0;
   s.stream_bytes_per_ms = bytes_per_ms;
+}
+
+// Where the run timed its whole step (core/step: --step-context with a model plan), its embedding,
+// loss and optimizer groups replace the bytes-only estimates: per instance for the once-per-step
+// parts, and the optimizer's groups (zero-grad, gradient norm, clipping, the update) over the
+// parameters the run's GPU held. Returns how many of the groups used were measured.
+int from_whole_step(StepCosts& s, const RunResult& run, size_t precision) {
+  if (!run.step || !run.step->timed) return 0;
+  const StepBreakdown* b = run.step->at(0, precision);
+  if (!b) return 0;
+  int measured = 0;
+  double optimizer_ms = 0;
+  bool optimizer_known = true, any_optimizer = false;
+  std::map<double*, double> once;  // the slots the run's step times, summed over their groups
+  for (const StepGroupResult& g : b->groups) {
+    const std::optional<double> total = g.total_ms();
+    const bool m = g.time.source == TimeSource::Measured;
+    double* slot = g.group.name == "embedding fwd"                                                ? &s.embed_fwd_ms
+                   : g.group.name == "embedding bwd" || g.group.name == "embedding main-grad add" ? &s.embed_bwd_ms
+                   : g.group.name == "loss fwd"                                                   ? &s.loss_fwd_ms
+                   : g.group.name == "loss bwd"                                                   ? &s.loss_bwd_ms
+                                                                                                  : nullptr;
+    if (slot && total) {
+      once[slot] += *total;
+      measured += m;
+    }
+    if (g.group.category == StepCategory::Optimizer) {
+      any_optimizer = true;
+      if (!total) optimizer_known = false;
+      else {
+        optimizer_ms += *total;
+        measured += m;
+      }
+    }
+  }
+  for (const auto& [slot, ms] : once) *slot = ms;
+  if (any_optimizer && optimizer_known && run.plan.config) {
+    const double params = count_params(run.plan).total();
+    if (params > 0) s.optimizer_ms_per_param = optimizer_ms / params;
+  }
+  return measured;
 }
 
 void check_gpu(const GpuSpec& gpu) {
@@ -167,7 +202,7 @@ void check_gpu(const GpuSpec& gpu) {
 }  // namespace
 
 StepCosts predicted_step_costs(const ModelConfig& c, const ParallelLayout& l, const GpuSpec& gpu, Precision p,
-                               StepContextKind framework, const RecipeOptions& o) {
+                               StepContextKind framework, const RecipeOptions& o, const StepOptions& step) {
   check_gpu(gpu);
   StepCosts s;
   s.precision = p;
@@ -182,11 +217,11 @@ StepCosts predicted_step_costs(const ModelConfig& c, const ParallelLayout& l, co
   predicted_attention(s, c, l, gpu, framework);
   const double bw = bandwidth_bytes_per_ms(gpu);
   modelled_memory_bound(s, c, l, bw, framework);
-  modelled_once_and_optimizer(s, c, l, bw, framework);
+  modelled_once_and_optimizer(s, c, l, bw, framework, o, step);
   s.basis = fmt::format(
       "predicted from the {} datasheet: GEMMs at {:.0f}% of the dense peak of their format (gemmscope predict, datasheet "
       "only; training mode with quantization), attention at {:.0f}% of the BF16 peak ({}), memory-bound kernels from "
-      "their bytes at {:.0f}% of {:.0f} GB/s",
+      "their bytes at {:.0f}% of {:.0f} GB/s; embedding, loss and optimizer as the one-GPU step plans them",
       gpu.key, 100 * PredictConstants::kComputePrior,
       100 * gpu.arch_policy().flash_attention_peak_fraction(framework == StepContextKind::TransformerEngine),
       framework == StepContextKind::TransformerEngine ? "cuDNN fused attention" : "FlashAttention-2",
@@ -195,7 +230,7 @@ StepCosts predicted_step_costs(const ModelConfig& c, const ParallelLayout& l, co
 }
 
 StepCosts measured_step_costs(const RunResult& run, const ModelConfig& c, const ParallelLayout& l, const GpuSpec* gpu,
-                              Precision p, StepContextKind framework, const RecipeOptions& o) {
+                              Precision p, StepContextKind framework, const RecipeOptions& o, const StepOptions& step) {
   const ModelConfig rc = rank_config(c, l);
   if (run.dry_run || run.modes.empty()) throw UsageError("the run measured nothing to build the parallel step from");
   if (!run.plan.config || run.plan.config->tensor_parallel != rc.tensor_parallel || run.plan.config->tokens() != rc.tokens())
@@ -241,10 +276,14 @@ StepCosts measured_step_costs(const RunResult& run, const ModelConfig& c, const 
   if (run.step_context && run.step_context->stream_gb_per_s > 0) bw = run.step_context->stream_gb_per_s * 1e6;
   else if (gpu && gpu->bandwidth_gbs) bw = bandwidth_bytes_per_ms(*gpu);
   if (!(bw > 0)) throw UsageError("no bandwidth to model the optimizer and the loss: the run has no step context and no GPU entry");
-  modelled_once_and_optimizer(s, c, l, bw, framework);
-  (void)o;
-  s.basis = fmt::format("GEMMs measured on {} ({}); {}; embedding, loss and optimizer modelled from their bytes",
-                        run.device ? run.device->name : std::string("this GPU"), to_string(run.modes[0]), rest);
+  modelled_once_and_optimizer(s, c, l, bw, framework, o, step);
+  const int from_step = from_whole_step(s, run, pi);
+  s.basis = fmt::format("GEMMs measured on {} ({}); {}; {}", run.device ? run.device->name : std::string("this GPU"),
+                        to_string(run.modes[0]), rest,
+                        from_step > 0 ? fmt::format("embedding, loss and optimizer from the run's whole step "
+                                                    "(core/step: {} of its groups measured, the others modelled)",
+                                                    from_step)
+                                      : "embedding, loss and optimizer as the one-GPU step plans them, from their bytes");
   return s;
 }
 

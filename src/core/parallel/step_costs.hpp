@@ -10,11 +10,12 @@
 #include <string>
 
 #include "core/gpu/gpu_spec.hpp"
-#include "core/model/parallel_layout.hpp"
+#include "core/step/parallel_layout.hpp"
 #include "core/plan/plan.hpp"
 #include "core/plan/step_model.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/results/results.hpp"
+#include "core/step/step_options.hpp"
 
 namespace gs {
 
@@ -59,7 +60,7 @@ struct StepCosts {
 // context models them for `framework` (te, eager, compile), at the datasheet bandwidth. `c` is the
 // full model; the layout gives the rank's share. The layout must be valid (layout_check.hpp).
 StepCosts predicted_step_costs(const ModelConfig& c, const ParallelLayout& l, const GpuSpec& gpu, Precision p,
-                               StepContextKind framework, const RecipeOptions& o);
+                               StepContextKind framework, const RecipeOptions& o, const StepOptions& step = {});
 
 // The rank's compute from a measured run of its plan (the run's plan must be rank_config(c, l)'s):
 // GEMM cells of the first mode in the precision's column; attention and memory-bound kernels from
@@ -67,7 +68,11 @@ StepCosts predicted_step_costs(const ModelConfig& c, const ParallelLayout& l, co
 // under context parallelism), else predicted from `gpu`. The embedding, loss and optimizer are
 // modelled from their bytes at the GPU's bandwidth. UsageError when the run has no measured cells
 // in that precision, or neither a step context nor a GPU entry to model the rest.
+// Both paths take the embedding, loss and optimizer from the rank's whole-step plan
+// (core/step/step_plan.hpp built for the rank's plan with `step`'s settings and the rank's storage):
+// the same groups, bytes and launches the one-GPU step reports; a measured run's timed whole step
+// replaces them where it has their times.
 StepCosts measured_step_costs(const RunResult& run, const ModelConfig& c, const ParallelLayout& l, const GpuSpec* gpu,
-                              Precision p, StepContextKind framework, const RecipeOptions& o);
+                              Precision p, StepContextKind framework, const RecipeOptions& o, const StepOptions& step = {});
 
 }  // namespace gs

@@ -71,51 +71,70 @@ struct LayerShape {
   double routed_tokens = 0, expert_f = 0, shared_f = 0;  // MoE: T x top_k rows, expert widths
 };
 
-double other_elements(const LayerShape& s, StepContextKind k) {
+// Forward and backward element traffic of one layer's memory-bound kernels.
+struct Elements {
+  double fwd = 0, bwd = 0;
+  double total() const { return fwd + bwd; }
+};
+
+Elements other_elements(const LayerShape& s, StepContextKind k) {
   const double T = s.T, h = s.h, q = s.q, kv = s.kv;
-  const bool repeat = kv < q;  // GQA/MQA: eager and compiled PyTorch repeat the key/value heads
+  const bool repeat = kv < q && repeats_kv_heads(k);  // GQA/MQA: eager and compiled PyTorch repeat the key/value heads
+  Elements e;
   // The activation over n rows of width f: forward and backward element traffic.
   auto act = [&](double n, double f) {
-    if (f <= 0 || n <= 0) return 0.0;
+    if (f <= 0 || n <= 0) return;
     const double nf = n * f;
     switch (k) {
       case StepContextKind::Eager:  // silu(g) 2, g*u 3 | mul bwd 3+3, silu bwd 3, chunk bwd (cat) 4
-        return s.gated ? (5 + 13) * nf : (2 + 3) * nf;
+        e.fwd += s.gated ? 5 * nf : 2 * nf;
+        e.bwd += s.gated ? 13 * nf : 3 * nf;
+        return;
       default:  // fused: read gate and up, write the product | read dM, gate, up, write both grads
-        return s.gated ? (3 + 5) * nf : (2 + 3) * nf;
+        e.fwd += s.gated ? 3 * nf : 2 * nf;
+        e.bwd += s.gated ? 5 * nf : 3 * nf;
+        return;
     }
   };
-  double e = 0;
   switch (k) {
-    case StepContextKind::None: return 0;
+    case StepContextKind::None: return e;
     case StepContextKind::Eager:
       // forward: two norms (read, write), two residual adds (read 2, write 1); backward: two
       // norm backwards (read x and dy, write dx, plus the weight-gradient partials), two
       // residual-gradient adds.
-      e += (2 * 2 + 2 * 3) * T * h + (2 * 4 + 2 * 3) * T * h;
-      if (repeat) e += 2 * T * (kv + q) + 2 * T * (q + kv);  // repeat k, v | its backward (sum)
-      e += 2 * T * (q + 2 * kv);                             // QKV gradient: concatenate dQ, dK, dV
+      e.fwd += (2 * 2 + 2 * 3) * T * h;
+      e.bwd += (2 * 4 + 2 * 3) * T * h;
+      if (repeat) {
+        e.fwd += 2 * T * (kv + q);  // repeat k, v
+        e.bwd += 2 * T * (q + kv);  // its backward (sum)
+      }
+      e.bwd += 2 * T * (q + 2 * kv);  // QKV gradient: concatenate dQ, dK, dV
       break;
     case StepContextKind::Compiled:
       // forward: norm 2, residual add fused into the next norm (read 2, write 2), last residual 3;
       // backward: norm backward with the residual-gradient add fused (read 3, write 1) twice.
-      e += (2 + 4 + 3) * T * h + 2 * 4 * T * h;
-      if (repeat) e += 2 * T * (kv + q) + 2 * T * (q + kv);
-      e += 2 * T * (q + 2 * kv);
+      e.fwd += (2 + 4 + 3) * T * h;
+      e.bwd += 2 * 4 * T * h;
+      if (repeat) {
+        e.fwd += 2 * T * (kv + q);
+        e.bwd += 2 * T * (q + kv);
+      }
+      e.bwd += 2 * T * (q + 2 * kv);
       break;
     case StepContextKind::TransformerEngine:
       // forward: norms fused into the next linear's input (read, write), fused residual adds;
       // backward: norm backwards (read 2, write 1), residual-gradient adds. Attention reads the
       // packed QKV buffer with native GQA and writes the packed gradient: no repeat, no concat.
-      e += (2 * 2 + 2 * 3) * T * h + (2 * 3 + 2 * 3) * T * h;
+      e.fwd += (2 * 2 + 2 * 3) * T * h;
+      e.bwd += (2 * 3 + 2 * 3) * T * h;
       break;
   }
-  e += act(T, s.f);
+  act(T, s.f);
   if (s.routed_tokens > 0) {
     // Router softmax/top-k is negligible beside the experts' activations; the token dispatch and
     // combine are data movement (move_elements).
-    e += act(s.routed_tokens, s.expert_f);
-    e += act(T, s.shared_f);
+    act(s.routed_tokens, s.expert_f);
+    act(T, s.shared_f);
   }
   return e;
 }
@@ -159,7 +178,8 @@ StepWorkModel step_work_model(const Plan& plan, StepContextKind kind) {
   // `none` runs no modelled work; a --step-other-ms figure is split between the two stand-ins as
   // Transformer Engine's kernels would split it (split_step_other_ms).
   const StepContextKind bytes_kind = kind == StepContextKind::None ? StepContextKind::TransformerEngine : kind;
-  double elements = other_elements(dense, bytes_kind) * (layers - moe), moved = 0;
+  const Elements de = other_elements(dense, bytes_kind);
+  double fwd = de.fwd * (layers - moe), elements = de.total() * (layers - moe), moved = 0;
   if (moe > 0) {
     LayerShape ms = s;
     ms.f = 0;
@@ -168,14 +188,17 @@ StepWorkModel step_work_model(const Plan& plan, StepContextKind kind) {
     ms.expert_f = static_cast<double>(ef / tp);
     const int64_t sf = c.moe.shared_expert_intermediate_size ? c.moe.shared_expert_intermediate_size : ef;
     ms.shared_f = static_cast<double>(c.moe.shared_experts * sf / tp);
-    elements += other_elements(ms, bytes_kind) * moe;
+    const Elements me = other_elements(ms, bytes_kind);
+    fwd += me.fwd * moe;
+    elements += me.total() * moe;
     moved = move_elements(ms) * moe;
   }
   m.other_bytes = 2.0 * elements / layers;  // BF16
+  m.other_fwd_bytes = 2.0 * fwd / layers;
   m.move_bytes = 2.0 * moved / layers;
   // FP8 casts of every linear's operands: each tensor read twice (amax, then cast) and written
   // twice in one byte (rowwise and transposed copies): X and W of every Fprop, dY of every Dgrad.
-  double cast = 0;
+  double cast = 0, cast_fwd = 0;
   for (const Gemm& g : plan.gemms) {
     if (g.scope == Scope::Model) continue;
     const double weight = g.scope == Scope::Layer ? layers : g.scope == Scope::MoeLayer ? moe : layers - moe;
@@ -184,9 +207,11 @@ StepWorkModel step_work_model(const Plan& plan, StepContextKind kind) {
     if (g.pass == Pass::Fprop) elems = gm * gk + gk * gn;
     if (g.pass == Pass::Dgrad) elems = gm * gk;
     cast += 6.0 * elems * weight;
+    if (g.pass == Pass::Fprop) cast_fwd += 6.0 * elems * weight;
   }
   m.cast_bytes = cast / layers;
-  m.attention = a;
+  m.cast_fwd_bytes = cast_fwd / layers;
+  m.attention = framework_attention_shape(a, kind);
   m.layer_gflops = average_layer_gflops(plan);
   if (!(m.layer_gflops > 0) && kind != StepContextKind::None)
     throw UsageError("--step-context: the plan has no layer GEMMs to spread the work over");
@@ -194,11 +219,23 @@ StepWorkModel step_work_model(const Plan& plan, StepContextKind kind) {
   return m;
 }
 
+bool repeats_kv_heads(StepContextKind k) { return k == StepContextKind::Eager || k == StepContextKind::Compiled; }
+
+AttentionShape framework_attention_shape(const AttentionShape& a, StepContextKind k) {
+  AttentionShape out = a;
+  if (repeats_kv_heads(k)) out.heads_kv = out.heads_q;  // the step's SDPA sees every head its own K and V
+  return out;
+}
+
 StepOtherSplit modelled_memory_ms(const StepWorkModel& m, double other_bytes_per_ms, double move_bytes_per_ms) {
   StepOtherSplit out;
   if (other_bytes_per_ms > 0) out.other_ms = m.other_bytes / (other_bytes_per_ms * m.efficiency);
   if (move_bytes_per_ms > 0) out.move_ms = m.move_bytes / (move_bytes_per_ms * kMoveRate);
   return out;
+}
+
+double modelled_cast_ms(const StepWorkModel& m, double other_bytes_per_ms) {
+  return other_bytes_per_ms > 0 ? m.cast_bytes / (other_bytes_per_ms * kCastRate) : 0.0;
 }
 
 StepOtherSplit split_step_other_ms(const StepWorkModel& m, double total_ms, double other_bytes_per_ms,

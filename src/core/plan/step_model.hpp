@@ -40,12 +40,14 @@ std::string describe(const AttentionShape& a);  // "batch 2 x seq 4096, heads 28
 struct StepWorkModel {
   StepContextKind kind = StepContextKind::None;
   double other_bytes = 0;    // memory-bound kernels' traffic (read + written), FP8 casts and MoE dispatch excluded
+  double other_fwd_bytes = 0;  // the forward pass's part of other_bytes (the rest runs in the backward)
   double move_bytes = 0;     // MoE token dispatch and combine: rows gathered / scattered by index (read + written)
   double cast_bytes = 0;     // FP8 casts of every linear's operands (X, W, dY; rowwise + transposed)
-  AttentionShape attention;  // of a layer (every layer has one)
+  double cast_fwd_bytes = 0;  // the forward's part of cast_bytes (X and W; dY is the backward's)
+  AttentionShape attention;  // of a layer as the framework runs it (framework_attention_shape)
   double layer_gflops = 0;   // GEMM GFLOPs of the average layer: the spread's denominator
   // The framework's memory-bound kernels' rate over the modelled bytes, relative to the calibrated
-  // stand-in kernel's (cuda/step_work.hpp): time = bytes / (efficiency x stand-in rate).
+  // stand-in kernel's (cuda/stepwork/step_work.hpp): time = bytes / (efficiency x stand-in rate).
   double efficiency = 1.0;
   bool active() const { return kind != StepContextKind::None; }
 };
@@ -53,8 +55,17 @@ struct StepWorkModel {
 // split a --step-other-ms figure between the two stand-ins.
 StepWorkModel step_work_model(const Plan& plan, StepContextKind kind);
 
+// Whether the framework repeats the key/value heads of a GQA/MQA layer before attention (eager and
+// compiled PyTorch in the Hugging Face style: repeat_kv, then SDPA over every query head) rather
+// than running attention with native GQA (Transformer Engine). The repeat's copies are in the
+// modelled bytes; the attention the step runs is then an MHA-shaped one.
+bool repeats_kv_heads(StepContextKind k);
+// The layer's attention as the framework runs it: `a` (attention_shape) with every query head its
+// own key and value where the framework repeats them.
+AttentionShape framework_attention_shape(const AttentionShape& a, StepContextKind k);
+
 // The two kinds of memory-bound work run between GEMMs, each by a stand-in kernel of its own kind
-// (cuda/step_work.hpp), because the power the work draws sets the GEMMs' clocks: activations and
+// (cuda/stepwork/step_work.hpp), because the power the work draws sets the GEMMs' clocks: activations and
 // norms stream at a GEMM's power (H100: GELU 698 W, LayerNorm 696 W, BF16 GEMM 698 W), an MoE
 // layer's gathers and scatters by index draw far less (dispatch gather 491 W, index_add combine
 // 426 W, the gather's backward 529 W; bench/power_probe.py, docs/step-context.md).
@@ -68,6 +79,10 @@ struct StepOtherSplit {
 // The modelled time of each: its bytes at its stand-in's rate (bytes per ms; 0 for a rate <= 0) and
 // the framework's efficiency (kMoveRate for the gather).
 StepOtherSplit modelled_memory_ms(const StepWorkModel& m, double other_bytes_per_ms, double move_bytes_per_ms);
+// The FP8 casts' modelled time (cast_bytes at the stand-in's rate, bytes per ms, and kCastRate; 0 for
+// a rate <= 0). One rate for every framework: the casts are their own kernels (Transformer Engine's
+// cast-transpose, torch.compile'd amax/cast), not the framework's elementwise chain.
+double modelled_cast_ms(const StepWorkModel& m, double other_bytes_per_ms);
 StepOtherSplit split_step_other_ms(const StepWorkModel& m, double total_ms, double other_bytes_per_ms,
                                    double move_bytes_per_ms);
 
@@ -83,6 +98,11 @@ double average_layer_gflops(const Plan& plan);
 // Transformer Engine on the validation machine to set it from.
 constexpr double kEagerRate = 1.05;
 constexpr double kFusedRate = 1.15;
+// The FP8 casts' rate relative to the stand-in, in every framework: the rate they matched within 10%
+// on the "tune" layers (the eager rate). The casts of bench/validate_step.py's FP8 steps are the same
+// torch.compile'd kernels in its eager and compiled steps, so a framework-dependent rate (the
+// compiled step's 1.15) ran them 10% faster than they run in the compiled step.
+constexpr double kCastRate = kEagerRate;
 // The dispatch and combine kernels' rate relative to the gather stand-in: they are row gathers by
 // index (Transformer Engine's fused permute and unpermute; PyTorch's index_select). Not fitted.
 constexpr double kMoveRate = 1.0;

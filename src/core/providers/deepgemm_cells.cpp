@@ -60,10 +60,12 @@ std::string bf16_cell_problem(const Gemm& g, const Recipe& r) {
 }  // namespace
 
 std::string deepgemm_cell_problem(const Gemm& g, const Recipe& r, int cc) {
-  if (!ArchPolicy(cc).runs_sm90a_kernels())
-    return fmt::format("DeepGEMM: the provider builds DeepGEMM's sm90 kernels, which run on Hopper (sm_90) only; this "
+  if (!ArchPolicy(cc).kernel_target()) {
+    const KernelTarget& t = ArchPolicy::arch_kernels_target();
+    return fmt::format("DeepGEMM: the provider builds DeepGEMM's sm90 kernels, which run on {} (sm_{}) only; this "
                        "device is sm_{}",
-                       cc);
+                       t.family, t.cc, cc);
+  }
   if (r.precision == Precision::BF16) return bf16_cell_problem(g, r);
   if (r.precision != Precision::FP8Block)
     return fmt::format("DeepGEMM: runs DeepSeek's FP8 block recipe only (FP8Block: 1x128 activations and gradients, "

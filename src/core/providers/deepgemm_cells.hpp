@@ -1,4 +1,4 @@
-// What the DeepGEMM provider (src/cuda/deepgemm/deepgemm_provider.cpp) measures, in pure C++ so
+// What the DeepGEMM provider (src/cuda/providers/deepgemm/deepgemm_provider.cpp) measures, in pure C++ so
 // the rules are tested on CPU with a fake compute capability: which cells it can run (DeepSeek's
 // FP8 block recipe on sm_90; everything else N/A with the reason), which DeepGEMM kernel a cell
 // maps to, and the rows the contiguous expert layouts pad (the report's padding waste).

@@ -1,6 +1,6 @@
 // --algo search: the cuBLASLt configurations beyond the heuristic's list, as a pure function of
 // what cuBLASLt reports about the algorithms (their capabilities, as plain numbers), in the
-// spirit of DeepGEMM's candidate configs (deepgemm_config.hpp). The backend (src/cuda/lt_tuner)
+// spirit of DeepGEMM's candidate configs (deepgemm_config.hpp). The backend (src/cuda/providers/cublaslt/lt_tuner)
 // reads the capabilities, turns each proposed configuration into an algorithm, keeps those that
 // cublasLtMatmulAlgoCheck accepts within the workspace and drops duplicates; the order here is
 // the order they are kept in, nearest first:

@@ -2,7 +2,7 @@
 // profiler has operation x provider). A run measures every cell once per provider it names
 // (--provider); the result keeps one grid of cells per provider (RunResult::providers), and the
 // reports add per-provider times and, per layer, each provider's total and the best available.
-// Names only: what a provider can run, and how, is the backend's (src/cuda/provider.hpp).
+// Names only: what a provider can run, and how, is the backend's (src/cuda/providers/provider.hpp).
 #pragma once
 #include <optional>
 #include <string>

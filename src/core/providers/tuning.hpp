@@ -1,6 +1,6 @@
 // Kernel tuning, provider-neutral: the rules by which a provider's candidate kernels for one
 // problem are timed and one of them kept (candidates -> timed rounds -> pick -> record). Pure
-// C++ on plain numbers: the backend's driver (src/cuda/tuner.hpp) enqueues the samples and reads
+// C++ on plain numbers: the backend's driver (src/cuda/providers/tuner.hpp) enqueues the samples and reads
 // their times, and every decision it takes on those times is a function here, tested on the CPU.
 //
 // Candidate 0 is the provider's own first choice (cuBLASLt's heuristic). It stays unless another

@@ -31,6 +31,7 @@
 #include "core/run/step_context.hpp"
 #include "core/report/report_step.hpp"
 #include "core/report/report_attention.hpp"
+#include "core/report/step_record.hpp"
 
 namespace gs {
 
@@ -569,6 +570,10 @@ json to_json(const RunResult& r) {
   if (r.timing.step_other_ms > 0) j["timing"]["step_gap_ms_per_gflop"] = r.timing.step_gap_ms_per_gflop;
   j["recipe_options"] = json::object();
   settings_to_json(r, "recipe_options", j["recipe_options"]);
+  if (r.plan.model_mode) {
+    j["step_options"] = json::object();
+    settings_to_json(r, "step_options", j["step_options"]);
+  }
   const RecipeOptions& o = r.recipe_options;
   j["gemm_options"] = gemm_options_to_json(r.gemm_options);
   settings_to_json(r, "", j);  // "precisions", "modes", "providers"
@@ -755,6 +760,7 @@ json to_json(const RunResult& r) {
     sc["step_estimate_per_layer"] = est;
     j["step_context"] = sc;
   }
+  if (r.step) j["step"] = step_record_json(*r.step, r);  // the whole step (core/report/step_record.hpp)
   j["notes"] = r.notes;
   return j;
 }
@@ -813,6 +819,9 @@ RunResult read_result(const json& j, const std::string& name) {
     const json* o = find(j, "recipe_options");
     if (o && o->is_null()) o = nullptr;
     settings_from_json(o, "recipe_options", top("recipe_options"), r);
+    const json* so = find(j, "step_options");
+    if (so && so->is_null()) so = nullptr;
+    settings_from_json(so, "step_options", top("step_options"), r);
   }
   if (const json* go = find(j, "gemm_options"); go && !go->is_null()) r.gemm_options = gemm_options_from_json(*go, top("gemm_options"));
   // "precisions", "modes" and "providers" (files without it measured with cuBLASLt only).
@@ -1071,6 +1080,8 @@ RunResult read_result(const json& j, const std::string& name) {
     c.attention_shape = clip_text(get_or<std::string>(*sc, "attention_shape", where, ""), 200);
     r.step_context = c;
   }
+  // The whole step: its kernels, timing and peak read, the rest derived from what was read above.
+  read_step_record(find(j, "step"), top("step"), r);
   if (const json* notes = find(j, "notes"); notes && !notes->is_null()) {
     if (!notes->is_array()) throw UsageError(top("notes") + " must be a list of strings");
     for (size_t i = 0; i < notes->size(); ++i)
@@ -1118,6 +1129,7 @@ json with_derived_fields(json doc, const RunResult& r) {
   doc.erase("totals");
   doc.erase("provider_totals");
   write_totals(doc, r);
+  if (r.step) doc["step"] = step_record_json(*r.step, r);
   if (r.plan.routing) {
     if (!doc.contains("plan") || !doc["plan"].is_object()) doc["plan"] = json::object();
     doc["plan"]["routing"] = routing_json(*r.plan.routing);

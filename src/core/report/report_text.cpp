@@ -8,6 +8,7 @@
 #include "core/report/report.hpp"
 #include "core/report/report_attention.hpp"
 #include "core/report/report_step.hpp"
+#include "core/report/report_whole_step.hpp"
 #include "core/providers/provider.hpp"
 #include "core/report/report_moe.hpp"
 #include "core/recipes/grouped.hpp"
@@ -292,6 +293,7 @@ void add_model(print::Document& d, const RunResult& r, size_t mode, Footnotes& f
   tt.add_rule('=');
   d.table(std::move(tt));
   add_step_estimate(d, r, mode);
+  if (mode == step_block_mode(r)) add_step_groups(d, r, mode);
   if (moe) add_moe_grouped(d, r, mode);
 }
 
@@ -503,6 +505,11 @@ void add_repeats(print::Document& d, const RunResult& r) {
 print::Document report_document(const RunResult& r) {
   print::Document d;
   Footnotes fn;
+  // A model run leads with its whole training step (core/report/report_whole_step.hpp).
+  if (r.plan.model_mode && r.step && r.step->timed) {
+    add_step_block(d, r);
+    blank(d);
+  }
   // Several modes: the side-by-side summary first, then each mode in detail.
   if (r.modes.size() >= 2) {
     d.title(fmt::format("GEMM Benchmark ({}) on {}: {} modes, side by side first, then each in detail",
@@ -625,6 +632,7 @@ std::string render_plan_text(const RunResult& r) {
     out += tokens_line(c);
     out += moe_config_text(c);
     out += moe_routing_text(r);
+    out += step_plan_text(r);  // the whole step's groups (core/report/report_whole_step.hpp)
   }
   if (!r.precisions.empty() && !r.modes.empty()) {
     std::string precs, modes;

@@ -63,7 +63,10 @@ KernelClass classify_kernel(std::string_view name) {
   // "_ZN2gs4cuda"; the DeepGEMM provider's scale-layout conversions "gs::dg::"). The launch gate and the operand fills are not quantization.
   const bool ours = has(l, "gs::cuda::") || has(l, "_zn2gs4cuda") || has(l, "gs::dg::") || has(l, "_zn2gs2dg");
   if (ours) {
-    if (has(l, "gate_kernel") || has(l, "fill_kernel") || has(l, "error_kernel")) return KernelClass::Other;
+    // The launch gate, the fills, and the step's own kernels (cuda/stepwork/: optimizer, loss,
+    // embedding) are not quantization.
+    if (has(l, "gate_kernel") || has(l, "fill_kernel") || has(l, "error_kernel") || has(l, "stepwork"))
+      return KernelClass::Other;
     return KernelClass::Quantize;
   }
   if (is_gemm_name(l)) return KernelClass::Gemm;

@@ -24,7 +24,7 @@ KernelClass kernel_class_from_string(const std::string& s);  // UsageError on an
 // cutlass*, *gemm*, *xmma*, cuBLAS's split-K reduction) are Gemm; gemmscope's own
 // quantization kernels (amax, casts, block/MX/NVFP4 quantization, transposes, the delayed
 // scaling history step, NVFP4's alpha) and kernels with such names elsewhere are Quantize;
-// everything else (the launch gate, fills) is Other.
+// everything else (the launch gate, fills, the step kernels of cuda/stepwork/) is Other.
 KernelClass classify_kernel(std::string_view name);
 
 // The input type a GEMM kernel's name says it reads. cuBLASLt's nvjet kernels name their types

@@ -14,6 +14,7 @@
 #include "core/util/text_util.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/plan/step_model.hpp"
+#include "core/step/step_breakdown.hpp"
 
 namespace gs {
 
@@ -118,7 +119,7 @@ struct TimingConfig {
   // te by default for model plans, none for --shapes/--sweep.
   StepContextKind step_context_kind = StepContextKind::None;
   // --power-hold: heavy GEMMs enqueued before each timed loop's gate, so a short loop starts from
-  // the GPU's loaded power state instead of the boost an idle gap gives (cuda/power_hold.hpp).
+  // the GPU's loaded power state instead of the boost an idle gap gives (cuda/timing/power_hold.hpp).
   // Off by default: against a PyTorch training step it read 2-6% slow (docs/measurement.md).
   bool power_hold = false;
   bool step_context() const { return step_other_ms > 0 || step_context_kind != StepContextKind::None; }
@@ -165,6 +166,8 @@ struct RunResult {
   std::vector<std::vector<std::vector<std::vector<Cell>>>> provider_cells;
   std::vector<std::string> notes;
   std::optional<StepContextInfo> step_context;  // what ran between timed iterations (a step context)
+  StepOptions step_options;                     // --recompute, --param-storage, ... (core/step/step_options.hpp)
+  std::optional<StepResult> step;               // the whole step of a model plan (core/step/step_breakdown.hpp)
   std::string created;  // ISO 8601 UTC
   // --accuracy: accuracy[gemm][i] for accuracy_precisions[i] (may include precisions the GPU
   // cannot time, which are emulated).

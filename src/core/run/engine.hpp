@@ -31,15 +31,11 @@ class Engine {
   virtual DeviceInfo device_info() const = 0;
   // Runs BF16 GEMMs for `seconds` so clocks settle before the first measurement.
   virtual void gpu_warmup(double seconds) = 0;
-  // Measures one GEMM in one precision and mode. Returns an N/A cell (never throws) for
-  // anything the GPU or cuBLASLt cannot run: unsupported shapes, NOT_SUPPORTED, out of memory.
-  virtual Cell measure(const Gemm& g, Precision p, Mode m) = 0;
-  // The same cell through kernel provider `provider` (core/providers/provider.hpp). cuBLASLt is measure();
-  // an engine without the provider returns an N/A cell saying so. Never throws.
-  virtual Cell measure_with(const Gemm& g, Precision p, Mode m, const std::string& provider) {
-    if (provider == "cublaslt") return measure(g, p, m);
-    return Cell::na("provider " + provider + " is not available in this engine");
-  }
+  // Measures one GEMM in one precision and mode through kernel provider `provider`
+  // (core/providers/provider.hpp: cuBLASLt, CUTLASS, DeepGEMM, one path for all of them). Returns
+  // an N/A cell (never throws) for anything the GPU or the provider cannot run: unsupported
+  // shapes, a library's NOT_SUPPORTED, out of memory, a provider this engine does not have.
+  virtual Cell measure(const Gemm& g, Precision p, Mode m, const std::string& provider) = 0;
   // The recipe's relative Frobenius error against an FP32 GEMM of the original BF16 operands
   // drawn from `d`. Emulated where the GPU has no kernel for the format. Never throws.
   virtual AccuracyCell accuracy(const Gemm& g, Precision p, Dist d) = 0;
@@ -51,8 +47,8 @@ class Engine {
   }
   // The step context as it ran (after the cells that used one); nullopt when none did.
   virtual std::optional<StepContextInfo> step_context() const { return std::nullopt; }
-  // Notes of the kernel providers other than cuBLASLt that ran cells (e.g. compile time and
-  // cache hits of run-time compiled kernels); the runner adds them to the run's notes.
+  // Notes of the kernel providers that ran cells (e.g. compile time and cache hits of run-time
+  // compiled kernels); the runner adds them to the run's notes.
   virtual std::vector<std::string> provider_notes() const { return {}; }
 };
 

@@ -4,6 +4,7 @@
 #include "core/results/clocks.hpp"
 #include "core/providers/provider.hpp"
 #include "core/results/repeats.hpp"
+#include "core/run/step_run.hpp"
 #include "core/util/text_util.hpp"
 
 #include <fmt/format.h>
@@ -38,6 +39,7 @@ RunResult base_result(const RunRequest& req) {
   r.recipe_options = req.options.recipe;
   r.gemm_options = req.options.gemm;
   r.modes = req.modes;
+  r.step_options = req.step;
   r.providers = req.providers.empty() ? std::vector<std::string>{"cublaslt"} : req.providers;
   r.created = utc_now_iso8601();
   if (req.plan.config) r.notes = req.plan.config->notes;  // what the plan leaves out of the model
@@ -208,6 +210,7 @@ RunResult plan_only(const RunRequest& req) {
   r.precisions = req.precisions;
   r.allocate_cells();
   add_grouped_note(r, req.options.grouped_streams);
+  r.step = plan_step(r);
   return r;
 }
 
@@ -282,7 +285,7 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
                                                 x.shape(), to_string(r.precisions[p]),
                                                 n_prov > 1 ? " " + r.providers[v] : std::string(),
                                                 reps > 1 ? fmt::format(" (repeat {}/{})", k + 1, reps) : std::string()));
-            Cell c = engine.measure_with(x, r.precisions[p], r.modes[m], r.providers[v]);
+            Cell c = engine.measure(x, r.precisions[p], r.modes[m], r.providers[v]);
             if (c.kernels.provider.empty()) c.kernels.provider = r.providers[v];
             by_rep[k][v][p][m] = std::move(c);
             ++done;
@@ -296,6 +299,7 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
         }
   }
   r.step_context = engine.step_context();
+  r.step = measure_step(engine, r);  // the whole step of a model plan (core/run/step_run.hpp)
   for (std::string& w : clock_warnings(r)) r.notes.push_back(std::move(w));
   if (std::string n = gate_timeout_note(r); !n.empty()) r.notes.push_back(std::move(n));
   add_grouped_note(r, req.options.grouped_streams);

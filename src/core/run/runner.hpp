@@ -4,7 +4,8 @@
 #include <string>
 #include <vector>
 
-#include "core/model/parallel_layout.hpp"
+#include "core/step/parallel_layout.hpp"
+#include "core/run/comm_options.hpp"
 #include "core/run/engine.hpp"
 #include "core/results/results.hpp"
 
@@ -15,13 +16,15 @@ struct RunRequest {
   std::vector<Precision> precisions;  // requested, in column order
   std::vector<Mode> modes;
   EngineOptions options;
+  StepOptions step;  // the whole step beyond its GEMMs (core/step/step_options.hpp)
   // --provider: the kernel providers every cell is measured by, in column order (core/providers/provider.hpp).
   std::vector<std::string> providers{"cublaslt"};
   bool accuracy = false;       // also run the accuracy pass
   bool accuracy_only = false;  // only the accuracy pass (no timing)
   Dist dist = Dist::Normal;
-  // The parallel step's settings as given (core/model/parallel_layout.hpp; core/parallel/).
+  // The parallel step's settings as given (core/step/parallel_layout.hpp; core/parallel/).
   ParallelRequest parallel;
+  CommOptions comm;  // --comm, --comm-only and the layout flags (the collectives, cli/cmd_comm.cpp)
 };
 
 // Called before each measurement: (done, total, description). May print progress.

@@ -7,6 +7,7 @@
 #include <limits>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 #include <type_traits>
 
 #include "core/util/error.hpp"
@@ -14,6 +15,7 @@
 #include "core/providers/provider.hpp"
 #include "core/run/runner.hpp"
 #include "core/run/step_context.hpp"
+#include "core/step/step_options.hpp"
 #include "core/util/suggest.hpp"
 
 namespace gs {
@@ -106,6 +108,15 @@ std::vector<std::string> grouped_cutlass_providers(const std::vector<std::string
 
 constexpr int64_t kMaxIters = 100000;  // --num-iters, --num-warmup
 constexpr int64_t kMaxRepeats = 1000;  // --repeats; also what a result file may hold
+constexpr int64_t kMaxRanks = int64_t{1} << 20;  // --data-parallel
+
+// The one check of an integer flag's range: "--flag must be between lo and hi[ note], got v".
+std::function<void(const SettingValue&)> int_range(std::string flag, int64_t lo, int64_t hi, std::string note = "") {
+  return [flag = std::move(flag), lo, hi, note = std::move(note)](const SettingValue& x) {
+    if (int_of(x) < lo || int_of(x) > hi)
+      throw UsageError(fmt::format("{} must be between {} and {}{}, got {}", flag, lo, hi, note, int_of(x)));
+  };
+}
 
 // The declarations. Each setting once: flag, type, names, defaults, checks, JSON key, label.
 std::vector<Setting> declare() {
@@ -149,10 +160,22 @@ std::vector<Setting> declare() {
     s.set = [member](const SettingsRef& r, const SettingValue& x) { r.recipe->*member = bool_of(x); };
     return s;
   };
-  const auto int_range = [](std::string flag_msg, int64_t lo, int64_t hi) {
-    return [flag_msg, lo, hi](const SettingValue& x) {
-      if (int_of(x) < lo || int_of(x) > hi) throw UsageError(fmt::format(fmt::runtime(flag_msg), int_of(x)));
-    };
+
+  // A pass that is off, on beside the timing, or the only thing run, given by two flags (--accuracy
+  // and --accuracy-only, --comm and --comm-only): the request's only (what ran is said otherwise).
+  const auto off_on_only = [&](const char* section, const char* key, const char* group, SettingFlag also,
+                               SettingFlag only) -> Setting& {
+    Setting& s = add(section, key);
+    s.type = SettingType::Choice;
+    s.group = group;
+    s.choices = {{"off"}, {"on"}, {"only"}};
+    s.shortcuts = {std::move(also), std::move(only)};
+    s.placed_by_cli = true;
+    s.recorded = false;
+    s.compared = false;
+    s.dflt = std::string("off");
+    s.absent = std::monostate{};
+    return s;
   };
 
   // ---- the run: what is measured (the result's top level) ----
@@ -256,29 +279,10 @@ std::vector<Setting> declare() {
       const bool named_mode = mode != "" && mode != "both" && mode != "all";
       if (pre_quantize && given_mode && (!named_mode || mode_from_string(mode) != Mode::PreQuantized))
         throw UsageError(fmt::format("--pre-quantize conflicts with --mode {} (--pre-quantize means --mode pre-quantized)", raw));
-      const bool model = req.plan.model_mode;
-      const Mode quantizing = model ? Mode::Training : Mode::PerGemm;
-      std::vector<Mode> modes;
-      if (pre_quantize) modes = {Mode::PreQuantized};
-      else if (mode.empty()) modes = {quantizing};
-      else if (mode == "both") modes = {quantizing, Mode::PreQuantized};
-      else if (mode == "all" && model) modes = {Mode::PerGemm, Mode::Training, Mode::PreQuantized};
-      else if (mode == "all") modes = {Mode::PerGemm, Mode::PreQuantized};  // shapes: nothing to share
-      else {
-        try {
-          modes = {mode_from_string(mode)};
-        } catch (const UsageError&) {
-          throw UsageError(fmt::format("--mode must be training, per-gemm, pre-quantized, both or all (old names: "
-                                       "autocast-shared = training, autocast = per-gemm), got '{}'{}",
-                                       clip_text(raw, 80),
-                                       did_you_mean(raw, {"training", "per-gemm", "pre-quantized", "both", "all"})));
-        }
-      }
-      if (!model && modes.front() == Mode::Training)
-        throw UsageError(fmt::format("--mode {} needs a model plan: it shares quantized tensors between the Fprop, "
-                                     "Dgrad and Wgrad of a layer, and --shapes/--sweep GEMMs stand alone (they are "
-                                     "timed per-gemm)",
-                                     raw));
+      if (pre_quantize) return joined(std::vector<Mode>{Mode::PreQuantized});
+      std::vector<Mode> modes = modes_from_flag(raw, req.plan.model_mode);
+      // The default answers "what will training get" (above).
+      if (modes.empty()) modes = {req.plan.model_mode ? Mode::Training : Mode::PerGemm};
       return joined(modes);
     };
   }
@@ -304,9 +308,7 @@ std::vector<Setting> declare() {
     s.type_name = "INT";
     s.help = "FP8 delayed scaling amax history length, 1..1024 (default 1024)";
     s.dflt = s.absent = int64_t{1024};
-    s.check = [](const SettingValue& x) {
-      if (int_of(x) < 1 || int_of(x) > 1024) throw UsageError("--amax-history must be between 1 and 1024");
-    };
+    s.check = int_range(s.first_flag(), 1, 1024);
     s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.recipe->amax_history_len}; };
     s.set = [](const SettingsRef& r, const SettingValue& x) { r.recipe->amax_history_len = static_cast<int>(int_of(x)); };
   }
@@ -368,6 +370,22 @@ std::vector<Setting> declare() {
              "as Megatron-LM with TE gradient-accumulation fusion) | bf16 (BF16 output, beta 0)";
     s.dflt = std::string("fp32-accumulate");
     s.absent = std::string("bf16");  // files before the option wrote BF16 Wgrad
+    // Parameters kept without FP32 main gradients (--param-storage bf16 or fp32, plain PyTorch) have
+    // no gradient to accumulate into: their Wgrad writes BF16 unless told otherwise, and
+    // fp32-accumulate with them is refused.
+    s.resolve = [](const Setting& self, const GivenSettings& given, const RunRequest&) -> SettingValue {
+      const Setting& storage = find_setting("step_options.param_storage");
+      const std::string* st = given_text(given, storage);
+      const bool main_grads = !st || text_of(setting_from_text(storage, *st)) == to_string(ParamStorage::Bf16MainFp32);
+      const std::string* text = given_text(given, self);
+      if (!text) return main_grads ? self.dflt : SettingValue(std::string("bf16"));
+      const SettingValue v = setting_from_text(self, *text);
+      if (!main_grads && text_of(v) == "fp32-accumulate")
+        throw UsageError(fmt::format("--wgrad-output fp32-accumulate accumulates into FP32 main gradients, which "
+                                     "--param-storage {} does not keep (use bf16+fp32-main, or --wgrad-output bf16)",
+                                     text_of(setting_from_text(storage, *st))));
+      return v;
+    };
   }
   {
     Setting& s = recipe_enum("block_fp8_format", fp8_format_names(), &RecipeOptions::block_fp8_format);
@@ -384,6 +402,62 @@ std::vector<Setting> declare() {
     s.dflt = std::string("pow2");
     s.absent = std::string("fp32");  // files before the key used FP32 scales
   }
+
+  // ---- step_options: the whole step beyond its GEMMs (core/step/step_options.hpp) ----
+  // A choice of StepOptions: its names, the member, and the flag's help. Model plans only: a
+  // --shapes/--sweep run has no step around its GEMMs, and a flag given to one is refused.
+  const auto step_choice = [&](const char* key, const char* flag, const auto& names, auto member, const char* help,
+                               const char* dflt) -> Setting& {
+    Setting& s = add("step_options", key);
+    s.type = SettingType::Choice;
+    s.flags = flag;
+    s.group = "Step";
+    s.type_name = "TEXT";
+    s.help = help;
+    s.choices = choices_of(names);
+    s.dflt = s.absent = std::string(dflt);
+    s.get = [&names, member](const SettingsRef& r) -> SettingValue { return std::string(names.name(r.step->*member)); };
+    s.set = [&names, member](const SettingsRef& r, const SettingValue& x) { r.step->*member = *names.find(text_of(x)); };
+    s.resolve = [](const Setting& self, const GivenSettings& given, const RunRequest& req) -> SettingValue {
+      const std::string* text = given_text(given, self);
+      if (!text) return self.dflt;
+      if (!req.plan.model_mode)
+        throw UsageError(fmt::format("{} shapes the whole training step of a model: --shapes/--sweep GEMMs have none",
+                                     self.first_flag()));
+      return setting_from_text(self, *text);
+    };
+    return s;
+  };
+  step_choice("recompute", "--recompute", recompute_names(), &StepOptions::recompute,
+              "Activation recompute as Megatron-LM defines it: none (default) | selective (the core attention's "
+              "forward again in the backward) | full (every layer's forward again)",
+              "none");
+  step_choice("param_storage", "--param-storage", param_storage_names(), &StepOptions::storage,
+              "Parameters, gradients and Adam states: bf16+fp32-main (default: Megatron-LM, BF16 params with FP32 "
+              "main params, grads and states, 18 bytes/param) | bf16 (plain PyTorch BF16 training, 8 bytes/param; "
+              "Wgrad then writes BF16) | fp32 (PyTorch autocast with FP32 params, 16 bytes/param)",
+              to_string(ParamStorage::Bf16MainFp32));
+  step_choice("optimizer", "--optimizer", optimizer_names(), &StepOptions::optimizer,
+              "AdamW's kernels: adamw-fused (default: one multi-tensor kernel, Megatron's FusedAdam, "
+              "torch.optim.AdamW(fused=True)) | adamw-foreach (PyTorch's default foreach ops)",
+              "adamw-fused");
+  {
+    static const EnumNames<bool> on_off{{{true, {"on"}}, {false, {"off"}}}};
+    Setting& s = step_choice("grad_clip", "--grad-clip", on_off, &StepOptions::grad_clip,
+                             "on (default: the gradients' global norm every step, Megatron's --clip-grad 1.0, "
+                             "PyTorch's clip_grad_norm_) | off",
+                             "on");
+    s.json_bool = true;  // JSON: true for on
+  }
+  step_choice("loss", "--loss", loss_names(), &StepOptions::loss,
+              "Cross-entropy over the vocabulary: auto (default: fused for te and compile, unfused for eager) | fused "
+              "(BF16 logits read once: Megatron's --cross-entropy-loss-fusion, TE's parallel_cross_entropy) | unfused "
+              "(logits upcast to FP32, log-softmax, NLL)",
+              "auto");
+  step_choice("host_form", "--host-form", host_form_names(), &StepOptions::host_form,
+              "How the host launches the step: auto (default: eager for te and eager, compiled for compile) | eager "
+              "(framework code launches every kernel) | compiled (Inductor's wrapper) | cuda-graph (one replay)",
+              "auto");
 
   // ---- timing ----
   {
@@ -410,10 +484,7 @@ std::vector<Setting> declare() {
     s.type_name = "INT";
     s.help = "Warmup iterations per GEMM, 0..100000 (default 10)";
     s.dflt = s.absent = int64_t{10};
-    s.check = [](const SettingValue& x) {
-      if (int_of(x) < 0) throw UsageError("--num-warmup must be >= 0");
-      if (int_of(x) > kMaxIters) throw UsageError(fmt::format("--num-warmup must be <= {}", kMaxIters));
-    };
+    s.check = int_range(s.first_flag(), 0, kMaxIters);
     s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.timing->warmup}; };
     s.set = [](const SettingsRef& r, const SettingValue& x) { r.timing->warmup = static_cast<int>(int_of(x)); };
   }
@@ -425,10 +496,7 @@ std::vector<Setting> declare() {
     s.type_name = "INT";
     s.help = "Timed iterations per GEMM, 1..100000 (default 100)";
     s.dflt = s.absent = int64_t{100};
-    s.check = [](const SettingValue& x) {
-      if (int_of(x) < 1) throw UsageError("--num-iters must be >= 1");
-      if (int_of(x) > kMaxIters) throw UsageError(fmt::format("--num-iters must be <= {}", kMaxIters));
-    };
+    s.check = int_range(s.first_flag(), 1, kMaxIters);
     s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.timing->iters}; };
     s.set = [](const SettingsRef& r, const SettingValue& x) { r.timing->iters = static_cast<int>(int_of(x)); };
   }
@@ -530,7 +598,7 @@ std::vector<Setting> declare() {
              "interval (N >= 3), 1..1000 (default 1)";
     s.dflt = s.absent = int64_t{1};
     s.json_range = {{1.0, static_cast<double>(kMaxRepeats)}};
-    s.check = int_range("--repeats must be between 1 and 1000, got {}", 1, kMaxRepeats);
+    s.check = int_range(s.first_flag(), 1, kMaxRepeats);
     s.written = [](const SettingValue& x) { return int_of(x) > 1; };
     s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.timing->repeats}; };
     s.set = [](const SettingsRef& r, const SettingValue& x) { r.timing->repeats = static_cast<int>(int_of(x)); };
@@ -582,7 +650,7 @@ std::vector<Setting> declare() {
     s.type_name = "INT";
     s.help = "Limit every GEMM to N SMs (cuBLASLt SM-count target; DeepGEMM's set_num_sms, even; default all)";
     s.dflt = s.absent = int64_t{0};
-    s.check = int_range("--num-sms must be from 1 to 4096 (0: all SMs), got {}", 0, 4096);
+    s.check = int_range(s.first_flag(), 0, 4096, " (0: all SMs)");
     s.get = [](const SettingsRef& r) -> SettingValue { return int64_t{r.gemm->num_sms}; };
     s.set = [](const SettingsRef& r, const SettingValue& x) { r.gemm->num_sms = static_cast<int>(int_of(x)); };
   }
@@ -679,17 +747,9 @@ std::vector<Setting> declare() {
   {
     // --accuracy, --accuracy-only. The request's only: a result holds the accuracy block when the
     // pass ran, and no modes when it ran alone.
-    Setting& s = add("", "accuracy");
-    s.type = SettingType::Choice;
-    s.group = "Accuracy";
-    s.choices = {{"off"}, {"on"}, {"only"}};
-    s.shortcuts = {{"--accuracy", "Also measure each recipe's error vs an FP32 GEMM of the BF16 inputs", ""},
-                   {"--accuracy-only", "Only the accuracy pass (no timing)", ""}};
-    s.placed_by_cli = true;
-    s.recorded = false;
-    s.compared = false;
-    s.dflt = std::string("off");
-    s.absent = std::monostate{};
+    Setting& s = off_on_only("", "accuracy", "Accuracy",
+                             {"--accuracy", "Also measure each recipe's error vs an FP32 GEMM of the BF16 inputs", ""},
+                             {"--accuracy-only", "Only the accuracy pass (no timing)", ""});
     s.get = [](const SettingsRef& r) -> SettingValue {
       if (!r.accuracy || !r.accuracy_only) return std::monostate{};
       return std::string(*r.accuracy_only ? "only" : *r.accuracy ? "on" : "off");
@@ -730,6 +790,103 @@ std::vector<Setting> declare() {
       return dist;
     };
   }
+
+  // ---- the collectives of the layout (--comm, --comm-only; cli/cmd_comm.cpp). The request's
+  // only: what ran is said by the collectives' own section and file. ----
+  {
+    Setting& s = off_on_only("comm", "collectives", "Node",
+                             {"--comm",
+                              "Also the layout's collectives (TP/SP, EP, DP) at the plan's sizes; measured with NCCL on "
+                              "this node's GPUs",
+                              ""},
+                             {"--comm-only", "Only the collectives: no GEMM is timed", ""});
+    s.get = [](const SettingsRef& r) -> SettingValue {
+      if (!r.comm) return std::monostate{};
+      return std::string(r.comm->only ? "only" : r.comm->comm ? "on" : "off");
+    };
+    s.set = [](const SettingsRef& r, const SettingValue& x) {
+      if (!r.comm) return;
+      r.comm->comm = text_of(x) == "on";
+      r.comm->only = text_of(x) == "only";
+    };
+    s.resolve = [](const Setting&, const GivenSettings& given, const RunRequest&) -> SettingValue {
+      return std::string(given_flag(given, "--comm-only") ? "only" : given_flag(given, "--comm") ? "on" : "off");
+    };
+  }
+  // A layout flag of the collectives: given without --comm / --comm-only, it would change nothing.
+  const auto comm_layout = [&](const char* key, SettingType type, const char* flags, const char* type_name,
+                               const char* help) -> Setting& {
+    Setting& s = add("comm", key);
+    s.type = type;
+    s.flags = flags;
+    s.group = "Node";
+    s.type_name = type_name;
+    s.help = help;
+    s.placed_by_cli = true;
+    s.recorded = false;
+    s.compared = false;
+    s.absent = std::monostate{};
+    s.resolve = [](const Setting& self, const GivenSettings& given, const RunRequest&) -> SettingValue {
+      const std::string* text = given_text(given, self);
+      if (!text) return self.dflt;
+      // The parallel step (--layout, ...) reduces gradients in --grad-reduce-type too.
+      const bool parallel_step = self.key == "grad_reduce_type" &&
+                                 std::any_of(given.begin(), given.end(), [](const auto& g) { return g.first.rfind("parallel.", 0) == 0; });
+      if (!given_flag(given, "--comm") && !given_flag(given, "--comm-only") && !parallel_step)
+        throw UsageError(fmt::format("{} applies to the collectives: add --comm (or --comm-only)", self.first_flag()));
+      return setting_from_text(self, *text);
+    };
+    return s;
+  };
+  // The getter and setter of a CommOptions field: `to` its value, `from` a value into it; not
+  // recorded in a result (it has no CommOptions: reads as not recorded).
+  const auto comm_field = [](auto to, auto from) {
+    return std::make_pair(
+        [to](const SettingsRef& r) -> SettingValue { return r.comm ? SettingValue(to(*r.comm)) : SettingValue(); },
+        [from](const SettingsRef& r, const SettingValue& x) {
+          if (r.comm) from(*r.comm, x);
+        });
+  };
+  // The integer ones: range, default and field.
+  struct CommInt {
+    const char *key, *flags, *help;
+    int64_t dflt, lo, hi;
+    const char* note;
+    int64_t CommOptions::*member;
+  };
+  static const CommInt kCommInts[] = {
+      {"data_parallel", "--data-parallel,--dp", "Data-parallel replicas for --comm (default: the expert parallelism, or 1)",
+       0, 0, kMaxRanks, " (0: the expert parallelism, or 1)", &CommOptions::data_parallel},
+      {"zero_stage", "--zero-stage",
+       "0: gradients all-reduced; 1, 2: reduce-scattered, weights all-gathered once per step (default 1); 3: FSDP", 1, 0,
+       3, "", &CommOptions::zero_stage},
+      {"iters", "--comm-iters", "Timed iterations per collective (default 20, after 5 warm-up)", 20, 1, 10000, "",
+       &CommOptions::iters},
+  };
+  for (const CommInt& c : kCommInts) {
+    Setting& s = comm_layout(c.key, SettingType::Int, c.flags, "INT", c.help);
+    s.dflt = c.dflt;
+    s.check = int_range(s.first_flag(), c.lo, c.hi, c.note);
+    const auto member = c.member;
+    std::tie(s.get, s.set) = comm_field([member](const CommOptions& o) { return o.*member; },
+                                        [member](CommOptions& o, const SettingValue& x) { o.*member = int_of(x); });
+  }
+  {
+    Setting& s = comm_layout("sequence_parallel", SettingType::Choice, "--sequence-parallel", "TEXT",
+                             "on (default) | off: TP all-gathers/reduce-scatters, or all-reduces");
+    s.choices = two("on", "off");
+    s.dflt = std::string("on");
+    std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return std::string(c.sequence_parallel ? "on" : "off"); },
+                                        [](CommOptions& c, const SettingValue& x) { c.sequence_parallel = text_of(x) == "on"; });
+  }
+  {
+    Setting& s = comm_layout("grad_reduce_type", SettingType::Choice, "--grad-reduce-type", "TEXT",
+                             "fp32 (default) | bf16: the gradients' type in DP reductions");
+    s.choices = two("fp32", "bf16");
+    s.dflt = std::string("fp32");
+    std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return c.grad_reduce_type; },
+                                        [](CommOptions& c, const SettingValue& x) { c.grad_reduce_type = text_of(x); });
+  }
   // ---- the parallel step (core/parallel/, docs/parallel.md): the request's only ----
   // Integers 0 and texts "" are "not given": core/parallel/parallel_request.cpp merges them with the
   // --layout string (a size given both ways must agree) and the model's --tensor-parallel,
@@ -761,8 +918,7 @@ std::vector<Setting> declare() {
                                 int64_t ParallelRequest::*field) -> Setting& {
     Setting& s = parallel(key, flags, SettingType::Int, "INT", help);
     s.dflt = int64_t{0};
-    s.check = int_range(std::string(flags).substr(0, std::string(flags).find(',')) + " must be from 1 to 1048576, got {}", 1,
-                        int64_t{1} << 20);
+    s.check = int_range(s.first_flag(), 1, int64_t{1} << 20);
     in_request(s, field, int_of);
     return s;
   };
@@ -832,9 +988,6 @@ std::vector<Setting> declare() {
                 &ParallelRequest::sharding, named(dp_sharding_names));
   parallel_text("cp_comm", "--cp-comm", "KIND", "Context parallelism's exchange: ring (Transformer Engine's P2P ring, default) | a2a",
                 &ParallelRequest::cp_comm, named(cp_comm_names));
-  parallel_text("recompute", "--recompute", "KIND",
-                "Activation recomputation: selective (default; Megatron's, flash attention) | none | full", &ParallelRequest::recompute,
-                named(recompute_names));
   parallel_text("tp_comm_overlap", "--tp-comm-overlap", "on|off",
                 "Transformer Engine's userbuffers: TP collectives overlapped with their GEMMs (default off)",
                 &ParallelRequest::tp_comm_overlap, on_off);
@@ -883,6 +1036,34 @@ std::string Setting::show(const SettingValue& v) {
   if (const std::string* s = std::get_if<std::string>(&v)) return printable(*s);
   return "(not recorded)";
 }
+
+std::vector<Mode> modes_from_flag(const std::string& text, bool model_plan) {
+  const std::string mode = ascii_lower(text);
+  const Mode quantizing = model_plan ? Mode::Training : Mode::PerGemm;
+  std::vector<Mode> modes;
+  if (mode.empty()) return modes;
+  if (mode == "both") modes = {quantizing, Mode::PreQuantized};
+  else if (mode == "all" && model_plan) modes = {Mode::PerGemm, Mode::Training, Mode::PreQuantized};
+  else if (mode == "all") modes = {Mode::PerGemm, Mode::PreQuantized};  // shapes: nothing to share
+  else {
+    try {
+      modes = {mode_from_string(mode)};
+    } catch (const UsageError&) {
+      throw UsageError(fmt::format("--mode must be training, per-gemm, pre-quantized, both or all (old names: "
+                                   "autocast-shared = training, autocast = per-gemm), got '{}'{}",
+                                   clip_text(text, 80),
+                                   did_you_mean(text, {"training", "per-gemm", "pre-quantized", "both", "all"})));
+    }
+  }
+  if (!model_plan && modes.front() == Mode::Training)
+    throw UsageError(fmt::format("--mode {} needs a model plan: it shares quantized tensors between the Fprop, "
+                                 "Dgrad and Wgrad of a layer, and --shapes/--sweep GEMMs stand alone (they are "
+                                 "timed per-gemm)",
+                                 text));
+  return modes;
+}
+
+std::string mode_flag() { return find_setting("modes").first_flag(); }
 
 std::vector<std::string> registry_problems(const std::vector<Setting>& settings) {
   std::vector<std::string> out;
@@ -937,6 +1118,7 @@ SettingsRef settings_ref(RunResult& r) {
   ref.modes = &r.modes;
   ref.providers = &r.providers;
   ref.dist = &r.accuracy_dist;
+  ref.step = &r.step_options;
   return ref;
 }
 
@@ -946,9 +1128,11 @@ SettingsRef request_ref(RunRequest& req, std::optional<uint64_t>& seed) {
   ref.modes = &req.modes;
   ref.providers = &req.providers;
   ref.dist = &req.dist;
+  ref.step = &req.step;
   ref.grouped_streams = &req.options.grouped_streams;
   ref.accuracy = &req.accuracy;
   ref.accuracy_only = &req.accuracy_only;
+  ref.comm = &req.comm;
   ref.parallel = &req.parallel;
   return ref;
 }

@@ -17,10 +17,11 @@
 #include <variant>
 #include <vector>
 
-#include "core/model/parallel_layout.hpp"
+#include "core/step/parallel_layout.hpp"
 #include "core/results/kernels.hpp"
 #include "core/recipes/modes.hpp"
 #include "core/recipes/recipe.hpp"
+#include "core/run/comm_options.hpp"
 #include "core/results/results.hpp"
 #include "core/plan/step_model.hpp"
 #include "core/util/text_util.hpp"
@@ -59,9 +60,11 @@ struct SettingsRef {
   std::vector<Mode>* modes = nullptr;
   std::vector<std::string>* providers = nullptr;
   Dist* dist = nullptr;
+  StepOptions* step = nullptr;
   int* grouped_streams = nullptr;                         // a request's only
   bool* accuracy = nullptr;                               // a request's only
   bool* accuracy_only = nullptr;                          // a request's only
+  CommOptions* comm = nullptr;                            // a request's only
   ParallelRequest* parallel = nullptr;                    // a request's only (the parallel step)
 };
 SettingsRef settings_ref(RunResult& r);
@@ -144,6 +147,15 @@ const std::vector<Setting>& run_settings();
 // By "section.key" (e.g. "recipe_options.fp8_format") or a top-level key ("modes");
 // std::logic_error when unknown.
 const Setting& find_setting(std::string_view path);
+
+// --mode where the registry's `modes` setting is read outside a run's request: predict's
+// datasheet prediction (a list of modes), compare and plot (one mode each, mode_from_string).
+// The flag's name ("--mode").
+std::string mode_flag();
+// The modes a --mode value names, under the run's rules and messages: both (the plan kind's
+// quantizing mode and pre-quantized), all, or one mode's name, in any case or an old name;
+// training needs a model plan (`model_plan`). Empty for "" (the caller's default).
+std::vector<Mode> modes_from_flag(const std::string& text, bool model_plan);
 
 // The registry's own rules (a key or label declared twice, a setting without a JSON key, label,
 // getter or setter, a flag name used twice, a choice without names): one line per problem;

@@ -59,7 +59,7 @@ TEST(Cli, BadInputClasses) {
   expect_usage_error("--shapes 1024 --mode autocast-shared", "needs a model plan");
   expect_usage_error("--tensor-parallel 3", "--tensor-parallel 3 does not divide");
   expect_usage_error("--precisions BF16,FP9", "unknown precision 'FP9'");
-  expect_usage_error("--num-iters 0", "--num-iters must be >= 1");
+  expect_usage_error("--num-iters 0", "--num-iters must be between 1 and 100000, got 0");
   expect_usage_error("--repeats 0", "--repeats must be between 1 and 1000, got 0");
   expect_usage_error("--repeats 1001", "--repeats must be between 1 and 1000, got 1001");
   expect_usage_error("--repeats 3 --accuracy-only", "--repeats repeats timed cells: --accuracy-only times nothing");
@@ -89,8 +89,8 @@ TEST(Cli, NumbersArePlainDecimal) {
   expect_usage_error("--num-iters 0x10", "--num-iters '0x10' " + no_prefix);
   expect_usage_error("--num-iters 1.5", "--num-iters '1.5' is not a decimal integer");
   expect_usage_error("--num-warmup 0x1", "--num-warmup '0x1' " + no_prefix);
-  expect_usage_error("--num-warmup 100001", "--num-warmup must be <= 100000");
-  expect_usage_error("--num-iters 100001", "--num-iters must be <= 100000");
+  expect_usage_error("--num-warmup 100001", "--num-warmup must be between 0 and 100000, got 100001");
+  expect_usage_error("--num-iters 100001", "--num-iters must be between 1 and 100000, got 100001");
   expect_usage_error("--num-iters 99999999999999999999", "--num-iters '99999999999999999999' is too large");
   expect_usage_error("--device -1", "--device must be >= 0, got -1");
   expect_usage_error("--device 0x1", "--device '0x1' " + no_prefix);
@@ -209,7 +209,7 @@ TEST(Cli, SubcommandParseErrorsAreOneLine) {
            {"compare " + a + " " + a + " --threshold", "gemmscope compare: error: --threshold"},
            {"plot", "gemmscope plot: error: "},
            {"plot " + a + " -o x.svg --kind pie", "gemmscope plot: error: --kind must be auto, model, shapes, sweep, "
-                                                  "modes, roofline, experts or fleet, got 'pie'"},
+                                                  "modes, roofline, experts, step or fleet, got 'pie'"},
            {"plot " + a + " -o x.svg --kind modle", "got 'modle' (did you mean model?)"},
            {"plot " + a + " -o x.svg --kynd model", "gemmscope plot: error: unknown option --kynd (did you mean --kind?)"},
            {"plot " + a + " -o x.svg --mode sideways", "gemmscope plot: error: unknown mode 'sideways'"}}) {

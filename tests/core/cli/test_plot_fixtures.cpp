@@ -36,7 +36,7 @@ const std::string kFixture = std::string(GS_TEST_DATA_DIR) + "/moe_mixtral_ep2_s
 class SyntheticEngine : public test::FakeEngineBase {
  public:
   SyntheticEngine() : FakeEngineBase("Fake GPU (synthetic times, not a measurement)", 132) {}
-  Cell measure(const Gemm& g, Precision p, Mode m) override {
+  Cell measure(const Gemm& g, Precision p, Mode m, const std::string&) override {
     ++calls_;
     const Precision actual = make_recipe(p, g, {}).precision;
     const double rate = actual == Precision::BF16 ? 600e12 : actual == Precision::FP8Block ? 950e12 : 1100e12;

@@ -1,6 +1,10 @@
 // The architecture policy (core/gpu/arch_policy.hpp): each rule at the boundaries that matter.
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <sstream>
+#include <string>
+
 #include "core/gpu/arch_policy.hpp"
 #include "core/gpu/gpu_spec.hpp"
 #include "core/plan/step_model.hpp"
@@ -36,9 +40,15 @@ TEST(ArchPolicy, BlockFp8RunsAsMxfp8OnBlackwellAndItsPeakFollows) {
 }
 
 TEST(ArchPolicy, ProvidersAndComputeModel) {
-  EXPECT_TRUE(ArchPolicy(90).runs_sm90a_kernels());
-  EXPECT_FALSE(ArchPolicy(89).runs_sm90a_kernels());
-  EXPECT_FALSE(ArchPolicy(100).runs_sm90a_kernels());
+  // The architecture-specific kernels (CUTLASS's, DeepGEMM's) run on their target's compute
+  // capability only: not on Ada below it, not on Blackwell above it.
+  ASSERT_TRUE(ArchPolicy(90).kernel_target().has_value());
+  EXPECT_EQ(ArchPolicy(90).kernel_target()->arch, "sm_90a");
+  EXPECT_EQ(ArchPolicy(90).kernel_target()->nvrtc_arch_option(), "--gpu-architecture=sm_90a");
+  EXPECT_EQ(ArchPolicy(90).kernel_target()->cutlass_tag, "cutlass::arch::Sm90");
+  EXPECT_FALSE(ArchPolicy(89).kernel_target().has_value());
+  EXPECT_FALSE(ArchPolicy(100).kernel_target().has_value());
+  EXPECT_TRUE(ArchPolicy(ArchPolicy::arch_kernels_target().cc).runs_code_built_for(ArchPolicy::arch_kernels_target().cmake_arch));
   EXPECT_EQ(ArchPolicy(90).bf16_dense_flops_per_sm_clock(), 4096);
   EXPECT_EQ(ArchPolicy(100).bf16_dense_flops_per_sm_clock(), 8192);
   EXPECT_EQ(ArchPolicy(80).bf16_dense_flops_per_sm_clock(), 2048);
@@ -63,4 +73,51 @@ TEST(ArchPolicy, FlashAttentionFraction) {
   EXPECT_LT(ArchPolicy(90).flash_attention_peak_fraction(false), ArchPolicy(90).flash_attention_peak_fraction(true));
   EXPECT_DOUBLE_EQ(ArchPolicy(80).flash_attention_peak_fraction(false), ArchPolicy(80).flash_attention_peak_fraction(true));
   EXPECT_GT(ArchPolicy(80).flash_attention_peak_fraction(false), ArchPolicy(90).flash_attention_peak_fraction(false));
+}
+
+// Which devices run code built for a CMake architecture: machine code on its major (minor at least
+// its own), architecture-specific code on exactly its compute capability, PTX on it and newer.
+TEST(ArchPolicy, WhatABuildsArchitecturesRunOn) {
+  EXPECT_TRUE(ArchPolicy(90).runs_code_built_for("90-real"));
+  EXPECT_FALSE(ArchPolicy(100).runs_code_built_for("90-real"));
+  EXPECT_FALSE(ArchPolicy(89).runs_code_built_for("90-real"));
+  EXPECT_TRUE(ArchPolicy(89).runs_code_built_for("80-real"));  // sm_80 cubins run on 8.6 and 8.9
+  EXPECT_FALSE(ArchPolicy(90).runs_code_built_for("80-real"));
+  EXPECT_TRUE(ArchPolicy(100).runs_code_built_for("90-virtual"));  // PTX, JIT-compiled by the driver
+  EXPECT_FALSE(ArchPolicy(89).runs_code_built_for("90-virtual"));
+  EXPECT_TRUE(ArchPolicy(120).runs_code_built_for("90"));  // a bare number: machine code and PTX
+  EXPECT_TRUE(ArchPolicy(90).runs_code_built_for("90a-real"));
+  EXPECT_FALSE(ArchPolicy(100).runs_code_built_for("90a-real"));  // architecture-specific: 9.0 only
+  EXPECT_TRUE(ArchPolicy(103).runs_code_built_for("100f-real"));
+  EXPECT_FALSE(ArchPolicy(110).runs_code_built_for("100f-real"));
+  for (const char* bad : {"", "native", "90-fast", "sm_90", "9", "1000-real"}) EXPECT_FALSE(ArchPolicy(90).runs_code_built_for(bad)) << bad;
+}
+
+// predict compares two recipes' formats on the newest architecture, where every recipe runs in its
+// own tensor-core format.
+TEST(ArchPolicy, TheNewestArchitectureRunsEveryFormat) {
+  for (Precision p : gs::kAllPrecisions) EXPECT_TRUE(ArchPolicy::newest().times(p)) << gs::to_string(p);
+  EXPECT_EQ(ArchPolicy::newest().peak_format(Precision::FP8Block), PeakFormat::MXFP8);
+}
+
+namespace {
+std::string slurp_source(const char* rel) {
+  std::ifstream in(std::string(GS_SOURCE_DIR) + "/" + rel);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+// The CUTLASS units are built for the policy's kernel target: CMake's architecture for their
+// object library and the CUTLASS arch tag of their one arch header are the policy's.
+TEST(ArchPolicy, TheCutlassBuildUsesThePolicysKernelTarget) {
+  const gs::KernelTarget& t = ArchPolicy::arch_kernels_target();
+  const std::string cmake = slurp_source("CMakeLists.txt");
+  const std::string needle = "gemmscope_cuda_cutlass PROPERTIES CUDA_ARCHITECTURES \"" + t.cmake_arch + "\"";
+  EXPECT_NE(cmake.find(needle), std::string::npos) << needle;
+  const std::string arch = slurp_source("src/cuda/providers/cutlass/kernels/cutlass_arch.cuh");
+  EXPECT_NE(arch.find("using ArchTag = " + t.cutlass_tag + ";"), std::string::npos);
+  const std::string kernel = slurp_source("src/cuda/providers/cutlass/kernels/grouped_kernel.cuh");
+  EXPECT_EQ(kernel.find("cutlass::arch::Sm"), std::string::npos) << "an architecture tag outside cutlass_arch.cuh";
 }

@@ -38,7 +38,7 @@ class FakeComm : public CommEngine {
 
 class FixedEngine : public gs::test::FakeEngineBase {
  public:
-  Cell measure(const Gemm&, Precision p, Mode) override {
+  Cell measure(const Gemm&, Precision p, Mode, const std::string&) override {
     Stats s;
     s.mean_ms = s.median_ms = s.min_ms = s.max_ms = p == Precision::BF16 ? 1.0 : 0.6;
     s.iters = 10;

@@ -22,7 +22,7 @@ namespace {
 class ScaledEngine : public gs::test::FakeEngineBase {
  public:
   ScaledEngine(double scale, int mhz, uint64_t reasons) : scale_(scale), mhz_(mhz), reasons_(reasons) {}
-  Cell measure(const Gemm& g, Precision, Mode) override {
+  Cell measure(const Gemm& g, Precision, Mode, const std::string&) override {
     Stats s;
     s.mean_ms = s.median_ms = s.min_ms = s.max_ms = scale_ * g.flops() / 1e12;
     s.iters = 10;
@@ -182,7 +182,7 @@ TEST(Fleet, TemperatureAndPowerPerGpu) {
   class HotEngine : public gs::test::FakeEngineBase {
    public:
     HotEngine(double scale, int temp, double watts) : scale_(scale), temp_(temp), watts_(watts) {}
-    Cell measure(const Gemm& g, Precision, Mode) override {
+    Cell measure(const Gemm& g, Precision, Mode, const std::string&) override {
       Stats s;
       s.mean_ms = s.median_ms = s.min_ms = s.max_ms = scale_ * g.flops() / 1e12;
       s.iters = 10;

@@ -23,7 +23,7 @@ namespace {
 class FixedEngine : public gs::test::FakeEngineBase {
  public:
   explicit FixedEngine(double ms) : ms_(ms) {}
-  Cell measure(const Gemm&, Precision, Mode) override {
+  Cell measure(const Gemm&, Precision, Mode, const std::string&) override {
     Stats s;
     s.mean_ms = s.median_ms = s.min_ms = s.max_ms = ms_;
     s.iters = 10;

@@ -92,3 +92,35 @@ TEST(Memory, ShardedParametersUnderFsdp) {
   l.sharding = DpSharding::FsdpGradOp;
   EXPECT_NEAR(rank_memory(c, l, 0).gathered_bytes, 2 * m.params, 1.0);
 }
+
+// The bytes per parameter are the one-GPU step's (core/step/step_memory.hpp state_bytes_per_param):
+// plain PyTorch's BF16 storage keeps 2 + 2 + 4, FSDP's FP32 shards whatever the step's setting.
+TEST(Memory, StorageFromTheWholeStepsRule) {
+  const ModelConfig c = find_preset("llama-3-8b").config;
+  RankState bf16;
+  bf16.storage = ParamStorage::Bf16;
+  const RankMemory m = rank_memory(c, L("tp1"), 0, bf16);
+  EXPECT_NEAR(m.model_state_bytes(), 8.0 * m.params, 1.0);
+  ParallelLayout fsdp = L("tp1.dp8");
+  fsdp.sharding = DpSharding::FsdpGradOp;
+  const RankMemory f = rank_memory(c, fsdp, 0, bf16);
+  EXPECT_NEAR(f.weights_bytes + f.grads_bytes + f.optimizer_bytes, 16.0 * f.params / 8, 1.0);
+  EXPECT_EQ(rank_storage(fsdp, ParamStorage::Bf16), ParamStorage::Fp32);
+}
+
+// FP8 recipes keep each linear weight's FP8 copies (Transformer Engine: rowwise and transposed,
+// 2 bytes per parameter), not the embedding, the BF16 LM head or the norms.
+TEST(Memory, Fp8WeightCopiesAsTheWholeStepCountsThem) {
+  const ModelConfig c = find_preset("llama-3-8b").config;
+  const ParallelLayout l = L("tp2");
+  RankState fp8;
+  fp8.fp8_inputs = true;
+  fp8.fp8_copy_bytes = fp8_weight_copy_bytes(Precision::FP8Current, StepContextKind::TransformerEngine);
+  EXPECT_DOUBLE_EQ(fp8.fp8_copy_bytes, 2.0);
+  const RankMemory m = rank_memory(c, l, 0, fp8);
+  const ModelParams p = model_params(c);
+  const double linear = (p.attention + p.dense_mlp) / 2 * static_cast<double>(c.num_hidden_layers);
+  EXPECT_NEAR(m.fp8_copy_bytes, 2.0 * linear, 1.0);
+  EXPECT_DOUBLE_EQ(rank_memory(c, l, 0).fp8_copy_bytes, 0.0);
+  EXPECT_GT(m.model_state_bytes(), rank_memory(c, l, 0).model_state_bytes());
+}

@@ -33,9 +33,8 @@ TEST(ParallelRequest, TensorParallelFromTheModelFlags) {
   ParallelRequest r;
   r.gpus = 8;
   r.sharding = "fsdp";
-  r.recompute = "full";
   r.tp_comm_overlap = "on";
-  const ParallelLayout l = resolve_layout(r, c, ModelGiven{int64_t{2}, std::nullopt, std::nullopt});
+  const ParallelLayout l = resolve_layout(r, c, ModelGiven{int64_t{2}, std::nullopt, std::nullopt}, Recompute::Full);
   EXPECT_EQ(l.tp, 2);
   EXPECT_EQ(l.dp, 4);
   EXPECT_EQ(l.sharding, DpSharding::FsdpFull);

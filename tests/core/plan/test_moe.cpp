@@ -407,7 +407,7 @@ namespace {
 
 class FakeEngine : public test::FakeEngineBase {
  public:
-  Cell measure(const Gemm& g, Precision p, Mode) override {
+  Cell measure(const Gemm& g, Precision p, Mode, const std::string&) override {
     const Precision actual = make_recipe(p, g, {}).precision;
     if (g.op == Op::Router) router_precisions.insert(actual);
     const double ms = g.flops() / (actual == Precision::BF16 ? 700e12 : 1400e12) * 1e3;

@@ -80,6 +80,46 @@ TEST(StepModel, AttentionShapeOfAKnownLayer) {
   EXPECT_EQ(m.heads_q, m.heads_kv);
 }
 
+// Attention as the framework runs it: eager and compiled PyTorch repeat the key/value heads of a GQA
+// layer before SDPA (whose copies are in their bytes), Transformer Engine runs native GQA.
+TEST(StepModel, AttentionAsTheFrameworkRunsIt) {
+  const gs::Plan plan = gs::build_model_plan(small_layer());
+  EXPECT_EQ(gs::step_work_model(plan, StepContextKind::TransformerEngine).attention.heads_kv, 8);
+  EXPECT_EQ(gs::step_work_model(plan, StepContextKind::Eager).attention.heads_kv, 16);
+  EXPECT_EQ(gs::step_work_model(plan, StepContextKind::Compiled).attention.heads_kv, 16);
+  EXPECT_FALSE(gs::repeats_kv_heads(StepContextKind::TransformerEngine));
+  // The same FLOPs either way: only the K/V traffic differs.
+  EXPECT_DOUBLE_EQ(gs::attention_fwd_flops(gs::step_work_model(plan, StepContextKind::Eager).attention),
+                   gs::attention_fwd_flops(gs::attention_shape(small_layer())));
+}
+
+// The forward's share of the memory-bound bytes (the whole step places them in their pass), from the
+// hand count above: te forward (2 x 2 + 2 x 3) T h + SwiGLU 3 T f; eager forward 10 T h + repeat
+// 2 T (kv + q) + SwiGLU 5 T f.
+TEST(StepModel, ForwardShareOfTheBytes) {
+  const gs::Plan plan = gs::build_model_plan(small_layer());
+  const double T = 16384, h = 2048, f = 6144, q = 2048, kv = 1024;
+  EXPECT_DOUBLE_EQ(gs::step_work_model(plan, StepContextKind::TransformerEngine).other_fwd_bytes,
+                   2.0 * (10 * T * h + 3 * T * f));
+  EXPECT_DOUBLE_EQ(gs::step_work_model(plan, StepContextKind::Eager).other_fwd_bytes,
+                   2.0 * (10 * T * h + 2 * T * (kv + q) + 5 * T * f));
+  const gs::StepWorkModel m = gs::step_work_model(plan, StepContextKind::Compiled);
+  EXPECT_LT(m.other_fwd_bytes, m.other_bytes);
+  EXPECT_LT(m.cast_fwd_bytes, m.cast_bytes);
+  EXPECT_GT(m.cast_fwd_bytes, 0);
+}
+
+// FP8 casts at one rate in every framework (the casts are their own kernels): the compiled step's
+// elementwise rate does not speed them up.
+TEST(StepModel, CastsAtOneRate) {
+  const gs::Plan plan = gs::build_model_plan(small_layer());
+  const gs::StepWorkModel eager = gs::step_work_model(plan, StepContextKind::Eager);
+  const gs::StepWorkModel compiled = gs::step_work_model(plan, StepContextKind::Compiled);
+  EXPECT_DOUBLE_EQ(gs::modelled_cast_ms(eager, 1e9), eager.cast_bytes / (1e9 * gs::kCastRate));
+  EXPECT_DOUBLE_EQ(gs::modelled_cast_ms(compiled, 1e9), gs::modelled_cast_ms(eager, 1e9));
+  EXPECT_DOUBLE_EQ(gs::modelled_cast_ms(eager, 0), 0);
+}
+
 // The work per layer of a model with MoE layers averages its dense and MoE layers, and an MoE
 // layer moves its tokens to the experts and back.
 TEST(StepModel, MoeLayersAddTheirDispatch) {
@@ -255,7 +295,7 @@ TEST(StepModel, JsonRoundTrip) {
 // The runner records what the engine says ran between iterations.
 class ContextEngine : public gs::test::FakeEngineBase {
  public:
-  gs::Cell measure(const gs::Gemm&, gs::Precision, gs::Mode) override { return gs::Cell::measured(gs::summarize({1.0})); }
+  gs::Cell measure(const gs::Gemm&, gs::Precision, gs::Mode, const std::string&) override { return gs::Cell::measured(gs::summarize({1.0})); }
   std::optional<gs::StepContextInfo> step_context() const override {
     gs::StepContextInfo c;
     c.kind = StepContextKind::TransformerEngine;

@@ -188,8 +188,7 @@ namespace {
 // reason (cc 90), and a note the runner must copy into the run's notes.
 class DgEngine : public test::FakeEngineBase {
  public:
-  Cell measure(const Gemm& g, Precision p, Mode m) override { return measure_with(g, p, m, kProviderCublasLt); }
-  Cell measure_with(const Gemm& g, Precision p, Mode m, const std::string& provider) override {
+  Cell measure(const Gemm& g, Precision p, Mode m, const std::string& provider) override {
     const double base = g.flops() / 1e9 * 1e-3;
     if (provider == kProviderCublasLt) return timed(base, "");
     if (provider == kProviderDeepGemm) {
@@ -199,7 +198,7 @@ class DgEngine : public test::FakeEngineBase {
       return timed(base * 0.7, g.grouped() ? "deepgemm sm90_m_grouped_fp8_gemm_contiguous_1d2d (test)"
                                            : "deepgemm sm90_fp8_gemm_1d2d (test)");
     }
-    return FakeEngineBase::measure_with(g, p, m, provider);
+    return Cell::na("provider " + provider + " is not available in this engine");
   }
   std::vector<std::string> provider_notes() const override { return {"deepgemm: 3 kernel(s) compiled (test)"}; }
 

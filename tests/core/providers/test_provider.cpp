@@ -27,8 +27,7 @@ namespace {
 class ProviderEngine : public test::FakeEngineBase {
  public:
   std::map<std::string, int> calls;
-  Cell measure(const Gemm& g, Precision p, Mode m) override { return measure_with(g, p, m, kProviderCublasLt); }
-  Cell measure_with(const Gemm& g, Precision p, Mode m, const std::string& provider) override {
+  Cell measure(const Gemm& g, Precision p, Mode m, const std::string& provider) override {
     ++calls[provider];
     const double base = g.flops() / 1e9 * (p == Precision::BF16 ? 1.0 : 0.6) * 1e-3;
     if (provider == kProviderCublasLt) return timed(base, "");
@@ -36,7 +35,7 @@ class ProviderEngine : public test::FakeEngineBase {
       if (p != Precision::BF16) return Cell::na("CUTLASS: only BF16 grouped GEMMs are built");
       return timed(base * (g.grouped() || g.pass == Pass::Wgrad ? 0.8 : 1.1), "cutlass config");
     }
-    return FakeEngineBase::measure_with(g, p, m, provider);
+    return Cell::na("provider " + provider + " is not available in this engine");
   }
 
  private:
@@ -147,7 +146,8 @@ TEST(ProviderRunner, BestAvailableTakesTheFastestMeasuredProviderPerGemm) {
 TEST(ProviderRunner, AnEngineWithoutTheProviderGivesNaCellsWithTheReason) {
   class Plain : public test::FakeEngineBase {
    public:
-    Cell measure(const Gemm&, Precision, Mode) override {
+    Cell measure(const Gemm&, Precision, Mode, const std::string& provider) override {
+      if (provider != kProviderCublasLt) return Cell::na("provider " + provider + " is not available in this engine");
       Stats s;
       s.mean_ms = s.median_ms = s.min_ms = s.max_ms = 1;
       s.iters = 1;

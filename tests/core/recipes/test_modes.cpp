@@ -154,7 +154,7 @@ namespace {
 // Fake times: the GEMM at a precision rate plus a quantization cost per byte of the mode's work.
 class ModeEngine : public test::FakeEngineBase {
  public:
-  Cell measure(const Gemm& g, Precision p, Mode m) override {
+  Cell measure(const Gemm& g, Precision p, Mode m, const std::string&) override {
     const Recipe r = make_recipe(p, g, RecipeOptions{});
     const ByteCount bc = byte_count(r, g, quant_work(m, g, Side::Left), quant_work(m, g, Side::Right));
     const double ms = g.flops() / (p == Precision::BF16 ? 700e12 : 1300e12) * 1e3 + bc.quantize / 3e12 * 1e3;

@@ -113,7 +113,7 @@ namespace {
 class MoeSpeedEngine : public gs::test::FakeEngineBase {
  public:
   explicit MoeSpeedEngine(double f) : FakeEngineBase("Fake"), expert_factor_(f) {}
-  Cell measure(const Gemm& g, Precision p, Mode) override {
+  Cell measure(const Gemm& g, Precision p, Mode, const std::string&) override {
     double ms = g.flops() / 700e12 * 1e3;
     if (make_recipe(p, g, RecipeOptions{}).precision != Precision::BF16) ms *= g.grouped() ? expert_factor_ : 0.5;
     Stats s;

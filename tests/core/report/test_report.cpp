@@ -34,7 +34,7 @@ class FakeEngine : public Engine {
     return d;
   }
   void gpu_warmup(double) override { ++warmups; }
-  Cell measure(const Gemm& g, Precision p, Mode m) override {
+  Cell measure(const Gemm& g, Precision p, Mode m, const std::string&) override {
     ++calls;
     if (p == Precision::FP8Block && g.pass == Pass::Wgrad && g.op == Op::AttnOut)
       return Cell::na("cuBLASLt NOT_SUPPORTED (fake)");
@@ -99,7 +99,7 @@ TEST(Runner, MeasuresGemmByGemmAndFillsEveryCell) {
   struct Recorder : FakeEngine {
     Recorder() : FakeEngine(90) {}
     std::vector<std::tuple<Pass, Op, Precision, Mode>> order;
-    Cell measure(const Gemm& g, Precision p, Mode m) override {
+    Cell measure(const Gemm& g, Precision p, Mode m, const std::string&) override {
       order.emplace_back(g.pass, g.op, p, m);
       Stats s;
       s.mean_ms = s.median_ms = s.min_ms = s.max_ms = 1.0 + static_cast<int>(p) * 0.1 + static_cast<int>(m) * 0.01;

@@ -51,6 +51,14 @@ TEST(KernelNames, Classification) {
   EXPECT_EQ(classify_kernel("gs::cuda::(anonymous namespace)::alpha_from_global_scales"), KernelClass::Quantize);
   EXPECT_EQ(classify_kernel(kGate), KernelClass::Other);
   EXPECT_EQ(classify_kernel("gs::cuda::(anonymous namespace)::fill_kernel"), KernelClass::Other);
+  // The step's own kernels (cuda/stepwork/), demangled and mangled: not quantization, even where a
+  // name holds "scale" or "cast".
+  EXPECT_EQ(classify_kernel("gs::cuda::stepwork::(anonymous namespace)::adamw_kernel<float, float, 5>"),
+            KernelClass::Other);
+  EXPECT_EQ(classify_kernel("void gs::cuda::stepwork::(anonymous namespace)::convert_kernel<float, __nv_bfloat16>"),
+            KernelClass::Other);
+  EXPECT_EQ(classify_kernel("_ZN2gs4cuda8stepwork12_GLOBAL__N_113l2norm_kernelIfEEvNS1_11TensorBatchILi1EEEPf"),
+            KernelClass::Other);
   EXPECT_EQ(classify_kernel("transformer_engine::cast_transpose_kernel<float>"), KernelClass::Quantize);
   EXPECT_EQ(classify_kernel("at::native::vectorized_elementwise_kernel<4>"), KernelClass::Other);
   EXPECT_EQ(kernel_class_from_string("quantize"), KernelClass::Quantize);
@@ -238,7 +246,7 @@ namespace {
 class KernelEngine : public test::FakeEngineBase {
  public:
   KernelEngine() : FakeEngineBase("Fake") {}
-  Cell measure(const Gemm& g, Precision p, Mode) override {
+  Cell measure(const Gemm& g, Precision p, Mode, const std::string&) override {
     Stats s;
     s.mean_ms = s.median_ms = s.min_ms = s.max_ms = 1;
     s.iters = 1;
@@ -326,8 +334,8 @@ TEST(KernelRecords, SearchRunSaysWhatItSearched) {
   // the kernel table says where the pick came from and how it was checked.
   class SearchEngine : public KernelEngine {
    public:
-    Cell measure(const Gemm& g, Precision p, Mode m) override {
-      Cell c = KernelEngine::measure(g, p, m);
+    Cell measure(const Gemm& g, Precision p, Mode m, const std::string& provider) override {
+      Cell c = KernelEngine::measure(g, p, m, provider);
       c.kernels.algo->rank = -1;
       AutotuneRecord t;
       t.k = 8;

@@ -19,7 +19,7 @@ namespace {
 // differs; records the order of calls.
 class CountingEngine : public test::FakeEngineBase {
  public:
-  Cell measure(const Gemm& g, Precision p, Mode) override {
+  Cell measure(const Gemm& g, Precision p, Mode, const std::string&) override {
     order.emplace_back(g.pass, g.op, p);
     const double ms = (p == Precision::BF16 ? 1.0 : 0.5) * (1.0 + 0.01 * static_cast<double>(order.size()));
     Stats s;
@@ -164,8 +164,8 @@ TEST(Repeats, ResultFilesWithInconsistentRepeatsAreRefused) {
 // the JSON carries the flag through a round trip.
 TEST(GateTimeout, NotedNamedAndKeptInJson) {
   struct TimingOut : CountingEngine {
-    Cell measure(const Gemm& g, Precision p, Mode m) override {
-      Cell c = CountingEngine::measure(g, p, m);
+    Cell measure(const Gemm& g, Precision p, Mode m, const std::string& provider) override {
+      Cell c = CountingEngine::measure(g, p, m, provider);
       c.gate_timed_out = g.pass == Pass::Wgrad && g.op == Op::MlpUp && p == Precision::FP8Current;
       return c;
     }

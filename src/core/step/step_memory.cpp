@@ -1,0 +1,130 @@
+#include "core/step/step_memory.hpp"
+
+#include <algorithm>
+
+namespace gs {
+
+StateBytes state_bytes_per_param(ParamStorage s) {
+  switch (s) {
+    case ParamStorage::Bf16MainFp32: return {2, 4, 4, 8};  // Megatron-LM: 18 bytes per parameter
+    case ParamStorage::Bf16: return {2, 2, 0, 4};          // BF16 params, grads, Adam m and v
+    case ParamStorage::Fp32: return {4, 4, 0, 8};          // FP32 params (autocast), grads, m and v
+  }
+  return {0, 0, 0, 0};
+}
+
+namespace {
+
+// Bytes per element of the FP8 copies a recipe keeps: data plus its scales (per-tensor scales are
+// negligible; 1x128 blocks add 4 bytes per 128, MXFP8 one byte per 32, NVFP4 one per 16).
+double fp8_element_bytes(Precision p) {
+  switch (p) {
+    case Precision::BF16: return 2;
+    case Precision::FP8Current:
+    case Precision::FP8Delayed: return 1;
+    case Precision::FP8Block: return 1 + 4.0 / 128;
+    case Precision::MXFP8: return 1 + 1.0 / 32;
+    case Precision::NVFP4: return 0.5 + 1.0 / 16;
+  }
+  return 2;
+}
+
+}  // namespace
+
+double fp8_weight_copy_bytes(Precision p, StepContextKind framework) {
+  if (p == Precision::BF16) return 0;
+  const StepContextKind fw = framework == StepContextKind::None ? StepContextKind::TransformerEngine : framework;
+  return (fw == StepContextKind::TransformerEngine ? 2 : 1) * fp8_element_bytes(p);
+}
+
+MemoryInputs memory_inputs(const Plan& plan, const StepPlan& sp, const RecipeOptions& recipe) {
+  const ModelConfig& c = *plan.config;
+  MemoryInputs in;
+  in.params = sp.params;
+  in.storage = sp.setup.options.storage;
+  in.recompute = sp.setup.options.recompute;
+  in.tokens = static_cast<double>(c.tokens());
+  in.moe_layers = plan.moe_layers();
+  in.dense_layers = plan.layers() - in.moe_layers;
+  const bool fp8 = sp.setup.precision != Precision::BF16;
+  const StepContextKind fw = sp.setup.framework == StepContextKind::None ? StepContextKind::TransformerEngine : sp.setup.framework;
+  const bool eager = fw == StepContextKind::Eager;
+  // FP8 weight copies: Transformer Engine keeps the rowwise and the transposed copy of every FP8
+  // linear weight; a PyTorch FP8 linear saves the transposed copy it cast in the forward.
+  if (fp8) {
+    in.fp8_copy_params = sp.params.linear - sp.params.router - (recipe.lm_head_bf16 ? sp.params.head : 0);
+    in.fp8_copy_bytes = fp8_weight_copy_bytes(sp.setup.precision, fw);
+  }
+  const double e = fp8 ? fp8_element_bytes(sp.setup.precision) : 2;  // a linear input saved for Wgrad
+  const int64_t tp = std::max<int64_t>(c.tensor_parallel, 1);
+  const double h = static_cast<double>(c.hidden_size);
+  const AttentionShape a = framework_attention_shape(attention_shape(c), fw);  // as the step runs it
+  const double q = static_cast<double>(a.heads_q * a.d_qk), k = static_cast<double>(a.heads_kv * a.d_qk);
+  const double v = static_cast<double>(a.heads_kv * a.d_v), o = static_cast<double>(a.heads_q * a.d_v);
+  const double heads = static_cast<double>(a.heads_q);
+  const double norm = 2 * h + 4 + (eager ? 4 * h : 0);  // the norm's input (BF16) and statistics; eager: its FP32 copy
+  LayerActivations att;
+  att.attention = norm + e * h + 2 * (q + k + v) + 2 * o + (fp8 ? e * o : 0) + 4 * heads;
+  if (c.mla.enabled()) {
+    const double ql = static_cast<double>(c.mla.q_lora_rank), kvl = static_cast<double>(c.mla.kv_lora_rank);
+    if (ql > 0) att.attention += 2 * ql + 4 + e * ql;  // the q latent's norm input and q up's input
+    att.attention += 2 * kvl + 4 + e * kvl + 2 * static_cast<double>(c.mla.qk_rope_head_dim);
+  }
+  const double gate = c.gated_mlp ? 2 : 1;
+  auto mlp = [&](double rows, double f) {  // one MLP over `rows` per token of width f (per rank)
+    if (f <= 0 || rows <= 0) return 0.0;
+    return rows * (e * h + 2 * gate * f + e * f + (eager && c.gated_mlp ? 2 * f : 0));
+  };
+  in.dense = att;
+  in.dense.mlp = norm + mlp(1, static_cast<double>(c.intermediate_size / tp));
+  if (in.moe_layers > 0) {
+    double routed = 0;
+    for (const Gemm& g : plan.gemms)
+      if (g.op == Op::ExpertUp && g.pass == Pass::Fprop) routed = static_cast<double>(g.m) / in.tokens;
+    in.moe = att;
+    in.moe.mlp = norm + 2 * h + 4 * static_cast<double>(c.moe.num_experts) +  // router input, its FP32 probabilities
+                 mlp(routed, static_cast<double>(expert_ffn(c) / tp)) + routed * 2 * h +  // experts; outputs for the combine
+                 mlp(1, static_cast<double>(shared_ffn_total(c) / tp));
+  }
+  in.layer_input = 2 * h;
+  in.selective_saving = 4 * heads;  // flash attention's internals: its softmax statistics
+  if (c.vocab_size > 0) {
+    const double vocab = static_cast<double>(c.padded_vocab() / tp);
+    const double logits = sp.setup.loss_fused ? 2 : fw == StepContextKind::TransformerEngine ? 2 + 4 : 2 + 4 + 4;
+    in.head_per_token = 2 * h + 4 + (recipe.lm_head_bf16 ? 2 : e) * h + logits * vocab;
+  }
+  return in;
+}
+
+MemoryBreakdown memory_per_gpu(const MemoryInputs& in, std::optional<double> device_bytes) {
+  MemoryBreakdown m;
+  const StateBytes s = state_bytes_per_param(in.storage);
+  const double params = in.params.total();
+  const double opt = static_cast<double>(std::max<int64_t>(in.layout.optimizer_shards, 1));
+  m.weights = params * s.weights;
+  m.grads = params * s.grads / static_cast<double>(std::max<int64_t>(in.layout.grad_shards, 1));
+  m.main_params = params * s.main_params / opt;
+  m.optimizer_states = params * s.states / opt;
+  m.fp8_copies = in.fp8_copy_params * in.fp8_copy_bytes;
+  const double T = in.tokens / static_cast<double>(std::max<int64_t>(in.layout.context_parallel, 1));
+  const double nd = static_cast<double>(in.dense_layers), nm = static_cast<double>(in.moe_layers);
+  double saved = 0, largest = 0;
+  if (in.dense_layers > 0) largest = std::max(largest, in.dense.total());
+  if (in.moe_layers > 0) largest = std::max(largest, in.moe.total());
+  switch (in.recompute) {
+    case Recompute::None: saved = nd * in.dense.total() + nm * in.moe.total(); break;
+    case Recompute::Selective:
+      saved = nd * in.dense.total() + nm * in.moe.total() - (nd + nm) * in.selective_saving;
+      break;
+    case Recompute::Full: saved = (nd + nm) * in.layer_input; break;
+  }
+  const double head = in.layout.head ? in.head_per_token : 0;
+  // What the micro-batches in flight keep, plus the backward's working set: one layer's activations
+  // (recomputed or being turned into gradients) and the loss's tensors.
+  m.activations = (saved * static_cast<double>(std::max<int64_t>(in.layout.microbatches_in_flight, 1)) + largest + head) * T;
+  m.reserve = kRuntimeReserveBytes;
+  m.device_bytes = device_bytes;
+  return m;
+}
+
+}  // namespace gs

@@ -1,0 +1,199 @@
+// The whole step of a run (core/run/step_run.hpp) on fake engines: which times are measured, which
+// modelled, the JSON round trip, the report's lead block and the dry run's plan.
+#include "core/run/step_run.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/model/model_config.hpp"
+#include "core/report/report.hpp"
+#include "core/report/report_whole_step.hpp"
+#include "core/run/runner.hpp"
+#include "core/util/error.hpp"
+#include "test_util.hpp"
+
+namespace gs {
+namespace {
+
+Plan plan3() {
+  ModelConfig c = find_preset("llama-3-8b").config;
+  c.num_hidden_layers = 3;
+  c.micro_batch_size = 1;
+  c.sequence_length = 2048;
+  return build_model_plan(c);
+}
+
+// Every GEMM 1 ms; a Transformer Engine context (attention measured); the optimizer and the launch
+// latency measured, every other step kernel N/A.
+class StepEngine : public test::FakeEngineBase {
+ public:
+  explicit StepEngine(bool context = true) : context_(context) {}
+  Cell measure(const Gemm&, Precision, Mode, const std::string&) override { return Cell::measured(summarize({1.0})); }
+  std::optional<StepContextInfo> step_context() const override {
+    if (!context_) return std::nullopt;
+    StepContextInfo c;
+    c.kind = StepContextKind::TransformerEngine;
+    c.stream_gb_per_s = 2000;
+    c.efficiency = 1.15;
+    c.other_ms = 0.3;
+    c.attention_fwd_ms = 0.2;
+    c.attention_bwd_ms = 0.5;
+    c.attention_measured = true;
+    c.attention_source = "fake cuDNN, measured";
+    return c;
+  }
+  Cell measure_step_kernel(const StepKernelSpec& s) override {
+    specs.push_back(s);
+    if (s.kind == StepKernelKind::AdamW) return Cell::measured(summarize({10.0}));
+    if (s.kind == StepKernelKind::LaunchLatency) return Cell::measured(summarize({0.004}));
+    return Cell::na("fake engine: no such kernel");
+  }
+  DeviceInfo device_info() const override {
+    DeviceInfo d = FakeEngineBase::device_info();
+    d.memory_bytes = int64_t{141} * 1000 * 1000 * 1000;
+    return d;
+  }
+  std::vector<StepKernelSpec> specs;
+
+ private:
+  bool context_;
+};
+
+RunRequest request() {
+  RunRequest req;
+  req.plan = plan3();
+  req.precisions = {Precision::BF16, Precision::FP8Current};
+  req.modes = {Mode::Training};
+  req.options.timing.gpu_warmup_s = 0;
+  req.options.timing.step_context_kind = StepContextKind::TransformerEngine;
+  return req;
+}
+
+const StepGroupResult& group(const StepBreakdown& b, const std::string& name) {
+  for (const StepGroupResult& g : b.groups)
+    if (g.group.name == name) return g;
+  throw std::logic_error("no group " + name);
+}
+
+TEST(StepRun, MeasuredAndModelledParts) {
+  StepEngine engine;
+  const RunResult r = run(engine, request());
+  ASSERT_TRUE(r.step);
+  EXPECT_TRUE(r.step->timed);
+  // Each step kernel once: zero-grad, embedding fwd/bwd, loss fwd/bwd, grad norm, AdamW, launch latency.
+  EXPECT_EQ(engine.specs.size(), 8u);
+  const StepBreakdown& b = r.step->steps[0][0];
+  ASSERT_TRUE(b.step_ms) << (b.unknown.empty() ? "" : b.unknown[0]);
+  EXPECT_EQ(group(b, "optimizer").time.source, TimeSource::Measured);
+  EXPECT_DOUBLE_EQ(*group(b, "optimizer").time.ms, 10.0);
+  EXPECT_EQ(group(b, "attention fwd").time.source, TimeSource::Measured);
+  EXPECT_DOUBLE_EQ(*group(b, "attention bwd").total_ms(), 3 * 0.5);
+  // The GEMMs: 4 Fprop cells of 1 ms per layer, 8 backward; the LM head 1 + 2.
+  EXPECT_DOUBLE_EQ(*group(b, "GEMMs fwd, dense layer").time.ms, 4.0);
+  EXPECT_DOUBLE_EQ(*group(b, "GEMMs bwd, dense layer").time.ms, 8.0);
+  EXPECT_DOUBLE_EQ(*group(b, "LM head bwd").time.ms, 2.0);
+  // Not measured by the engine: its bytes at the stand-in's rate, labelled modelled, with the reason.
+  const StepGroupResult& loss = group(b, "loss fwd");
+  EXPECT_EQ(loss.time.source, TimeSource::Modelled);
+  EXPECT_DOUBLE_EQ(*loss.time.ms, loss.group.bytes / (2000e6 * 1.15));
+  EXPECT_NE(loss.time.how.find("fake engine"), std::string::npos) << loss.time.how;
+  EXPECT_EQ(group(b, "final norm fwd").time.source, TimeSource::Modelled);
+  EXPECT_DOUBLE_EQ(*group(b, "other fwd").time.ms + *group(b, "other bwd").time.ms, 0.3);
+  // The host: the measured launch latency (4 us) plus the eager default overhead.
+  EXPECT_TRUE(b.host.launch_measured);
+  EXPECT_DOUBLE_EQ(b.host.launch_us, 4.0);
+  EXPECT_TRUE(b.memory.device_bytes);
+  // The FP8 step: the same groups plus FP8 scale kernels, its own GEMM times.
+  const StepBreakdown& f = r.step->steps[0][1];
+  EXPECT_NE(std::find_if(f.groups.begin(), f.groups.end(),
+                         [](const StepGroupResult& g) { return g.group.name == "FP8 scales from amax"; }),
+            f.groups.end());
+  // The report leads with the step block and says what is measured and what modelled.
+  const std::string text = render_text(r);
+  EXPECT_EQ(text.find("Whole training step on Fake GPU"), 0u) << text.substr(0, 300);
+  EXPECT_NE(text.find("GEMMs measured; attention measured"), std::string::npos);
+  EXPECT_NE(text.find("optimizer modelled and measured"), std::string::npos);  // zero-grad, grad norm N/A here
+  EXPECT_NE(text.find("loss modelled"), std::string::npos);
+  EXPECT_NE(text.find("MFU/HFU: N/A"), std::string::npos);
+  EXPECT_NE(text.find("Whole step, group by group"), std::string::npos);
+  test::expect_markdown_rows_in_text(render_markdown(r), text, {10, 10});
+}
+
+TEST(StepRun, JsonRoundTripAndPeak) {
+  StepEngine engine;
+  RunResult r = run(engine, request());
+  set_step_peak(*r.step, {989, "H100 datasheet"});
+  ASSERT_TRUE(r.step->steps[0][0].mfu);
+  const nlohmann::json j = to_json(r);
+  ASSERT_TRUE(j.contains("step"));
+  EXPECT_EQ(j["step_options"]["recompute"], "none");
+  EXPECT_EQ(j["step_options"]["grad_clip"], true);
+  const nlohmann::json& bf16 = j["step"]["modes"]["training"]["BF16"];
+  EXPECT_DOUBLE_EQ(bf16["step_ms"].get<double>(), *r.step->steps[0][0].step_ms);
+  EXPECT_FALSE(bf16["breakdown"]["gemm"].is_null());
+  EXPECT_FALSE(j["step"]["modes"]["training"]["FP8Current"]["speedup_vs_bf16"]["gemm"].is_null());
+  const RunResult back = from_json(j, "r.json");
+  ASSERT_TRUE(back.step);
+  EXPECT_DOUBLE_EQ(*back.step->steps[0][0].step_ms, *r.step->steps[0][0].step_ms);
+  EXPECT_DOUBLE_EQ(*back.step->steps[0][0].mfu, *r.step->steps[0][0].mfu);
+  EXPECT_EQ(render_text(back), render_text(r));
+  // A broken record is refused with the field's name.
+  nlohmann::json bad = j;
+  bad["step"]["kernels"][0]["kind"] = "warp-drive";
+  try {
+    from_json(bad, "r.json");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("step.kernels[0].kind"), std::string::npos) << e.what();
+  }
+  bad = j;
+  bad["step"]["kernels"][0]["status"] = "ok";
+  bad["step"]["kernels"][0]["mean_ms"] = -1;
+  EXPECT_THROW(from_json(bad, "r.json"), UsageError);
+}
+
+TEST(StepRun, WithoutAContextTheStepIsUnknownNotGuessed) {
+  StepEngine engine(false);
+  const RunResult r = run(engine, request());
+  ASSERT_TRUE(r.step);
+  const StepBreakdown& b = r.step->steps[0][0];
+  EXPECT_FALSE(b.step_ms);
+  EXPECT_EQ(group(b, "GEMMs fwd, dense layer").time.source, TimeSource::Measured);
+  EXPECT_EQ(group(b, "attention fwd").time.source, TimeSource::Unknown);
+  EXPECT_EQ(group(b, "optimizer").time.source, TimeSource::Measured);
+  const std::string text = render_text(r);
+  EXPECT_NE(text.find("Step time unknown"), std::string::npos);
+  EXPECT_THROW(step_trace_text(r), UsageError);
+}
+
+TEST(StepRun, DryRunPrintsThePlanWithoutTimes) {
+  RunRequest req = request();
+  const RunResult r = plan_only(req);
+  ASSERT_TRUE(r.step);
+  EXPECT_FALSE(r.step->timed);
+  EXPECT_FALSE(r.step->steps[0][0].step_ms);
+  const std::string text = render_plan_text(r);
+  EXPECT_NE(text.find("Whole training step plan"), std::string::npos);
+  EXPECT_NE(text.find("loss fwd"), std::string::npos);
+  EXPECT_NE(text.find("step kernel (measured, else modelled)"), std::string::npos);
+  EXPECT_NE(text.find("no GPU: not set against a device's memory"), std::string::npos);
+  EXPECT_EQ(text.find(" ms per step"), std::string::npos);
+  const RunResult back = from_json(to_json(r), "dry.json");
+  ASSERT_TRUE(back.step);
+  EXPECT_FALSE(back.step->timed);
+  // No step for standalone shapes.
+  req.plan = build_shapes_plan("1024");
+  EXPECT_FALSE(plan_only(req).step);
+}
+
+TEST(StepRun, TraceOfEveryPrecision) {
+  StepEngine engine;
+  const RunResult r = run(engine, request());
+  const nlohmann::json t = nlohmann::json::parse(step_trace_text(r));
+  int processes = 0;
+  for (const auto& e : t["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "process_name") ++processes;
+  EXPECT_EQ(processes, 2);  // BF16 and FP8Current
+}
+
+}  // namespace
+}  // namespace gs
