@@ -813,19 +813,25 @@ std::vector<Setting> declare() {
       return std::string(given_flag(given, "--comm-only") ? "only" : given_flag(given, "--comm") ? "on" : "off");
     };
   }
-  // A layout flag of the collectives: given without --comm / --comm-only, it would change nothing.
-  const auto comm_layout = [&](const char* key, SettingType type, const char* flags, const char* type_name,
-                               const char* help) -> Setting& {
-    Setting& s = add("comm", key);
+  // A setting of the request only (a result records none of it, compare has nothing to note).
+  const auto request_only = [&](const char* section, const char* key, const char* group, SettingType type,
+                                const char* flags, const char* type_name, const char* help) -> Setting& {
+    Setting& s = add(section, key);
     s.type = type;
     s.flags = flags;
-    s.group = "Node";
+    s.group = group;
     s.type_name = type_name;
     s.help = help;
-    s.placed_by_cli = true;
     s.recorded = false;
     s.compared = false;
     s.absent = std::monostate{};
+    return s;
+  };
+  // A layout flag of the collectives: given without --comm / --comm-only, it would change nothing.
+  const auto comm_layout = [&](const char* key, SettingType type, const char* flags, const char* type_name,
+                               const char* help) -> Setting& {
+    Setting& s = request_only("comm", key, "Node", type, flags, type_name, help);
+    s.placed_by_cli = true;
     s.resolve = [](const Setting& self, const GivenSettings& given, const RunRequest&) -> SettingValue {
       const std::string* text = given_text(given, self);
       if (!text) return self.dflt;
@@ -893,16 +899,7 @@ std::vector<Setting> declare() {
   // --expert-parallel and --micro_batch_size.
   const auto parallel = [&](const char* key, const char* flags, SettingType type, const char* type_name,
                             const char* help) -> Setting& {
-    Setting& s = add("parallel", key);
-    s.type = type;
-    s.flags = flags;
-    s.group = "Parallel step";
-    s.type_name = type_name;
-    s.help = help;
-    s.recorded = false;
-    s.compared = false;
-    s.absent = std::monostate{};
-    return s;
+    return request_only("parallel", key, "Parallel step", type, flags, type_name, help);
   };
   // The request's field a parallel setting lives in (a result has none: not recorded).
   const auto in_request = [](Setting& s, auto field, auto value_of) {
