@@ -24,6 +24,7 @@
 #include "cli/cli_util.hpp"
 #include "cli/cmd_comm.hpp"
 #include "cli/cmd_mpi.hpp"
+#include "cli/cmd_parallel.hpp"
 #include "core/node/comm_step.hpp"
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
@@ -308,8 +309,12 @@ RunRequest gs::cli::build_plan_request(const PlanFlags& o) {
 
 namespace {
 
-RunRequest build_request(const Options& o) {
+RunRequest build_request(const Options& o, std::optional<cli::ParallelSetup>* parallel = nullptr) {
   RunRequest req = cli::build_plan_request(o);
+  // The parallel step (cmd_parallel.cpp): the plan becomes one rank's.
+  std::optional<cli::ParallelSetup> ps = cli::prepare_parallel(
+      req, ModelGiven{o.model.tensor_parallel, o.model.moe.expert_parallel, o.model.micro_batch_size});
+  if (parallel) *parallel = std::move(ps);
   if (o.device < 0) throw UsageError(fmt::format("--device must be >= 0, got {}", o.device));
   if (o.device > std::numeric_limits<int>::max()) throw UsageError(fmt::format("--device {} is too large", o.device));
   req.options.timing.step_gap_ms_per_gflop = step_gap_ms_per_gflop(req.plan, req.options.timing.step_other_ms);
@@ -336,6 +341,9 @@ void check_outputs(const Options& o, const RunRequest& req) {
   if (!o.out_trace.empty()) outs.push_back({o.out_trace, "--trace"});
   if (!o.out_chart.empty()) outs.push_back({o.out_chart, "-o"});
   if (!implicit_json.empty()) outs.push_back({implicit_json, fmt::format("the results JSON of -o {}", clip_text(o.out_chart, 80))});
+  for (const char* key : {"parallel.json", "parallel.trace"})
+    if (const auto it = o.settings.find(key); it != o.settings.end())
+      outs.push_back({it->second, find_setting(key).first_flag()});
   if (!o.comm_json.empty()) outs.push_back({o.comm_json, "--comm-json"});  // checked writable by check_comm_json
   for (const NamedFile& x : outs)
     if (x.what != "--comm-json") check_output_path(x.path, x.what);
@@ -370,7 +378,8 @@ int run_main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("gemmscope ") + GEMMSCOPE_VERSION);
   app.footer("Subcommands: 'gemmscope plot RESULT.json -o chart.png', 'gemmscope compare A.json B.json',\n"
              "'gemmscope report RESULT.json' (the text report of a saved run),\n"
-             "'gemmscope predict RUN.json --gpu B300' (predicted times on another GPU; --list-gpus).\n"
+             "'gemmscope predict RUN.json --gpu B300' (predicted times on another GPU; --list-gpus),\n"
+             "'gemmscope layouts --model M --gpus N --global-batch B' (the fastest parallel layouts).\n"
              "With no arguments: the seed's 5B config (codonfm-5b) in training mode on GPU 0.");
   cli::add_plan_shape_flags(app, o);
   cli::add_plan_precision_flags(app, o);
@@ -381,6 +390,7 @@ int run_main(int argc, char** argv) {
   cli::add_setting_options(app, o.settings, "Measurement");  // --num-warmup, --l2, --seed, ... (core/run/settings.cpp)
   add_int(app, "--device", o.device, "CUDA device index (default 0)")->group("Measurement");
   cli::add_comm_options(app, o.settings, o.comm_json);
+  cli::add_setting_options(app, o.settings, "Parallel step");  // --layout, --cluster, --gpus, ... (docs/parallel.md)
   // Handled by dispatch() before this parser (cmd_fleet.cpp); declared here for --help.
   app.add_flag("--all-gpus", o.all_gpus, "Run on every visible GPU at once, one worker each; the fleet summary (docs/node.md)")
       ->group("Node");
@@ -426,7 +436,8 @@ int run_main(int argc, char** argv) {
     cli::print_model_presets();
     return 0;
   }
-  RunRequest req = build_request(o);
+  std::optional<cli::ParallelSetup> parallel;
+  RunRequest req = build_request(o, &parallel);
   cli::check_comm_json(req.comm, o.comm_json);
   check_outputs(o, req);
   // The layout's collectives (cmd_comm.cpp), before any GEMM is timed: a layout this node cannot
@@ -458,11 +469,13 @@ int run_main(int argc, char** argv) {
       measured = true;
     } else {
       why_not = "no GPU: " + why;
-      fmt::print(stderr, "gemmscope: no GPU measurement: {}. Printing the plan instead; measuring needs a CUDA GPU.\n", why);
+      if (!parallel)
+        fmt::print(stderr, "gemmscope: no GPU measurement: {}. Printing the plan instead; measuring needs a CUDA GPU.\n", why);
     }
 #else
     why_not = "this build has no CUDA backend";
-    fmt::print(stderr, "gemmscope: this build has no CUDA backend; printing the plan instead (measuring needs a CUDA build and a GPU).\n");
+    if (!parallel)
+      fmt::print(stderr, "gemmscope: this build has no CUDA backend; printing the plan instead (measuring needs a CUDA build and a GPU).\n");
 #endif
     if (!measured) {  // exit 0 with the plan, but never dressed up as a requested dry run
       result = plan_only(req);
@@ -495,6 +508,15 @@ int run_main(int argc, char** argv) {
     if (!roofline.is_null()) j["roofline"] = roofline;
     return json_text(j, 2) + "\n";
   };
+  // With the parallel step, an unmeasured run prints the step alone (predicted), a measured one
+  // the GEMM report and then the step built from it.
+  if (parallel && !measured) {
+    const std::string text = cli::parallel_section(*parallel, req, nullptr, nullptr);
+    if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
+    cli::print_stdout(comm_text + text);
+    std::fflush(stdout);
+    return 0;
+  }
   // No formatting error of one output may lose a measurement: the report is rendered apart from
   // the files, and whichever of them fails, the other is still produced before the error.
   std::string report;
@@ -505,6 +527,8 @@ int run_main(int argc, char** argv) {
     else if (measured) report += render_autotune_table(result);
     report += comm_text;
     if (measured && req.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/node/comm_step.hpp
+    if (parallel)
+      report += "\n" + cli::parallel_section(*parallel, req, &result, req.comm.enabled() ? &comm_result : nullptr);
   } catch (...) {
     report_error = std::current_exception();
   }
@@ -564,15 +588,16 @@ int dispatch(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "compare") return gs::cli::run_compare(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "report") return gs::cli::run_report(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "predict") return gs::cli::run_predict(argc - 1, argv + 1);
+    if (argc > 1 && std::string(argv[1]) == "layouts") return gs::cli::run_layouts(argc - 1, argv + 1);
     if (gs::cli::mpi_wanted(argc, argv)) return gs::cli::run_mpi(argc, argv, run_main);
     if (gs::cli::has_flag(argc, argv, "--all-gpus")) return gs::cli::run_fleet(argc, argv);
     // A first word that is no option and no subcommand: a mistyped subcommand (gemmscope takes no
     // positional arguments), named with the nearest subcommand.
     if (argc > 1 && argv[1][0] != '-' && argv[1][0] != '\0') {
       const std::string word = argv[1];
-      const std::string hint = gs::did_you_mean(word, {"plot", "compare", "report", "predict"});
+      const std::string hint = gs::did_you_mean(word, {"plot", "compare", "report", "predict", "layouts"});
       if (!hint.empty())
-        throw gs::UsageError(fmt::format("unknown subcommand '{}'{} (subcommands: plot, compare, report, predict)",
+        throw gs::UsageError(fmt::format("unknown subcommand '{}'{} (subcommands: plot, compare, report, predict, layouts)",
                                          gs::clip_text(word, 80), hint));
     }
 #endif

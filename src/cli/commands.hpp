@@ -55,6 +55,10 @@ int run_predict(int argc, char** argv);
 // whole command line. Exit 0, 2 on bad input (no GPU, a refused flag), 70 when a worker failed.
 int run_fleet(int argc, char** argv);
 
+// `gemmscope layouts --model M --gpus N --global-batch B [--gpu G] [--cluster C] [--top K]`
+// (cmd_layouts.cpp): the fastest fitting parallel layouts, predicted. Exit 0, or 2 on bad input.
+int run_layouts(int argc, char** argv);
+
 // A data file of gemmscope (data/): $ENV_VAR when set (UsageError when it names no readable file),
 // else `name` next to the running binary (the build copies data/ there); nullopt if neither.
 std::optional<std::string> find_data_file(const std::string& name, const char* env_var);

@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/step/parallel_layout.hpp"
 #include "core/results/kernels.hpp"
 #include "core/recipes/modes.hpp"
 #include "core/recipes/recipe.hpp"
@@ -64,6 +65,7 @@ struct SettingsRef {
   bool* accuracy = nullptr;                               // a request's only
   bool* accuracy_only = nullptr;                          // a request's only
   CommOptions* comm = nullptr;                            // a request's only
+  ParallelRequest* parallel = nullptr;                    // a request's only (the parallel step)
 };
 SettingsRef settings_ref(RunResult& r);
 

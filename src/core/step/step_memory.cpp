@@ -33,6 +33,12 @@ double fp8_element_bytes(Precision p) {
 
 }  // namespace
 
+double fp8_weight_copy_bytes(Precision p, StepContextKind framework) {
+  if (p == Precision::BF16) return 0;
+  const StepContextKind fw = framework == StepContextKind::None ? StepContextKind::TransformerEngine : framework;
+  return (fw == StepContextKind::TransformerEngine ? 2 : 1) * fp8_element_bytes(p);
+}
+
 MemoryInputs memory_inputs(const Plan& plan, const StepPlan& sp, const RecipeOptions& recipe) {
   const ModelConfig& c = *plan.config;
   MemoryInputs in;
@@ -49,7 +55,7 @@ MemoryInputs memory_inputs(const Plan& plan, const StepPlan& sp, const RecipeOpt
   // linear weight; a PyTorch FP8 linear saves the transposed copy it cast in the forward.
   if (fp8) {
     in.fp8_copy_params = sp.params.linear - sp.params.router - (recipe.lm_head_bf16 ? sp.params.head : 0);
-    in.fp8_copy_bytes = (fw == StepContextKind::TransformerEngine ? 2 : 1) * fp8_element_bytes(sp.setup.precision);
+    in.fp8_copy_bytes = fp8_weight_copy_bytes(sp.setup.precision, fw);
   }
   const double e = fp8 ? fp8_element_bytes(sp.setup.precision) : 2;  // a linear input saved for Wgrad
   const int64_t tp = std::max<int64_t>(c.tensor_parallel, 1);
