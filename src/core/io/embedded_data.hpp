@@ -1,6 +1,7 @@
 // gemmscope's data files as they were when the binary was built (cmake/embed_data.cmake generates
 // the table from data/ at build time): the GPU spec database (gpus.json), the published efficiency
-// priors (priors.json) and the measured prediction errors (predict_errors.json). A binary copied
+// priors (priors.json), the measured prediction errors (predict_errors.json) and the cluster presets
+// (clusters.json). A binary copied
 // alone to a GPU node still has them; a file next to the binary or named by the environment
 // overrides each (cli/commands.hpp: find_data_file).
 #pragma once

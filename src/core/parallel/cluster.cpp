@@ -5,6 +5,7 @@
 #include <set>
 #include <sys/stat.h>
 
+#include "core/io/embedded_data.hpp"
 #include "core/io/input_file.hpp"
 #include "core/util/error.hpp"
 #include "core/util/suggest.hpp"
@@ -12,7 +13,6 @@
 
 namespace gs {
 
-const char* embedded_clusters_json();  // generated from data/clusters.json (cmake/embed_text.cmake)
 
 namespace {
 
@@ -99,7 +99,7 @@ ClusterDb parse_cluster_db(const json& doc, const std::string& where) {
 
 const ClusterDb& cluster_presets() {
   static const ClusterDb db = [] {
-    ClusterDb d = parse_cluster_db(parse_json_text(embedded_clusters_json(), "data/clusters.json"), "data/clusters.json");
+    ClusterDb d = parse_cluster_db(parse_json_text(std::string(embedded_data("clusters.json").value()), "data/clusters.json"), "data/clusters.json");
     for (ClusterSpec& c : d.clusters) c.origin = "preset";
     return d;
   }();
