@@ -54,17 +54,38 @@ import signal
 import sys
 
 
+# The signals that end a process by default and that a user, a terminal or the system sends:
+# each ends the script with one line and 128 + its number, after removing any temporary chart
+# file (a signal that is ignored, under nohup say, stays ignored). SIGINT is Python's
+# KeyboardInterrupt. Python itself ignores SIGPIPE and SIGXFSZ (a write beyond `ulimit -f` fails
+# with "File too large", which save() reports).
+_FATAL_SIGNALS = [getattr(signal, n) for n in ("SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2",
+                                               "SIGVTALRM", "SIGPROF") if hasattr(signal, n)]
+
+
+def _signal_words(signum):
+    if signum == signal.SIGINT:
+        return "interrupted"
+    if signum == signal.SIGTERM:
+        return "terminated"
+    try:
+        return "terminated by %s" % signal.Signals(signum).name
+    except ValueError:
+        return "terminated by signal %d" % signum
+
+
 def _early_signal(signum, frame):
     # Until main() installs its own handlers (which also remove temporary files): nothing to
-    # clean up yet, so end at once with 130/143 and one line, never a traceback from an import.
+    # clean up yet, so end at once with 128 + signal and one line, never a traceback from an import.
     try:
-        sys.stderr.write("gemmscope plot: %s\n" % ("interrupted" if signum == signal.SIGINT else "terminated"))
+        sys.stderr.write("gemmscope plot: %s\n" % _signal_words(signum))
     finally:
         os._exit(128 + signum)
 
 
-signal.signal(signal.SIGINT, _early_signal)
-signal.signal(signal.SIGTERM, _early_signal)
+for _s in [signal.SIGINT] + _FATAL_SIGNALS:
+    if signal.getsignal(_s) == signal.SIG_DFL or _s == signal.SIGINT:
+        signal.signal(_s, _early_signal)
 
 import argparse
 import logging
@@ -77,7 +98,7 @@ try:
     from gemmscope_charts.common import (
         EXIT_NO_MATPLOTLIB, EXIT_SIGINT, EXIT_SIGTERM, EXIT_STDOUT_ERROR, FLEET_CHART_SCHEMA, KINDS, KNOWN_MODES,
         MATPLOTLIB_MISSING, OUT_TYPES, SCHEMA, InputError, _TEMP_FILES, _create_temp, _remove_temp, clip, fail,
-        is_predicted, load_result, parse_json, read_input_file, run_total, run_total_band, save)
+        is_predicted, load_result, parse_json, read_input_file, run_total, run_total_band, save, shown)
 except ImportError as e:  # the script copied without its package: one line, charting unavailable (3)
     sys.stderr.write("gemmscope plot: error: the chart package gemmscope_charts/ next to %s cannot be imported (%s)\n"
                      % (os.path.basename(__file__), e))
@@ -91,11 +112,15 @@ __all__ = ["main", "run", "load_result", "save", "_create_temp", "_TEMP_FILES", 
 
 
 class _Terminated(BaseException):
-    """SIGTERM, raised where the script is so that temporary files are removed on the way out."""
+    """A fatal signal, raised where the script is so that temporary files are removed on the way out."""
+
+    def __init__(self, signum):
+        BaseException.__init__(self, signum)
+        self.signum = signum
 
 
-def _on_sigterm(signum, frame):
-    raise _Terminated()
+def _on_fatal_signal(signum, frame):
+    raise _Terminated(signum)
 
 
 def pick_kind(doc, requested):
@@ -160,21 +185,37 @@ def draw_guarded(draw, what):
 def run_fleet_chart(doc, out):
     setup_matplotlib()
     draw_guarded(lambda: fleet.chart_fleet(doc, out), "cannot chart this fleet")
-    print("wrote %s (fleet chart)" % out)
+    return _say_written("wrote %s (fleet chart)" % shown(out))
+
+
+def _say_written(line):
+    """The one line on stdout; the chart is written whatever happens to it."""
+    try:
+        print(line)
+        sys.stdout.flush()
+    except OSError as e:  # the chart is written; the line about it could not be (/dev/full): EX_IOERR
+        sys.stderr.write("gemmscope plot: error writing to stdout: %s\n" % shown(e.strerror or e))
+        try:  # the unwritten line goes to /dev/null at exit instead of a second error
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except OSError:
+            pass
+        return EXIT_STDOUT_ERROR
     return 0
 
 
 def main(argv=None):
-    """Runs `run`; SIGINT and SIGTERM end it with status 130 and 143, one line and no traceback,
-    after removing any temporary chart file."""
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    """Runs `run`; SIGINT, SIGTERM and the other fatal signals (_FATAL_SIGNALS) end it with status
+    128 + signal (130, 143, ...), one line and no traceback, after removing any temporary chart file."""
+    for s in _FATAL_SIGNALS:
+        if signal.getsignal(s) in (signal.SIG_DFL, _early_signal):
+            signal.signal(s, _on_fatal_signal)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # KeyboardInterrupt, caught below
     try:
         return run(argv)
     except KeyboardInterrupt:
-        code, what = EXIT_SIGINT, "interrupted"
-    except _Terminated:
-        code, what = EXIT_SIGTERM, "terminated"
+        code, what = EXIT_SIGINT, _signal_words(signal.SIGINT)
+    except _Terminated as t:
+        code, what = 128 + t.signum, _signal_words(t.signum)
     for tmp in list(_TEMP_FILES):
         _remove_temp(tmp)
     try:
@@ -192,9 +233,21 @@ def run(argv=None):
     logging.getLogger("matplotlib").setLevel(logging.ERROR)
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
+        return _run_checked(args)
+    except InputError as e:
+        fail(str(e))
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ArithmeticError, RecursionError,
+            MemoryError) as e:
+        # A field of a type the checks did not expect: the file's problem, never a traceback.
+        fail("%s: cannot chart this result (%s: %s)" % (
+            shown(args.name or os.path.basename(args.result)), type(e).__name__, shown(e, 120)))
+
+
+def _run_checked(args):
+    try:
         ext = os.path.splitext(args.output)[1].lower()
         if ext not in OUT_TYPES:
-            raise InputError("output %s: unsupported type, use .png, .svg or .pdf" % args.output)
+            raise InputError("output %s: unsupported type, use .png, .svg or .pdf" % shown(args.output))
         name = args.name or os.path.basename(args.result)
         head = parse_json(read_input_file(args.result), name)
         if isinstance(head, dict) and head.get("schema") == FLEET_CHART_SCHEMA:
@@ -253,17 +306,7 @@ def run(argv=None):
             modes.chart_modes(doc, baseline, args.output)
 
     draw_guarded(draw, "%s: cannot chart this result" % name)
-    try:
-        print("wrote %s (%s chart%s)" % (args.output, kind, "" if kind == "modes" else ", mode " + mode))
-        sys.stdout.flush()
-    except OSError as e:  # the chart is written; the line about it could not be (/dev/full): EX_IOERR
-        sys.stderr.write("gemmscope plot: error writing to stdout: %s\n" % (e.strerror or e))
-        try:  # the unwritten line goes to /dev/null at exit instead of a second error
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        except OSError:
-            pass
-        return EXIT_STDOUT_ERROR
-    return 0
+    return _say_written("wrote %s (%s chart%s)" % (shown(args.output), kind, "" if kind == "modes" else ", mode " + mode))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -11,6 +11,7 @@
 
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
+#include "core/io/output_paths.hpp"
 #include "core/util/text_util.hpp"
 
 namespace gs::cli {
@@ -90,6 +91,22 @@ inline bool has_flag(int argc, char** argv, const char* flag) {
   for (int i = 1; i < argc; ++i)
     if (std::string(argv[i]) == flag) return true;
   return false;
+}
+
+// The files a run of this command line reads (--config, a --routing file:PATH, the GPU spec
+// database `spec_db` when not empty): what the commands that write files of their own (the fleet
+// and MPI files) check their outputs against (check_distinct_files).
+inline std::vector<NamedFile> run_inputs(int argc, char** argv, const std::string& spec_db) {
+  std::vector<NamedFile> ins;
+  for (int i = 1; i < argc; ++i) {
+    if (auto v = take_value(argc, argv, i, "--config")) {
+      ins.push_back({*v, "--config file"});
+    } else if (auto r = take_value(argc, argv, i, "--routing")) {
+      if (r->size() > 5 && iequals(r->substr(0, 5), "file:")) ins.push_back({r->substr(5), "--routing file"});
+    }
+  }
+  if (!spec_db.empty()) ins.push_back({spec_db, "GPU spec database"});
+  return ins;
 }
 
 }  // namespace gs::cli

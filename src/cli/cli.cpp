@@ -6,14 +6,17 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <fmt/format.h>
 #include <iostream>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <signal.h>
 #include <unistd.h>
 #include <vector>
 
@@ -21,10 +24,12 @@
 #include "cli/cli_util.hpp"
 #include "cli/cmd_comm.hpp"
 #include "cli/cmd_mpi.hpp"
+#include "cli/cmd_parallel.hpp"
 #include "core/node/comm_records.hpp"
 #include "core/node/comm_step.hpp"
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
+#include "core/io/json_text.hpp"
 #include "core/model/model_config.hpp"
 #include "core/model/model_fields.hpp"
 #include "core/io/output_paths.hpp"
@@ -89,6 +94,14 @@ void bind_flag(CLI::App& app, GivenSettings& given, const Setting& s, const std:
     return;
   }
   const Setting* sp = &s;
+  if (s.bare && key == s.path()) {  // its value may be left out: bare, it means s.bare
+    CLI::Option* opt = app.add_option_function<std::vector<std::string>>(
+        flags, [&given, key, sp](const std::vector<std::string>& v) { given[key] = v.empty() || v[0].empty() ? *sp->bare : v[0]; },
+        help);
+    opt->expected(0, 1)->group(s.group);
+    if (!type_name.empty()) opt->type_name(type_name);
+    return;
+  }
   CLI::Option* opt = app.add_option_function<std::string>(
       flags,
       [&given, key, sp](const std::string& v) {
@@ -218,6 +231,15 @@ uint64_t seed_of(const cli::PlanFlags& o) {
   return static_cast<uint64_t>(std::get<int64_t>(v));
 }
 
+// --step-context as given (a model plan follows its framework's layout rules before the run's
+// settings are applied), else the model plans' default.
+StepContextKind step_context_of(const cli::PlanFlags& o) {
+  const Setting& s = find_setting("timing.step_context");
+  const auto it = o.settings.find(s.path());
+  const SettingValue v = it != o.settings.end() ? setting_from_text(s, it->second) : s.dflt;
+  return step_context_from_string(std::get<std::string>(v));
+}
+
 }  // namespace
 
 bool gs::cli::any_plan_shape_flag(const PlanFlags& o) {
@@ -277,6 +299,7 @@ RunRequest gs::cli::build_plan_request(const PlanFlags& o) {
     }
     apply_overrides(c, o.model);
     c.moe.routing_seed = seed_of(o);  // routing draws are reproducible by --seed
+    c.layout = layout_framework(step_context_of(o));  // Megatron-LM's or PyTorch's layout rules
     req.plan = build_model_plan(c);
   }
   // The run's settings (core/run/settings.hpp): given, or the default of the plan's kind; the
@@ -287,8 +310,12 @@ RunRequest gs::cli::build_plan_request(const PlanFlags& o) {
 
 namespace {
 
-RunRequest build_request(const Options& o) {
+RunRequest build_request(const Options& o, std::optional<cli::ParallelSetup>* parallel = nullptr) {
   RunRequest req = cli::build_plan_request(o);
+  // The parallel step (cmd_parallel.cpp): the plan becomes one rank's.
+  std::optional<cli::ParallelSetup> ps = cli::prepare_parallel(
+      req, ModelGiven{o.model.tensor_parallel, o.model.moe.expert_parallel, o.model.micro_batch_size});
+  if (parallel) *parallel = std::move(ps);
   if (o.device < 0) throw UsageError(fmt::format("--device must be >= 0, got {}", o.device));
   if (o.device > std::numeric_limits<int>::max()) throw UsageError(fmt::format("--device {} is too large", o.device));
   req.options.timing.step_gap_ms_per_gflop = step_gap_ms_per_gflop(req.plan, req.options.timing.step_other_ms);
@@ -303,26 +330,32 @@ RunRequest build_request(const Options& o) {
 }
 
 // Output paths are checked before any measurement so a long run never ends in an unwritable or
-// clobbered file: each must be writable (output_paths.hpp), and no two outputs may be one file.
+// clobbered file: each must be writable (output_paths.hpp), no two outputs may be one file, and
+// no output may be a file the run reads (--config, a --routing file, the GPU spec database).
 // Without --json, -o X also writes its results to X.json.
-void check_outputs(const Options& o) {
+void check_outputs(const Options& o, const RunRequest& req) {
   if (!o.out_chart.empty()) check_chart_path(o.out_chart, "-o");
   const std::string implicit_json = !o.out_chart.empty() && o.out_json.empty() ? o.out_chart + ".json" : "";
-  struct Out {
-    std::string path, what;
-  };
-  std::vector<Out> outs;
+  std::vector<NamedFile> outs;
   if (!o.out_json.empty()) outs.push_back({o.out_json, "--json"});
   if (!o.out_csv.empty()) outs.push_back({o.out_csv, "--csv"});
   if (!o.out_trace.empty()) outs.push_back({o.out_trace, "--trace"});
   if (!o.out_chart.empty()) outs.push_back({o.out_chart, "-o"});
-  if (!implicit_json.empty()) outs.push_back({implicit_json, fmt::format("the results JSON of -o {}", o.out_chart)});
-  for (const Out& x : outs) check_output_path(x.path, x.what);
-  for (size_t i = 0; i < outs.size(); ++i)
-    for (size_t j = i + 1; j < outs.size(); ++j)
-      if (same_output_path(outs[i].path, outs[j].path))
-        throw UsageError(fmt::format("{} {} and {} {} are the same file", outs[i].what, clip_text(outs[i].path),
-                                     outs[j].what, clip_text(outs[j].path)));
+  if (!implicit_json.empty()) outs.push_back({implicit_json, fmt::format("the results JSON of -o {}", clip_text(o.out_chart, 80))});
+  for (const char* key : {"parallel.json", "parallel.trace"})
+    if (const auto it = o.settings.find(key); it != o.settings.end())
+      outs.push_back({it->second, find_setting(key).first_flag()});
+  if (!o.comm_json.empty()) outs.push_back({o.comm_json, "--comm-json"});  // checked writable by check_comm_json
+  for (const NamedFile& x : outs)
+    if (x.what != "--comm-json") check_output_path(x.path, x.what);
+  std::vector<NamedFile> ins;
+  if (!o.config_path.empty()) ins.push_back({o.config_path, "--config file"});
+  if (req.plan.routing && req.plan.routing->spec.kind == RoutingKind::File)
+    ins.push_back({req.plan.routing->spec.path, "--routing file"});
+#ifdef GS_HAVE_SUBCOMMANDS
+  if (const auto db = cli::find_gpu_spec_file()) ins.push_back({*db, "GPU spec database"});
+#endif
+  check_distinct_files(outs, ins);
 }
 
 class Progress {
@@ -346,7 +379,8 @@ int run_main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("gemmscope ") + GEMMSCOPE_VERSION);
   app.footer("Subcommands: 'gemmscope plot RESULT.json -o chart.png', 'gemmscope compare A.json B.json',\n"
              "'gemmscope report RESULT.json' (the text report of a saved run),\n"
-             "'gemmscope predict RUN.json --gpu B300' (predicted times on another GPU; --list-gpus).\n"
+             "'gemmscope predict RUN.json --gpu B300' (predicted times on another GPU; --list-gpus),\n"
+             "'gemmscope layouts --model M --gpus N --global-batch B' (the fastest parallel layouts).\n"
              "With no arguments: the seed's 5B config (codonfm-5b) in training mode on GPU 0.");
   cli::add_plan_shape_flags(app, o);
   cli::add_plan_precision_flags(app, o);
@@ -357,6 +391,7 @@ int run_main(int argc, char** argv) {
   cli::add_setting_options(app, o.settings, "Measurement");  // --num-warmup, --l2, --seed, ... (core/run/settings.cpp)
   add_int(app, "--device", o.device, "CUDA device index (default 0)")->group("Measurement");
   cli::add_comm_options(app, o.settings, o.comm_json);
+  cli::add_setting_options(app, o.settings, "Parallel step");  // --layout, --cluster, --gpus, ... (docs/parallel.md)
   // Handled by dispatch() before this parser (cmd_fleet.cpp); declared here for --help.
   app.add_flag("--all-gpus", o.all_gpus, "Run on every visible GPU at once, one worker each; the fleet summary (docs/node.md)")
       ->group("Node");
@@ -393,7 +428,7 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "gemmscope: {} (see --help)\n", clip_text(e.what(), 300));
+    cli::print_error("gemmscope: ", std::string(e.what()) + " (see --help)");
     return 2;
   }
   cli::reject_extras(app);
@@ -402,9 +437,10 @@ int run_main(int argc, char** argv) {
     cli::print_model_presets();
     return 0;
   }
-  RunRequest req = build_request(o);
+  std::optional<cli::ParallelSetup> parallel;
+  RunRequest req = build_request(o, &parallel);
   cli::check_comm_json(req.comm, o.comm_json);
-  check_outputs(o);
+  check_outputs(o, req);
   // The layout's collectives (cmd_comm.cpp), before any GEMM is timed: a layout this node cannot
   // run is refused first. --comm-only stops there.
   std::string comm_text;
@@ -412,7 +448,7 @@ int run_main(int argc, char** argv) {
   if (req.comm.enabled()) {
     comm_text = cli::comm_section(req.plan, req.comm, o.comm_json, !o.dry_run, &comm_result);
     if (req.comm.only) {
-      std::cout << comm_text << std::flush;
+      cli::print_stdout(comm_text);
       return 0;
     }
   }
@@ -434,11 +470,13 @@ int run_main(int argc, char** argv) {
       measured = true;
     } else {
       why_not = "no GPU: " + why;
-      fmt::print(stderr, "gemmscope: no GPU measurement: {}. Printing the plan instead; measuring needs a CUDA GPU.\n", why);
+      if (!parallel)
+        fmt::print(stderr, "gemmscope: no GPU measurement: {}. Printing the plan instead; measuring needs a CUDA GPU.\n", why);
     }
 #else
     why_not = "this build has no CUDA backend";
-    fmt::print(stderr, "gemmscope: this build has no CUDA backend; printing the plan instead (measuring needs a CUDA build and a GPU).\n");
+    if (!parallel)
+      fmt::print(stderr, "gemmscope: this build has no CUDA backend; printing the plan instead (measuring needs a CUDA build and a GPU).\n");
 #endif
     if (!measured) {  // exit 0 with the plan, but never dressed up as a requested dry run
       result = plan_only(req);
@@ -472,24 +510,48 @@ int run_main(int argc, char** argv) {
     nlohmann::json j = to_json(result);
     if (!roofline.is_null()) j["roofline"] = roofline;
     if (req.comm.enabled()) j["comm"] = comm_block_json(comm_result, result.plan);
-    return j.dump(2) + "\n";
+    return json_text(j, 2) + "\n";
   };
-  std::string report = measured ? render_text(result) + roofline_text : render_plan_text(result);
-  if (measured && o.kernels) report += render_kernel_table(result);
-  else if (measured) report += render_autotune_table(result);
-  report += comm_text;
-  if (measured && req.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/node/comm_step.hpp
+  // With the parallel step, an unmeasured run prints the step alone (predicted), a measured one
+  // the GEMM report and then the step built from it.
+  if (parallel && !measured) {
+    const std::string text = cli::parallel_section(*parallel, req, nullptr, nullptr);
+    if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
+    cli::print_stdout(comm_text + text);
+    std::fflush(stdout);
+    return 0;
+  }
+  // No formatting error of one output may lose a measurement: the report is rendered apart from
+  // the files, and whichever of them fails, the other is still produced before the error.
+  std::string report;
+  std::exception_ptr report_error;
+  try {
+    report = measured ? render_text(result) + roofline_text : render_plan_text(result);
+    if (measured && o.kernels) report += render_kernel_table(result);
+    else if (measured) report += render_autotune_table(result);
+    report += comm_text;
+    if (measured && req.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/node/comm_step.hpp
+    if (parallel)
+      report += "\n" + cli::parallel_section(*parallel, req, &result, req.comm.enabled() ? &comm_result : nullptr);
+  } catch (...) {
+    report_error = std::current_exception();
+  }
   // The files before the report: a write that fails (a full disk) is the run's error, said
   // before anything is printed; a measured run still prints its report, so no measurement is lost.
   try {
     if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
     if (!o.out_csv.empty() && measured) write_file_atomic(o.out_csv, render_csv(result));
     if (!o.out_trace.empty() && measured) write_file_atomic(o.out_trace, step_trace_text(result));
-  } catch (const UsageError&) {
-    if (measured) std::cout << report << std::flush;
+  } catch (...) {
+    if (measured && !report_error) {
+      cli::print_stdout(report);
+      std::fflush(stdout);
+    }
     throw;
   }
-  std::cout << report << std::flush;
+  if (report_error) std::rethrow_exception(report_error);
+  cli::print_stdout(report);
+  std::fflush(stdout);
   if (!o.out_csv.empty() && !measured) fmt::print(stderr, "gemmscope: --csv skipped: nothing was measured\n");
   if (!o.out_trace.empty() && !measured) fmt::print(stderr, "gemmscope: --trace skipped: nothing was measured\n");
   if (!o.out_chart.empty()) {
@@ -505,7 +567,7 @@ int run_main(int argc, char** argv) {
       const int rc = cli::render_chart(json_path, o.out_chart, {});
       if (rc != 0) {  // the measurement is kept: say where, and fail with the chart's status
         fmt::print(stderr, "gemmscope: drawing the chart {} failed (exit status {}); the results are in {}\n",
-                   o.out_chart, rc, json_path);
+                   clip_text(o.out_chart, 120), rc, clip_text(json_path, 120));
         return rc;
       }
 #endif
@@ -530,26 +592,27 @@ int dispatch(int argc, char** argv) {
     if (argc > 1 && std::string(argv[1]) == "compare") return gs::cli::run_compare(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "report") return gs::cli::run_report(argc - 1, argv + 1);
     if (argc > 1 && std::string(argv[1]) == "predict") return gs::cli::run_predict(argc - 1, argv + 1);
+    if (argc > 1 && std::string(argv[1]) == "layouts") return gs::cli::run_layouts(argc - 1, argv + 1);
     if (gs::cli::mpi_wanted(argc, argv)) return gs::cli::run_mpi(argc, argv, run_main);
     if (gs::cli::has_flag(argc, argv, "--all-gpus")) return gs::cli::run_fleet(argc, argv);
     // A first word that is no option and no subcommand: a mistyped subcommand (gemmscope takes no
     // positional arguments), named with the nearest subcommand.
     if (argc > 1 && argv[1][0] != '-' && argv[1][0] != '\0') {
       const std::string word = argv[1];
-      const std::string hint = gs::did_you_mean(word, {"plot", "compare", "report", "predict"});
+      const std::string hint = gs::did_you_mean(word, {"plot", "compare", "report", "predict", "layouts"});
       if (!hint.empty())
-        throw gs::UsageError(fmt::format("unknown subcommand '{}'{} (subcommands: plot, compare, report, predict)",
-                                         word, hint));
+        throw gs::UsageError(fmt::format("unknown subcommand '{}'{} (subcommands: plot, compare, report, predict, layouts)",
+                                         gs::clip_text(word, 80), hint));
     }
 #endif
     return run_main(argc, argv);
   } catch (const gs::UsageError& e) {  // messages may quote file contents: one line, no control characters
     // Values in messages are cut where they are quoted; the whole line is bounded here as well.
-    fmt::print(stderr, "gemmscope: {}\n", gs::clip_text(e.what(), 1000));
+    gs::cli::print_error("gemmscope: ", e.what());
     return 2;
   } catch (const std::exception& e) {
     // Not the user's input: 70 (EX_SOFTWARE), apart from compare's 1 = "regressions found".
-    fmt::print(stderr, "gemmscope: internal error: {}\n", gs::printable(e.what()));
+    gs::cli::print_error("gemmscope: internal error: ", e.what());
     return kExitInternalError;
   }
 }
@@ -557,6 +620,12 @@ int dispatch(int argc, char** argv) {
 }  // namespace
 
 int gs::cli::gemmscope_main(int argc, char** argv) {
+  // A report or file beyond `ulimit -f`: the write fails with EFBIG and is reported ("error
+  // writing to stdout: File too large", exit 74; a file's "cannot write ...", exit 2), instead of
+  // SIGXFSZ's default, a silent end with status 153. An ignored or handled SIGXFSZ stays so.
+  struct sigaction xfsz {};
+  if (::sigaction(SIGXFSZ, nullptr, &xfsz) == 0 && xfsz.sa_handler == SIG_DFL && !(xfsz.sa_flags & SA_SIGINFO))
+    ::signal(SIGXFSZ, SIG_IGN);
   const int rc = dispatch(argc, argv);
   // A report that did not reach stdout (a full disk, /dev/full, a closed descriptor) is not a
   // success: check the stream state and the final flush.

@@ -14,6 +14,7 @@
 #include "core/util/error.hpp"
 #include "core/util/suggest.hpp"
 #include "core/util/text_util.hpp"
+#include "cli/console.hpp"
 
 namespace gs::cli {
 
@@ -25,10 +26,12 @@ inline CLI::Option* add_mode_option(CLI::App& app, std::string& dst, const std::
 }
 
 // A value given as an empty string ("--shapes ''", "-o ''") is a usage error, never "use the
-// default": UsageError "--shapes is empty". Call after app.parse().
+// default": UsageError "--shapes is empty". Call after app.parse(). An option whose value may be
+// left out (--sequence-parallel written bare) is exempt: CLI11 records the missing value as "".
 inline void reject_empty_values(const CLI::App& app) {
   for (const CLI::Option* opt : app.get_options()) {
     if (opt->count() == 0 || opt->get_type_size() == 0) continue;  // not given, or a flag
+    if (opt->get_expected_min() == 0) continue;
     for (const std::string& v : opt->results())
       if (v.empty()) throw UsageError(fmt::format("{} is empty", opt->get_name()));
   }
@@ -38,7 +41,7 @@ inline void reject_empty_values(const CLI::App& app) {
 // CLI11's two ("...\nRun with --help for more information.").
 inline void print_parse_error(const char* command, const CLI::ParseError& e) {
   // CLI11 quotes the offending argument whole: cut (and made printable) like every quoted value.
-  fmt::print(stderr, "{}: error: {} (see --help)\n", command, clip_text(e.what(), 300));
+  print_error(std::string(command) + ": error: ", std::string(e.what()) + " (see --help)");
 }
 
 // The option of `app` a mistyped `--name` most likely meant, or "" (core/util/suggest.hpp's rule over
@@ -72,16 +75,22 @@ inline std::string suggest_option(const CLI::App& app, const std::string& typed)
 inline void reject_extras(const CLI::App& app) {
   const std::vector<std::string> extras = app.remaining();
   if (extras.empty()) return;
+  // Each name cut to 60 bytes and at most four named: the line stays one short line whatever
+  // was typed (suggestions() gives none for a name over 64 characters).
+  constexpr size_t kNamed = 4;
   std::vector<std::string> items;
+  size_t unknown = 0;
   for (const std::string& x : extras) {
     if (x.size() < 2 || x[0] != '-') continue;
+    if (++unknown > kNamed) continue;
     const std::string hint = suggest_option(app, x);
-    items.push_back(hint.empty() ? printable(x) : fmt::format("{} (did you mean {}?)", printable(x), hint));
+    items.push_back(hint.empty() ? clip_text(x, 60) : fmt::format("{} (did you mean {}?)", clip_text(x, 60), hint));
   }
-  if (items.empty()) throw UsageError(fmt::format("unexpected argument '{}'", printable(extras.front())));
+  if (items.empty()) throw UsageError(fmt::format("unexpected argument '{}'", clip_text(extras.front(), 80)));
   std::string list;
   for (const std::string& i : items) list += (list.empty() ? "" : ", ") + i;
-  throw UsageError(fmt::format("unknown option{} {}", items.size() > 1 ? "s" : "", list));
+  if (unknown > kNamed) list += fmt::format(" and {} more", unknown - kNamed);
+  throw UsageError(fmt::format("unknown option{} {}", unknown > 1 ? "s" : "", list));
 }
 
 }  // namespace gs::cli

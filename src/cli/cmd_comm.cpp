@@ -9,6 +9,7 @@
 #include "core/node/collectives.hpp"
 #include "core/node/comm_records.hpp"
 #include "core/util/error.hpp"
+#include "core/io/json_text.hpp"
 #include "core/io/output_paths.hpp"
 #include "core/util/text_util.hpp"
 #ifdef GEMMSCOPE_WITH_CUDA
@@ -49,7 +50,7 @@ std::string comm_section(const Plan& plan, const CommOptions& c, const std::stri
   }
   std::string text = render_comm_text(r, plan);
   if (!why_not.empty()) text += fmt::format("  collectives not measured: {}\n", why_not);
-  if (!json.empty()) write_file_atomic(json, comm_document(plan, r).dump(2) + "\n");  // core/node/comm_records.hpp
+  if (!json.empty()) write_file_atomic(json, json_text(comm_document(plan, r), 2) + "\n");  // core/node/comm_records.hpp
   if (out) *out = std::move(r);
   return text;
 }

@@ -43,7 +43,7 @@ int compare_fleet(const nlohmann::json& ja, const std::string& a, const nlohmann
                         y.label.empty() ? b : y.label);
     text += (markdown ? format_compare_markdown(r) : format_compare_text(r)) + "\n";
   }
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  print_stdout(text);
   std::fflush(stdout);
   return regressions ? 1 : 0;
 }
@@ -90,11 +90,11 @@ int run_compare(int argc, char** argv) {
     }
     const CompareResult r = compare_files(a, b, opt);
     const std::string text = markdown ? format_compare_markdown(r) : format_compare_text(r);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    print_stdout(text);
     std::fflush(stdout);
     return r.has_regressions() ? 1 : 0;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "gemmscope compare: error: {}\n", clip_text(e.what(), 1000));  // may quote the files
+    print_error("gemmscope compare: error: ", e.what());  // may quote the files
     return 2;
   }
 }

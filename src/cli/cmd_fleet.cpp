@@ -20,9 +20,11 @@
 
 #include "cli/commands.hpp"
 #include "cli/argv_scan.hpp"
+#include "cli/console.hpp"
 #include "core/util/error.hpp"
 #include "core/node/fleet.hpp"
 #include "core/io/input_file.hpp"
+#include "core/io/json_text.hpp"
 #include "core/io/output_paths.hpp"
 #include "core/report/report.hpp"
 #include "core/util/text_util.hpp"
@@ -85,7 +87,10 @@ std::string first_line(const fs::path& p) {
 
 int run_fleet(int argc, char** argv) {
   const WorkerArgs f = parse(argc, argv);
-  if (!f.json.empty()) check_output_path(f.json, "--json");
+  if (!f.json.empty()) {
+    check_output_path(f.json, "--json");
+    check_distinct_files({{f.json, "--json"}}, run_inputs(argc, argv, find_gpu_spec_file().value_or("")));
+  }
   std::string why;
   int gpus = 0;
 #ifdef GEMMSCOPE_WITH_CUDA
@@ -135,16 +140,16 @@ int run_fleet(int argc, char** argv) {
   std::error_code ec;
   fs::remove_all(dir, ec);
   if (!failed.empty()) {
-    fmt::print(stderr, "gemmscope: fleet mode: {} of {} workers failed: {}\n", pids.size() - runs.size(), pids.size(),
-               failed);
+    print_error("gemmscope: ", fmt::format("fleet mode: {} of {} workers failed: {}", pids.size() - runs.size(),
+                                           pids.size(), failed));
     return worst == 2 ? 2 : 70;
   }
   const FleetSummary s = summarize_fleet(runs, f.threshold);
   std::string text = render_fleet_text(s);
   text += "  workers start together; cells are not synchronised between GPUs (each runs the same cells in the "
           "same order)\n";
-  if (!f.json.empty()) write_file_atomic(f.json, fleet_to_json(runs, s).dump(2) + "\n");
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  if (!f.json.empty()) write_file_atomic(f.json, json_text(fleet_to_json(runs, s), 2) + "\n");
+  print_stdout(text);
   return 0;
 }
 

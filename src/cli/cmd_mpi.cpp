@@ -22,9 +22,12 @@
 
 #include "cli/mpi_plugin.hpp"
 #include "cli/argv_scan.hpp"
+#include "cli/commands.hpp"
+#include "cli/console.hpp"
 #include "core/util/error.hpp"
 #include "core/node/fleet.hpp"
 #include "core/io/input_file.hpp"
+#include "core/io/json_text.hpp"
 #include "core/io/output_paths.hpp"
 #include "core/node/rank_results.hpp"
 #include "core/util/text_util.hpp"
@@ -100,6 +103,8 @@ int run_mpi(int argc, char** argv, int (*run_main)(int, char**)) {
     try {
       if (!f.json.empty()) check_output_path(f.json, "--json");
       if (!f.comm_json.empty()) check_output_path(f.comm_json, "--comm-json");
+      check_distinct_files({{f.json, "--json"}, {f.comm_json, "--comm-json"}},
+                           run_inputs(argc, argv, find_gpu_spec_file().value_or("")));
     } catch (const UsageError& e) {
       refused = 1;
       refusal = e.what();
@@ -141,10 +146,10 @@ int run_mpi(int argc, char** argv, int (*run_main)(int, char**)) {
       me.status = run_main(static_cast<int>(av.size() - 1), av.data());
     } catch (const UsageError& e) {
       me.status = 2;
-      me.error = clip_text(e.what(), 1000);
+      me.error = clip_text(e.what(), kMaxMessageBytes);
     } catch (const std::exception& e) {
       me.status = 70;
-      me.error = clip_text(printable(e.what()), 1000);
+      me.error = clip_text(e.what(), kMaxMessageBytes);
     }
   }
   set_current_process_group(nullptr);
@@ -174,7 +179,7 @@ int run_mpi(int argc, char** argv, int (*run_main)(int, char**)) {
   text += fmt::format("\nMPI: {} ranks on {} host{} ({}), {}; one rank per node-local GPU\n", size,
                       m.hosts.size(), m.hosts.size() == 1 ? "" : "s", clip_text(join(m.hosts, ", "), 300),
                       pg->library().empty() ? "MPI" : pg->library());
-  std::fwrite(text.data(), 1, text.size(), stdout);  // rank 0's report first, whatever follows
+  print_stdout(text);  // rank 0's report first, whatever follows
   std::fflush(stdout);
   text.clear();
   if (!m.runs.empty() && m.failures.empty()) {
@@ -184,15 +189,14 @@ int run_mpi(int argc, char** argv, int (*run_main)(int, char**)) {
     if (!f.json.empty()) {
       nlohmann::json j = fleet_to_json(m.runs, s);
       annotate_fleet_json(j, m, pg->library(), size);
-      write_file_atomic(f.json, j.dump(2) + "\n");
+      write_file_atomic(f.json, json_text(j, 2) + "\n");
     }
   }
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  print_stdout(text);
   if (m.runs.empty() && m.failures.empty() && !f.json.empty())
     fmt::print(stderr, "gemmscope: --json not written: no rank timed GEMMs (--comm-only writes --comm-json)\n");
   if (!m.failures.empty()) {
-    fmt::print(stderr, "gemmscope: MPI: {} of {} ranks failed: {}\n", m.failures.size(), size,
-               clip_text(join(m.failures, "; "), 2000));
+    print_error("gemmscope: ", fmt::format("MPI: {} of {} ranks failed: {}", m.failures.size(), size, join(m.failures, "; ")));
     return m.worst_status == 2 ? 2 : (m.worst_status == 0 ? 70 : m.worst_status);
   }
   return 0;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,14 +14,18 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "cli/cli_util.hpp"
 #include "cli/commands.hpp"
 #include "core/util/error.hpp"
 #include "core/node/fleet.hpp"
+#include "core/io/embedded_data.hpp"
 #include "core/io/input_file.hpp"
+#include "core/io/json_text.hpp"
 #include "core/recipes/modes.hpp"
 #include "core/io/output_paths.hpp"
+#include "core/io/temp_files.hpp"
 #include "core/recipes/recipe.hpp"
 #include "core/report/report.hpp"
 #include "core/util/text_util.hpp"
@@ -51,16 +56,51 @@ int spawn_and_wait(const std::vector<std::string>& args, bool quiet) {
   const int rc = posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0) return -1;
+  forward_signals_to(pid);  // a fatal signal that removes our temporary files ends the child too
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
+    if (errno != EINTR) {
+      forward_signals_to(0);
+      return -1;
+    }
   }
+  forward_signals_to(0);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return -1;
 }
 
 bool readable_file(const std::string& p) { return !p.empty() && access(p.c_str(), R_OK) == 0; }
+
+// A script is run only when it is a readable regular file: a FIFO would hang the interpreter's
+// open, a folder gives Python's own message.
+bool regular_readable_file(const std::string& p) {
+  struct stat st {};
+  return readable_file(p) && ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// What a chart file is now (device, inode, modification time), or nothing: a renderer that
+// exits 0 must have replaced it (the script renames a new file over it).
+struct FileStamp {
+  bool exists = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  timespec mtime{};
+  bool operator==(const FileStamp& o) const {
+    return exists == o.exists && dev == o.dev && ino == o.ino && mtime.tv_sec == o.mtime.tv_sec &&
+           mtime.tv_nsec == o.mtime.tv_nsec;
+  }
+};
+FileStamp stamp_of(const std::string& path) {
+  struct stat st {};
+  FileStamp f;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return f;
+  f.exists = true;
+  f.dev = st.st_dev;
+  f.ino = st.st_ino;
+  f.mtime = st.st_mtim;
+  return f;
+}
 
 std::string exe_dir() {
   char buf[PATH_MAX];
@@ -87,13 +127,13 @@ std::optional<std::string> find_chart_python() {
 
 std::optional<std::string> find_chart_script() {
   if (const char* env = std::getenv("GEMMSCOPE_PLOT_SCRIPT"); env && *env) {
-    if (readable_file(env)) return std::string(env);
+    if (regular_readable_file(env)) return std::string(env);
     return std::nullopt;
   }
-  if (const std::string dir = exe_dir(); !dir.empty() && readable_file(dir + "/gemmscope_plot.py"))
+  if (const std::string dir = exe_dir(); !dir.empty() && regular_readable_file(dir + "/gemmscope_plot.py"))
     return dir + "/gemmscope_plot.py";
 #ifdef GS_SOURCE_DIR
-  if (readable_file(std::string(GS_SOURCE_DIR) + "/tools/gemmscope_plot.py"))
+  if (regular_readable_file(std::string(GS_SOURCE_DIR) + "/tools/gemmscope_plot.py"))
     return std::string(GS_SOURCE_DIR) + "/tools/gemmscope_plot.py";
 #endif
   return std::nullopt;
@@ -102,26 +142,49 @@ std::optional<std::string> find_chart_script() {
 std::optional<std::string> find_data_file(const std::string& name, const char* env_var) {
   if (const char* env = std::getenv(env_var); env && *env) {
     if (readable_file(env)) return std::string(env);
-    return std::nullopt;
+    // A file named and missing is an error, never the built-in copy in its place.
+    throw UsageError(fmt::format("{} names {}, which does not exist or cannot be read (unset it to use {} next to the "
+                                 "binary, or the built-in copy)",
+                                 env_var, clip_text(env), name));
   }
   if (const std::string dir = exe_dir(); !dir.empty() && readable_file(dir + "/" + name)) return dir + "/" + name;
-#ifdef GS_SOURCE_DIR
-  if (readable_file(std::string(GS_SOURCE_DIR) + "/data/" + name)) return std::string(GS_SOURCE_DIR) + "/data/" + name;
-#endif
   return std::nullopt;
+}
+
+nlohmann::json load_data_json(const std::string& name, const char* env_var, const std::string& what, std::string& where) {
+  if (const std::optional<std::string> path = find_data_file(name, env_var)) {
+    where = clip_text(*path);
+    return read_json_file(*path, what);
+  }
+  const std::optional<std::string_view> text = embedded_data(name);
+  if (!text) throw std::logic_error(name + " is not built into this binary (CMakeLists.txt: GS_EMBEDDED_DATA)");
+  where = embedded_data_name(name);
+  return parse_json_text(*text, where);
 }
 
 std::optional<std::string> find_gpu_spec_file() { return find_data_file("gpus.json", "GEMMSCOPE_GPU_SPECS"); }
 
+GpuDb load_gpu_spec_db() {
+  std::string where;
+  const nlohmann::json doc = load_data_json("gpus.json", "GEMMSCOPE_GPU_SPECS", "GPU spec file", where);
+  return parse_gpu_db(doc, where);
+}
+
 int render_chart(const std::string& json_path, const std::string& out_path, const std::vector<std::string>& extra_args) {
   const auto script = find_chart_script();
   if (!script) {
-    if (const char* env = std::getenv("GEMMSCOPE_PLOT_SCRIPT"); env && *env)
-      fmt::print(stderr,
-                 "gemmscope plot: error: GEMMSCOPE_PLOT_SCRIPT names {}, which does not exist or cannot be read "
-                 "(unset it to use the gemmscope_plot.py next to the binary)\n",
-                 printable(env));
-    else
+    if (const char* env = std::getenv("GEMMSCOPE_PLOT_SCRIPT"); env && *env) {
+      struct stat st {};
+      const bool exists = ::stat(env, &st) == 0;
+      print_error("gemmscope plot: error: ",
+                  fmt::format("GEMMSCOPE_PLOT_SCRIPT names {}, which {} (unset it to use the gemmscope_plot.py next to "
+                              "the binary)",
+                              clip_text(env, 120),
+                              !exists                ? "does not exist or cannot be read"
+                              : S_ISDIR(st.st_mode)  ? "is a directory"
+                              : !S_ISREG(st.st_mode) ? "is not a regular file"
+                                                     : "cannot be read"));
+    } else
       fmt::print(stderr,
                  "gemmscope plot: error: the chart renderer gemmscope_plot.py was not found next to the gemmscope "
                  "binary (set GEMMSCOPE_PLOT_SCRIPT to its path)\n");
@@ -129,15 +192,27 @@ int render_chart(const std::string& json_path, const std::string& out_path, cons
   }
   const auto python = find_chart_python();
   if (!python) {
-    fmt::print(stderr, "gemmscope plot: error: {}\n", kMatplotlibMissing);
+    print_error("gemmscope plot: error: ", kMatplotlibMissing);
     return kChartUnavailable;
   }
   std::vector<std::string> args = {*python, *script, json_path, "-o", out_path};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
+  const FileStamp before = stamp_of(out_path);
   const int rc = spawn_and_wait(args, false);
   if (rc < 0) {
-    fmt::print(stderr, "gemmscope plot: error: could not run {}\n", *python);
+    print_error("gemmscope plot: error: ", fmt::format("could not run {}", clip_text(*python, 120)));
     return kChartUnavailable;
+  }
+  // Success is a chart on disk, not an exit status: an interpreter that is not Python
+  // (GEMMSCOPE_PYTHON=true) exits 0 having written nothing.
+  if (rc == 0) {
+    const FileStamp after = stamp_of(out_path);
+    if (!after.exists || after == before) {
+      print_error("gemmscope plot: error: ",
+                  fmt::format("{} {} exited 0 but wrote no chart {} (is GEMMSCOPE_PYTHON a Python with matplotlib?)",
+                              clip_text(*python, 80), clip_text(*script, 80), clip_text(out_path, 80)));
+      return kChartUnavailable;
+    }
   }
   return rc;
 }
@@ -187,8 +262,9 @@ int run_plot(int argc, char** argv) {
     if (!baseline.empty()) baseline = to_string(precision_from_string(baseline));
     check_chart_path(out, "-o");  // the same rule as `gemmscope -o`
     check_output_path(out, "-o");
+    check_distinct_files({{out, "-o"}}, {{result, "result file"}});
   } catch (const UsageError& e) {
-    fmt::print(stderr, "gemmscope plot: error: {}\n", clip_text(e.what(), 1000));
+    print_error("gemmscope plot: error: ", e.what());
     return kChartBadInput;
   }
   // The chart script gets a temporary copy written here, never the file itself: a fleet file's
@@ -197,14 +273,25 @@ int run_plot(int argc, char** argv) {
   // (with_derived_fields: totals, per-kind breakdowns, routing), and for a roofline chart of a file
   // without one the roofline from the GPU spec database. A file that cannot be read as JSON goes
   // to the script as it is, which names the problem.
-  std::string chart_input = result, temp;
+  // The copy is the user's result: created 0600 (mkostemp) and written in place, and removed on
+  // every way out (TempFile: a return, an exception, SIGINT, SIGTERM, SIGHUP, ...).
+  std::string chart_input = result;
+  std::optional<TempFile> temp;
   const auto write_temp = [&](const nlohmann::json& doc) {
-    char tmpl[] = "/tmp/gemmscope-plot-XXXXXX";
-    const int fd = mkstemp(tmpl);
-    if (fd < 0) throw UsageError("cannot create a temporary file for the chart");
-    close(fd);
-    temp = chart_input = tmpl;
-    write_file_atomic(temp, doc.dump() + "\n");
+    const std::string text = json_text(doc) + "\n";
+    const int fd = create_guarded(
+        [](std::string& name) {
+          char tmpl[] = "/tmp/gemmscope-plot-XXXXXX";
+          const int f = ::mkostemp(tmpl, O_CLOEXEC);
+          name = tmpl;
+          return f;
+        },
+        temp);
+    if (fd < 0) throw UsageError(fmt::format("cannot create a temporary file for the chart: {}", std::strerror(errno)));
+    int err = write_all(fd, text);
+    if (::close(fd) != 0 && err == 0) err = errno;
+    if (err != 0) throw UsageError(fmt::format("cannot write a temporary copy of the result for the chart: {}", std::strerror(err)));
+    chart_input = temp->name();
   };
   {
     nlohmann::json doc;
@@ -218,9 +305,11 @@ int run_plot(int argc, char** argv) {
     }
     try {
       if (fleet || kind == "fleet") {
-        if (!fleet) throw UsageError(fmt::format("--kind fleet needs a fleet file (gemmscope --all-gpus --json, or MPI); {} is not one", result));
+        if (!fleet)
+          throw UsageError(fmt::format("--kind fleet needs a fleet file (gemmscope --all-gpus --json, or MPI); {} is not one",
+                                       clip_text(result, 120)));
         if (kind != "auto" && kind != "fleet")
-          throw UsageError(fmt::format("{} is a fleet file: its chart is --kind fleet (per GPU)", result));
+          throw UsageError(fmt::format("{} is a fleet file: its chart is --kind fleet (per GPU)", clip_text(result, 120)));
         write_temp(fleet_chart_json(summarize_fleet(fleet_from_json(doc, result), fleet_threshold(doc))));
         kind = "fleet";
       } else if (read) {
@@ -234,9 +323,8 @@ int run_plot(int argc, char** argv) {
         write_temp(chart);
       }
     } catch (const UsageError& e) {
-      if (!temp.empty()) std::remove(temp.c_str());
-      fmt::print(stderr, "gemmscope plot: error: {}\n", clip_text(e.what(), 1000));
-      return kChartBadInput;
+      print_error("gemmscope plot: error: ", e.what());
+      return kChartBadInput;  // the temporary copy, if any, is removed on the way out
     }
   }
   std::vector<std::string> extra;
@@ -245,9 +333,7 @@ int run_plot(int argc, char** argv) {
   extra.insert(extra.end(), {"--kind", kind});
   // Messages about the input name the user's file, not the temporary copy.
   if (chart_input != result) extra.insert(extra.end(), {"--name", result.substr(result.rfind('/') + 1)});
-  const int rc = render_chart(chart_input, out, extra);
-  if (!temp.empty()) std::remove(temp.c_str());
-  return rc;
+  return render_chart(chart_input, out, extra);  // then `temp` is removed
 }
 
 }  // namespace gs::cli

@@ -13,6 +13,7 @@
 #include "core/analysis/compare.hpp"
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
+#include "core/io/json_text.hpp"
 #include "core/model/model_config.hpp"
 #include "core/io/output_paths.hpp"
 #include "core/analysis/predict.hpp"
@@ -25,30 +26,19 @@ namespace gs::cli {
 
 namespace {
 
-GpuDb load_db() {
-  const auto path = find_gpu_spec_file();
-  if (!path)
-    throw UsageError("predict needs the GPU spec database gpus.json (next to the gemmscope binary, data/gpus.json in "
-                     "the source tree, or $GEMMSCOPE_GPU_SPECS), and none was found");
-  return read_gpu_db_file(*path);
-}
-
 // The published priors (data/priors.json) and the measured prediction errors
-// (data/predict_errors.json): next to the binary, in the source tree, or named by the environment.
+// (data/predict_errors.json): named by the environment, next to the binary, in the source tree, or
+// the copies built into the binary.
 PriorDb load_priors(const GpuDb& db) {
-  const auto path = find_data_file("priors.json", "GEMMSCOPE_PRIORS");
-  if (!path)
-    throw UsageError("predict needs the published priors priors.json (next to the gemmscope binary, data/priors.json in "
-                     "the source tree, or $GEMMSCOPE_PRIORS), and none was found");
-  return read_priors_file(*path, db);
+  std::string where;
+  const nlohmann::json doc = load_data_json("priors.json", "GEMMSCOPE_PRIORS", "priors file", where);
+  return parse_priors(doc, where, db);
 }
 ErrorSet load_errors(const std::string& given) {
   if (!given.empty()) return read_error_set_file(given);
-  const auto path = find_data_file("predict_errors.json", "GEMMSCOPE_PREDICT_ERRORS");
-  if (!path)
-    throw UsageError("predict needs the measured prediction errors predict_errors.json (next to the gemmscope binary, "
-                     "data/predict_errors.json in the source tree, or $GEMMSCOPE_PREDICT_ERRORS), and none was found");
-  return read_error_set_file(*path);
+  std::string where;
+  const nlohmann::json doc = load_data_json("predict_errors.json", "GEMMSCOPE_PREDICT_ERRORS", "prediction-error file", where);
+  return parse_error_set(doc, where);
 }
 
 // `predict --list-priors`: per format, generation and size class, the prior and its points.
@@ -73,20 +63,14 @@ void print_priors(const PriorDb& priors) {
                          "of the format on the GPU (docs/predict.md, \"Priors\").",
                          priors.points.size(), priors.path));
   const std::string text = print::render_table(t, print::Format::Text);
-  std::fwrite(text.data(), 1, text.size(), stdout);
+  print_stdout(text);
 }
 
 }  // namespace
 
 RooflineContext local_roofline(const RunResult& r, std::optional<GpuDb>& storage) {
   RooflineContext ctx;
-  const auto path = find_gpu_spec_file();
-  if (!path) {
-    ctx.note = "no GPU spec database found (gpus.json next to the binary, data/gpus.json in the source tree, or "
-               "$GEMMSCOPE_GPU_SPECS): no roofline or % of peak";
-    return ctx;
-  }
-  storage = read_gpu_db_file(*path);
+  storage = load_gpu_spec_db();
   if (!r.device) {
     ctx.note = "no device: no roofline";
     return ctx;
@@ -94,7 +78,7 @@ RooflineContext local_roofline(const RunResult& r, std::optional<GpuDb>& storage
   ctx.spec = storage->match_device(r.device->name);
   if (!ctx.spec)
     ctx.note = fmt::format("GPU '{}' is not in the GPU spec database ({}): no roofline or % of peak (known: {})",
-                           clip_text(r.device->name, 80), clip_text(*path), storage->known_keys());
+                           clip_text(r.device->name, 80), clip_text(storage->path), storage->known_keys());
   return ctx;
 }
 
@@ -135,7 +119,7 @@ int run_predict(int argc, char** argv) {
   try {
     reject_extras(app);
     reject_empty_values(app);
-    const GpuDb db = load_db();
+    const GpuDb db = load_gpu_spec_db();
     if (list) {
       // One row per GPU, no header line; each width holds the space after its column.
       print::Table t({{"GPU", print::Align::Left, 15}, {"Name", print::Align::Left, 63}, {"Datasheet", print::Align::Left, 0}},
@@ -148,7 +132,7 @@ int run_predict(int argc, char** argv) {
                    fmt::format("cc {}.{}, {:.0f} GB/s, TFLOP/s:{}", s.cc_major, s.cc_minor, s.bandwidth_gbs->value, peaks)});
       }
       const std::string text = print::render_table(t, print::Format::Text);
-      std::fwrite(text.data(), 1, text.size(), stdout);
+      print_stdout(text);
       return 0;
     }
     const PriorDb priors = load_priors(db);
@@ -164,8 +148,16 @@ int run_predict(int argc, char** argv) {
     const GpuSpec& target = db.find(gpu);
     if (!json_out.empty()) {
       check_output_path(json_out, "--json");
-      if (!run_path.empty() && same_output_path(json_out, run_path))
-        throw UsageError(fmt::format("--json {} is the run file itself", clip_text(json_out)));
+      std::vector<NamedFile> inputs = {{run_path, "run file"},
+                                       {plan.config_path, "--config file"},
+                                       {find_gpu_spec_file().value_or(""), "GPU spec database"},
+                                       {find_data_file("priors.json", "GEMMSCOPE_PRIORS").value_or(""), "priors file"},
+                                       {band_errors, "--band-errors file"},
+                                       {find_data_file("predict_errors.json", "GEMMSCOPE_PREDICT_ERRORS").value_or(""),
+                                        "prediction errors file"}};
+      if (plan.model.moe.routing && plan.model.moe.routing->size() > 5 && iequals(plan.model.moe.routing->substr(0, 5), "file:"))
+        inputs.push_back({plan.model.moe.routing->substr(5), "--routing file"});
+      check_distinct_files({{json_out, "--json"}}, inputs);
     }
     const ErrorSet errors = load_errors(band_errors);
     const PredictData data{&priors, &errors};
@@ -210,11 +202,11 @@ int run_predict(int argc, char** argv) {
     }
     const std::string text = render_prediction_text(pr);
     // The file first: a failed write (a full disk) is said before the report is printed.
-    if (!json_out.empty()) write_file_atomic(json_out, prediction_json(pr).dump(2) + "\n");
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (!json_out.empty()) write_file_atomic(json_out, json_text(prediction_json(pr), 2) + "\n");
+    print_stdout(text);
     return 0;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "gemmscope predict: error: {}\n", clip_text(e.what(), 1000));
+    print_error("gemmscope predict: error: ", e.what());
     return 2;
   }
 }

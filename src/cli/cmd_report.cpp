@@ -48,11 +48,11 @@ int run_report(int argc, char** argv) {
         throw UsageError(fmt::format("--markdown: {} is a dry run; its plan prints as text only", path));
       text = r.dry_run ? render_plan_text(r) : markdown ? render_markdown(r) : render_text(r);
     }
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    print_stdout(text);
     std::fflush(stdout);
     return 0;
   } catch (const UsageError& e) {
-    fmt::print(stderr, "gemmscope report: error: {}\n", clip_text(e.what(), 1000));
+    print_error("gemmscope report: error: ", e.what());
     return 2;
   }
 }

@@ -55,16 +55,25 @@ int run_predict(int argc, char** argv);
 // whole command line. Exit 0, 2 on bad input (no GPU, a refused flag), 70 when a worker failed.
 int run_fleet(int argc, char** argv);
 
-// A data file of gemmscope (data/): $ENV_VAR when set (nullopt if it cannot be read), else `name`
-// next to the running binary, else <source dir>/data/`name` when the build defines GS_SOURCE_DIR;
-// nullopt if none exists.
+// `gemmscope layouts --model M --gpus N --global-batch B [--gpu G] [--cluster C] [--top K]`
+// (cmd_layouts.cpp): the fastest fitting parallel layouts, predicted. Exit 0, or 2 on bad input.
+int run_layouts(int argc, char** argv);
+
+// A data file of gemmscope (data/): $ENV_VAR when set (UsageError when it names no readable file),
+// else `name` next to the running binary (the build copies data/ there); nullopt if neither.
 std::optional<std::string> find_data_file(const std::string& name, const char* env_var);
+// Its JSON: the file find_data_file finds (read as `what`, through core/io/input_file.hpp), else
+// the copy built into the binary (core/io/embedded_data.hpp). `where` names which, for messages.
+nlohmann::json load_data_json(const std::string& name, const char* env_var, const std::string& what, std::string& where);
 // The GPU spec database: find_data_file("gpus.json", "GEMMSCOPE_GPU_SPECS").
 std::optional<std::string> find_gpu_spec_file();
+// The database: that file, else the copy of data/gpus.json built into the binary. A malformed file
+// is a UsageError.
+GpuDb load_gpu_spec_db();
 
-// The roofline context of a measured run's own GPU: the spec database (find_gpu_spec_file; kept in
-// `storage`) and the entry matching r.device's name, or a note saying why there is none (no
-// database, unknown GPU). A database that exists but is malformed is a UsageError.
+// The roofline context of a measured run's own GPU: the spec database (load_gpu_spec_db; kept in
+// `storage`) and the entry matching r.device's name, or a note saying why there is none (unknown
+// GPU). A database file that exists but is malformed is a UsageError.
 RooflineContext local_roofline(const RunResult& r, std::optional<GpuDb>& storage);
 
 }  // namespace gs::cli

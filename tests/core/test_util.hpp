@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -19,6 +21,7 @@
 #include <utility>
 
 #include "core/run/engine.hpp"
+#include "core/util/error.hpp"
 
 namespace gs::test {
 
@@ -36,6 +39,52 @@ inline fs::path scratch_dir(const std::string& tag) {
   fs::path p = fs::temp_directory_path() / ("gs_" + tag + "_" + std::to_string(::getpid()));
   fs::create_directories(p);
   return p;
+}
+
+// scratch_dir(tag), removed when the test program ends.
+inline fs::path scratch_dir_removed_at_exit(const std::string& tag) {
+  struct Remove : ::testing::Environment {
+    fs::path dir;
+    explicit Remove(fs::path d) : dir(std::move(d)) {}
+    void TearDown() override {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  };
+  const fs::path d = scratch_dir(tag);
+  ::testing::AddGlobalTestEnvironment(new Remove(d));
+  return d;
+}
+
+// How much slower the ASan+UBSan build (CI's build-asan) runs: time bounds of the Release build
+// are multiplied by it.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr double kSanitizerSlowdown = 6.0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr double kSanitizerSlowdown = 6.0;
+#else
+inline constexpr double kSanitizerSlowdown = 1.0;
+#endif
+#else
+inline constexpr double kSanitizerSlowdown = 1.0;
+#endif
+
+// The message of the UsageError `f` throws, or "(accepted)".
+inline std::string usage_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+// How long `f` takes, in seconds.
+inline double seconds_of(const std::function<void()>& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  f();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 struct Out {

@@ -3,9 +3,12 @@
 // line). Anything else -- another exception, a crash, a sanitizer report, a timeout -- is a
 // finding: the harness aborts so libFuzzer records the input.
 #pragma once
+#include <stdlib.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <string>
 
 #include "core/util/error.hpp"
@@ -31,6 +34,21 @@ void expect_documented_outcome(F&& body) {
     std::fprintf(stderr, "fuzz: undocumented non-standard exception\n");
     std::abort();
   }
+}
+
+// A scratch folder of this process, "/tmp/gemmscope-fuzz-<tag>-XXXXXX", created on first use and
+// removed at exit (one per harness binary: `tag` must be the same on every call).
+inline const std::filesystem::path& scratch_dir(const char* tag) {
+  static const std::filesystem::path d = [tag] {
+    std::string tmpl = std::string("/tmp/gemmscope-fuzz-") + tag + "-XXXXXX";
+    if (!::mkdtemp(tmpl.data())) std::abort();
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(d, ec);
+    });
+    return std::filesystem::path(tmpl);
+  }();
+  return d;
 }
 
 }  // namespace gs::fuzz

@@ -2,7 +2,10 @@
 // the input-file policy -> parse_gpu_db -> every entry found by key and by device name, what it
 // cannot run, and a datasheet-only prediction of a small model and of a few shapes on it (text
 // and JSON).
+#include <cmath>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <string>
 
@@ -31,6 +34,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             gs::predict_datasheet_only(*plan, {gs::Mode::Training}, gs::RecipeOptions{}, s);
         (void)gs::render_prediction_text(pr);
         (void)gs::prediction_json(pr).dump();
+        // Never an "ok" cell without a finite, positive time (a spec of 5e-324 TFLOP/s gave inf).
+        pr.result.for_each_cell([](size_t, size_t, size_t, size_t, const gs::Cell& c) {
+          if (c.ok && !(std::isfinite(c.stats.mean_ms) && c.stats.mean_ms > 0)) {
+            std::fprintf(stderr, "fuzz_gpus: an ok cell with time %g\n", c.stats.mean_ms);
+            std::abort();
+          }
+        });
       }
     }
   });

@@ -20,18 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path& scratch() {
-  static const fs::path d = [] {
-    char tmpl[] = "/tmp/gemmscope-fuzz-output-XXXXXX";
-    if (!::mkdtemp(tmpl)) std::abort();
-    std::atexit([] {
-      std::error_code ec;
-      fs::remove_all(scratch(), ec);
-    });
-    return fs::path(tmpl);
-  }();
-  return d;
-}
+const fs::path& scratch() { return gs::fuzz::scratch_dir("output"); }
 
 }  // namespace
 

@@ -67,8 +67,23 @@ def printable(text):
     return "".join("?" if (ord(ch) < 0x20 or 0x7f <= ord(ch) < 0xa0) else ch for ch in str(text))
 
 
+# One refusal line of at most about 400 bytes, as gemmscope's own (cli/console.hpp).
+MAX_MESSAGE_CHARS = 360
+
+
+def shown(text, n=200):
+    """`text` as a message may quote it: a file name that is not UTF-8 (Python holds its bytes as
+    surrogates, which no UTF-8 stream can write) with those bytes as U+FFFD, control characters
+    as '?', cut to `n` characters with its length."""
+    s = str(text).encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return clip(printable(s), n)
+
+
 def fail(msg, code=EXIT_BAD_INPUT):
-    sys.stderr.write("gemmscope plot: error: %s\n" % printable(msg))
+    try:
+        sys.stderr.write("gemmscope plot: error: %s\n" % shown(msg, MAX_MESSAGE_CHARS))
+    except (OSError, ValueError):
+        pass
     sys.exit(code)
 
 
@@ -87,34 +102,49 @@ def _is_num(v):
 
 def clip(text, n=200):
     text = str(text)
-    return text if len(text) <= n else text[:n] + "..."
+    return text if len(text) <= n else "%s... (%d characters)" % (text[:n], len(text))
 
 
 def read_input_file(path):
     """The bytes of the regular file at `path`, at most MAX_INPUT_BYTES. stat before open: a FIFO
     would block the open, /dev/zero would never end."""
+    name = shown(path)
     try:
         st = os.stat(path)
     except (OSError, ValueError) as e:
-        raise InputError("cannot read %s: %s" % (path, getattr(e, "strerror", None) or e))
+        raise InputError("cannot read %s: %s" % (name, shown(getattr(e, "strerror", None) or e)))
     if stat.S_ISDIR(st.st_mode):
-        raise InputError("%s is a directory" % path)
+        raise InputError("%s is a directory" % name)
     if not stat.S_ISREG(st.st_mode):
-        raise InputError("%s is not a regular file" % path)
+        raise InputError("%s is not a regular file" % name)
     if st.st_size > MAX_INPUT_BYTES:
         raise InputError("%s is %d bytes, larger than the %d MiB limit for input files" % (
-            path, st.st_size, MAX_INPUT_BYTES >> 20))
+            name, st.st_size, MAX_INPUT_BYTES >> 20))
+    # os.read on the descriptor, never a buffered reader: on a file that is "regular" but reads
+    # like a device (/proc/kmsg: EAGAIN under O_NONBLOCK), a buffered read returns None.
+    chunks, total = [], 0
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                raise InputError("%s is not a regular file" % path)
-            data = f.read(MAX_INPUT_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) |
+                     getattr(os, "O_CLOEXEC", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise InputError("%s is not a regular file" % name)
+            while True:
+                try:
+                    chunk = os.read(fd, 1 << 20)
+                except InterruptedError:
+                    continue
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > MAX_INPUT_BYTES:
+                    raise InputError("%s is larger than the %d MiB limit for input files" % (name, MAX_INPUT_BYTES >> 20))
+                chunks.append(chunk)
+        finally:
+            os.close(fd)
     except OSError as e:
-        raise InputError("cannot read %s: %s" % (path, e.strerror or e))
-    if len(data) > MAX_INPUT_BYTES:
-        raise InputError("%s is larger than the %d MiB limit for input files" % (path, MAX_INPUT_BYTES >> 20))
-    return data
+        raise InputError("cannot read %s: %s" % (name, shown(e.strerror or e)))
+    return b"".join(chunks)
 
 
 # A JSON string from its opening quote: escapes taken as pairs, and an unclosed string (or one
@@ -310,7 +340,7 @@ def load_result(path, provider=None, name=None):
             name, clip(json.dumps(doc.get("kind")), 80)))
     if doc.get("dry_run") is True and doc.get("dry_run_requested") is False:
         raise InputError("%s holds no results to plot: nothing could be measured (%s)" % (
-            name, doc.get("why_not_measured")))
+            name, shown(doc.get("why_not_measured"), 160)))
     if doc.get("dry_run") is True:
         raise InputError("%s is a dry run: it holds no results to plot" % name)
     if doc.get("modes") == [] and isinstance(doc.get("accuracy"), dict):
@@ -339,8 +369,9 @@ def load_result(path, provider=None, name=None):
     select_provider(doc, name, provider)
     totals = doc.get("totals")
     for m in modes:
+        per_mode = totals.get(m) if isinstance(totals, dict) else None
         for p in precs:
-            entry = ((totals if isinstance(totals, dict) else {}).get(m) or {}).get(p)
+            entry = per_mode.get(p) if isinstance(per_mode, dict) else None
             if not isinstance(entry, dict):
                 raise InputError(OLD_FILE % (name, "totals.%s.%s" % (clip(m, 80), clip(p, 80))))
     doc["_name"] = name

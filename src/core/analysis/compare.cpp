@@ -24,7 +24,7 @@ namespace {
 void require_times(const RunResult& r, const std::string& name) {
   if (r.dry_run && !r.dry_run_requested && !r.why_not_measured.empty())
     throw UsageError(fmt::format("{} holds no results to compare: nothing could be measured ({})", name,
-                                 printable(r.why_not_measured)));
+                                 clip_text(r.why_not_measured, 160)));
   if (r.dry_run) throw UsageError(fmt::format("{} is a dry run: it holds no results to compare", name));
   if (r.modes.empty()) throw UsageError(fmt::format("{}: \"modes\" must be a non-empty list of strings", name));
   if (r.precisions.empty())
@@ -46,16 +46,10 @@ size_t index_of(const std::vector<std::string>& v, const std::string& x) {
   return static_cast<size_t>(std::find(v.begin(), v.end(), x) - v.begin());
 }
 
-// A Wgrad whose left operand is the activation: planned as X^T.dY ([in, out]), as files written
-// before Wgrad took the weight's orientation (dY^T.X, [out, in]; plan.hpp linear_gemm) hold it.
-bool transposed_wgrad(const Gemm& g) { return g.pass == Pass::Wgrad && g.a.role == Role::Activation; }
-
-// "fprop qkv 15872x4096x12288": what dense GEMMs are matched by. A transposed Wgrad is matched
-// under the shape of today's orientation (the same FLOPs; a note says the problems differ).
-std::string gemm_key(const Gemm& g) {
-  const std::string shape = transposed_wgrad(g) ? fmt::format("{}x{}x{}", g.n, g.k, g.m) : g.shape();
-  return fmt::format("{} {} {}", to_string(g.pass), to_string(g.op), shape);
-}
+// "fprop qkv 15872x4096x12288": what dense GEMMs are matched by. A file written before Wgrad took
+// the weight's orientation reads in today's shapes (RunResult::wgrad_transposed; a note says the
+// problems differ).
+std::string gemm_key(const Gemm& g) { return fmt::format("{} {} {}", to_string(g.pass), to_string(g.op), g.shape()); }
 
 // gemm_key, and a grouped GEMM's expert count: "fprop expert_up 8192x4096x28672 (8 experts)".
 std::string gemm_name_of(const Gemm& g) {
@@ -71,9 +65,8 @@ std::string exact_key(const Gemm& g) {
 // sizes routing does not change.
 std::string grouped_key(const Gemm& g) {
   const bool along_m = g.group_dim == GroupDim::M;
-  const bool t = transposed_wgrad(g);
   return fmt::format("{} {} {}:{} {}x{}", to_string(g.pass), to_string(g.op), to_string(g.group_dim), g.group.size(),
-                     along_m ? g.k : t ? g.n : g.m, t ? g.m : g.n);
+                     along_m ? g.k : g.m, g.n);
 }
 
 std::string group_rows(const std::vector<int64_t>& grp) {
@@ -444,7 +437,7 @@ std::vector<std::string> differences(const RunResult& a, const RunResult& b) {
   for (std::string& d : settings_differences(a, b, {""})) out.push_back(std::move(d));
   const auto wgrad_orientation = [](const RunResult& r) -> std::string {
     for (const Gemm& g : r.plan.gemms)
-      if (g.pass == Pass::Wgrad) return transposed_wgrad(g) ? "X^T.dY [in, out]" : "dY^T.X [out, in]";
+      if (g.pass == Pass::Wgrad) return r.wgrad_transposed ? "X^T.dY [in, out]" : "dY^T.X [out, in]";
     return "";
   };
   if (const std::string x = wgrad_orientation(a), y = wgrad_orientation(b); !x.empty() && !y.empty() && x != y)

@@ -74,6 +74,16 @@ std::optional<size_t> index_of(const std::vector<Precision>& v, Precision p) {
 }
 
 
+// A prediction that is not a finite positive time (extreme datasheet values) is N/A, never a
+// cell that prints inf or nan and that gemmscope's own reader then refuses.
+void check_finite(PredictedCell& c) {
+  if (!c.ok) return;
+  const auto good = [](double v) { return std::isfinite(v) && v >= 1e-9 && v <= 1e9; };  // the reader's range
+  if (good(c.ms) && good(c.low_ms) && good(c.high_ms) && std::isfinite(c.kernel_ms) && std::isfinite(c.overhead_ms)) return;
+  c = PredictedCell{};
+  c.reason = "no finite prediction (the GPU spec's peaks or bandwidth are out of range)";
+}
+
 Cell as_cell(const PredictedCell& c) {
   if (!c.ok) return Cell::na(c.reason);
   Stats s;
@@ -148,6 +158,9 @@ Prediction start(const Plan& plan, const std::vector<Mode>& modes, const RecipeO
 void finish(Prediction& pr) {
   RunResult& r = pr.result;
   r.allocate_cells();
+  for (auto& per_mode : pr.cells)  // never an "ok" cell without a finite, positive time and band
+    for (auto& per_gemm : per_mode)
+      for (PredictedCell& c : per_gemm) check_finite(c);
   for (size_t m = 0; m < r.modes.size(); ++m)
     for (size_t g = 0; g < r.plan.gemms.size(); ++g)
       for (size_t p = 0; p < r.precisions.size(); ++p) r.cell(m, g, p) = as_cell(pr.cells[m][g][p]);

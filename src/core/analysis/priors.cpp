@@ -71,6 +71,7 @@ namespace {
 constexpr size_t kMaxPoints = 10000;
 constexpr double kMaxReach = 2.0;  // how far in x beyond the outermost class centre a prior reaches
 constexpr int64_t kMaxDim = int64_t{1} << 24;
+constexpr double kMinFraction = 1e-4;  // of the dense peak: below it a published point is a typo
 
 // Bytes per element of a published point's operands (data plus block scales) and of its output.
 double operand_bytes(PriorFormat f) {
@@ -171,10 +172,19 @@ Interpolated interpolate(const std::vector<ClassPrior>& classes, double x) {
 
 // The relative spread of `pts` around the prior at each point's own x: (largest shortfall, largest
 // excess) of fraction / prior - 1.
+// Each (format, generation)'s class priors are computed once: per point they made the spread
+// quadratic in the file's points (10,000 points: minutes per prediction).
 std::pair<double, double> spread_of(const PriorDb& db, const std::vector<const PriorPoint*>& pts) {
   double lo = 0, hi = 0;
+  std::vector<std::pair<std::pair<PriorFormat, std::string>, std::vector<ClassPrior>>> classes_of;
+  const auto classes = [&](const PriorPoint& p) -> const std::vector<ClassPrior>& {
+    for (const auto& [key, cs] : classes_of)
+      if (key.first == p.format && key.second == p.arch) return cs;
+    classes_of.push_back({{p.format, p.arch}, class_priors(db, p.format, p.arch)});
+    return classes_of.back().second;
+  };
   for (const PriorPoint* p : pts) {
-    const Interpolated at = interpolate(class_priors(db, p->format, p->arch), p->x);
+    const Interpolated at = interpolate(classes(*p), p->x);
     if (!at.found || !(at.fraction > 0)) continue;
     const double r = p->fraction / at.fraction - 1;
     lo = std::max(lo, -r);
@@ -231,6 +241,8 @@ PriorDb parse_priors(const json& doc, const std::string& where, const GpuDb& gpu
     if (p.fraction > 1.5)
       throw UsageError(fmt::format("{}: {} TFLOP/s is {:.0f}% of {}'s dense {} peak (a sparse peak, or a wrong GPU?)", w,
                                    p.tflops, 100 * p.fraction, p.gpu, to_string(pf)));
+    if (!(p.fraction >= kMinFraction))  // 5e-324 TFLOP/s: a fraction of 0, an infinite predicted time
+      throw UsageError(fmt::format("{}: {:.3g} TFLOP/s is under 0.01% of {}'s dense {} peak", w, p.tflops, p.gpu, to_string(pf)));
     const double mk = static_cast<double>(p.m) * static_cast<double>(p.k), kn = static_cast<double>(p.k) * static_cast<double>(p.n);
     const double bytes = (mk + kn) * operand_bytes(p.format) +
                          static_cast<double>(p.m) * static_cast<double>(p.n) * output_bytes_of(p.output, w);

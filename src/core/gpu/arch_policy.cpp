@@ -1,6 +1,8 @@
 // The architecture policy (arch_policy.hpp).
 #include "core/gpu/arch_policy.hpp"
 
+#include "core/plan/step_model.hpp"
+
 #include <fmt/format.h>
 
 namespace gs {
@@ -44,6 +46,11 @@ PeakFormat ArchPolicy::peak_format(Precision p) const {
     case Precision::NVFP4: return PeakFormat::NVFP4;
   }
   return PeakFormat::BF16;
+}
+
+double ArchPolicy::flash_attention_peak_fraction(bool cudnn) const {
+  if (cc_ < 90) return 0.62;
+  return cudnn ? kAttentionPeakFraction : 0.33;
 }
 
 const KernelTarget& ArchPolicy::arch_kernels_target() {

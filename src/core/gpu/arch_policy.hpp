@@ -51,6 +51,13 @@ class ArchPolicy {
   PeakFormat peak_format(Precision p) const;
   // Dense BF16 tensor-core FLOPs per SM per clock (the step context's compute model).
   int bf16_dense_flops_per_sm_clock() const;
+  // The fraction of the dense BF16 peak a fused flash-attention kernel reaches, forward and backward
+  // together: `cudnn` for Transformer Engine's cuDNN fused attention (Hopper and later:
+  // kAttentionPeakFraction, core/plan/step_model.hpp, measured on an H200), else FlashAttention-2 as
+  // PyTorch's SDPA and llm-foundry run it (Hopper: 0.33, 328 TFLOP/s of 989 on an H100 at head dim
+  // 128, sequence 8192, Azure ND H100 v5 benchmark; Ampere, both: 0.62, FlashAttention-2 paper,
+  // 187-225 TFLOP/s fwd+bwd of 312 on an A100 at head dim 128).
+  double flash_attention_peak_fraction(bool cudnn) const;
   // Whether the device converts to FP4 in hardware (a probe worth running: Blackwell only).
   bool may_convert_fp4_in_hardware() const { return cc_ >= 100; }
   // The target gemmscope's architecture-specific kernels are built for: CUTLASS's instantiations

@@ -56,20 +56,6 @@ std::string normalized_key(const std::string& s) {
   return out;
 }
 
-std::optional<Sourced> sourced(const json& obj, const char* key, const std::string& where) {
-  const auto it = obj.find(key);
-  if (it == obj.end()) throw UsageError(fmt::format("{} has no \"{}\" (null when not sourced)", where, key));
-  if (it->is_null()) return std::nullopt;
-  const std::string w = fmt::format("{}.{}", where, key);
-  if (!it->is_object()) throw UsageError(w + " must be an object {\"value\", \"source\"} or null");
-  const auto v = it->find("value");
-  if (v == it->end() || !v->is_number() || !std::isfinite(v->get<double>()) || !(v->get<double>() > 0))
-    throw UsageError(w + ".value must be a positive number");
-  const auto s = it->find("source");
-  if (s == it->end() || !s->is_string() || s->get<std::string>().empty())
-    throw UsageError(w + " has a value but no \"source\"");
-  return Sourced{v->get<double>(), s->get<std::string>()};
-}
 
 std::vector<std::string> strings(const json& obj, const char* key, const std::string& where, bool required) {
   const auto it = obj.find(key);
@@ -97,15 +83,39 @@ std::string text(const json& obj, const char* key, const std::string& where) {
 
 }  // namespace
 
+std::optional<Sourced> read_sourced(const json& obj, const char* key, const std::string& where, SourcedRange range) {
+  const auto it = obj.find(key);
+  if (it == obj.end()) throw UsageError(fmt::format("{} has no \"{}\" (null when not sourced)", where, key));
+  if (it->is_null()) return std::nullopt;
+  const std::string w = fmt::format("{}.{}", where, key);
+  if (!it->is_object()) throw UsageError(w + " must be an object {\"value\", \"source\"} or null");
+  const auto v = it->find("value");
+  if (v == it->end() || !v->is_number() || !std::isfinite(v->get<double>()) || !(v->get<double>() > 0))
+    throw UsageError(w + ".value must be a positive number");
+  if (const double x = v->get<double>(); x < range.lo || x > range.hi)
+    throw UsageError(fmt::format("{}.value must be from {:g} to {:g}{}, got {:g}", w, range.lo, range.hi, range.unit, x));
+  const auto s = it->find("source");
+  if (s == it->end() || !s->is_string() || s->get<std::string>().empty())
+    throw UsageError(w + " has a value but no \"source\"");
+  return Sourced{v->get<double>(), s->get<std::string>()};
+}
+
+const json& datasheet_entries(const json& doc, const std::string& schema, const char* list, size_t max_entries,
+                              const std::string& where, const std::string& kind, const std::string& noun) {
+  const json* s = doc.is_object() && doc.contains("schema") ? &doc["schema"] : nullptr;
+  if (!s || !s->is_string() || s->get<std::string>() != schema)
+    throw UsageError(fmt::format("{} is not a gemmscope {} (schema \"{}\")", where, kind, schema));
+  const auto it = doc.find(list);
+  if (it == doc.end() || !it->is_array() || it->empty())
+    throw UsageError(fmt::format("{}: \"{}\" must be a non-empty list", where, list));
+  if (it->size() > max_entries)
+    throw UsageError(fmt::format("{}: \"{}\" lists {} {}, more than the {} a spec file may hold", where, list, it->size(),
+                                 noun, max_entries));
+  return *it;
+}
+
 GpuDb parse_gpu_db(const json& doc, const std::string& where) {
-  const json* schema = doc.is_object() && doc.contains("schema") ? &doc["schema"] : nullptr;
-  if (!schema || !schema->is_string() || schema->get<std::string>() != "gemmscope.gpus/1")
-    throw UsageError(fmt::format("{} is not a gemmscope GPU spec file (schema \"gemmscope.gpus/1\")", where));
-  const auto gpus = doc.find("gpus");
-  if (gpus == doc.end() || !gpus->is_array() || gpus->empty())
-    throw UsageError(fmt::format("{}: \"gpus\" must be a non-empty list", where));
-  if (gpus->size() > kMaxGpus)
-    throw UsageError(fmt::format("{}: \"gpus\" lists {} GPUs, more than the {} a spec file may hold", where, gpus->size(), kMaxGpus));
+  const json* gpus = &datasheet_entries(doc, "gemmscope.gpus/1", "gpus", kMaxGpus, where, "GPU spec file", "GPUs");
   GpuDb db;
   db.path = where;
   std::set<std::string> keys;
@@ -128,15 +138,16 @@ GpuDb parse_gpu_db(const json& doc, const std::string& where) {
     // compute_capability()'s major * 10). The minor part is one digit: 12.1 is 121.
     std::tie(s.cc_major, s.cc_minor) = parse_version_xy(cc, w + ".compute_capability", 99, 9);
     if (s.cc_major < 1) throw UsageError(fmt::format("{}.compute_capability must be at least 1.0, got {}", w, json_value_hint(json(cc))));
-    s.sm_count = sourced(g, "sm_count", w);
-    s.boost_clock_mhz = sourced(g, "boost_clock_mhz", w);
-    s.bandwidth_gbs = sourced(g, "memory_bandwidth_gbs", w);
-    s.l2_bytes = sourced(g, "l2_bytes", w);
-    s.memory_bytes = sourced(g, "memory_bytes", w);
-    s.tdp_w = sourced(g, "tdp_w", w);
+    s.sm_count = read_sourced(g, "sm_count", w, {1, 1e5, " SMs"});
+    s.boost_clock_mhz = read_sourced(g, "boost_clock_mhz", w, {100, 1e4, " MHz"});
+    s.bandwidth_gbs = read_sourced(g, "memory_bandwidth_gbs", w, {1, 1e6, " GB/s"});
+    s.l2_bytes = read_sourced(g, "l2_bytes", w, {1024, 1e12, " bytes"});
+    s.memory_bytes = read_sourced(g, "memory_bytes", w, {1e6, 1e15, " bytes"});
+    s.tdp_w = read_sourced(g, "tdp_w", w, {1, 1e5, " W"});
     const auto tf = g.find("tflops");
     if (tf == g.end() || !tf->is_object()) throw UsageError(w + ".tflops must be an object");
-    for (PeakFormat f : kAllPeakFormats) s.tflops[static_cast<int>(f)] = sourced(*tf, to_string(f), w + ".tflops");
+    for (PeakFormat f : kAllPeakFormats)
+      s.tflops[static_cast<int>(f)] = read_sourced(*tf, to_string(f), w + ".tflops", {0.01, 1e6, " TFLOP/s"});
     if (!s.bandwidth_gbs) throw UsageError(w + ": memory_bandwidth_gbs is needed (every roofline has a memory roof)");
     s.notes = strings(g, "notes", w, false);
     db.gpus.push_back(std::move(s));

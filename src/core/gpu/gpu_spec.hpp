@@ -24,6 +24,25 @@ struct Sourced {
   double value = 0;
   std::string source;
 };
+// obj[key] as a sourced number: {"value": a positive finite number, "source": a non-empty string},
+// or null (nullopt: not sourced). UsageError naming `where` and the key otherwise (absent,
+// malformed, a value without a source, a value outside `range`). Every datasheet file reads its
+// numbers through it. The range is what any device, past or plausible, has: a value outside it is a
+// broken file, not a device (5e-324 TFLOP/s predicted infinite times).
+struct SourcedRange {
+  double lo = 0, hi = 1e300;
+  const char* unit = "";
+};
+std::optional<Sourced> read_sourced(const nlohmann::json& obj, const char* key, const std::string& where,
+                                    SourcedRange range = {});
+
+// The entries of a datasheet file (the GPU database, the cluster presets): doc["schema"] must be
+// `schema` and doc[list] a non-empty list of at most `max_entries`. UsageError naming `where`:
+// "x is not a gemmscope <kind> (schema \"...\")", "x: \"gpus\" must be a non-empty list",
+// "x: \"gpus\" lists 300 GPUs, more than the 256 a spec file may hold".
+const nlohmann::json& datasheet_entries(const nlohmann::json& doc, const std::string& schema, const char* list,
+                                        size_t max_entries, const std::string& where, const std::string& kind,
+                                        const std::string& noun);
 
 struct GpuSpec {
   std::string key;   // "H100", "B300" (what --gpu takes)

@@ -32,20 +32,11 @@ std::string library_message(const json::exception& e) {
 
 }  // namespace
 
-std::string clip_text(std::string_view text, size_t max_chars) {
-  if (text.size() <= max_chars) return printable(text);
-  size_t cut = max_chars;
-  // Do not cut a UTF-8 sequence in two: back up to the first byte of the character.
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
-  return printable(text.substr(0, cut)) + "...";
-}
-
 std::string json_value_hint(const json& v, size_t max_chars) {
   switch (v.type()) {
     case json::value_t::string: {
       const std::string& s = v.get_ref<const std::string&>();
-      if (s.size() <= max_chars) return fmt::format("\"{}\"", printable(s));
-      return fmt::format("\"{}\" ({} bytes)", clip_text(s, max_chars), s.size());
+      return fmt::format("\"{}\"", clip_text(s, max_chars));  // "abc... (N bytes)" when cut
     }
     case json::value_t::array:
       return v.empty() ? "an empty list" : fmt::format("a list of {} item{}", v.size(), v.size() == 1 ? "" : "s");
@@ -89,20 +80,24 @@ std::string read_input_file(const std::string& path, const std::string& what, si
   if (!S_ISREG(st.st_mode)) throw fail("is not a regular file");
   std::string text;
   text.reserve(static_cast<size_t>(st.st_size));
+  if (const ReadStatus r = read_to_end(fd, max_bytes, text); r.error) throw cannot_read(r.error);
+  else if (r.over_limit) throw fail(fmt::format("is larger than the {} limit for input files", size_text(max_bytes)));
+  return text;
+}
+
+ReadStatus read_to_end(int fd, size_t max_bytes, std::string& out) {
   char buf[65536];
   for (;;) {
     const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw cannot_read(errno);
+      return {errno, false};
     }
-    if (n == 0) break;
-    // The file may grow while it is read: the limit holds for what is read, not for the stat.
-    if (text.size() + static_cast<size_t>(n) > max_bytes)
-      throw fail(fmt::format("is larger than the {} limit for input files", size_text(max_bytes)));
-    text.append(buf, static_cast<size_t>(n));
+    if (n == 0) return {};
+    // The file may grow while it is read: the limit holds for what is read, not for a stat.
+    if (out.size() + static_cast<size_t>(n) > max_bytes) return {0, true};
+    out.append(buf, static_cast<size_t>(n));
   }
-  return text;
 }
 
 namespace {

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <utility>
 
+#include "core/util/text_util.hpp"
+
 namespace gs {
 
 // 64 MiB: a result JSON of the largest model plan is a few MB, a config.json a few KB.
@@ -36,6 +38,15 @@ constexpr size_t kMaxJsonValues = size_t{1} << 21;
 // "result file '/dev/zero' is not a regular file", "... is larger than the 64 MiB limit".
 std::string read_input_file(const std::string& path, const std::string& what, size_t max_bytes = kMaxInputBytes);
 
+// Reads the open descriptor `fd` to its end into `out` (appended), at most `max_bytes` in all:
+// what read_input_file does after its checks, for readers with checks of their own (the JIT
+// cache's entries). `error`: the errno of a failed read; `over_limit`: stopped past max_bytes.
+struct ReadStatus {
+  int error = 0;
+  bool over_limit = false;
+};
+ReadStatus read_to_end(int fd, size_t max_bytes, std::string& out);
+
 // `text` parsed as exactly one JSON value under the policy above; `origin` (a path) starts every
 // message: "x.json: not valid JSON: ...", "x.json: nested deeper than 64 levels",
 // "x.json: a number is too large ...".
@@ -50,9 +61,8 @@ nlohmann::json read_json_file(const std::string& path, const std::string& what);
 // objects by their size ("a list of 3 items"): never the serialisation of an unbounded value.
 std::string json_value_hint(const nlohmann::json& v, size_t max_chars = 40);
 
-// `text` made printable and cut to `max_chars` characters plus "..." : for quoting file
-// contents or library messages that embed them.
-std::string clip_text(std::string_view text, size_t max_chars = 200);
+// clip_text (quoting file contents or library messages that embed them) is in
+// core/util/text_util.hpp, included here.
 
 // Arithmetic on integers read from input: a + b, a * b and -a, or a UsageError "{what} is
 // too large (beyond 64-bit integers)" when the result would overflow (signed overflow is

@@ -5,7 +5,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cstdlib>
 #include <optional>
 
@@ -14,10 +13,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <random>
 
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
+#include "core/io/temp_files.hpp"
 #include "core/util/text_util.hpp"
 
 namespace gs {
@@ -61,18 +60,6 @@ std::string temp_output_path(const std::string& path) { return path + ".tmp-XXXX
 
 namespace {
 
-// Creates `file` (O_CREAT|O_EXCL: never opens what is there, never follows a symlink) and
-// removes it again: proves that this exact name can be created ("File name too long" is found
-// here, not after the run). "" when it could, else the reason. A file that appeared meanwhile
-// (EEXIST) counts as creatable.
-std::string create_and_remove(const std::string& file) {
-  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NONBLOCK, 0600);
-  if (fd < 0) return errno == EEXIST ? "" : std::strerror(errno);
-  ::close(fd);
-  ::unlink(file.c_str());
-  return "";
-}
-
 // A new temporary file for `path` (mkostemp: O_CREAT|O_EXCL, so never an existing file or a
 // symlink's target); its descriptor and its name in `name`, or -1 with errno set.
 int create_temp(const std::string& path, std::string& name) {
@@ -81,45 +68,6 @@ int create_temp(const std::string& path, std::string& name) {
   if (fd >= 0) name = tmpl;
   return fd;
 }
-
-// The temporary file being written, for the signal handler: a fixed buffer (nothing in a
-// handler may allocate) and a flag set only while the name in it is a file of ours.
-char g_temp_name[8192];
-volatile sig_atomic_t g_temp_live = 0;
-
-extern "C" void remove_temp_and_reraise(int sig) {
-  if (g_temp_live) ::unlink(g_temp_name);  // async-signal-safe
-  // The default action, so the process ends as the signal meant (status 130/143 in a shell).
-  ::signal(sig, SIG_DFL);
-  ::raise(sig);
-}
-
-// While it lives, SIGINT and SIGTERM remove the temporary file `name` before ending the
-// process; the previous handlers are restored after.
-class TempGuard {
- public:
-  explicit TempGuard(const std::string& name) {
-    const size_t n = std::min(name.size(), sizeof g_temp_name - 1);
-    std::memcpy(g_temp_name, name.data(), n);
-    g_temp_name[n] = '\0';
-    struct sigaction sa {};
-    sa.sa_handler = remove_temp_and_reraise;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
-    g_temp_live = 1;
-  }
-  ~TempGuard() {
-    g_temp_live = 0;
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  TempGuard(const TempGuard&) = delete;
-  TempGuard& operator=(const TempGuard&) = delete;
-
- private:
-  struct sigaction old_int_ {}, old_term_ {};
-};
 
 // The mode a file created with 0666 would have had (mkostemp creates 0600).
 mode_t default_file_mode() {
@@ -130,96 +78,79 @@ mode_t default_file_mode() {
 
 }  // namespace
 
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const auto fail = [&](int err) {
-    return UsageError(fmt::format("cannot write '{}': {}", clip_text(path), std::strerror(err)));
-  };
-  std::string tmp;
-  // SIGINT and SIGTERM blocked while the file is created and the guard set up, so that none
-  // lands between the two and leaves the file behind.
-  sigset_t block, old;
-  sigemptyset(&block);
-  sigaddset(&block, SIGINT);
-  sigaddset(&block, SIGTERM);
-  ::sigprocmask(SIG_BLOCK, &block, &old);
-  const int fd = create_temp(path, tmp);
-  const int create_errno = errno;
-  std::optional<TempGuard> guard;
-  if (fd >= 0) guard.emplace(tmp);
-  ::sigprocmask(SIG_SETMASK, &old, nullptr);
-  if (fd < 0) throw fail(create_errno);
-  const auto abandon = [&](int err) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return fail(err);
-  };
-  if (::fchmod(fd, default_file_mode()) != 0) throw abandon(errno);
+int write_all(int fd, std::string_view text) {
   const char* p = text.data();
   size_t left = text.size();
   while (left > 0) {
     const ssize_t n = ::write(fd, p, std::min<size_t>(left, size_t{1} << 20));
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw abandon(errno);
+      return errno;
     }
     p += n;
     left -= static_cast<size_t>(n);
   }
+  return 0;
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const auto fail = [&](int err) {
+    return UsageError(fmt::format("cannot write '{}': {}", clip_text(path), std::strerror(err)));
+  };
+  std::optional<TempFile> guard;  // removes the file on every way out, fatal signals included
+  const int fd = create_guarded([&](std::string& name) { return create_temp(path, name); }, guard);
+  if (fd < 0) throw fail(errno);
+  const std::string& tmp = guard->name();
+  const auto abandon = [&](int err) {
+    ::close(fd);
+    return fail(err);  // the guard removes the file
+  };
+  // An existing file keeps its mode, and its group (and owner, when run as root) where the
+  // system permits: overwriting a 0600 result must not leave it 0644. A new file gets the
+  // umask's mode (mkostemp creates 0600).
+  struct stat old {};
+  if (::lstat(path.c_str(), &old) == 0 && S_ISREG(old.st_mode)) {
+    if (::geteuid() == 0) (void)!::fchown(fd, old.st_uid, old.st_gid);
+    else if (old.st_gid != ::getegid()) (void)!::fchown(fd, static_cast<uid_t>(-1), old.st_gid);
+    if (::fchmod(fd, old.st_mode & 0777) != 0) throw abandon(errno);
+  } else if (::fchmod(fd, default_file_mode()) != 0) {
+    throw abandon(errno);
+  }
+  // EFBIG beyond `ulimit -f`: SIGXFSZ is ignored while a TempFile lives.
+  if (const int err = write_all(fd, text)) throw abandon(err);
   // A full disk or quota on a network or delayed-allocation file system shows at fsync or
   // close, not at write: either failing keeps the old file.
   if (::fsync(fd) != 0 && errno != EINVAL && errno != EROFS) throw abandon(errno);
-  if (::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw fail(err);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    throw fail(err);
-  }
+  if (::close(fd) != 0) throw fail(errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) throw fail(errno);
+  guard->release();
 }
 
 void check_output_path(const std::string& path, const std::string& flag) {
-  const auto fail = [&](const std::string& why) { return UsageError(fmt::format("{} {}: {}", flag, clip_text(path), why)); };
+  const auto fail = [&](const std::string& why) { return UsageError(fmt::format("{} {}: {}", flag, clip_text(path, 120), why)); };
   if (path.empty()) throw fail("empty file name");
   if (path.back() == '/') throw fail("ends in '/': give a file name, not a directory");
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (fs::is_directory(st)) throw fail("is a directory");
   if (fs::exists(st) && !fs::is_regular_file(st)) throw fail("exists and is not a regular file");
-  // Create and remove a probe file next to the target: what writing it (a temp file, then a
-  // rename) needs.
+  // Probe the folder, never the target's own name (a concurrent run may be renaming its finished
+  // file onto it, and a probe that removed that name would delete it): create the temporary file
+  // the output is written through, a random name beside the target, and remove it. It proves
+  // what writing needs (a file created in the folder, then a rename), and that the name is not too
+  // long for the file system: the temporary name is the target's plus a suffix, so when it can be
+  // created, so can the target's.
   const std::string dir = dir_name(path);
-  static std::mt19937_64 rng{std::random_device{}()};
-  bool probed = false;
-  for (int attempt = 0; attempt < 16 && !probed; ++attempt) {
-    const std::string probe =
-        fmt::format("{}/.gemmscope-probe-{}-{:016x}", dir, static_cast<long>(::getpid()), rng());
-    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      ::close(fd);
-      ::unlink(probe.c_str());
-      probed = true;
-    } else if (errno != EEXIST) {
-      throw fail(fmt::format("cannot create files in '{}': {}", clip_text(dir), std::strerror(errno)));
-    }
+  std::optional<TempFile> guard;  // removed when this function returns, or on a fatal signal
+  const int fd = create_guarded([&](std::string& name) { return create_temp(path, name); }, guard);
+  const int err = errno;
+  if (fd < 0) {
+    if (err == ENAMETOOLONG)
+      throw fail(fmt::format("cannot create its temporary file {}: {}", clip_text(temp_output_path(path), 120),
+                             std::strerror(err)));
+    throw fail(fmt::format("cannot create files in '{}': {}", clip_text(dir, 120), std::strerror(err)));
   }
-  if (!probed) throw fail(fmt::format("cannot create a probe file in '{}'", clip_text(dir)));
-  // The probe's name is short: the exact names written must be created too, the file and the
-  // temporary files it is written through (a name too long for the file system fails only there).
-  {
-    std::string tmp;
-    const int fd = create_temp(path, tmp);
-    if (fd < 0)
-      throw fail(fmt::format("cannot create its temporary file {}: {}", clip_text(temp_output_path(path)),
-                             std::strerror(errno)));
-    ::close(fd);
-    ::unlink(tmp.c_str());
-  }
-  if (!fs::exists(st)) {
-    if (const std::string why = create_and_remove(path); !why.empty()) throw fail(fmt::format("cannot create it: {}", why));
-  }
+  ::close(fd);
 }
 
 bool same_output_path(const std::string& a, const std::string& b) {
@@ -231,4 +162,27 @@ bool same_output_path(const std::string& a, const std::string& b) {
   return pa == pb;
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return false;
+  struct stat sa {}, sb {};
+  if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0) return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+  return same_output_path(a, b);
+}
+
+void check_distinct_files(const std::vector<NamedFile>& outputs, const std::vector<NamedFile>& inputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const NamedFile& o = outputs[i];
+    if (o.path.empty()) continue;
+    for (const NamedFile& in : inputs)
+      if (same_file(o.path, in.path))
+        throw UsageError(fmt::format("{} {} is the {} {}: an output never replaces an input", o.what, clip_text(o.path, 80),
+                                     in.what, clip_text(in.path, 80)));
+    for (size_t j = i + 1; j < outputs.size(); ++j)
+      if (same_file(o.path, outputs[j].path))
+        throw UsageError(fmt::format("{} {} and {} {} are the same file", o.what, clip_text(o.path, 80), outputs[j].what,
+                                     clip_text(outputs[j].path, 80)));
+  }
+}
+
 }  // namespace gs
+

@@ -119,10 +119,45 @@ void note_sliding_window(const json& j, ModelConfig& c, const std::string& origi
       origin, j["sliding_window"].get<int64_t>(), where, j["sliding_window"].get<int64_t>()));
 }
 
+// Chunked attention (Llama 4: attention_chunk_size, default 8192, in the layers that use RoPE,
+// every layer but each no_rope_layer_interval-th; layer_types or no_rope_layers when given): the
+// linear layers are the same; attention within each chunk is the same as full causal attention up
+// to the chunk's length and less beyond it.
+void note_chunked_attention(const json& j, const std::string& type, ModelConfig& c, const std::string& origin) {
+  const bool llama4 = type == "llama4_text";
+  int64_t chunk = 0;
+  if (present(j, "attention_chunk_size") && j["attention_chunk_size"].is_number_integer())
+    chunk = j["attention_chunk_size"].get<int64_t>();
+  else if (llama4 && !j.contains("attention_chunk_size"))
+    chunk = 8192;  // Llama4TextConfig's default
+  if (chunk < 1) return;
+  int64_t chunked = 0, layers = c.num_hidden_layers;
+  if (present(j, "layer_types") && j["layer_types"].is_array()) {
+    layers = static_cast<int64_t>(j["layer_types"].size());
+    for (const json& t : j["layer_types"]) chunked += t == json("chunked_attention");
+  } else if (present(j, "no_rope_layers") && j["no_rope_layers"].is_array() && !j["no_rope_layers"].empty()) {
+    for (const json& t : j["no_rope_layers"]) chunked += t == json(1);
+  } else if (llama4) {
+    int64_t interval = 4;  // Llama4TextConfig's no_rope_layer_interval
+    if (present(j, "no_rope_layer_interval") && j["no_rope_layer_interval"].is_number_integer() &&
+        j["no_rope_layer_interval"].get<int64_t>() > 0)
+      interval = j["no_rope_layer_interval"].get<int64_t>();
+    chunked = layers - layers / interval;
+  }
+  if (chunked <= 0) return;
+  c.notes.push_back(fmt::format(
+      "{}: 'attention_chunk_size' = {} in {} of {} layers (chunked attention): those layers attend within chunks of "
+      "{} tokens; attention's own matmuls and the step context's attention are planned as full causal attention "
+      "over the sequence, the same up to {} tokens and more than those layers compute beyond (the linear layers "
+      "are the same)",
+      origin, chunk, chunked, layers, chunk, chunk));
+}
+
 }  // namespace
 
 void read_hf_attention_layout(const json& j, const std::string& type, ModelConfig& c, const std::string& origin) {
   note_sliding_window(j, c, origin);
+  note_chunked_attention(j, type, c, origin);
   if (type == "gpt_bigcode") return read_gpt_bigcode(j, c, origin);
   if (type == "falcon") return read_falcon(j, c, origin);
   // Any other family: num_key_value_heads (already read) is the one spelling. Another spelling

@@ -16,18 +16,12 @@
 #include <utility>
 
 #include "core/model/attention_layout.hpp"
+#include "core/model/moe_families.hpp"
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
 #include "core/util/suggest.hpp"
 
 namespace gs {
-
-int64_t ModelConfig::padded_vocab() const {
-  const int64_t by = vocab_divisible_by ? vocab_divisible_by : (tensor_parallel > 1 ? 128 : 1);
-  const int64_t multiple = by * tensor_parallel;
-  if (vocab_size <= 0 || multiple <= 1) return vocab_size;
-  return (vocab_size + multiple - 1) / multiple * multiple;
-}
 
 bool ModelOverrides::any_model_field() const {
   return hidden_size || intermediate_size || num_attention_heads || num_key_value_heads ||
@@ -186,6 +180,16 @@ constexpr FamilyDefaults kFamilies[] = {
     // Key/value heads of these two come from their layout fields (attention_layout.hpp).
     {"gpt_bigcode", "GPTBigCodeConfig", 768, 0, 12, 0, 0, 12, 50257, 1024},
     {"falcon", "FalconConfig", 4544, 0, 71, 0, 0, 32, 65024, 2048},
+    // Families with experts (their expert and MLA fields: moe_families.hpp). DeepSeek's head_dim is
+    // MLA's (not used); Llama 4's intermediate_size is its experts' width.
+    {"deepseek_v2", "DeepseekV2Config", 4096, 11008, 32, 0, 0, 32, 32000, 2048},
+    {"deepseek_v3", "DeepseekV3Config", 7168, 18432, 128, 128, 0, 61, 129280, 4096},
+    {"qwen2_moe", "Qwen2MoeConfig", 2048, 5632, 16, 16, 0, 24, 151936, 32768},
+    {"qwen3_moe", "Qwen3MoeConfig", 2048, 6144, 32, 4, 0, 24, 151936, 32768},
+    {"mixtral", "MixtralConfig", 4096, 14336, 32, 8, 0, 32, 32000, 131072},
+    {"olmoe", "OlmoeConfig", 2048, 2048, 16, 0, 0, 16, 50304, 4096},
+    {"gpt_oss", "GptOssConfig", 2880, 2880, 64, 8, 64, 36, 201088, 131072},
+    {"llama4_text", "Llama4TextConfig", 5120, 8192, 40, 8, 128, 48, 202048, 131072},
 };
 
 const FamilyDefaults* family(const std::string& type) {
@@ -199,6 +203,7 @@ std::string text_model_type(const std::string& outer) {
   if (outer == "gemma3") return "gemma3_text";
   if (outer == "llava" || outer == "llava_next") return "llama";
   if (outer == "mistral3") return "mistral";
+  if (outer == "llama4") return "llama4_text";
   return {};
 }
 
@@ -230,6 +235,9 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin_p
     j = j["text_config"];
     const std::string inner = json_string(j, "model_type");
     type = !inner.empty() ? inner : text_model_type(type);
+    if (top.contains("vision_config") && !top["vision_config"].is_null())
+      c.notes.push_back(fmt::format("{}: the language model (text_config) is planned; the vision encoder "
+                                    "(vision_config) and its projector are not", origin));
   }
   const FamilyDefaults* fam = family(type);
   // GPT-2 names for the same fields (GPT2Config's attribute_map).
@@ -284,15 +292,15 @@ ModelConfig parse_hf_config(const std::string& text, const std::string& origin_p
   const bool gated_act = act == "silu" || act == "swiglu" || act == "geglu" || act == "swish" || act == "reglu";
   const bool gated_arch = type == "llama" || type == "mistral" || type == "qwen2" || type == "qwen3" ||
                           type == "gemma" || type == "gemma2" || type == "gemma3_text" || type == "mixtral" ||
-                          type == "phi3";
+                          type == "phi3" || moe_family(type) != nullptr;  // every expert family's MLPs gate
   c.gated_mlp = gated_act || gated_arch;
   // The name tells two models apart in reports, charts and compare: where the file says it came
   // from, its family and sizes ("Llama-3.1-8B [llama, hidden 4096, 32 layers]").
   auto size_or_flag = [](int64_t v) { return v > 0 ? std::to_string(v) : std::string("?"); };
   c.name = fmt::format("{} [{}hidden {}, {} layers]", clip_text(model_base_name(top, origin_path), 80),
-                       type.empty() ? "" : type + ", ", size_or_flag(c.hidden_size), size_or_flag(c.num_hidden_layers));
+                       type.empty() ? "" : clip_text(type, 40) + ", ", size_or_flag(c.hidden_size), size_or_flag(c.num_hidden_layers));
   c.source = origin_path;
-  parse_hf_moe_mla(j, c, origin);  // experts, MLA; refuses fields that change layers we do not model
+  parse_hf_moe_mla(j, type, c, origin);  // experts, MLA; refuses fields that change layers we do not model
   // A config.json has no batch: these are gemmscope's own defaults, and say so.
   c.micro_batch_size = kDefaultConfigMicroBatch;
   c.micro_batch_from = "gemmscope default";
@@ -388,7 +396,7 @@ void validate(const ModelConfig& c) {
   positive("vocab_size", c.vocab_size, true);
   positive("tensor-parallel", c.tensor_parallel);
   positive("make-vocab-size-divisible-by", c.vocab_divisible_by, true);
-  if (c.padded_vocab() > kMaxDim) throw UsageError(fmt::format("the padded vocabulary {} is too large", c.padded_vocab()));
+  if (padded_vocab(c) > kMaxDim) throw UsageError(fmt::format("the padded vocabulary {} is too large", padded_vocab(c)));
   if (c.tokens() > kMaxDim)
     throw UsageError(fmt::format("micro_batch_size x sequence_length = {} tokens is too large (limit {})",
                                  c.tokens(), kMaxDim));
@@ -399,20 +407,6 @@ void validate(const ModelConfig& c) {
   if (c.num_attention_heads % c.kv_heads() != 0)
     throw UsageError(fmt::format("num_key_value_heads ({}) does not divide num_attention_heads ({})",
                                  c.kv_heads(), c.num_attention_heads));
-  const int64_t tp = c.tensor_parallel;
-  if (tp > 1) {
-    // Column-parallel QKV and MLP-up split N; row-parallel attention-out and MLP-down split K.
-    if (c.num_attention_heads % tp != 0)
-      throw UsageError(fmt::format("--tensor-parallel {} does not divide num_attention_heads ({})", tp,
-                                   c.num_attention_heads));
-    if (c.kv_heads() % tp != 0 && tp % c.kv_heads() != 0)
-      throw UsageError(fmt::format(
-          "--tensor-parallel {} and num_key_value_heads ({}) do not split evenly (one must divide the other)", tp,
-          c.kv_heads()));
-    if (c.intermediate_size % tp != 0)
-      throw UsageError(fmt::format("--tensor-parallel {} does not divide intermediate_size ({})", tp,
-                                   c.intermediate_size));
-  }
   const int64_t qkv_n = (c.num_attention_heads + 2 * c.kv_heads()) * c.head_dimension();
   if (qkv_n > kMaxDim || c.num_attention_heads * c.head_dimension() > kMaxDim)
     throw UsageError("num_attention_heads x head_dim is too large");

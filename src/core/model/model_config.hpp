@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model/layout_rules.hpp"
 #include "core/model/moe_config.hpp"
 
 namespace gs {
@@ -24,8 +25,12 @@ struct ModelConfig {
   bool gated_mlp = false;           // SwiGLU / GeGLU: MLP-up produces 2*intermediate
   int64_t tensor_parallel = 1;
   // Megatron's --make-vocab-size-divisible-by: the LM head's vocabulary is padded up to a multiple
-  // of this x tensor_parallel. 0: not given = 128 under tensor parallelism, no padding at TP 1.
+  // of this x tensor_parallel. 0: not given = the framework's rule (layout_rules.hpp: Megatron-LM
+  // 128 at any TP, Hugging Face / PyTorch no padding).
   int64_t vocab_divisible_by = 0;
+  // Whose layout rules the plan follows (layout_rules.hpp): Megatron-LM's unless the step context
+  // names eager PyTorch or torch.compile.
+  LayoutFramework layout = LayoutFramework::Megatron;
   // Where the config came from, for reports and JSON: the config.json path ("" for presets and
   // flags), what its parsing filled in (class defaults, a missing vocab_size), and where each batch
   // number came from ("--micro_batch_size", "preset codonfm-5b", ...).
@@ -38,8 +43,6 @@ struct ModelConfig {
   MoeConfig moe;  // experts (moe_config.hpp); num_experts 0 = dense MLP in every layer
   MlaConfig mla;  // Multi-head Latent Attention projections; kv_lora_rank 0 = QKV projection
 
-  // The vocabulary the LM head GEMMs use (all ranks together): vocab_size padded as above.
-  int64_t padded_vocab() const;
   int64_t kv_heads() const { return num_key_value_heads ? num_key_value_heads : num_attention_heads; }
   int64_t head_dimension() const {
     return head_dim ? head_dim : (num_attention_heads ? hidden_size / num_attention_heads : 0);
@@ -90,8 +93,9 @@ ModelConfig parse_hf_config(const std::string& json_text, const std::string& ori
 void apply_overrides(ModelConfig& c, const ModelOverrides& o);
 
 // Throws UsageError with one clear sentence for the first problem found: non-positive sizes,
-// overflow, heads not dividing hidden (when head_dim is derived), kv heads not dividing heads,
-// tensor-parallel splits that are not exact.
+// overflow, heads not dividing hidden (when head_dim is derived), kv heads not dividing heads. The
+// tensor-parallel splits are the framework's rules (layout_rules.hpp: check_tensor_parallel),
+// applied when a plan is built.
 void validate(const ModelConfig& c);
 
 }  // namespace gs

@@ -49,8 +49,9 @@ const ModelField kFields[] = {
     GS_MODEL_FIELD("--tensor-parallel,--tensor_parallel,--tp", "Tensor-parallel degree (per-rank shapes)", kModel,
                    "config", "tensor_parallel", true, kOneIfAbsent, tensor_parallel, tensor_parallel),
     GS_MODEL_FIELD("--make-vocab-size-divisible-by,--make_vocab_size_divisible_by",
-                   "Pad the LM head's vocabulary to a multiple of this x TP, as Megatron (default: 128 under tensor "
-                   "parallelism, no padding at TP 1)",
+                   "Pad the LM head's vocabulary to a multiple of this x TP, as Megatron-LM (default: 128 at any "
+                   "TP under --step-context te or none, as Megatron-LM pads; no padding under eager or compile, as "
+                   "Hugging Face / PyTorch)",
                    kModel, "config", "make_vocab_size_divisible_by", true, kZeroIfAbsent, vocab_divisible_by, vocab_divisible_by),
     // Mixture-of-Experts and Multi-head Latent Attention (docs/moe.md).
     GS_MODEL_FIELD("--num-experts,--num_experts", "Routed experts per MoE layer (0: dense MLP)", kMoe, "config.moe",

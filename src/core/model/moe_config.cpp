@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
 
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
 #include "core/model/model_config.hpp"
+#include "core/model/moe_families.hpp"
 
 namespace gs {
 
@@ -48,7 +50,15 @@ bool is_moe_layer(const ModelConfig& c, int64_t i) {
 }
 
 int64_t moe_layer_count(const ModelConfig& c) {
-  if (!c.moe.enabled()) return 0;
+  const MoeConfig& m = c.moe;
+  if (!m.enabled() || c.num_hidden_layers <= 0) return 0;
+  if (m.layer_freq <= 1 && m.sparse_step <= 1) {
+    // Every layer from first_dense_layers on, less those listed dense: no walk over the layers
+    // (summaries count them per run, and a fleet file holds thousands of runs).
+    const int64_t first = std::clamp<int64_t>(m.first_dense_layers, 0, c.num_hidden_layers);
+    const auto lo = m.dense_layer_list.lower_bound(first), hi = m.dense_layer_list.lower_bound(c.num_hidden_layers);
+    return c.num_hidden_layers - first - static_cast<int64_t>(std::distance(lo, hi));
+  }
   // The sorted list walked beside the layers: one pass, no lookup per layer (plans and the whole
   // step count a model's MoE layers many times; 65536 layers with 32768 listed took ~5 ms a count).
   int64_t n = 0;
@@ -157,12 +167,13 @@ constexpr Suspect kSuspect[] = {
     {"add_cross_attention", "a cross-attention block in every layer (encoder-decoder use)"},
 };
 
-void refuse_unmodelled(const json& j, const std::string& origin) {
+void refuse_unmodelled(const json& j, const MoeFamily* fam, const std::string& origin) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string key = lower(it.key());
     if (std::find_if(std::begin(kKnownFields), std::end(kKnownFields), [&](const char* k) { return key == k; }) !=
         std::end(kKnownFields))
       continue;
+    if (fam && moe_family_reads(*fam, key)) continue;  // the family's own layout fields (Llama 4's)
     for (const Suspect& s : kSuspect)
       if (key.find(s.part) != std::string::npos && !it.value().is_null() && it.value() != json(false) &&
           it.value() != json(0))
@@ -187,69 +198,154 @@ void refuse_unmodelled(const json& j, const std::string& origin) {
 
 }  // namespace
 
-void parse_hf_moe_mla(const json& j, ModelConfig& c, const std::string& origin) {
-  refuse_unmodelled(j, origin);
-  MoeConfig& m = c.moe;
-  const char* experts_key = nullptr;
-  const auto experts = one_of(j, {"n_routed_experts", "num_local_experts", "num_experts"}, origin, 0, &experts_key);
-  const char* topk_key = nullptr;
-  const auto topk = one_of(j, {"num_experts_per_tok", "experts_per_token"}, origin, 0, &topk_key);
-  if (experts && *experts > 0) {
-    if (!topk)
-      throw UsageError(fmt::format("{}: '{}' = {} but no 'num_experts_per_tok': how many experts each token uses is "
-                                   "unknown; pass --top-k",
-                                   origin, experts_key, *experts));
-    m.num_experts = *experts;
-    m.top_k = *topk;
-    if (m.top_k < 1) throw UsageError(fmt::format("{}: '{}' must be >= 1 for a model with experts", origin, topk_key));
-    // Generic rule: the expert size is moe_intermediate_size when present, else intermediate_size.
-    if (present(j, "moe_intermediate_size")) m.expert_intermediate_size = field_int(j, "moe_intermediate_size", origin, 1);
-    if (present(j, "n_shared_experts")) m.shared_experts = field_int(j, "n_shared_experts", origin, 0);
-    if (present(j, "shared_expert_intermediate_size")) {
-      const int64_t s = field_int(j, "shared_expert_intermediate_size", origin, 0);
-      if (s > 0) {
-        // Qwen2-MoE: one shared expert of this size (its sigmoid gate, hidden -> 1, is noted below).
-        m.shared_expert_intermediate_size = s;
-        if (m.shared_experts == 0) m.shared_experts = 1;
-        c.notes.push_back("the shared expert's gate (hidden -> 1, Qwen2-MoE's shared_expert_gate) is not in the plan: "
-                          "2 x tokens x hidden FLOPs per pass");
-      }
-    }
-    if (present(j, "first_k_dense_replace")) m.first_dense_layers = field_int(j, "first_k_dense_replace", origin, 0);
-    if (present(j, "moe_layer_freq")) {
-      if (!j["moe_layer_freq"].is_number())
-        throw UsageError(fmt::format("{}: 'moe_layer_freq' must be an integer (a per-layer pattern is not modelled), "
-                                     "got {}", origin, json_value_hint(j["moe_layer_freq"])));
-      m.layer_freq = field_int(j, "moe_layer_freq", origin, 1);
-    }
-    if (present(j, "decoder_sparse_step")) m.sparse_step = field_int(j, "decoder_sparse_step", origin, 1);
-    if (present(j, "mlp_only_layers")) {
-      const json& l = j["mlp_only_layers"];
-      if (!l.is_array()) throw UsageError(fmt::format("{}: 'mlp_only_layers' must be a list of layer indices, got {}", origin, json_value_hint(l)));
-      if (l.size() > static_cast<size_t>(std::max<int64_t>(c.num_hidden_layers, 0)))
-        throw UsageError(fmt::format("{}: 'mlp_only_layers' lists {} layers, more than the model's {}", origin, l.size(),
-                                     c.num_hidden_layers));
-      for (size_t i = 0; i < l.size(); ++i) {
-        if (!l[i].is_number_integer() || l[i].get<int64_t>() < 0 ||
-            (c.num_hidden_layers > 0 && l[i].get<int64_t>() >= c.num_hidden_layers))
-          throw UsageError(fmt::format("{}: 'mlp_only_layers' item {} must be a layer index from 0 to {}, got {}", origin,
-                                       i, c.num_hidden_layers - 1, json_value_hint(l[i])));
-        m.dense_layer_list.insert(l[i].get<int64_t>());
-      }
-    }
-    if (present(j, "num_nextn_predict_layers") && j["num_nextn_predict_layers"].is_number() &&
-        j["num_nextn_predict_layers"].get<double>() > 0)
-      c.notes.push_back(fmt::format(
-          "num_nextn_predict_layers = {}: the multi-token-prediction module (an extra layer, a 2H -> H projection and a "
-          "second LM head per module, used in training) is not in the plan", json_value_hint(j["num_nextn_predict_layers"])));
-  } else if (topk && *topk > 0 && !experts) {
-    throw UsageError(fmt::format("{}: '{}' = {} but no expert count ('num_experts', 'num_local_experts' or "
-                                 "'n_routed_experts'); pass --num-experts",
-                                 origin, topk_key, *topk));
+namespace {
+
+// Fills a field from the family's default, with a note naming the class.
+void note_default(ModelConfig& c, const std::string& origin, const MoeFamily& fam, const char* key, int64_t value) {
+  c.notes.push_back(fmt::format("{} has no '{}': {}'s default {} used", origin, key, fam.cls, value));
+}
+
+// A present field that the family's model does not read: transformers ignores it, and so does
+// the plan, said in a note. True when the field may be read.
+bool family_reads(const json& j, const MoeFamily* fam, const char* key, ModelConfig& c, const std::string& origin) {
+  if (!fam || moe_family_reads(*fam, key)) return true;
+  if (present(j, key))
+    c.notes.push_back(fmt::format("{}: '{}' = {} is not read by transformers' {} model; ignored", origin, key,
+                                  json_hint(j[key]), fam->cls));
+  return false;
+}
+
+// A layer list of config.json (mlp_only_layers, moe_layers): indices from 0 to layers - 1.
+std::set<int64_t> layer_list(const json& j, const char* key, const ModelConfig& c, const std::string& origin) {
+  const json& l = j[key];
+  if (!l.is_array())
+    throw UsageError(fmt::format("{}: '{}' must be a list of layer indices, got {}", origin, key, json_value_hint(l)));
+  if (l.size() > static_cast<size_t>(std::max<int64_t>(c.num_hidden_layers, 0)))
+    throw UsageError(fmt::format("{}: '{}' lists {} layers, more than the model's {}", origin, key, l.size(),
+                                 c.num_hidden_layers));
+  std::set<int64_t> out;
+  for (size_t i = 0; i < l.size(); ++i) {
+    if (!l[i].is_number_integer() || l[i].get<int64_t>() < 0 ||
+        (c.num_hidden_layers > 0 && l[i].get<int64_t>() >= c.num_hidden_layers))
+      throw UsageError(fmt::format("{}: '{}' item {} must be a layer index from 0 to {}, got {}", origin, key, i,
+                                   c.num_hidden_layers - 1, json_value_hint(l[i])));
+    out.insert(l[i].get<int64_t>());
   }
-  // MLA: kv_lora_rank makes the attention latent; q_lora_rank null = a plain q projection.
+  return out;
+}
+
+// The expert FFN widths: the routed experts', the shared experts', and (Llama 4) the dense MLP's.
+void read_expert_widths(const json& j, const MoeFamily* fam, const std::string& type, ModelConfig& c,
+                        const std::string& origin) {
+  MoeConfig& m = c.moe;
+  if (fam && fam->width == ExpertWidth::Intermediate) {
+    family_reads(j, fam, "moe_intermediate_size", c, origin);  // a note when present: the experts are intermediate_size
+  } else if (present(j, "moe_intermediate_size")) {
+    m.expert_intermediate_size = field_int(j, "moe_intermediate_size", origin, 1);
+  } else if (fam) {
+    m.expert_intermediate_size = fam->moe_intermediate;
+    note_default(c, origin, *fam, "moe_intermediate_size", fam->moe_intermediate);
+  } else {
+    c.notes.push_back(fmt::format(
+        "{} has no 'moe_intermediate_size' and its model_type '{}' is not a family gemmscope knows the defaults of: "
+        "each expert planned as wide as intermediate_size ({}), as Mixtral's are (--moe-intermediate-size sets it)",
+        origin, type.empty() ? "(none)" : clip_text(type, 40), c.intermediate_size));
+  }
+  if (family_reads(j, fam, "n_shared_experts", c, origin)) {
+    if (present(j, "n_shared_experts")) m.shared_experts = field_int(j, "n_shared_experts", origin, 0);
+    else if (fam && fam->shared_experts > 0 && !j.contains("n_shared_experts")) {  // null: none
+      m.shared_experts = fam->shared_experts;
+      note_default(c, origin, *fam, "n_shared_experts", fam->shared_experts);
+    }
+  }
+  if (family_reads(j, fam, "shared_expert_intermediate_size", c, origin)) {
+    std::optional<int64_t> s;
+    if (present(j, "shared_expert_intermediate_size")) {
+      s = field_int(j, "shared_expert_intermediate_size", origin, 0);
+    } else if (fam && fam->shared_expert_intermediate > 0) {
+      s = fam->shared_expert_intermediate;
+      note_default(c, origin, *fam, "shared_expert_intermediate_size", *s);
+    }
+    if (s && *s > 0) {
+      // Qwen2-MoE: one shared expert of this size (its sigmoid gate, hidden -> 1, is noted below).
+      m.shared_expert_intermediate_size = *s;
+      if (m.shared_experts == 0) m.shared_experts = 1;
+      c.notes.push_back("the shared expert's gate (hidden -> 1, Qwen2-MoE's shared_expert_gate) is not in the plan: "
+                        "2 x tokens x hidden FLOPs per pass");
+    }
+  }
+  if (fam && fam->one_shared_expert) m.shared_experts = 1;  // Llama 4: as wide as a routed expert
+  if (fam && fam->dense_mlp > 0) {
+    // Llama 4: intermediate_size is the experts' width; the dense layers' MLP is intermediate_size_mlp.
+    m.expert_intermediate_size = c.intermediate_size;
+    if (present(j, "intermediate_size_mlp")) {
+      c.intermediate_size = field_int(j, "intermediate_size_mlp", origin, 1);
+    } else {
+      c.intermediate_size = fam->dense_mlp;
+      if (moe_layer_count(c) < c.num_hidden_layers) note_default(c, origin, *fam, "intermediate_size_mlp", fam->dense_mlp);
+    }
+  }
+}
+
+// Which layers have experts: DeepSeek's leading dense layers and layer frequency, Qwen's sparse step
+// and dense-layer list, Llama 4's interleave step and MoE-layer list.
+void read_moe_layers(const json& j, const MoeFamily* fam, ModelConfig& c, const std::string& origin) {
+  MoeConfig& m = c.moe;
+  if (family_reads(j, fam, "first_k_dense_replace", c, origin)) {
+    if (present(j, "first_k_dense_replace")) m.first_dense_layers = field_int(j, "first_k_dense_replace", origin, 0);
+    else if (fam && fam->first_dense > 0) {
+      m.first_dense_layers = fam->first_dense;
+      note_default(c, origin, *fam, "first_k_dense_replace", fam->first_dense);
+    }
+  }
+  if (family_reads(j, fam, "moe_layer_freq", c, origin) && present(j, "moe_layer_freq")) {
+    if (!j["moe_layer_freq"].is_number())
+      throw UsageError(fmt::format("{}: 'moe_layer_freq' must be an integer (a per-layer pattern is not modelled), "
+                                   "got {}", origin, json_value_hint(j["moe_layer_freq"])));
+    m.layer_freq = field_int(j, "moe_layer_freq", origin, 1);
+  }
+  if (family_reads(j, fam, "decoder_sparse_step", c, origin) && present(j, "decoder_sparse_step"))
+    m.sparse_step = field_int(j, "decoder_sparse_step", origin, 1);
+  if (family_reads(j, fam, "mlp_only_layers", c, origin) && present(j, "mlp_only_layers"))
+    m.dense_layer_list = layer_list(j, "mlp_only_layers", c, origin);
+  // Llama 4: MoE in layers step-1, 2 step-1, ... (Qwen's sparse-step rule), or the layers moe_layers lists.
+  if (family_reads(j, fam, "interleave_moe_layer_step", c, origin) && present(j, "interleave_moe_layer_step"))
+    m.sparse_step = field_int(j, "interleave_moe_layer_step", origin, 1);
+  if (family_reads(j, fam, "moe_layers", c, origin) && present(j, "moe_layers")) {
+    const std::set<int64_t> moe = layer_list(j, "moe_layers", c, origin);
+    m.sparse_step = 1;  // moe_layers overrides interleave_moe_layer_step (Llama4TextConfig)
+    m.dense_layer_list.clear();
+    for (int64_t i = 0; i < c.num_hidden_layers; ++i)
+      if (!moe.count(i)) m.dense_layer_list.insert(i);
+  }
+}
+
+// Multi-head Latent Attention: kv_lora_rank makes the attention latent; q_lora_rank null = a plain
+// q projection. A DeepSeek family's attention is always MLA, its fields' defaults the class's.
+void read_mla(const json& j, const MoeFamily* fam, ModelConfig& c, const std::string& origin) {
+  MlaConfig& a = c.mla;
+  if (fam && fam->mla) {
+    const MlaDefaults& d = *fam->mla;
+    auto rank = [&](const char* key, int64_t dflt) -> int64_t {
+      if (present(j, key)) return field_int(j, key, origin, 1);
+      if (j.contains(key))
+        throw UsageError(fmt::format("{}: '{}' is null, but {}'s attention (Multi-head Latent Attention) needs it",
+                                     origin, key, fam->cls));
+      note_default(c, origin, *fam, key, dflt);
+      return dflt;
+    };
+    a.kv_lora_rank = rank("kv_lora_rank", d.kv_lora_rank);
+    a.qk_nope_head_dim = rank("qk_nope_head_dim", d.qk_nope_head_dim);
+    a.qk_rope_head_dim = rank("qk_rope_head_dim", d.qk_rope_head_dim);
+    a.v_head_dim = rank("v_head_dim", d.v_head_dim);
+    if (present(j, "q_lora_rank")) a.q_lora_rank = field_int(j, "q_lora_rank", origin, 1);
+    else if (!j.contains("q_lora_rank")) {  // null: a plain q projection
+      a.q_lora_rank = d.q_lora_rank;
+      note_default(c, origin, *fam, "q_lora_rank", d.q_lora_rank);
+    }
+    return;
+  }
   if (present(j, "kv_lora_rank")) {
-    MlaConfig& a = c.mla;
     a.kv_lora_rank = field_int(j, "kv_lora_rank", origin, 1);
     for (const char* key : {"qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"})
       if (!present(j, key))
@@ -264,6 +360,53 @@ void parse_hf_moe_mla(const json& j, ModelConfig& c, const std::string& origin) 
                                  "config gemmscope knows",
                                  origin));
   }
+}
+
+}  // namespace
+
+void parse_hf_moe_mla(const json& j, const std::string& type, ModelConfig& c, const std::string& origin) {
+  const MoeFamily* fam = moe_family(type);
+  refuse_unmodelled(j, fam, origin);
+  MoeConfig& m = c.moe;
+  const char* experts_key = nullptr;
+  std::optional<int64_t> experts = one_of(j, {"n_routed_experts", "num_local_experts", "num_experts"}, origin, 0, &experts_key);
+  const char* topk_key = nullptr;
+  std::optional<int64_t> topk = one_of(j, {"num_experts_per_tok", "experts_per_token"}, origin, 0, &topk_key);
+  if (!experts && fam) {  // the class's default expert count: its model has experts
+    experts = fam->experts;
+    experts_key = fam->experts_key;
+    note_default(c, origin, *fam, fam->experts_key, fam->experts);
+  }
+  if (fam && fam->dense_mlp > 0 && experts && *experts == 0)  // its MoE layers would hold a shared expert alone
+    throw UsageError(fmt::format("{}: '{}' = 0: a {} model without routed experts is not a layout gemmscope knows",
+                                 origin, experts_key, fam->cls));
+  if (experts && *experts > 0) {
+    if (!topk && fam && fam->top_k > 0) {
+      topk = fam->top_k;
+      topk_key = "num_experts_per_tok";
+      note_default(c, origin, *fam, "num_experts_per_tok", fam->top_k);
+    }
+    if (!topk)
+      throw UsageError(fmt::format("{}: '{}' = {} but no 'num_experts_per_tok'{}: how many experts each token uses is "
+                                   "unknown; pass --top-k",
+                                   origin, experts_key, *experts,
+                                   fam ? fmt::format(" ({} has no default for it)", fam->cls) : std::string()));
+    m.num_experts = *experts;
+    m.top_k = *topk;
+    if (m.top_k < 1) throw UsageError(fmt::format("{}: '{}' must be >= 1 for a model with experts", origin, topk_key));
+    read_moe_layers(j, fam, c, origin);  // before the widths: Llama 4's dense MLP note needs the MoE layers
+    read_expert_widths(j, fam, type, c, origin);
+    if (present(j, "num_nextn_predict_layers") && j["num_nextn_predict_layers"].is_number() &&
+        j["num_nextn_predict_layers"].get<double>() > 0)
+      c.notes.push_back(fmt::format(
+          "num_nextn_predict_layers = {}: the multi-token-prediction module (an extra layer, a 2H -> H projection and a "
+          "second LM head per module, used in training) is not in the plan", json_value_hint(j["num_nextn_predict_layers"])));
+  } else if (topk && *topk > 0 && !experts) {
+    throw UsageError(fmt::format("{}: '{}' = {} but no expert count ('num_experts', 'num_local_experts' or "
+                                 "'n_routed_experts'); pass --num-experts",
+                                 origin, topk_key, *topk));
+  }
+  read_mla(j, fam, c, origin);
 }
 
 void apply_moe_overrides(ModelConfig& c, const MoeOverrides& o) {

@@ -69,10 +69,12 @@ int64_t shared_ffn_total(const ModelConfig& c);
 bool is_moe_layer(const ModelConfig& c, int64_t i);
 int64_t moe_layer_count(const ModelConfig& c);
 
-// Reads the expert and MLA fields of a Hugging Face config.json object into `c`, and refuses
-// (UsageError naming the field) a field that changes the linear layers in a way gemmscope does
-// not model. `origin` names the file in messages.
-void parse_hf_moe_mla(const nlohmann::json& j, ModelConfig& c, const std::string& origin);
+// Reads the expert and MLA fields of a Hugging Face config.json object of family `type`
+// (model_type) into `c`, and refuses (UsageError naming the field) a field that changes the linear
+// layers in a way gemmscope does not model. For the families of moe_families.hpp a field left out
+// takes the transformers class's default (noted in c.notes), and a layout field the family's
+// model does not read is ignored (noted). `origin` names the file in messages.
+void parse_hf_moe_mla(const nlohmann::json& j, const std::string& type, ModelConfig& c, const std::string& origin);
 
 // The MoE flags that are not integer fields (--routing, --capacity-factor; where --expert-parallel
 // came from) and the rules between them, after apply_overrides set the integer fields through the

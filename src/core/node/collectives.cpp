@@ -57,19 +57,23 @@ CommType comm_type_from_string(const std::string& s) {
   throw UsageError(fmt::format("gradient reduction type '{}' is not fp32 or bf16", clip_text(printable(s), 40)));
 }
 
+// Sizes are products of plan dimensions (each up to 2^24, experts up to 16,384): checked, so a
+// plan at the documented limits is refused with the bound named instead of wrapping around
+// (signed overflow is undefined; in Release it printed 0.00 MiB or negative rows).
 int64_t Collective::rows_sent(int64_t rank) const {
   int64_t s = 0;
-  for (int64_t j = 0; j < ranks; ++j) s += matrix[static_cast<size_t>(rank * ranks + j)];
+  for (int64_t j = 0; j < ranks; ++j) s = checked_add(s, matrix[static_cast<size_t>(rank * ranks + j)], "--comm: rows sent");
   return s;
 }
 int64_t Collective::rows_received(int64_t rank) const {
   int64_t s = 0;
-  for (int64_t i = 0; i < ranks; ++i) s += matrix[static_cast<size_t>(i * ranks + rank)];
+  for (int64_t i = 0; i < ranks; ++i) s = checked_add(s, matrix[static_cast<size_t>(i * ranks + rank)], "--comm: rows received");
   return s;
 }
 int64_t Collective::bytes_of_rows(int64_t r, CommType t) const {
-  int64_t b = r * width * comm_type_bytes(t);
-  if (t == CommType::Fp8 && block_scales) b += r * ((width + 127) / 128) * 4;
+  const std::string w = "--comm: the bytes of " + what;
+  int64_t b = checked_mul(checked_mul(r, width, w), comm_type_bytes(t), w);
+  if (t == CommType::Fp8 && block_scales) b = checked_add(b, checked_mul(checked_mul(r, (width + 127) / 128, w), 4, w), w);
   return b;
 }
 int64_t Collective::size_bytes(CommType t) const {
@@ -217,27 +221,29 @@ std::vector<WeightGroup> weight_groups(const Plan& plan) {
     return g.back();
   };
   const int64_t local_experts = plan.routing ? plan.routing->local_experts() : 0;
+  const auto add = [](WeightGroup& w, int64_t elements) {
+    w.elements = checked_add(w.elements, elements, "--comm: the elements of the " + w.what);
+  };
   for (const Gemm& x : plan.gemms) {
     if (x.pass != Pass::Fprop) continue;
-    const int64_t per = x.k * x.n;
+    const int64_t per = checked_mul(x.k, x.n, "--comm: a weight's elements (k x n)");
     switch (x.op) {
-      case Op::Router: group_for(x.scope, "router weights", false, true, x.op).elements += per; break;
+      case Op::Router: add(group_for(x.scope, "router weights", false, true, x.op), per); break;
       case Op::ExpertUp:
       case Op::ExpertDown:
-        group_for(x.scope, "routed expert weights", true, false, x.op).elements += per * local_experts;
+        add(group_for(x.scope, "routed expert weights", true, false, x.op),
+            checked_mul(per, local_experts, "--comm: the elements of the routed expert weights"));
         break;
-      case Op::LmHead: group_for(x.scope, "LM head weights", false, true, x.op).elements += per; break;
+      case Op::LmHead: add(group_for(x.scope, "LM head weights", false, true, x.op), per); break;
       case Op::SharedUp:
-      case Op::SharedDown: group_for(x.scope, "shared expert weights", false, false, x.op).elements += per; break;
-      default:
-        group_for(x.scope, x.scope == Scope::Layer ? "layer weights" : "dense MLP weights", false, false, x.op)
-            .elements += per;
+      case Op::SharedDown: add(group_for(x.scope, "shared expert weights", false, false, x.op), per); break;
+      default: add(group_for(x.scope, x.scope == Scope::Layer ? "layer weights" : "dense MLP weights", false, false, x.op), per);
     }
   }
   return g;
 }
 
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+int64_t round_up(int64_t v, int64_t m) { return checked_add(v, m - 1, "--comm: a padded shard") / m * m; }
 
 void add_dp(std::vector<Collective>& fwd, std::vector<Collective>& bwd, const CommLayout& l, const Plan& plan) {
   const int64_t edp = l.data_parallel / l.expert_parallel;
@@ -309,6 +315,14 @@ std::vector<Collective> plan_collectives(const Plan& plan, const CommLayout& l) 
   add_dp(fwd, bwd, l, plan);
   std::vector<Collective> all = std::move(fwd);
   all.insert(all.end(), std::make_move_iterator(bwd.begin()), std::make_move_iterator(bwd.end()));
+  // Every size within kMaxCollectiveBytes, so the sums and byte counts that follow (per step,
+  // per layer, bus bandwidth, JSON) stay far from 64-bit limits and exact in doubles.
+  for (const Collective& x : all)
+    for (CommType t : {x.type_bf16, x.type_fp8})
+      if (const int64_t b = x.size_bytes(t); b > kMaxCollectiveBytes)
+        throw UsageError(fmt::format("--comm: the {} ({}) would move {} bytes, more than the 2^53 bytes (8 PiB) a collective "
+                                     "may move: a smaller model or more ranks",
+                                     x.what, to_string(t), format_thousands(b)));
   return all;
 }
 

@@ -89,6 +89,10 @@ int64_t times_per_step(const Collective& c, const Plan& plan);
 // The all-to-alls hold a ranks x ranks matrix of counts: bounded so that any accepted input plans
 // in well under a second and a few MiB (docs/hostile-input.md).
 constexpr int64_t kMaxCommExpertParallel = 512;
+// The most bytes one collective may move (2^53 = 8 PiB, exact in a double): plan_collectives
+// refuses a plan whose weights or rows would move more, naming the bound (a plan at the limits of
+// its flags could reach 2^64 otherwise).
+constexpr int64_t kMaxCollectiveBytes = int64_t{1} << 53;
 
 // Refuses (UsageError, one sentence naming the flag) a layout that does not fit the plan: sizes
 // below 1, a ZeRO stage outside 0-3, data parallelism not a multiple of expert parallelism, tokens

@@ -17,20 +17,28 @@ namespace gs {
 
 namespace {
 
-// The first mode's per-layer total for precision p: a dense layer's, or a MoE layer's when every
-// layer has experts; a shapes run's sum over its shapes.
-std::optional<double> layer_total(const RunResult& r, size_t p) {
+// The first mode's per-layer total of every precision: the average layer's, experts included (a MoE
+// model's dense layers alone would misstate it); a shapes run's sum over its shapes. The run is summarised once (not
+// once per precision: a fleet file of many GPUs declaring many layers made that GPUs x
+// precisions^2 x layers).
+std::vector<std::optional<double>> layer_totals(const RunResult& r) {
+  std::vector<std::optional<double>> out;
   if (r.plan.model_mode) {
-    const PrecisionSums s = summarize_mode(r, 0).sums.at(p);
-    return r.plan.dense_layers() > 0 ? s.total : s.moe_total;
+    const ModeSummary ms = summarize_mode(r, 0);
+    for (const PrecisionSums& s : ms.sums) out.push_back(s.average_layer);
+    return out;
   }
-  double sum = 0;
-  for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
-    const Cell& c = r.cell(0, g, p);
-    if (!c.ok) return std::nullopt;
-    sum += c.stats.mean_ms;
+  for (size_t p = 0; p < r.precisions.size(); ++p) {
+    double sum = 0;
+    bool ok = true;
+    for (size_t g = 0; g < r.plan.gemms.size() && ok; ++g) {
+      const Cell& c = r.cell(0, g, p);
+      ok = c.ok;
+      sum += c.ok ? c.stats.mean_ms : 0.0;
+    }
+    out.push_back(ok ? std::optional<double>(sum) : std::nullopt);
   }
-  return sum;
+  return out;
 }
 
 std::optional<double> median_of(std::vector<double> v) {
@@ -60,7 +68,7 @@ FleetSummary summarize_fleet(const std::vector<FleetRun>& runs, double threshold
     const RunResult& r = fr.run;
     if (r.dry_run || !r.has_cells())
       throw UsageError(fmt::format("fleet: {} measured nothing{}", fr.label,
-                                   r.why_not_measured.empty() ? "" : " (" + r.why_not_measured + ")"));
+                                   r.why_not_measured.empty() ? "" : " (" + clip_text(r.why_not_measured, 160) + ")"));
     if (r.precisions != first.precisions || r.modes != first.modes || plan_key(r) != plan_key(first))
       throw UsageError(fmt::format("fleet: {} ran another plan, precisions or modes than {}", fr.label,
                                    runs.front().label));
@@ -86,7 +94,7 @@ FleetSummary summarize_fleet(const std::vector<FleetRun>& runs, double threshold
     if (g.clock_cells > 0) g.mean_sm_mhz = mhz / g.clock_cells;
     if (temps > 0) g.mean_temp_c = temp / temps;
     if (powers > 0) g.mean_power_w = power / powers;
-    for (size_t p = 0; p < s.precisions.size(); ++p) g.layer_ms.push_back(layer_total(fr.run, p));
+    g.layer_ms = layer_totals(fr.run);
     s.gpus.push_back(std::move(g));
   }
   std::vector<double> clocks;
@@ -133,7 +141,7 @@ FleetSummary summarize_fleet(const std::vector<FleetRun>& runs, double threshold
 
 std::string render_fleet_text(const FleetSummary& s) {
   std::ostringstream o;
-  o << fmt::format("\nFleet: {} GPUs, the same plan on each at once; per-layer GEMM time ({} mode, ms, measured)\n",
+  o << fmt::format("\nFleet: {} GPUs, the same plan on each at once; per-layer GEMM time ({} mode, ms, measured; the average layer, experts included)\n",
                    s.gpus.size(), s.mode);
   o << fmt::format("  {:<44}", "GPU");
   for (Precision p : s.precisions) o << fmt::format(" {:>11}", to_string(p));

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/util/error.hpp"
+#include "core/io/json_text.hpp"
 #include "core/report/report.hpp"
 #include "core/util/text_util.hpp"
 
@@ -22,7 +23,7 @@ std::string encode_rank_report(const RankReport& r) {
   j["error"] = r.error;
   j["output"] = r.output;
   if (r.run) j["run"] = *r.run;
-  return j.dump();
+  return json_text(j);  // a host name or an error may not be UTF-8
 }
 
 RankReport decode_rank_report(const std::string& text, int expected_rank) {

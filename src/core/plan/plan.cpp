@@ -164,16 +164,16 @@ LayerDims layer_dims(const ModelConfig& c) {
   const int64_t tp = c.tensor_parallel;
   const int64_t hd = c.head_dimension();
   const int64_t heads_rank = c.num_attention_heads / tp;
-  // Megatron-style GQA under tensor parallelism: kv heads are split when tp divides them and
-  // replicated (one per rank) when there are fewer kv heads than ranks.
-  const int64_t kv_rank = c.kv_heads() >= tp ? c.kv_heads() / tp : 1;
+  // GQA under tensor parallelism (core/model/layout_rules.hpp): kv heads split between the ranks,
+  // or replicated (one per rank) where the framework allows fewer kv heads than ranks.
+  const int64_t kv_rank = kv_heads_per_rank(c);
   LayerDims d;
   d.hidden = c.hidden_size;
   d.qkv_out = (heads_rank + 2 * kv_rank) * hd;               // column parallel
   d.attn_in = heads_rank * hd;                               // row parallel
   d.mlp_up_out = (c.gated_mlp ? 2 : 1) * c.intermediate_size / tp;  // column parallel
   d.mlp_down_in = c.intermediate_size / tp;                  // row parallel
-  d.vocab = c.padded_vocab() / tp;                           // vocab-parallel LM head (padded: divides)
+  d.vocab = vocab_per_rank(c);                               // vocab-parallel LM head (the largest share)
   return d;
 }
 
@@ -193,8 +193,11 @@ void add_grouped_linear(std::vector<Gemm>& g, Op op, const std::vector<int64_t>&
 
 }  // namespace
 
-Plan build_model_plan(const ModelConfig& c) {
-  validate(c);
+Plan build_model_plan(const ModelConfig& config) {
+  validate(config);
+  // The framework's tensor-parallel rules: a refusal, or notes for the header.
+  ModelConfig c = config;
+  for (std::string& n : check_tensor_parallel(c)) c.notes.push_back(std::move(n));
   const LayerDims d = layer_dims(c);
   const int64_t T = c.tokens();
   const int64_t tp = c.tensor_parallel;

@@ -100,7 +100,8 @@ struct Plan {
 };
 
 // The four projections (and the LM head when vocab_size > 0) of one tensor-parallel rank, each in
-// Fprop, Dgrad and Wgrad. Validates the config (UsageError). Models with experts (docs/moe.md):
+// Fprop, Dgrad and Wgrad. Validates the config and applies its framework's tensor-parallel rules
+// (core/model/layout_rules.hpp: UsageError naming the rule, or notes in the plan's config). Models with experts (docs/moe.md):
 // MoE layers get the router (BF16 in every recipe), the routed experts' up and down projections as
 // grouped GEMMs over the busiest expert-parallel rank's experts (Fprop/Dgrad grouped along M,
 // Wgrad along K) and the shared experts; dense layers their MLP. MLA replaces QKV with its

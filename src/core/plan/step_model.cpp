@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "core/model/layout_rules.hpp"
 #include "core/util/error.hpp"
 #include "core/io/input_file.hpp"
 #include "core/util/suggest.hpp"
@@ -31,6 +32,11 @@ const char* step_context_framework(StepContextKind k) {
   return "";
 }
 
+LayoutFramework layout_framework(StepContextKind k) {
+  return k == StepContextKind::Eager || k == StepContextKind::Compiled ? LayoutFramework::PyTorch
+                                                                       : LayoutFramework::Megatron;
+}
+
 StepContextKind step_context_from_string(const std::string& s) {
   if (const std::optional<StepContextKind> k = step_context_names().find(s)) return *k;  // any case, old names too
   throw UsageError(fmt::format("--step-context must be te, eager, compile or none, got '{}'{}", clip_text(s, 80),
@@ -54,7 +60,7 @@ AttentionShape attention_shape(const ModelConfig& c) {
     a.d_qk = c.mla.qk_nope_head_dim + c.mla.qk_rope_head_dim;
     a.d_v = c.mla.v_head_dim;
   } else {
-    a.heads_kv = c.kv_heads() >= tp ? c.kv_heads() / tp : 1;
+    a.heads_kv = kv_heads_per_rank(c);  // core/model/layout_rules.hpp
     a.d_qk = a.d_v = c.head_dimension();
   }
   return a;

@@ -154,15 +154,15 @@ void add_provider_block(print::Document& d, const RunResult& r, size_t mode) {
   d.table(std::move(t));
   if (r.plan.model_mode) {
     const ProviderSums s = summarize_providers(r, mode);
-    const bool moe = r.plan.has_moe();
-    d.title(fmt::format("Per-{}layer total by provider (ms; N/A where any GEMM of that provider is N/A):", moe ? "MoE " : ""));
+    // The full model, as the report's lead: every GEMM of one training step.
+    d.title("Full model by provider (every GEMM of one training step, ms; N/A where any GEMM of that provider is N/A):");
     std::vector<print::Column> tc = {{"", Align::Left, 16}};
     for (Precision p : r.precisions) tc.push_back({to_string(p), Align::Right, 15});
     print::Table totals(std::move(tc), print::Table::Layout::Fixed);
     totals.add_header();
     auto row = [&](const std::string& label, const std::vector<PrecisionSums>& sums) {
       std::vector<print::Cell> cells = {label};
-      for (const PrecisionSums& ps : sums) cells.emplace_back(print::format_ms(moe ? ps.moe_total : ps.total));
+      for (const PrecisionSums& ps : sums) cells.emplace_back(print::format_ms(ps.full_model));
       totals.add_row(std::move(cells));
     };
     for (size_t i = 0; i < r.providers.size(); ++i) row(r.providers[i], s.per_provider[i]);
@@ -175,14 +175,14 @@ void add_provider_block(print::Document& d, const RunResult& r, size_t mode) {
       for (size_t p = 0; p < r.precisions.size(); ++p) {
         if (p == b) continue;
         auto sp = [&](const std::vector<PrecisionSums>& sums) -> std::optional<double> {
-          const auto num = moe ? sums[p].moe_total : sums[p].total;
-          const auto den = moe ? sums[b].moe_total : sums[b].total;
+          const auto num = sums[p].full_model;
+          const auto den = sums[b].full_model;
           if (!num || !den || *num <= 0) return std::nullopt;
           return *den / *num;
         };
         const auto first = sp(s.per_provider[0]);
         const auto best = sp(s.best);
-        d.line(fmt::format("{} vs BF16 per layer: {} {}, best available {}", to_string(r.precisions[p]), r.providers[0],
+        d.line(fmt::format("{} vs BF16, the full model's GEMMs: {} {}, best available {}", to_string(r.precisions[p]), r.providers[0],
                            first ? print::format_speedup(*first) : "N/A", best ? print::format_speedup(*best) : "N/A"));
       }
     }

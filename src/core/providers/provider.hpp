@@ -46,8 +46,8 @@ struct ProviderSums {
 ProviderSums summarize_providers(const RunResult& r, size_t mode);
 
 // The report block of a run with more than one provider: per GEMM and precision, every provider's
-// time (N/A with the reason's footnote-free short form), the best; then, model runs, the per-layer
-// totals per provider and best available. Nothing for a single-provider run.
+// time (N/A with the reason's footnote-free short form), the best; then, model runs, the full
+// model's totals per provider and best available, and their speedups vs BF16. Nothing for a single-provider run.
 void add_provider_block(print::Document& d, const RunResult& r, size_t mode);
 std::string render_provider_block(const RunResult& r, size_t mode);  // the same block as text
 

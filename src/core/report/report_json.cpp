@@ -42,6 +42,18 @@ using namespace json_fields;
 
 namespace {
 
+// A Wgrad GEMM in the other orientation: X^T.dY ([in, out], operand a the activation) <-> dY^T.X
+// ([out, in], operand a the gradient); m and n swap, k (the tokens) stays.
+constexpr const char* kWgradTransposedNote =
+    "Wgrad cells timed as the transposed product X^T.dY ([in, out]: this file was written before Wgrad took the "
+    "weight's orientation): the same FLOPs, other cuBLASLt kernels; their shapes are shown in today's N x M x K";
+
+Gemm transposed_wgrad(Gemm g) {
+  std::swap(g.m, g.n);
+  std::swap(g.a, g.b);
+  return g;
+}
+
 json opt(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 
 // "N/A reasons" of a set of cells, grouped by reason in order of appearance: "fprop QKV Proj,
@@ -311,7 +323,7 @@ json routing_json(const Routing& r) {
 json config_json(const ModelConfig& c) {
   json j = {{"name", c.name},
             {"gated_mlp", c.gated_mlp},
-            {"vocab_size_padded", c.padded_vocab()},
+            {"vocab_size_padded", padded_vocab(c)},
             {"source", c.source},
             {"notes", c.notes},
             {"micro_batch_from", c.micro_batch_from},
@@ -561,7 +573,11 @@ json to_json(const RunResult& r) {
   if (r.plan.config) moe_mla_json(j["config"], *r.plan.config);
   // The plan's GEMMs (the GEMM records' items), the other kinds' items, the ranks, the records.
   j["gemms"] = json::array();
-  for (size_t g = 0; g < r.plan.gemms.size(); ++g) j["gemms"].push_back(gemm_json(r.plan.gemms[g], g, r.recipe_options));
+  for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
+    // As measured: an older file's Wgrad as the transposed product it timed (RunResult::wgrad_transposed).
+    const Gemm& x = r.plan.gemms[g];
+    j["gemms"].push_back(gemm_json(r.wgrad_transposed && x.pass == Pass::Wgrad ? transposed_wgrad(x) : x, g, r.recipe_options));
+  }
   if (!r.item_names.empty()) {
     j["items"] = json::object();
     for (const auto& [kind, names] : r.item_names) j["items"][to_string(kind)] = names;
@@ -762,8 +778,15 @@ RunResult read_result(const json& j, const std::string& name) {
     for (const ModelField& f : model_fields())
       if (f.section == std::string_view("config")) f.value(mc) = size(f.key, f.required, f.allow_zero, f.absent);
     mc.gated_mlp = get_or<bool>(c, "gated_mlp", where, false);
-    if (!find(c, "vocab_size_padded") && mc.tensor_parallel > 1 && mc.vocab_divisible_by == 0)
-      mc.vocab_divisible_by = 1;  // written before padding existed: the vocabulary as it was
+    // The layout rules the run planned under (core/model/layout_rules.hpp) follow its step context.
+    mc.layout = layout_framework(r.timing.step_context_kind);
+    // The vocabulary as the file's plan has it: a file written before padding existed (no
+    // "vocab_size_padded"), or before Megatron-LM's padding applied at TP 1 too, kept its vocabulary.
+    if (mc.vocab_divisible_by == 0) {
+      const json* vp = find(c, "vocab_size_padded");
+      const int64_t written = vp && vp->is_number_integer() ? vp->get<int64_t>() : mc.vocab_size;
+      if (written == mc.vocab_size && padded_vocab(mc) != mc.vocab_size) mc.vocab_divisible_by = 1;
+    }
     mc.source = get_or<std::string>(c, "source", where, "");
     mc.micro_batch_from = get_or<std::string>(c, "micro_batch_from", where, "");
     mc.sequence_from = get_or<std::string>(c, "sequence_from", where, "");
@@ -800,8 +823,17 @@ RunResult read_result(const json& j, const std::string& name) {
   const json* gemms = find(j, "gemms");
   if (!gemms || !gemms->is_array() || gemms->empty())
     throw UsageError(fmt::format("{}: \"gemms\" must be a non-empty list", name));
-  for (size_t gi = 0; gi < gemms->size(); ++gi)
-    r.plan.gemms.push_back(read_gemm((*gemms)[gi], fmt::format("{}: gemms[{}]", name, gi)));
+  for (size_t gi = 0; gi < gemms->size(); ++gi) {
+    Gemm x = read_gemm((*gemms)[gi], fmt::format("{}: gemms[{}]", name, gi));
+    // One Wgrad convention, N x M x K (dY^T . X: the gradient as the weight is stored; the dry run and
+    // docs/measurement.md): files written before it hold the transposed product X^T . dY (K x M x N,
+    // operand a the activation), the same GEMM's FLOPs and time, read as today's.
+    if (x.pass == Pass::Wgrad && x.a.role == Role::Activation && x.b.role == Role::Grad) {
+      x = transposed_wgrad(x);
+      r.wgrad_transposed = true;
+    }
+    r.plan.gemms.push_back(x);
+  }
   // The other axes of the records: the accuracy pass's precisions, the other kinds' items, the ranks.
   if (j.contains("accuracy") && j["accuracy"].is_object()) {
     r.has_accuracy = true;
@@ -889,6 +921,13 @@ RunResult read_result(const json& j, const std::string& name) {
     for (size_t i = 0; i < notes->size(); ++i)
       r.notes.push_back(as<std::string>((*notes)[i], fmt::format("{}: notes[{}]", name, i)));
   }
+  // Kernel checks as today's rule judges them, not as the writer's did (the LM head's BF16 kernels
+  // in FP8 columns were flagged before --lm-head-precision bf16 exempted them).
+  if (!r.dry_run) judge_kernel_checks(r);
+  if (r.wgrad_transposed) {
+    const std::string note = kWgradTransposedNote;
+    if (std::find(r.notes.begin(), r.notes.end(), note) == r.notes.end()) r.notes.push_back(note);
+  }
   return r;
 }
 
@@ -936,6 +975,19 @@ json with_derived_fields(json doc, const RunResult& r) {
             }
     if (doc.contains("summary")) rename(&doc["summary"]);
   }
+  // The GEMMs' shapes and operands as the reader has them (an older file's Wgrad in today's N x M x K).
+  if (json* gemms = doc.contains("gemms") ? &doc["gemms"] : nullptr;
+      gemms && gemms->is_array() && gemms->size() == r.plan.gemms.size())
+    for (size_t i = 0; i < r.plan.gemms.size(); ++i) {
+      json& g = (*gemms)[i];
+      const Gemm& x = r.plan.gemms[i];
+      if (!g.is_object() || x.pass != Pass::Wgrad) continue;
+      g["m"] = x.m;
+      g["k"] = x.k;
+      g["n"] = x.n;
+      g["a"] = {{"role", to_string(x.a.role)}, {"k_major", x.a.k_major}};
+      g["b"] = {{"role", to_string(x.b.role)}, {"k_major", x.b.k_major}};
+    }
   doc.erase("totals");
   doc.erase("provider_totals");
   write_totals(doc, r);

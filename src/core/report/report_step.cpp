@@ -3,17 +3,6 @@
 #include <fmt/format.h>
 
 namespace gs {
-namespace {
-
-std::optional<double> average_layer_gemm_ms(const RunResult& r, const PrecisionSums& s) {
-  const double layers = static_cast<double>(r.plan.layers());
-  const double moe = static_cast<double>(r.plan.moe_layers());
-  if (moe == 0) return s.total;
-  if (!s.moe_total || (layers > moe && !s.total)) return std::nullopt;
-  return ((layers - moe) * s.total.value_or(0) + moe * *s.moe_total) / layers;
-}
-
-}  // namespace
 
 void add_step_context(print::Document& d, const RunResult& r) {
   const StepContextKind kind = r.timing.step_context_kind;
@@ -88,7 +77,7 @@ std::vector<StepEstimate> step_estimates(const RunResult& r, size_t mode) {
   const ModeSummary s = summarize_mode(r, mode);
   for (size_t p = 0; p < r.precisions.size(); ++p) {
     StepEstimate e;
-    e.gemm_ms = average_layer_gemm_ms(r, s.sums[p]);
+    e.gemm_ms = s.sums[p].average_layer;
     e.attention_ms = c.attention_ms();
     e.other_ms = c.memory_ms();
     // Pre-quantized GEMMs leave the FP8 casts out of their time: the step has them.
@@ -105,8 +94,9 @@ void add_step_estimate(print::Document& d, const RunResult& r, size_t mode) {
   std::optional<size_t> bf16;
   for (size_t p = 0; p < r.precisions.size(); ++p)
     if (r.precisions[p] == Precision::BF16) bf16 = p;
-  d.title(fmt::format("Step estimate per layer (ms): GEMMs measured, attention {}, other work modelled{}",
-                      c.attention_measured ? "measured" : "modelled", c.other_from_user ? " (--step-other-ms)" : ""));
+  d.title(fmt::format("Step estimate of the average layer{} (ms): GEMMs measured, attention {}, other work modelled{}",
+                      r.plan.has_moe() ? ", experts included" : "", c.attention_measured ? "measured" : "modelled",
+                      c.other_from_user ? " (--step-other-ms)" : ""));
   using print::Align;
   print::Table t({{"", Align::Left, 14},
                   {"GEMMs", Align::Right, 10},
@@ -128,7 +118,9 @@ void add_step_estimate(print::Document& d, const RunResult& r, size_t mode) {
                print::format_ms(e.step_ms()), gsp, ssp});
   }
   d.table(std::move(t));
-  d.line("An average layer; the LM head (once per step), optimizer, communication and host gaps are not in it.", 2);
+  d.line("Speedups vs BF16 of the average layer: its GEMMs alone, and its step (GEMMs + attention + other). The LM "
+         "head (once per step), optimizer, communication and host gaps are not in it.",
+         2);
 }
 
 std::string step_estimate_block(const RunResult& r, size_t mode) {

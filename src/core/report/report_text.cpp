@@ -75,14 +75,6 @@ int prec_width(const RunResult& r) {
   return static_cast<int>(w + 2);
 }
 
-// "vocab=50257 (padded to 50304 = multiple of 128 x TP 2, as Megatron)".
-std::string vocab_text(const ModelConfig& c) {
-  if (c.padded_vocab() == c.vocab_size) return fmt::format("vocab={}", c.vocab_size);
-  const int64_t by = c.vocab_divisible_by ? c.vocab_divisible_by : 128;
-  return fmt::format("vocab={} (padded to {} = a multiple of {} x TP {}, as Megatron)", c.vocab_size, c.padded_vocab(),
-                     by, c.tensor_parallel);
-}
-
 // The tokens line, where each batch number came from, the config file and what reading it filled in.
 void add_tokens(print::Document& d, const ModelConfig& c) {
   std::string out = fmt::format("Tokens per step: M = {} x {} = {}", c.micro_batch_size, c.sequence_length,
@@ -148,6 +140,15 @@ void add_header(print::Document& d, const RunResult& r, size_t mode) {
   d.rule('=', print::kReportWidth);
 }
 
+// The layers of a model plan, as the full model's labels name them: "24 layers", "3 dense + 58 MoE
+// layers", "48 MoE layers".
+std::string layers_text(const Plan& p) {
+  const int64_t n_moe = p.moe_layers();
+  if (n_moe == 0) return fmt::format("{} layers", p.layers());
+  if (p.dense_layers() == 0) return fmt::format("{} MoE layers", n_moe);
+  return fmt::format("{} dense + {} MoE layers", p.dense_layers(), n_moe);
+}
+
 // The Op column of a model plan's tables: the router is marked as BF16 in every column.
 std::string op_cell(const Gemm& x) {
   if (x.scope == Scope::Model) return std::string(op_label(x.op)) + "*";
@@ -159,7 +160,7 @@ void add_model(print::Document& d, const RunResult& r, size_t mode, Footnotes& f
   const ModeSummary s = summarize_mode(r, mode);
   const bool moe = r.plan.has_moe();
   const int64_t n_moe = r.plan.moe_layers(), n_dense = r.plan.dense_layers();
-  // The summary first: per-layer and full-model time, measured speedups.
+  // The summary first: the full model's and its layers' time, the measured speedups.
   std::vector<int> sw = {22, 0};
   for (size_t i = 0; i < r.precisions.size(); ++i) sw.push_back(prec_width(r));
   std::vector<std::string> head = {"", ""};
@@ -179,10 +180,18 @@ void add_model(print::Document& d, const RunResult& r, size_t mode, Footnotes& f
     st = report_table(sw, head);
     d.line(label);
   };
-  d.title("Per-Layer GEMM Time:");
+  // The lead: the full model (every GEMM of one training step), then its layers. In a MoE model a
+  // dense layer's sum is not the model's: the average layer (experts included) comes first.
+  d.title(fmt::format("GEMM Time of One Training Step ({} mode): the full model, then per layer:", to_string(r.modes[mode])));
   st.add_header();
+  section(fmt::format("Full Model ({}{}):", layers_text(r.plan), s.has_model_once ? " + LM head" : ""));
+  sums_row("Total GEMM time (ms):", [](const PrecisionSums& p) { return p.full_model; });
+  if (moe && n_dense > 0) {
+    section(fmt::format("Average layer ({} layers, experts included; LM head not included):", r.plan.layers()));
+    sums_row("Per-layer total:", [](const PrecisionSums& p) { return p.average_layer; });
+  }
   if (!moe || n_dense > 0) {
-    if (moe) section(fmt::format("Dense layer ({} of {}):", n_dense, r.plan.layers()));
+    section(moe ? fmt::format("Dense layer ({} of {}):", n_dense, r.plan.layers()) : std::string("Per layer (every layer alike):"));
     sums_row("Fprop:", [](const PrecisionSums& p) { return p.fprop; });
     sums_row("Dgrad:", [](const PrecisionSums& p) { return p.dgrad; });
     sums_row("Fprop + Dgrad:", [](const PrecisionSums& p) { return p.fprop_dgrad; });
@@ -207,13 +216,9 @@ void add_model(print::Document& d, const RunResult& r, size_t mode, Footnotes& f
     section("Once per step:");
     sums_row("LM Head (3 passes):", [](const PrecisionSums& p) { return p.model_once; });
   }
-  if (moe)
-    section(fmt::format("Full Model ({} dense + {} MoE layers{}):", n_dense, n_moe, s.has_model_once ? " + LM head" : ""));
-  else
-    section(fmt::format("Full Model ({} layers{}):", r.plan.layers(), s.has_model_once ? " + LM head" : ""));
-  sums_row("Total GEMM time (ms):", [](const PrecisionSums& p) { return p.full_model; });
   d.table(std::move(st));
-  d.title(fmt::format("Measured GEMM Speedups (full model, {} mode):", to_string(r.modes[mode])));
+  d.title(fmt::format("Measured GEMM Speedups (full model: every GEMM of one training step, {} mode):",
+                      to_string(r.modes[mode])));
   for (const Speedup& sp : s.speedups)
     d.line(sp.value ? fmt::format("{}: {:.2f}x", sp.name(), *sp.value) : fmt::format("{}: N/A", sp.name()));
   if (s.has_model_once && r.recipe_options.lm_head_bf16)
@@ -335,8 +340,9 @@ void add_shapes(print::Document& d, const RunResult& r, size_t mode, Footnotes& 
   }
 }
 
-// The modes side by side (model mode: per-layer GEMM time; shapes: the sum over shapes): time per
-// mode, the quantization overhead of each quantizing mode over pre-quantized, speedups vs BF16.
+// The modes side by side (model mode: the full model, every GEMM of one training step; shapes: the
+// sum over shapes): time per mode, the quantization overhead of each quantizing mode over
+// pre-quantized, speedups vs BF16. The lead table of a multi-mode report.
 void add_modes(print::Document& d, const RunResult& r) {
   std::optional<size_t> pq;
   for (size_t i = 0; i < r.modes.size(); ++i)
@@ -350,7 +356,12 @@ void add_modes(print::Document& d, const RunResult& r) {
     name[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(name[0])));
     title += (i ? " vs " : "") + name;
   }
-  d.title(fmt::format("{} ({}):", title, r.plan.model_mode ? "per-layer GEMM time" : "sum over shapes"));
+  std::string scope = "sum over shapes";
+  if (r.plan.model_mode) {
+    const bool lm = std::any_of(r.plan.gemms.begin(), r.plan.gemms.end(), [](const Gemm& g) { return g.scope == Scope::Model; });
+    scope = fmt::format("full model: every GEMM of one training step, {}{}", layers_text(r.plan), lm ? " + LM head" : "");
+  }
+  d.title(fmt::format("{} ({}):", title, scope));
   std::vector<std::string> head = {"Precision", ""};
   std::vector<int> widths = {14, 0};
   for (Mode m : r.modes) {
@@ -377,7 +388,7 @@ void add_modes(print::Document& d, const RunResult& r) {
   if (r.plan.model_mode)
     for (size_t m = 0; m < r.modes.size(); ++m) sums.push_back(summarize_mode(r, m));
   auto total = [&](size_t mode, size_t p) -> std::optional<double> {
-    if (r.plan.model_mode) return sums[mode].sums[p].total;
+    if (r.plan.model_mode) return sums[mode].sums[p].full_model;
     double s = 0;
     for (size_t g = 0; g < r.plan.gemms.size(); ++g) {
       if (!r.cell(mode, g, p).ok) return std::nullopt;
@@ -405,7 +416,8 @@ void add_modes(print::Document& d, const RunResult& r) {
     t.add_row(cells(row));
   }
   if (pq && bf != r.precisions.end()) t.add_note("BF16 quantizes nothing: its differences between modes are measurement noise.");
-  t.add_note(fmt::format("Spd = speedup vs BF16 in that mode.{}",
+  t.add_note(fmt::format("Spd = {} speedup vs BF16 in that mode.{}",
+                         r.plan.model_mode ? "the full model's GEMM" : "the shapes' summed GEMM",
                          !pq ? std::string()
                          : one ? fmt::format(" Quant ovh = {} - pre-quantized.", to_string(r.modes[quantizing[0]]))
                                : std::string(" <Mode> ovh = that mode - pre-quantized.")));
@@ -497,8 +509,11 @@ void add_repeats(print::Document& d, const RunResult& r) {
     for (size_t i = 0; i < rs[m].speedups.size() && i < ms.speedups.size(); ++i)
       if (const auto& iv = rs[m].speedups[i])
         speedups += fmt::format("  {} {:.2f}x [{:.2f}, {:.2f}]", ms.speedups[i].name(), iv->median, iv->lo, iv->hi);
-    if (!totals.empty()) d.line(fmt::format("{}: per-layer total (ms){}", to_string(r.modes[m]), totals), 2);
-    if (!speedups.empty()) d.line(fmt::format("{}: speedups{}", to_string(r.modes[m]), speedups), 2);
+    if (!totals.empty())
+      d.line(fmt::format("{}: per-layer total (ms; {}){}", to_string(r.modes[m]),
+                         r.plan.has_moe() ? "the average layer, experts included" : "every layer alike", totals),
+             2);
+    if (!speedups.empty()) d.line(fmt::format("{}: speedups (the full model's GEMMs){}", to_string(r.modes[m]), speedups), 2);
   }
 }
 

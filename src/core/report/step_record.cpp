@@ -165,7 +165,21 @@ struct StepSection {
   const StepResult* step = nullptr;  // writing only
   const RunResult* run = nullptr;    // writing only
 };
-constexpr size_t kMaxStepKernels = 64;
+// A step measures a few dozen kernels; each is looked up per group, mode and precision, so a file
+// listing 100,000s would multiply the work of every command that reads it: refused, with the count.
+constexpr size_t kMaxStepKernels = 1024;
+
+Field<StepSection> kernels_field() {
+  Field<StepSection> f = list<StepSection>("kernels", [](auto& s) -> auto& { return s.kernels; }, kernel_fields(),
+                                           kMaxStepKernels);
+  f.read = [list_read = f.read](const json& o, StepSection& s, const std::string& where) {
+    if (const json* ks = find(o, "kernels"); ks && ks->is_array() && ks->size() > kMaxStepKernels)
+      throw UsageError(fmt::format("{}.kernels lists {} kernels, more than the {} a step block may hold", where, ks->size(),
+                                   kMaxStepKernels));
+    list_read(o, s, where);
+  };
+  return f;
+}
 
 const Fields<StepSection>& step_fields() {
   static const Fields<StepSection> t = {
@@ -199,7 +213,7 @@ const Fields<StepSection>& step_fields() {
                         "num_floating_point_operations), recompute left out"},
                 {"hfu", "the same FLOPs plus the recomputed forward work, over the same time and peak"}};
           }),
-      list<StepSection>("kernels", [](auto& s) -> auto& { return s.kernels; }, kernel_fields(), kMaxStepKernels),
+      kernels_field(),
       derived<StepSection>("modes", [](const StepSection& s) -> std::optional<json> {
         const StepResult& st = *s.step;
         const RunResult& r = *s.run;

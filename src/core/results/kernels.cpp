@@ -324,23 +324,35 @@ void finish_kernel_records(RunResult& r) {
   for (size_t m = 0; r.has_cells() && m < r.modes.size(); ++m)  // the main provider's cells
     for (size_t g = 0; g < r.plan.gemms.size(); ++g)
       for (size_t p = 0; p < r.precisions.size(); ++p) {
+        const Cell& c = r.cell(m, g, p);
+        if (c.ok && !c.kernels.traced && untraced.empty()) untraced = c.kernels.trace_note;
+      }
+  judge_kernel_checks(r);
+  if (!untraced.empty()) r.notes.push_back("kernel records: " + untraced);
+}
+
+void judge_kernel_checks(RunResult& r) {
+  constexpr std::string_view kCheck = "KERNEL CHECK ";
+  // Where the checks stand among the notes: in place of the first earlier one, else at the end.
+  auto first = std::find_if(r.notes.begin(), r.notes.end(), [&](const std::string& n) { return n.starts_with(kCheck); });
+  const size_t at = static_cast<size_t>(first - r.notes.begin());
+  std::erase_if(r.notes, [&](const std::string& n) { return n.starts_with(kCheck); });
+  std::vector<std::string> checks;
+  for (size_t m = 0; r.has_cells() && m < r.modes.size(); ++m)  // the main provider's cells
+    for (size_t g = 0; g < r.plan.gemms.size(); ++g)
+      for (size_t p = 0; p < r.precisions.size(); ++p) {
         Cell& c = r.cell(m, g, p);
-        if (!c.ok) continue;
-        if (!c.kernels.traced) {
-          if (untraced.empty()) untraced = c.kernels.trace_note;
-          continue;
-        }
+        if (!c.ok || !c.kernels.traced) continue;
         // Against the precision the GEMM is meant to run in: the router (and the LM head under
         // --lm-head-precision bf16) run BF16 kernels in every column by design.
         const Gemm& x = r.plan.gemms[g];
         const Precision intended = make_recipe(r.precisions[p], x, r.recipe_options).precision;
         c.kernels.flag = kernel_flag(intended, c.kernels.kernels);
-        if (!c.kernels.flag.empty()) {
-          r.notes.push_back(fmt::format("KERNEL CHECK {} {} {} {}: {}", to_string(r.modes[m]), pass_label(x.pass),
-                                        x.label(), to_string(r.precisions[p]), c.kernels.flag));
-        }
+        if (!c.kernels.flag.empty())
+          checks.push_back(fmt::format("{}{} {} {} {}: {}", kCheck, to_string(r.modes[m]), pass_label(x.pass), x.label(),
+                                       to_string(r.precisions[p]), c.kernels.flag));
       }
-  if (!untraced.empty()) r.notes.push_back("kernel records: " + untraced);
+  r.notes.insert(r.notes.begin() + static_cast<std::ptrdiff_t>(std::min(at, r.notes.size())), checks.begin(), checks.end());
 }
 
 // ---- --kernels table --------------------------------------------------------------------------

@@ -136,6 +136,11 @@ std::string cell_range_name(Mode m, const Gemm& g, Precision p);
 // After a run: sets every traced cell's flag and adds one note per flagged cell, plus notes for
 // --num-sms, autotune and a trace that could not be taken.
 void finish_kernel_records(RunResult& r);
+// Judges every traced cell's kernels by today's rule (kernel_flag against the precision the GEMM is
+// meant to run in: BF16 for the router, and for the LM head under --lm-head-precision bf16): sets
+// each flag and replaces the run's "KERNEL CHECK" notes. The run's end calls it, and so does the
+// reader of result files, so a file written under an older rule raises no stale alarm.
+void judge_kernel_checks(RunResult& r);
 
 // --kernels: per measured cell, its kernels (class, launches per iteration, mean us), the
 // GEMM / quantize / other split, the algorithm and, with autotune, the gain over the heuristic.

@@ -114,7 +114,8 @@ std::vector<RepeatSummary> summarize_repeats(const RunResult& r) {
   for (size_t m = 0; m < r.modes.size(); ++m) {
     RepeatSummary s;
     for (size_t p = 0; p < r.precisions.size(); ++p) {
-      s.per_layer_total.push_back(collect([&](const std::vector<ModeSummary>& rep) { return rep[m].sums[p].total; }));
+      s.per_layer_total.push_back(
+          collect([&](const std::vector<ModeSummary>& rep) { return rep[m].sums[p].average_layer; }));
       s.full_model.push_back(collect([&](const std::vector<ModeSummary>& rep) { return rep[m].sums[p].full_model; }));
     }
     const size_t n_sp = per_rep[0][m].speedups.size();

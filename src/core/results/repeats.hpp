@@ -33,7 +33,8 @@ RunResult repeat_view(const RunResult& r, size_t repeat);
 // repeat_ms = the repeats' means. N/A when any repeat is N/A (its reason).
 Cell pool_repeats(const std::vector<Cell>& repeats);
 
-// Per mode and precision: intervals of the per-layer total and of the full model over the repeats;
+// Per mode and precision: intervals of the per-layer total (the average layer, experts included)
+// and of the full model over the repeats;
 // per speedup pair (speedup_pairs order): its interval. Empty when the run has fewer than 3 repeats
 // (timing.repeats) or its measured cells do not all carry that many repeat times.
 struct RepeatSummary {

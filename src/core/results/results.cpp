@@ -16,7 +16,7 @@ const char* to_string(Dist d) { return d == Dist::Normal ? "normal" : "outliers"
 Dist dist_from_string(const std::string& s) {  // any case
   if (iequals(s, "normal")) return Dist::Normal;
   if (iequals(s, "outliers")) return Dist::Outliers;
-  throw UsageError(fmt::format("unknown distribution '{}' (normal, outliers)", s));
+  throw UsageError(fmt::format("unknown distribution '{}' (normal, outliers)", clip_text(s, 80)));
 }
 
 RecordKey RunResult::gemm_key(size_t provider, size_t mode, size_t gemm, size_t prec, uint32_t rank) const {
@@ -136,11 +136,12 @@ std::optional<double> add(std::optional<double> a, std::optional<double> b) {
 
 }  // namespace
 
-PrecisionSums sum_precision(const Plan& plan, const CellValue& value) {
+PrecisionSums sum_precision(const Plan& plan, const CellValue& value) { return sum_precision(plan, value, plan.moe_layers()); }
+
+PrecisionSums sum_precision(const Plan& plan, const CellValue& value, int64_t moe_layers) {
   PrecisionSums ps;
   bool has_model_once = false;
   for (const Gemm& g : plan.gemms) has_model_once |= g.scope == Scope::Model;
-  const int64_t moe_layers = plan.moe_layers();
   const double dense_layers = static_cast<double>(plan.layers() - moe_layers);
   auto layer_pass = [](Pass pass) {
     return [pass](const Gemm& g) { return (g.scope == Scope::Layer || g.scope == Scope::DenseLayer) && g.pass == pass; };
@@ -179,17 +180,25 @@ PrecisionSums sum_precision(const Plan& plan, const CellValue& value) {
                                                                   : std::nullopt)
                                                   : std::optional<double>(0.0);
   ps.full_model = add(add(dense_part, moe_part), ps.model_once);
+  if (moe_layers == 0) ps.average_layer = ps.total;  // every layer alike
+  else if (dense_layers == 0) ps.average_layer = ps.moe_total;
+  else if (const std::optional<double> layers_part = add(dense_part, moe_part))
+    ps.average_layer = *layers_part / static_cast<double>(plan.layers());
   return ps;
 }
 
 ModeSummary summarize_mode(const RunResult& r, size_t mode) {
   ModeSummary s;
   for (const Gemm& g : r.plan.gemms) s.has_model_once |= g.scope == Scope::Model;
+  const int64_t moe_layers = r.plan.moe_layers();  // once: it walks every layer
   for (size_t p = 0; p < r.precisions.size(); ++p) {
-    s.sums.push_back(sum_precision(r.plan, [&](size_t g) -> std::optional<double> {
-      const Cell& c = r.cell(mode, g, p);
-      return c.ok ? std::optional<double>(c.stats.mean_ms) : std::nullopt;
-    }));
+    s.sums.push_back(sum_precision(
+        r.plan,
+        [&](size_t g) -> std::optional<double> {
+          const Cell& c = r.cell(mode, g, p);
+          return c.ok ? std::optional<double>(c.stats.mean_ms) : std::nullopt;
+        },
+        moe_layers));
   }
   for (auto [num, den] : speedup_pairs(r.precisions)) {
     Speedup sp{num, den, std::nullopt};

@@ -137,6 +137,11 @@ struct RunResult {
   // Every measured, modelled or predicted quantity of the run (core/results/records.hpp).
   RecordTable records;
   std::vector<std::string> notes;
+  // A file written before Wgrad took the weight's orientation timed its Wgrad cells as the
+  // transposed product X^T.dY ([in, out]; the same FLOPs, other cuBLASLt kernels). The reader shows
+  // those GEMMs in today's convention (dY^T.X, N x M x K) and sets this; the writer writes them back
+  // as measured, and compare notes the difference.
+  bool wgrad_transposed = false;
   std::optional<StepContextInfo> step_context;  // what ran between timed iterations (a step context)
   StepOptions step_options;                     // --recompute, --param-storage, ... (core/step/step_options.hpp)
   std::optional<StepResult> step;               // the whole step of a model plan (core/step/step_breakdown.hpp)
@@ -186,9 +191,17 @@ struct RunResult {
 
 // Sums of a model-mode run, per precision (index into RunResult::precisions); std::nullopt when
 // any contributing cell is N/A.
+// Which sum answers which question: `full_model` is the model's (every layer's GEMMs + the LM
+// head, one training step: the lead figure of every report); `average_layer` a layer's, experts
+// included (the step estimate's); `total` and its passes a DENSE layer's only (in a MoE model, the
+// layers without experts), `moe_total` a MoE layer's.
 struct PrecisionSums {
   // A dense layer (every layer's GEMMs + the dense MLP); in a dense model, every layer.
-  std::optional<double> fprop, dgrad, wgrad, fprop_dgrad, total, model_once, full_model;
+  std::optional<double> fprop, dgrad, wgrad, fprop_dgrad, total;
+  // Once per step (the LM head), and the full model: layers x their layer's sum + the LM head.
+  std::optional<double> model_once, full_model;
+  // The average layer, experts included: (dense layers x `total` + MoE layers x `moe_total`) / layers.
+  std::optional<double> average_layer;
   // Models with experts: a MoE layer (every layer's GEMMs + router, routed and shared experts).
   std::optional<double> moe_fprop, moe_dgrad, moe_wgrad, moe_total;
   // Per layer, all three passes: attention projections, dense MLP, router, routed experts, shared
@@ -200,6 +213,9 @@ struct PrecisionSums {
 // the same scopes (dense layers, MoE layers, the LM head once). Empty for a shapes plan.
 using CellValue = std::function<std::optional<double>(size_t gemm)>;
 PrecisionSums sum_precision(const Plan& plan, const CellValue& value);
+// The same with the plan's MoE layer count given (counting them walks every layer: a caller that
+// sums several precisions counts once).
+PrecisionSums sum_precision(const Plan& plan, const CellValue& value, int64_t moe_layers);
 
 struct Speedup {
   Precision num, den;

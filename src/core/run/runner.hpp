@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/step/parallel_layout.hpp"
 #include "core/run/comm_options.hpp"
 #include "core/run/engine.hpp"
 #include "core/results/results.hpp"
@@ -21,6 +22,8 @@ struct RunRequest {
   bool accuracy = false;       // also run the accuracy pass
   bool accuracy_only = false;  // only the accuracy pass (no timing)
   Dist dist = Dist::Normal;
+  // The parallel step's settings as given (core/step/parallel_layout.hpp; core/parallel/).
+  ParallelRequest parallel;
   CommOptions comm;  // --comm, --comm-only and the layout flags (the collectives, cli/cmd_comm.cpp)
 };
 

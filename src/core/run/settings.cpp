@@ -813,23 +813,32 @@ std::vector<Setting> declare() {
       return std::string(given_flag(given, "--comm-only") ? "only" : given_flag(given, "--comm") ? "on" : "off");
     };
   }
-  // A layout flag of the collectives: given without --comm / --comm-only, it would change nothing.
-  const auto comm_layout = [&](const char* key, SettingType type, const char* flags, const char* type_name,
-                               const char* help) -> Setting& {
-    Setting& s = add("comm", key);
+  // A setting of the request only (a result records none of it, compare has nothing to note).
+  const auto request_only = [&](const char* section, const char* key, const char* group, SettingType type,
+                                const char* flags, const char* type_name, const char* help) -> Setting& {
+    Setting& s = add(section, key);
     s.type = type;
     s.flags = flags;
-    s.group = "Node";
+    s.group = group;
     s.type_name = type_name;
     s.help = help;
-    s.placed_by_cli = true;
     s.recorded = false;
     s.compared = false;
     s.absent = std::monostate{};
+    return s;
+  };
+  // A layout flag of the collectives: given without --comm / --comm-only, it would change nothing.
+  const auto comm_layout = [&](const char* key, SettingType type, const char* flags, const char* type_name,
+                               const char* help) -> Setting& {
+    Setting& s = request_only("comm", key, "Node", type, flags, type_name, help);
+    s.placed_by_cli = true;
     s.resolve = [](const Setting& self, const GivenSettings& given, const RunRequest&) -> SettingValue {
       const std::string* text = given_text(given, self);
       if (!text) return self.dflt;
-      if (!given_flag(given, "--comm") && !given_flag(given, "--comm-only"))
+      // The parallel step (--layout, ...) reduces gradients in --grad-reduce-type too.
+      const bool parallel_step = self.key == "grad_reduce_type" &&
+                                 std::any_of(given.begin(), given.end(), [](const auto& g) { return g.first.rfind("parallel.", 0) == 0; });
+      if (!given_flag(given, "--comm") && !given_flag(given, "--comm-only") && !parallel_step)
         throw UsageError(fmt::format("{} applies to the collectives: add --comm (or --comm-only)", self.first_flag()));
       return setting_from_text(self, *text);
     };
@@ -869,10 +878,12 @@ std::vector<Setting> declare() {
                                         [member](CommOptions& o, const SettingValue& x) { o.*member = int_of(x); });
   }
   {
-    Setting& s = comm_layout("sequence_parallel", SettingType::Choice, "--sequence-parallel", "TEXT",
-                             "on (default) | off: TP all-gathers/reduce-scatters, or all-reduces");
+    Setting& s = comm_layout("sequence_parallel", SettingType::Choice, "--sequence-parallel", "[on|off]",
+                             "on (default; also the flag written bare) | off: TP all-gathers/reduce-scatters, or "
+                             "all-reduces");
     s.choices = two("on", "off");
     s.dflt = std::string("on");
+    s.bare = "on";
     std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return std::string(c.sequence_parallel ? "on" : "off"); },
                                         [](CommOptions& c, const SettingValue& x) { c.sequence_parallel = text_of(x) == "on"; });
   }
@@ -884,6 +895,119 @@ std::vector<Setting> declare() {
     std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return c.grad_reduce_type; },
                                         [](CommOptions& c, const SettingValue& x) { c.grad_reduce_type = text_of(x); });
   }
+  // ---- the parallel step (core/parallel/, docs/parallel.md): the request's only ----
+  // Integers 0 and texts "" are "not given": core/parallel/parallel_request.cpp merges them with the
+  // --layout string (a size given both ways must agree) and the model's --tensor-parallel,
+  // --expert-parallel and --micro_batch_size.
+  const auto parallel = [&](const char* key, const char* flags, SettingType type, const char* type_name,
+                            const char* help) -> Setting& {
+    return request_only("parallel", key, "Parallel step", type, flags, type_name, help);
+  };
+  // The request's field a parallel setting lives in (a result has none: not recorded).
+  const auto in_request = [](Setting& s, auto field, auto value_of) {
+    s.get = [field](const SettingsRef& r) -> SettingValue {
+      if (!r.parallel) return std::monostate{};
+      return r.parallel->*field;
+    };
+    s.set = [field, value_of](const SettingsRef& r, const SettingValue& x) {
+      if (r.parallel) r.parallel->*field = value_of(x);
+    };
+  };
+  const auto parallel_int = [&](const char* key, const char* flags, const char* help,
+                                int64_t ParallelRequest::*field) -> Setting& {
+    Setting& s = parallel(key, flags, SettingType::Int, "INT", help);
+    s.dflt = int64_t{0};
+    s.check = int_range(s.first_flag(), 1, int64_t{1} << 20);
+    in_request(s, field, int_of);
+    return s;
+  };
+  const auto parallel_text = [&](const char* key, const char* flags, const char* type_name, const char* help,
+                                 std::string ParallelRequest::*field,
+                                 std::function<std::string(const std::string&, const std::string&)> canonical) -> Setting& {
+    Setting& s = parallel(key, flags, SettingType::Text, type_name, help);
+    s.dflt = std::string();
+    s.parse = [canonical](const std::string& text, const std::string& flag) -> SettingValue {
+      if (trim(text).empty()) throw UsageError(flag + " is empty");
+      return canonical(text, flag);
+    };
+    in_request(s, field, text_of);
+    return s;
+  };
+  // A name among an enum's spellings, as its canonical name.
+  const auto named = [](auto names_fn) {
+    return [names_fn](const std::string& text, const std::string& flag) {
+      const auto& names = names_fn();
+      const auto found = names.find(text);
+      if (!found)
+        throw UsageError(fmt::format("{} must be {}, got '{}'{}", flag, names_list(names.canonical()), clip_text(text, 80),
+                                     did_you_mean(text, names.canonical())));
+      return std::string(names.name(*found));
+    };
+  };
+  const auto on_off = [](const std::string& text, const std::string& flag) {
+    const std::string l = ascii_lower(trim(text));
+    if (l != "on" && l != "off") throw UsageError(fmt::format("{} must be on or off, got '{}'", flag, clip_text(text, 40)));
+    return l;
+  };
+  const auto as_given = [](const std::string& text, const std::string&) { return std::string(trim(text)); };
+  parallel_text("layout", "--layout", "LAYOUT",
+                "The training layout, e.g. tp8.pp4.vpp5.cp2.ep8.etp1.dp16.mb1.gb512 (any of tpN ppN vppN cpN epN etpN "
+                "dpN mbN gbN and ddp|zero1|zero2|zero3|fsdp|fsdp-grad-op): predicts the step per rank on a cluster "
+                "(docs/parallel.md)",
+                &ParallelRequest::layout, [](const std::string& text, const std::string& flag) {
+                  ParallelLayout l;
+                  parse_layout(text, l, flag);  // the grammar; the values are merged later
+                  return ascii_lower(std::string(trim(text)));
+                });
+  parallel_int("pipeline_parallel", "--pipeline-parallel,--pp", "Pipeline stages (as ppN in --layout)",
+               &ParallelRequest::pp);
+  parallel_int("virtual_stages", "--virtual-stages,--vpp", "Virtual pipeline stages per rank: the interleaved schedule (vppN)",
+               &ParallelRequest::vpp);
+  parallel_int("context_parallel", "--context-parallel,--cp", "Context-parallel ranks splitting the sequence (cpN)",
+               &ParallelRequest::cp);
+  parallel_int("expert_tensor_parallel", "--expert-tensor-parallel,--etp",
+               "Tensor parallelism of the routed experts (etpN; default: --tensor-parallel)", &ParallelRequest::etp);
+  parallel_int("global_batch", "--global-batch,--gbs", "Sequences per optimizer step (gbN; default: one micro-batch per "
+               "data-parallel rank)", &ParallelRequest::global_batch);
+  parallel_int("gpus", "--gpus", "GPUs of the job: data parallelism is what the other sizes leave", &ParallelRequest::gpus);
+  {
+    Setting& s = parallel("compute_efficiency", "--step-efficiency", SettingType::Number, "F",
+                          "The fraction of the rank's costed compute rate a multi-GPU step sustains (kernel gaps, "
+                          "synchronization, a loaded node's clocks): default the value calibrated on published runs "
+                          "(docs/parallel.md)");
+    s.dflt = 0.0;
+    s.check = [](const SettingValue& x) {
+      if (!(number_of(x) > 0 && number_of(x) <= 1)) throw UsageError("--step-efficiency must be in (0, 1]");
+    };
+    in_request(s, &ParallelRequest::compute_efficiency, number_of);
+  }
+  parallel_text("dp_sharding", "--dp-sharding", "KIND",
+                "How data parallelism shards the model state: ddp | zero1 (Megatron's distributed optimizer, default) | "
+                "zero2 | zero3 | fsdp (PyTorch FULL_SHARD) | fsdp-grad-op (SHARD_GRAD_OP)",
+                &ParallelRequest::sharding, named(dp_sharding_names));
+  parallel_text("cp_comm", "--cp-comm", "KIND", "Context parallelism's exchange: ring (Transformer Engine's P2P ring, default) | a2a",
+                &ParallelRequest::cp_comm, named(cp_comm_names));
+  parallel_text("tp_comm_overlap", "--tp-comm-overlap", "on|off",
+                "Transformer Engine's userbuffers: TP collectives overlapped with their GEMMs (default off)",
+                &ParallelRequest::tp_comm_overlap, on_off);
+  parallel_text("grad_overlap", "--overlap-grad-reduce", "on|off",
+                "Gradient reduction during backward and parameter gathers during the next forward (default on, as NeMo)",
+                &ParallelRequest::grad_overlap, on_off);
+  parallel_text("ep_comm_overlap", "--ep-comm-overlap", "on|off",
+                "EP all-to-alls hidden behind another micro-batch's compute (DualPipe-style; default off)",
+                &ParallelRequest::ep_comm_overlap, on_off);
+  parallel_text("cluster", "--cluster", "NAME|FILE",
+                "The cluster: dgx-h100 (default), dgx-h200, dgx-a100, h800-cluster, hgx-b200, gb200-nvl72, or a JSON "
+                "file in data/clusters.json's schema",
+                &ParallelRequest::cluster, as_given);
+  parallel_text("gpu", "--gpu", "NAME",
+                "The job's GPU (a GPU spec database key; default: the cluster's): its datasheet predicts the compute "
+                "when no measurement of this GPU is at hand",
+                &ParallelRequest::gpu, as_given);
+  parallel_text("trace", "--parallel-trace", "FILE", "Write the per-rank timeline as a Chrome trace (chrome://tracing, Perfetto)",
+                &ParallelRequest::trace, as_given);
+  parallel_text("json", "--parallel-json", "FILE", "Write the parallel step (or the layout search) as JSON",
+                &ParallelRequest::json, as_given);
   return v;
 }
 
@@ -908,7 +1032,7 @@ std::string Setting::show(const SettingValue& v) {
   if (const bool* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
   if (const int64_t* i = std::get_if<int64_t>(&v)) return fmt::format("{}", *i);
   if (const double* d = std::get_if<double>(&v)) return fmt::format("{}", *d);
-  if (const std::string* s = std::get_if<std::string>(&v)) return printable(*s);
+  if (const std::string* s = std::get_if<std::string>(&v)) return clip_text(*s, 200);
   return "(not recorded)";
 }
 
@@ -1008,6 +1132,7 @@ SettingsRef request_ref(RunRequest& req, std::optional<uint64_t>& seed) {
   ref.accuracy = &req.accuracy;
   ref.accuracy_only = &req.accuracy_only;
   ref.comm = &req.comm;
+  ref.parallel = &req.parallel;
   return ref;
 }
 

@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/step/parallel_layout.hpp"
 #include "core/results/kernels.hpp"
 #include "core/recipes/modes.hpp"
 #include "core/recipes/recipe.hpp"
@@ -64,6 +65,7 @@ struct SettingsRef {
   bool* accuracy = nullptr;                               // a request's only
   bool* accuracy_only = nullptr;                          // a request's only
   CommOptions* comm = nullptr;                            // a request's only
+  ParallelRequest* parallel = nullptr;                    // a request's only (the parallel step)
 };
 SettingsRef settings_ref(RunResult& r);
 
@@ -110,6 +112,9 @@ struct Setting {
   // Choice stored in JSON as a bool: true for choices[0] (fp8_block_pow2_scales: pow2 / fp32).
   bool json_bool = false;
   bool flag_sets = true;  // Flag: the value the flag gives (--nvfp4-no-2d gives false)
+  // Choice: the value of its flag written bare (--sequence-parallel alone, as the flag it once was,
+  // also before another flag: "on"); the flag then takes a value only when one follows.
+  std::optional<std::string> bare;
   // The default of a new run, and where --shapes/--sweep plans differ from model plans.
   SettingValue dflt;
   std::optional<SettingValue> dflt_shapes;

@@ -33,8 +33,9 @@ std::vector<StepKernelSpec> kernel_specs(const std::vector<std::vector<StepPlan>
 }
 
 const StepKernelRun* find_kernel(const std::vector<StepKernelRun>& runs, const StepKernelSpec& s) {
+  const std::string want = s.describe();
   for (const StepKernelRun& k : runs)
-    if (k.spec.describe() == s.describe()) return &k;
+    if (k.spec.describe() == want) return &k;
   return nullptr;
 }
 
@@ -106,7 +107,13 @@ GroupTime group_time(const Context& x, const StepGroup& g) {
       return {c->cast_ms * g.share, TimeSource::Modelled, "the step context's FP8 casts (modelled)"};
     case TimeBasis::StepKernel: {
       const StepKernelRun* k = g.kernel ? find_kernel(x.kernels, *g.kernel) : nullptr;
-      if (k && k->ok) return {k->mean_ms, TimeSource::Measured, "measured on this GPU: " + k->spec.describe()};
+      if (k && k->ok) {
+        const double rate = step_kernel_rate(k->spec, r.timing.step_context_kind);
+        if (rate == 1.0) return {k->mean_ms, TimeSource::Measured, "measured on this GPU: " + k->spec.describe()};
+        return {k->mean_ms / rate, TimeSource::Modelled,
+                fmt::format("{}'s kernel: the stand-in measured on this GPU ({}) at {:.2f}x its rate",
+                            step_context_framework(r.timing.step_context_kind), k->spec.describe(), rate)};
+      }
       return from_bytes(x, g.bytes, k ? fmt::format("not measured ({}): ", k->reason) : std::string());
     }
     case TimeBasis::Bytes: return from_bytes(x, g.bytes, "");

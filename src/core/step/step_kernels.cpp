@@ -80,4 +80,12 @@ double step_kernel_bytes(const StepKernelSpec& s) {
   return 0;
 }
 
+double step_kernel_rate(const StepKernelSpec& s, StepContextKind framework) {
+  const bool pytorch = framework == StepContextKind::Eager || framework == StepContextKind::Compiled;
+  if (!pytorch || s.kind == StepKernelKind::LaunchLatency) return 1.0;
+  const bool loss = s.kind == StepKernelKind::CrossEntropyFwd || s.kind == StepKernelKind::CrossEntropyBwd;
+  if (loss && s.fused) return 1.0;
+  return kPyTorchKernelRate;
+}
+
 }  // namespace gs

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "core/plan/step_model.hpp"
+
 namespace gs {
 
 enum class StepKernelKind {
@@ -46,5 +48,13 @@ struct StepKernelSpec {
 // Bytes the kernel moves (read + written) as the framework runs it: the roofline denominator and the
 // model when the engine cannot measure it.
 double step_kernel_bytes(const StepKernelSpec& s);
+
+// The framework's own kernel's rate relative to gemmscope's stand-in of it (the framework's time is
+// the stand-in's measured time / rate): kPyTorchKernelRate where the framework is PyTorch (eager or
+// compile) and the kernel is PyTorch's (the fused AdamW, the foreach norm, zero-grad, the embedding,
+// the eager cross-entropy); 1 where no framework kernel was set beside it (Transformer Engine /
+// Megatron-LM: none on the validation machine; torch.compile's fused loss: Inductor's own kernel)
+// and for the launch latency.
+double step_kernel_rate(const StepKernelSpec& s, StepContextKind framework);
 
 }  // namespace gs

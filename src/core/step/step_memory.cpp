@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/model/layout_rules.hpp"
+
 namespace gs {
 
 StateBytes state_bytes_per_param(ParamStorage s) {
@@ -31,6 +33,12 @@ double fp8_element_bytes(Precision p) {
 
 }  // namespace
 
+double fp8_weight_copy_bytes(Precision p, StepContextKind framework) {
+  if (p == Precision::BF16) return 0;
+  const StepContextKind fw = framework == StepContextKind::None ? StepContextKind::TransformerEngine : framework;
+  return (fw == StepContextKind::TransformerEngine ? 2 : 1) * fp8_element_bytes(p);
+}
+
 MemoryInputs memory_inputs(const Plan& plan, const StepPlan& sp, const RecipeOptions& recipe) {
   const ModelConfig& c = *plan.config;
   MemoryInputs in;
@@ -47,7 +55,7 @@ MemoryInputs memory_inputs(const Plan& plan, const StepPlan& sp, const RecipeOpt
   // linear weight; a PyTorch FP8 linear saves the transposed copy it cast in the forward.
   if (fp8) {
     in.fp8_copy_params = sp.params.linear - sp.params.router - (recipe.lm_head_bf16 ? sp.params.head : 0);
-    in.fp8_copy_bytes = (fw == StepContextKind::TransformerEngine ? 2 : 1) * fp8_element_bytes(sp.setup.precision);
+    in.fp8_copy_bytes = fp8_weight_copy_bytes(sp.setup.precision, fw);
   }
   const double e = fp8 ? fp8_element_bytes(sp.setup.precision) : 2;  // a linear input saved for Wgrad
   const int64_t tp = std::max<int64_t>(c.tensor_parallel, 1);
@@ -83,7 +91,7 @@ MemoryInputs memory_inputs(const Plan& plan, const StepPlan& sp, const RecipeOpt
   in.layer_input = 2 * h;
   in.selective_saving = 4 * heads;  // flash attention's internals: its softmax statistics
   if (c.vocab_size > 0) {
-    const double vocab = static_cast<double>(c.padded_vocab() / tp);
+    const double vocab = static_cast<double>(vocab_per_rank(c));
     const double logits = sp.setup.loss_fused ? 2 : fw == StepContextKind::TransformerEngine ? 2 + 4 : 2 + 4 + 4;
     in.head_per_token = 2 * h + 4 + (recipe.lm_head_bf16 ? 2 : e) * h + logits * vocab;
   }

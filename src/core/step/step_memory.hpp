@@ -80,6 +80,11 @@ constexpr double kRuntimeReserveBytes = 1024.0 * 1024 * 1024;
 MemoryInputs memory_inputs(const Plan& plan, const StepPlan& sp, const RecipeOptions& recipe);
 MemoryBreakdown memory_per_gpu(const MemoryInputs& in, std::optional<double> device_bytes);
 
+// Bytes per FP8 linear parameter of the weight copies a recipe keeps between micro-batches (data and
+// scales): Transformer Engine the rowwise and the transposed copy, a PyTorch FP8 linear the one it
+// cast in the forward; 0 in BF16. The parallel step's memory per rank uses it too.
+double fp8_weight_copy_bytes(Precision p, StepContextKind framework);
+
 // Bytes per parameter of weights, gradients, main params and states for a storage, unsharded.
 struct StateBytes {
   double weights, grads, main_params, states;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/model/layout_rules.hpp"
 #include "core/util/error.hpp"
 
 namespace gs {
@@ -26,10 +27,9 @@ ParamCount count_params(const Plan& plan) {
     if (g.scope == Scope::Model) p.head += n;
     p.tensors += static_cast<int64_t>(weights * times);
   }
-  const int64_t tp = std::max<int64_t>(c.tensor_parallel, 1);
   const double h = static_cast<double>(c.hidden_size);
   if (c.vocab_size > 0) {
-    p.embedding = static_cast<double>(c.padded_vocab() / tp) * h;  // vocab-parallel embedding
+    p.embedding = static_cast<double>(vocab_per_rank(c)) * h;  // vocab-parallel embedding
     ++p.tensors;
   }
   // Two norms per layer (replicated under tensor parallelism), MLA's q (when it has a low rank) and

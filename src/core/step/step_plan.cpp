@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "core/plan/attention_matmuls.hpp"
+#include "core/model/layout_rules.hpp"
 #include "core/util/error.hpp"
 
 namespace gs {
@@ -184,7 +185,6 @@ StepPlan build_step_plan(const Plan& plan, StepContextKind framework, const Step
   const bool fused_loss = sp.setup.loss_fused;
   const LaunchTable lt = launch_table(fw);
   const StepWorkModel work = step_work_model(plan, fw);
-  const int64_t tp = std::max<int64_t>(c.tensor_parallel, 1);
   const double T = static_cast<double>(c.tokens()), h = static_cast<double>(c.hidden_size);
   const double L = static_cast<double>(plan.layers()), n_moe = static_cast<double>(plan.moe_layers());
   const bool moe = n_moe > 0, dense = L > n_moe;
@@ -219,7 +219,7 @@ StepPlan build_step_plan(const Plan& plan, StepContextKind framework, const Step
     s.kind = k;
     s.rows = c.tokens();
     s.cols = c.hidden_size;
-    s.vocab = c.padded_vocab() / tp;
+    s.vocab = vocab_per_rank(c);
     return s;
   };
   if (head)
@@ -310,7 +310,7 @@ StepPlan build_step_plan(const Plan& plan, StepContextKind framework, const Step
     StepKernelSpec ce;
     ce.kind = StepKernelKind::CrossEntropyFwd;
     ce.rows = c.tokens();
-    ce.cols = c.padded_vocab() / tp;
+    ce.cols = vocab_per_rank(c);
     ce.fused = fused_loss;
     kernel_group("loss fwd", StepCategory::Loss, StepPhase::Forward, ce,
                  fused_loss ? lt.loss_fused.fwd : lt.loss_unfused.fwd,

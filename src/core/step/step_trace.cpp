@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/io/json_text.hpp"
 #include "core/util/error.hpp"
 
 namespace gs {
@@ -53,7 +54,7 @@ std::string chrome_trace(const std::vector<TraceTrack>& tracks,
   json other = json::object();
   for (const auto& [k, v] : metadata) other[k] = v;
   json doc = {{"traceEvents", events}, {"displayTimeUnit", "ms"}, {"otherData", other}};
-  return doc.dump(1) + "\n";
+  return json_text(doc, 1) + "\n";  // names of outside origin may not be UTF-8
 }
 
 namespace {

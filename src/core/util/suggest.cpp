@@ -7,15 +7,33 @@
 namespace gs {
 
 size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (size_t i = 1; i <= a.size(); ++i)
-    for (size_t j = 1; j <= b.size(); ++j) {
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+  return bounded_edit_distance(a, b, std::max(a.size(), b.size()));
+}
+
+size_t bounded_edit_distance(const std::string& a, const std::string& b, size_t limit) {
+  const size_t n = a.size(), m = b.size();
+  if ((n > m ? n - m : m - n) > limit) return limit + 1;
+  // Three rows of the table, and only the band |i - j| <= limit of each: O((n + m) x limit).
+  // Cells outside the band hold `far` (more than any distance within the limit).
+  const size_t far = limit + 1;
+  std::vector<size_t> prev2(m + 1, far), prev(m + 1, far), cur(m + 1, far);
+  for (size_t j = 0; j <= std::min(m, limit); ++j) prev[j] = j;
+  for (size_t i = 1; i <= n; ++i) {
+    const size_t lo = i > limit ? i - limit : 1, hi = std::min(m, i + limit);
+    std::fill(cur.begin(), cur.end(), far);
+    if (i <= limit) cur[0] = i;
+    size_t row_min = cur[0];
+    for (size_t j = lo; j <= hi; ++j) {
+      size_t d = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d = std::min(d, prev2[j - 2] + 1);
+      cur[j] = std::min(d, far);
+      row_min = std::min(row_min, cur[j]);
     }
-  return d[a.size()][b.size()];
+    if (row_min > limit) return far;  // every path already costs more than the limit
+    std::swap(prev2, prev);
+    std::swap(prev, cur);
+  }
+  return std::min(prev[m], far);
 }
 
 namespace {
@@ -64,6 +82,8 @@ bool word_suffix(const std::vector<std::string>& typed, const std::vector<std::s
 }  // namespace
 
 std::vector<std::string> suggestions(const std::string& typed, const std::vector<std::string>& candidates) {
+  // No name is this long: nothing to suggest, and no work that grows with what was typed.
+  if (typed.size() > kMaxSuggestChars) return {};
   const std::string want = norm(typed);
   if (want.empty()) return {};
   std::string raw = lower(typed);
@@ -75,8 +95,11 @@ std::vector<std::string> suggestions(const std::string& typed, const std::vector
     const std::string n = norm(c);
     std::string cr = lower(c);
     while (!cr.empty() && cr.front() == '-') cr.erase(0, 1);
-    const size_t dn = edit_distance(want, n);
-    const size_t d = 2 * dn + (edit_distance(raw, cr) > dn);
+    // Only distances below the best so far matter: banded at that bound.
+    const size_t bound = best_d / 2;
+    const size_t dn = bounded_edit_distance(want, n, bound);
+    if (dn > bound) continue;
+    const size_t d = 2 * dn + (bounded_edit_distance(raw, cr, dn) > dn);
     if (d < best_d) {
       best_d = d;
       nearest = {c};

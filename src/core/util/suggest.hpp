@@ -13,8 +13,15 @@
 
 namespace gs {
 
+// Names typed longer than this get no suggestion (no option, preset, mode or GPU is near that
+// long): a 130 KB argument costs nothing.
+constexpr size_t kMaxSuggestChars = 64;
+
 // Edit distance with adjacent transpositions ("szie" -> "size" is one edit).
 size_t edit_distance(const std::string& a, const std::string& b);
+// The same, computed only within `limit` of the diagonal (O(length x limit)): the distance when it
+// is at most `limit`, else limit + 1.
+size_t bounded_edit_distance(const std::string& a, const std::string& b, size_t limit);
 
 // The candidates `typed` most likely meant (rules above); empty when none is close.
 std::vector<std::string> suggestions(const std::string& typed, const std::vector<std::string>& candidates);

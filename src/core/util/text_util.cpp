@@ -43,7 +43,7 @@ UsageError not_an_integer(std::string_view text, std::string_view what) {
   std::string_view t = text;
   if (!t.empty() && (t.front() == '-' || t.front() == '+')) t.remove_prefix(1);
   const bool prefixed = t.size() >= 2 && t[0] == '0' && std::string_view("xXoObB").find(t[1]) != std::string_view::npos;
-  return UsageError(fmt::format("{} '{}' is not a decimal integer{}", what, printable(text),
+  return UsageError(fmt::format("{} '{}' is not a decimal integer{}", what, clip_text(text, 40),
                                 prefixed ? " (hex, octal and binary prefixes are not accepted)" : ""));
 }
 
@@ -57,7 +57,7 @@ int64_t parse_decimal_int(std::string_view text, std::string_view what) {
   int64_t v = 0;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 10);
   if (ec == std::errc::result_out_of_range)
-    throw UsageError(fmt::format("{} '{}' is too {}", what, printable(text), negative ? "small" : "large"));
+    throw UsageError(fmt::format("{} '{}' is too {}", what, clip_text(text, 40), negative ? "small" : "large"));
   if (ec != std::errc() || ptr != text.data() + text.size()) throw not_an_integer(text, what);
   return v;
 }
@@ -66,13 +66,13 @@ uint64_t parse_decimal_uint(std::string_view text, std::string_view what) {
   if (text.empty()) throw UsageError(fmt::format("{} is empty", what));
   if (text.front() == '-') {
     if (!digits_only(text.substr(1))) throw not_an_integer(text, what);
-    throw UsageError(fmt::format("{} must be >= 0, got '{}'", what, printable(text)));
+    throw UsageError(fmt::format("{} must be >= 0, got '{}'", what, clip_text(text, 40)));
   }
   if (!digits_only(text)) throw not_an_integer(text, what);
   uint64_t v = 0;
   const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v, 10);
   if (ec == std::errc::result_out_of_range)
-    throw UsageError(fmt::format("{} '{}' is too large (at most {})", what, printable(text),
+    throw UsageError(fmt::format("{} '{}' is too large (at most {})", what, clip_text(text, 40),
                                  std::numeric_limits<uint64_t>::max()));
   if (ec != std::errc() || ptr != text.data() + text.size()) throw not_an_integer(text, what);
   return v;
@@ -81,7 +81,7 @@ uint64_t parse_decimal_uint(std::string_view text, std::string_view what) {
 double parse_decimal_number(std::string_view text, std::string_view what) {
   if (text.empty()) throw UsageError(fmt::format("{} is empty", what));
   const auto bad = [&] {
-    return UsageError(fmt::format("{} '{}' is not a finite decimal number", what, printable(text)));
+    return UsageError(fmt::format("{} '{}' is not a finite decimal number", what, clip_text(text, 40)));
   };
   // [-] digits [. digits] [(e|E) [+|-] digits], at least one digit in the mantissa
   size_t i = 0, mantissa_digits = 0;
@@ -110,19 +110,92 @@ double parse_decimal_number(std::string_view text, std::string_view what) {
   return v;
 }
 
-std::string printable(std::string_view text) {
+namespace {
+
+// The length of the well-formed UTF-8 sequence at text[i] (1-4), or 0 when the byte there does
+// not start one (a stray continuation byte, an overlong form, a surrogate, a truncated sequence).
+size_t utf8_sequence(std::string_view text, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = b(i);
+  if (c < 0x80) return 1;
+  size_t n = 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // the allowed range of the second byte
+  if (c >= 0xc2 && c <= 0xdf) n = 2;
+  else if (c == 0xe0) n = 3, lo = 0xa0;
+  else if (c == 0xed) n = 3, hi = 0x9f;  // no UTF-16 surrogates
+  else if (c >= 0xe1 && c <= 0xef) n = 3;
+  else if (c == 0xf0) n = 4, lo = 0x90;
+  else if (c == 0xf4) n = 4, hi = 0x8f;
+  else if (c >= 0xf1 && c <= 0xf3) n = 4;
+  else return 0;
+  if (i + n > text.size() || b(i + 1) < lo || b(i + 1) > hi) return 0;
+  for (size_t k = 2; k < n; ++k)
+    if ((b(i + k) & 0xc0) != 0x80) return 0;
+  return n;
+}
+
+// The one terminal-safety rule, for stderr (printable) and stdout (terminal_text).
+std::string terminal_safe(std::string_view text, bool keep_lines) {
   std::string out;
   out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
+  for (size_t i = 0; i < text.size();) {
     const auto ch = static_cast<unsigned char>(text[i]);
-    if (ch < 0x20 || ch == 0x7f) {
-      out += '?';
-    } else if (ch == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
-      out += '?';  // a C1 control (U+0080-U+009F) in UTF-8
+    if (ch < 0x80) {
+      const bool kept = ch >= 0x20 ? ch != 0x7f : keep_lines && (ch == '\n' || ch == '\t');
+      out += kept ? static_cast<char>(ch) : '?';
+      ++i;
+      continue;
+    }
+    const size_t n = utf8_sequence(text, i);
+    if (n == 0 || (n == 2 && ch == 0xc2 && static_cast<unsigned char>(text[i + 1]) <= 0x9f)) {
+      out += '?';  // not UTF-8 (a raw 0x9b is CSI to an 8-bit terminal), or a C1 control U+0080-U+009F
+      i += n == 0 ? 1 : n;
+      continue;
+    }
+    out.append(text.substr(i, n));
+    i += n;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool valid_utf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_sequence(text, i);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+std::string printable(std::string_view text) { return terminal_safe(text, false); }
+
+std::string terminal_text(std::string_view text) { return terminal_safe(text, true); }
+
+std::string clip_text(std::string_view text, size_t max_chars) {
+  if (text.size() <= max_chars) return printable(text);
+  size_t cut = max_chars;
+  // Do not cut a UTF-8 sequence in two: back up to the first byte of the character.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  return fmt::format("{}... ({} bytes)", printable(text.substr(0, cut)), text.size());
+}
+
+std::string utf8_escaped(std::string_view text) {
+  if (valid_utf8(text)) return std::string(text);
+  std::string out;
+  out.reserve(text.size() + 8);
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_sequence(text, i);
+    if (n == 0) {
+      out += fmt::format("\\x{:02X}", static_cast<unsigned char>(text[i]));
+      ++i;
+    } else if (text[i] == '\\') {
+      out += "\\\\";
       ++i;
     } else {
-      out += static_cast<char>(ch);
+      out.append(text.substr(i, n));
+      i += n;
     }
   }
   return out;

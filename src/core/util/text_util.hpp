@@ -29,9 +29,25 @@ int64_t parse_decimal_int(std::string_view text, std::string_view what);
 uint64_t parse_decimal_uint(std::string_view text, std::string_view what);
 double parse_decimal_number(std::string_view text, std::string_view what);
 
-// `text` with control characters (ASCII 0-31 and 127, and U+0080-U+009F in UTF-8) replaced by
-// '?': for strings from files and the command line that end up on a terminal.
+// `text` with control characters (ASCII 0-31 and 127, and U+0080-U+009F in UTF-8) and bytes
+// that are not UTF-8 (a raw 0x9b is CSI to an 8-bit terminal) replaced by '?': for strings from
+// files and the command line that end up on a terminal (every stderr line).
 std::string printable(std::string_view text);
+// The same rule for whole reports on stdout: printable() that keeps newlines and tabs. Every
+// stdout writer goes through it (cli/cli_util.hpp print_stdout), so no string of outside origin
+// (a device or config name, a cell's reason, a config.json's model_type) reaches a terminal raw.
+std::string terminal_text(std::string_view text);
+
+// `text` made printable and cut to `max_chars` bytes (never inside a UTF-8 character), with
+// "... (N bytes)" when it was cut: for quoting values from files, flags and library messages.
+std::string clip_text(std::string_view text, size_t max_chars = 200);
+
+// Whether `text` is well-formed UTF-8 (what JSON text must be).
+bool valid_utf8(std::string_view text);
+// `text` as well-formed UTF-8 without losing a byte: unchanged when it is valid; otherwise each
+// byte outside a UTF-8 sequence written "\xHH" and each backslash doubled, so the original can
+// be told back (a file name such as "r\xff.json" from the command line, stored in a result).
+std::string utf8_escaped(std::string_view text);
 
 // Names are matched in any case (ASCII): the one lower-casing helper of the project.
 std::string ascii_lower(std::string_view text);

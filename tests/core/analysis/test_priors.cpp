@@ -2,6 +2,7 @@
 // interpolation, the carried efficiency, and the shipped data/priors.json (CPU only).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "core/io/input_file.hpp"
 #include "core/util/error.hpp"
 #include "predict_test_data.hpp"
+#include "test_util.hpp"
 
 using namespace gs;
 using nlohmann::json;
@@ -105,6 +107,9 @@ TEST(Priors, ParserRefusesBadPoints) {
   refused(doc({point("H100", "BF16", 0, 1024, 1024, 100)}), ".m must be an integer");
   refused(doc({point("H100", "BF16", 1024, 1024, 1024, -1)}), "tflops must be a positive number");
   refused(doc({point("H100", "BF16", 1024, 1024, 1024, 1900)}), "a sparse peak, or a wrong GPU");
+  // A vanishing fraction of peak (5e-324 TFLOP/s is 0 once divided) would predict an infinite time.
+  refused(doc({point("H100", "BF16", 1024, 1024, 1024, 5e-324)}), "under 0.01% of");
+  refused(doc({point("H100", "BF16", 1024, 1024, 1024, 0.05)}), "under 0.01% of");
   json no_source = point("H100", "BF16", 1024, 1024, 1024, 500);
   no_source.erase("source");
   refused(doc({no_source}), "has no \"source\"");
@@ -150,4 +155,20 @@ TEST(Priors, ShippedFileParsesAndEveryPointHasASource) {
   EXPECT_FALSE(lookup_prior(p, PriorFormat::FP8, "ada", 5).found);
   EXPECT_NE(missing_prior_bias(PriorFormat::NVFP4, PriorFormat::FP8).find("likely too fast"), std::string::npos);
   EXPECT_NE(missing_prior_bias(PriorFormat::BF16, PriorFormat::BF16).find("no known direction"), std::string::npos);
+}
+
+// A priors file at its bound (10,000 points of one format and generation): a lookup is linear in
+// the points (the spread recomputed each point's class priors: quadratic, minutes per prediction).
+TEST(Priors, LookupIsLinearInThePoints) {
+  json pts = json::array();
+  for (int i = 0; i < 10000; ++i) pts.push_back(point("B200", "NVFP4", 2048 + 16 * (i % 512), 6144, 4096, 3000 + i % 97));
+  const PriorDb p = parse_priors(doc(pts), "big.json", db());
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20; ++i) {
+    const Prior pr = lookup_prior(p, PriorFormat::NVFP4, "blackwell", p.points[0].x);
+    ASSERT_TRUE(pr.found);
+    EXPECT_GE(pr.spread_hi, 0);
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(s, 5.0 * test::kSanitizerSlowdown) << "20 lookups over 10,000 points took " << s << " s";
 }

@@ -7,6 +7,7 @@
 
 #include "core/gpu/arch_policy.hpp"
 #include "core/gpu/gpu_spec.hpp"
+#include "core/plan/step_model.hpp"
 
 using gs::ArchPolicy;
 using gs::PeakFormat;
@@ -63,6 +64,15 @@ TEST(ArchPolicy, GpuSpecAndDeviceAskTheSamePolicy) {
   s.cc_major = 8, s.cc_minor = 9;
   EXPECT_EQ(s.arch_policy().cc(), 89);
   EXPECT_NE(gs::cannot_run(s, Precision::FP8Block).find("needs compute capability 9.0; X is 8.9"), std::string::npos);
+}
+
+// Flash attention's share of the BF16 peak: cuDNN's fused kernel on Hopper and later (the step
+// context's constant), FlashAttention-2 lower on Hopper (no wgmma), both alike on Ampere.
+TEST(ArchPolicy, FlashAttentionFraction) {
+  EXPECT_DOUBLE_EQ(ArchPolicy(90).flash_attention_peak_fraction(true), gs::kAttentionPeakFraction);
+  EXPECT_LT(ArchPolicy(90).flash_attention_peak_fraction(false), ArchPolicy(90).flash_attention_peak_fraction(true));
+  EXPECT_DOUBLE_EQ(ArchPolicy(80).flash_attention_peak_fraction(false), ArchPolicy(80).flash_attention_peak_fraction(true));
+  EXPECT_GT(ArchPolicy(80).flash_attention_peak_fraction(false), ArchPolicy(90).flash_attention_peak_fraction(false));
 }
 
 // Which devices run code built for a CMake architecture: machine code on its major (minor at least

@@ -228,27 +228,37 @@ TEST(Recipes, ShapeConstraintsAndBytes) {
   EXPECT_DOUBLE_EQ(dl.quantize, 2 * (e * 2 + e + 4));           // one fused pass
 }
 
-// Under tensor parallelism the vocabulary is padded as Megatron pads it (128 x TP by default), so
-// GPT-2's 50257 at TP 2 is planned instead of refused; at TP 1 it stays as the config has it.
-TEST(Validate, VocabPaddedUnderTensorParallelism) {
+// The vocabulary is padded as Megatron-LM pads it (128 x TP, at any TP) under its layout rules
+// (core/model/layout_rules.hpp; the default), so GPT-2's 50257 is 50304 at TP 1 and 50432 at TP 2;
+// Hugging Face / PyTorch pads nothing unless --make-vocab-size-divisible-by is given.
+TEST(Validate, VocabPaddedAsTheFrameworkPadsIt) {
   ModelConfig c = default_config();
   c.vocab_size = 50257;
-  EXPECT_EQ(c.padded_vocab(), 50257);
+  EXPECT_EQ(padded_vocab(c), 50304);  // Megatron-LM pads at TP 1 too
   c.tensor_parallel = 2;
   EXPECT_NO_THROW(validate(c));
-  EXPECT_EQ(c.padded_vocab(), 50432);  // next multiple of 256
+  EXPECT_EQ(padded_vocab(c), 50432);  // next multiple of 256
   const LayerDims d = layer_dims(c);
   EXPECT_EQ(d.vocab, 25216);
   c.vocab_divisible_by = 64;
-  EXPECT_EQ(c.padded_vocab(), 50304);  // multiple of 128
+  EXPECT_EQ(padded_vocab(c), 50304);  // multiple of 128
   c.tensor_parallel = 1;
-  EXPECT_EQ(c.padded_vocab(), 50304);  // given explicitly, it pads at TP 1 too
+  EXPECT_EQ(padded_vocab(c), 50304);
   c.vocab_size = 128256;
   c.vocab_divisible_by = 0;
   c.tensor_parallel = 2;
-  EXPECT_EQ(c.padded_vocab(), 128256);  // already a multiple of 256
+  EXPECT_EQ(padded_vocab(c), 128256);  // already a multiple of 256
   c.tensor_parallel = 8;
-  EXPECT_EQ(c.padded_vocab(), 129024);  // the next multiple of 1024, as Megatron pads it
+  EXPECT_EQ(padded_vocab(c), 129024);  // the next multiple of 1024, as Megatron pads it
+  c.layout = LayoutFramework::PyTorch;
+  c.vocab_size = 50257;
+  c.tensor_parallel = 1;
+  EXPECT_EQ(padded_vocab(c), 50257);
+  c.tensor_parallel = 2;
+  EXPECT_EQ(padded_vocab(c), 50257);
+  EXPECT_EQ(layer_dims(c).vocab, 25129);  // the larger share of an uneven split
+  c.vocab_divisible_by = 64;
+  EXPECT_EQ(padded_vocab(c), 50304);  // given explicitly, PyTorch's plan pads too
 }
 
 // GPT-2 names, n_inner null = 4 x n_embd, n_positions caps the default sequence, and the name
@@ -357,6 +367,13 @@ TEST(HfConfig, EveryFamilyTakesTheClassDefaults) {
       {"gemma3_text", "Gemma3TextConfig", 2304, 9216, 8, 4, 256, 26, 262208, 131072},
       {"phi3", "Phi3Config", 3072, 8192, 32, 32, 96, 32, 32064, 4096},
       {"gpt2", "GPT2Config", 768, 3072, 12, 12, 64, 12, 50257, 1024},
+      // Families with experts (their MoE and MLA defaults: tests/core/model/test_moe_families.cpp).
+      {"mixtral", "MixtralConfig", 4096, 14336, 32, 8, 128, 32, 32000, 131072},
+      {"qwen2_moe", "Qwen2MoeConfig", 2048, 5632, 16, 16, 128, 24, 151936, 32768},
+      {"qwen3_moe", "Qwen3MoeConfig", 2048, 6144, 32, 4, 64, 24, 151936, 32768},
+      {"deepseek_v3", "DeepseekV3Config", 7168, 18432, 128, 128, 56, 61, 129280, 4096},
+      {"olmoe", "OlmoeConfig", 2048, 2048, 16, 16, 128, 16, 50304, 4096},
+      {"gpt_oss", "GptOssConfig", 2880, 2880, 64, 8, 64, 36, 201088, 131072},
   };
   for (const Want& w : want) {
     SCOPED_TRACE(w.type);
@@ -372,7 +389,9 @@ TEST(HfConfig, EveryFamilyTakesTheClassDefaults) {
     EXPECT_EQ(c.sequence_length, std::min<int64_t>(4096, w.max_pos));
     // every filled-in field is a note naming the class and the value
     EXPECT_FALSE(c.notes.empty());
-    for (const std::string& n : c.notes) EXPECT_NE(n.find(std::string(w.cls) + "'s default"), std::string::npos) << n;
+    for (const std::string& n : c.notes)
+      if (n.starts_with("m/config.json has no"))  // (Qwen2-MoE's note on its shared expert's gate is no default)
+        EXPECT_NE(n.find(std::string(w.cls) + "'s default"), std::string::npos) << n;
     const std::string hidden_note = fmt::format("m/config.json has no 'hidden_size': {}'s default {} used", w.cls, w.hidden);
     EXPECT_NE(std::find(c.notes.begin(), c.notes.end(), hidden_note), c.notes.end()) << hidden_note;
   }

@@ -434,6 +434,17 @@ TEST(Collectives, CliDryRunAndRefusals) {
   }
   r = gs::test::run_gemmscope("--model llama-3-8b --data-parallel 2 --dry-run", dir);
   EXPECT_NE(r.err.find("add --comm"), std::string::npos) << r.err;
+  // --sequence-parallel written bare, as the flag it once was, before another flag: on, and --comm
+  // is still --comm (it was taken for the flag's value); "off" after it still turns it off.
+  for (const char* line : {"--model llama-3-8b --tensor-parallel 2 --sequence-parallel --comm --dry-run --bf16-only",
+                           "--model llama-3-8b --tensor-parallel 2 --comm --dry-run --bf16-only --sequence-parallel"}) {
+    r = gs::test::run_gemmscope(line, dir);
+    EXPECT_EQ(r.rc, 0) << line << "\n" << r.err;
+    EXPECT_NE(r.out.find("TP 2 (sequence parallel)"), std::string::npos) << line << "\n" << r.out;
+  }
+  r = gs::test::run_gemmscope("--model llama-3-8b --tensor-parallel 2 --sequence-parallel off --comm --dry-run --bf16-only", dir);
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("TP 2 (no SP)"), std::string::npos) << r.out;
 }
 #endif
 

@@ -12,6 +12,7 @@
 #include <numeric>
 #include <set>
 #include <sstream>
+#include <nlohmann/json.hpp>
 
 #include "core/util/error.hpp"
 #include "core/recipes/grouped.hpp"
@@ -179,7 +180,7 @@ TEST(MoePlan, Qwen3OlmoeGptOssAndQwen2Files) {
     EXPECT_EQ(find(p, Op::ExpertUp, Pass::Fprop).group.size(), 128u);
   }
   {
-    // OLMoE: the generic rule, no moe_intermediate_size: the expert size is intermediate_size.
+    // OLMoE: OlmoeConfig's experts are intermediate_size wide (no moe_intermediate_size).
     const Plan p = build_model_plan(load_hf_config(kConfigs + "olmoe_1b_7b.json"));
     expect_shape(p, Op::ExpertDown, 4096 * 8, 1024, 2048);
     EXPECT_EQ(p.moe_layers(), 16);
@@ -204,6 +205,62 @@ TEST(MoePlan, Qwen3OlmoeGptOssAndQwen2Files) {
     ASSERT_FALSE(c.notes.empty());
     EXPECT_NE(c.notes[0].find("shared_expert_gate"), std::string::npos);
   }
+}
+
+// Llama 4 as Llama4TextConfig builds it (under text_config): experts of intermediate_size and one
+// shared expert as wide, dense layers of intermediate_size_mlp, MoE in every
+// interleave_moe_layer_step-th layer (Scout: all 48; Maverick: 1, 3, ..., 47) or the layers
+// moe_layers lists; the chunked attention and the vision encoder are said in notes.
+TEST(MoePlan, Llama4ScoutAndMaverick) {
+  {
+    const ModelConfig c = load_hf_config(kConfigs + "llama4_scout.json");
+    EXPECT_EQ(c.moe.num_experts, 16);
+    EXPECT_EQ(c.moe.top_k, 1);
+    EXPECT_EQ(expert_ffn(c), 8192);
+    EXPECT_EQ(c.moe.shared_experts, 1);
+    EXPECT_EQ(shared_ffn_total(c), 8192);
+    EXPECT_EQ(moe_layer_count(c), 48);
+    EXPECT_TRUE(c.gated_mlp);
+    const Plan p = build_model_plan(with_routing(c, "balanced"));
+    EXPECT_FALSE(has(p, Op::MlpUp)) << "every layer has experts";
+    expect_shape(p, Op::Qkv, 4096, 5120, (40 + 2 * 8) * 128);
+    expect_shape(p, Op::AttnOut, 4096, 40 * 128, 5120);
+    expect_shape(p, Op::Router, 4096, 5120, 16);
+    expect_shape(p, Op::ExpertUp, 4096, 5120, 2 * 8192);  // top-1: each token once
+    expect_shape(p, Op::SharedUp, 4096, 5120, 2 * 8192);
+    bool vision = false, chunked = false;
+    for (const std::string& n : c.notes) {
+      vision |= n.find("vision encoder (vision_config)") != std::string::npos;
+      chunked |= n.find("'attention_chunk_size' = 8192 in 36 of 48 layers") != std::string::npos;
+    }
+    EXPECT_TRUE(vision);
+    EXPECT_TRUE(chunked);
+  }
+  {
+    const ModelConfig c = load_hf_config(kConfigs + "llama4_maverick.json");
+    EXPECT_EQ(c.moe.num_experts, 128);
+    EXPECT_EQ(moe_layer_count(c), 24);
+    EXPECT_FALSE(is_moe_layer(c, 0));
+    EXPECT_TRUE(is_moe_layer(c, 1));
+    EXPECT_TRUE(is_moe_layer(c, 47));
+    const Plan p = build_model_plan(with_routing(c, "balanced"));
+    expect_shape(p, Op::MlpUp, 4096, 5120, 2 * 16384);  // the dense layers' intermediate_size_mlp
+    expect_shape(p, Op::ExpertDown, 4096, 8192, 5120);
+    EXPECT_EQ(p.dense_layers(), 24);
+  }
+  // moe_layers overrides interleave_moe_layer_step, as Llama4TextConfig reads them.
+  nlohmann::json j = nlohmann::json::parse(gs::test::slurp(kConfigs + "llama4_maverick.json"));
+  j["text_config"]["moe_layers"] = {0, 5, 10};
+  const ModelConfig c = parse_hf_config(j.dump(), "maverick.json");
+  EXPECT_EQ(moe_layer_count(c), 3);
+  EXPECT_TRUE(is_moe_layer(c, 10));
+  EXPECT_FALSE(is_moe_layer(c, 1));
+  j["text_config"]["moe_layers"] = {0, 48};
+  EXPECT_NE(error_of([&] { parse_hf_config(j.dump(), "maverick.json"); }).find("'moe_layers' item 1"), std::string::npos);
+  j["text_config"].erase("moe_layers");
+  j["text_config"]["num_local_experts"] = 0;  // MoE layers holding a shared expert alone: not planned as dense
+  EXPECT_NE(error_of([&] { parse_hf_config(j.dump(), "maverick.json"); }).find("without routed experts"),
+            std::string::npos);
 }
 
 TEST(MoeConfig, DenseLayerRules) {

@@ -132,14 +132,20 @@ TEST(Plan, TensorParallelSplits) {
   });
 }
 
-// GQA with fewer kv heads than ranks: 64 heads, 8 kv heads, head_dim 128, TP 16 ->
-// per rank 4 query heads and 1 (replicated) kv head: QKV N = (4 + 2) * 128 = 768.
-TEST(Plan, TensorParallelReplicatesKvHeads) {
+// GQA with fewer kv heads than ranks: 64 heads, 8 kv heads, head_dim 128, TP 16. Megatron-LM
+// refuses it (num_query_groups must divide by the TP size); Hugging Face / PyTorch's layout
+// (--step-context eager or compile) replicates: per rank 4 query heads and 1 kv head, QKV N =
+// (4 + 2) * 128 = 768, and the header says so.
+TEST(Plan, TensorParallelReplicatesKvHeadsOnlyOutsideMegatron) {
   ModelConfig c = find_preset("llama-3-70b").config;
   c.tensor_parallel = 16;
+  EXPECT_THROW(build_model_plan(c), UsageError);
+  c.layout = LayoutFramework::PyTorch;
   Plan p = build_model_plan(c);
   EXPECT_EQ(p.gemms[0].n, 768);
   EXPECT_EQ(p.gemms[1].k, 512);
+  ASSERT_FALSE(p.config->notes.empty());
+  EXPECT_NE(p.config->notes.back().find("replicated 2 times"), std::string::npos) << p.config->notes.back();
 }
 
 TEST(Plan, TensorParallelMustSplitExactly) {

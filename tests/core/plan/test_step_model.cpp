@@ -319,7 +319,7 @@ TEST(StepModel, RunnerRecordsTheEnginesContext) {
   const gs::RunResult r = gs::run(engine, req);
   ASSERT_TRUE(r.step_context);
   EXPECT_EQ(r.step_context->other_ms, 0.25);
-  EXPECT_NE(gs::render_text(r).find("Step estimate per layer"), std::string::npos);
+  EXPECT_NE(gs::render_text(r).find("Step estimate of the average layer"), std::string::npos);
 }
 
 // The CLI's default: Transformer Engine's context for model plans, none for standalone shapes.

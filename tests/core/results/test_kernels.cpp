@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/util/error.hpp"
+#include "core/io/input_file.hpp"
 #include "core/formats/formats.hpp"
 #include "core/results/kernels.hpp"
 #include "core/run/settings.hpp"
@@ -342,6 +343,28 @@ TEST(KernelRecords, BF16ByDesignCellsAreNotFallbacks) {
   flagged = 0;
   for (const auto& n : r.notes) flagged += n.find("KERNEL CHECK") != std::string::npos;
   EXPECT_EQ(flagged, 2 + 2 * 3);  // + the LM head's three passes in both FP8 columns
+}
+
+// A result file is re-judged by today's rule when read: an H100 run written before the LM head was
+// exempted (--lm-head-precision bf16 recorded, its BF16 kernels flagged in 27 FP8 cells) raises
+// no alarm now, in the notes, the cells or the kernel table; a real fallback still does.
+TEST(KernelRecords, OldFilesAreRejudgedByTodaysRule) {
+  const std::string path = std::string(GS_SOURCE_DIR) + "/docs/results/h100_qwen7b.json";
+  nlohmann::json doc = read_json_file(path, "result");
+  int stale = 0;
+  for (const auto& n : doc["notes"]) stale += n.get<std::string>().find("KERNEL CHECK") != std::string::npos;
+  ASSERT_EQ(stale, 27) << "the fixture should still hold the old alarms";
+  const RunResult r = from_json(doc, path);
+  EXPECT_TRUE(r.recipe_options.lm_head_bf16);
+  for (const std::string& n : r.notes) EXPECT_EQ(n.find("KERNEL CHECK"), std::string::npos) << n;
+  r.for_each_cell([](size_t, size_t, size_t, size_t, const Cell& c) { EXPECT_EQ(c.kernels.flag, ""); });
+  EXPECT_EQ(render_text(r).find("silent fallback"), std::string::npos);
+  EXPECT_EQ(render_kernel_table(r).find("KERNEL CHECK"), std::string::npos);
+  // The same file with the LM head in the columns' precision: its BF16 kernels are alarms again.
+  doc["recipe_options"]["lm_head_precision"] = "same";
+  int again = 0;
+  for (const std::string& n : from_json(doc, path).notes) again += n.find("KERNEL CHECK") != std::string::npos;
+  EXPECT_EQ(again, 27);
 }
 
 TEST(KernelRecords, SearchRunSaysWhatItSearched) {

@@ -123,7 +123,8 @@ TEST(Repeats, SummaryIntervalsComeFromPerRepeatTotals) {
   EXPECT_LT(rs[0].speedups[0]->median, 2.0);
   const std::string text = render_text(r);
   EXPECT_NE(text.find("Repeats: 5 (interleaved GEMM-major); median [95% interval"), std::string::npos) << text;
-  EXPECT_NE(text.find("speedups  FP8Current vs BF16 1.9"), std::string::npos) << text;
+  EXPECT_NE(text.find("speedups (the full model's GEMMs)  FP8Current vs BF16 1.9"), std::string::npos) << text;
+  EXPECT_NE(text.find("per-layer total (ms; every layer alike)"), std::string::npos) << text;
 }
 
 TEST(Repeats, JsonRoundTripKeepsRepeatTimesAndIntervals) {

@@ -219,7 +219,9 @@ TEST(Settings, EverySettingRoundTripsFromTheCommandLine) {
   EXPECT_TRUE(gs::settings_differences(model_default, dry_result({"--model", "llama-3-8b"})).empty());
   int tried = 0;
   for (const Setting& s : gs::run_settings()) {
-    if (s.flags.empty() || s.placed_by_cli) continue;  // the run's own: RunSettingsFromTheCommandLine
+    // The run's own: RunSettingsFromTheCommandLine; the request's only (the parallel step):
+    // ParallelSettingsReachTheRequest.
+    if (s.flags.empty() || s.placed_by_cli || !s.recorded) continue;
     SCOPED_TRACE(s.path());
     const bool model = needs_model(s);
     const gs::RunResult& base = model ? model_default : shapes_default;
@@ -617,4 +619,52 @@ TEST(Settings, RunListsInResultFiles) {
   refused("modes", {1}, "x.json: \"modes\" must be a list of strings");
   refused("precisions", {"BF16", "bf16"}, "x.json: \"precisions\" lists BF16 twice");
   refused("precisions", nullptr, "x.json: \"precisions\" must be a list of strings");
+}
+
+// The parallel step's settings (section "parallel", the request's only): each flag's text reaches
+// the request, and nothing of it is written into a result.
+TEST(Settings, ParallelSettingsReachTheRequest) {
+  const std::vector<std::pair<std::string, std::string>> given = {
+      {"parallel.layout", "TP2.pp2"}, {"parallel.pipeline_parallel", "2"}, {"parallel.virtual_stages", "2"},
+      {"parallel.context_parallel", "2"}, {"parallel.expert_tensor_parallel", "1"}, {"parallel.global_batch", "64"},
+      {"parallel.gpus", "16"}, {"parallel.compute_efficiency", "0.5"}, {"parallel.dp_sharding", "Full-Shard"},
+      {"parallel.cp_comm", "ulysses"}, {"parallel.tp_comm_overlap", "On"},
+      {"parallel.grad_overlap", "off"}, {"parallel.ep_comm_overlap", "on"}, {"parallel.cluster", "dgx-h200"},
+      {"parallel.gpu", "H200"}, {"parallel.trace", "t.json"}, {"parallel.json", "p.json"}};
+  gs::RunRequest req;
+  req.plan = gs::build_model_plan(gs::find_preset("llama-3-8b").config);
+  gs::GivenSettings g;
+  for (const auto& [k, v] : given) g[k] = v;
+  gs::apply_settings(g, req);
+  const gs::ParallelRequest& p = req.parallel;
+  EXPECT_EQ(p.layout, "tp2.pp2");
+  EXPECT_EQ(p.pp, 2);
+  EXPECT_EQ(p.vpp, 2);
+  EXPECT_EQ(p.cp, 2);
+  EXPECT_EQ(p.etp, 1);
+  EXPECT_EQ(p.global_batch, 64);
+  EXPECT_EQ(p.gpus, 16);
+  EXPECT_DOUBLE_EQ(p.compute_efficiency, 0.5);
+  EXPECT_EQ(p.sharding, "fsdp");
+  EXPECT_EQ(p.cp_comm, "a2a");
+  EXPECT_EQ(p.tp_comm_overlap, "on");
+  EXPECT_EQ(p.grad_overlap, "off");
+  EXPECT_EQ(p.cluster, "dgx-h200");
+  EXPECT_EQ(p.json, "p.json");
+  EXPECT_TRUE(p.requested());
+  // Defaults: nothing asked for.
+  gs::RunRequest none;
+  none.plan = req.plan;
+  gs::apply_settings({}, none);
+  EXPECT_FALSE(none.parallel.requested());
+  // Bad values: the flag's own message.
+  for (const auto& [k, v] : std::vector<std::pair<std::string, std::string>>{
+           {"parallel.layout", "tp2.xx"}, {"parallel.dp_sharding", "zero4"}, {"parallel.gpus", "0"},
+           {"parallel.tp_comm_overlap", "maybe"}, {"parallel.compute_efficiency", "2"}}) {
+    SCOPED_TRACE(k);
+    EXPECT_THROW(gs::setting_from_text(gs::find_setting(k), v), gs::UsageError);
+  }
+  // Not recorded in a result.
+  for (const Setting& s : gs::run_settings())
+    if (s.section == "parallel") EXPECT_FALSE(s.recorded) << s.path();
 }

@@ -118,6 +118,27 @@ TEST(StepRun, MeasuredAndModelledParts) {
   test::expect_markdown_rows_in_text(render_markdown(r), text, {10, 10});
 }
 
+// Under a PyTorch step context the stand-ins stand for PyTorch's own kernels: their measured time
+// at kPyTorchKernelRate, labelled modelled and saying so; Transformer Engine's stays as measured.
+TEST(StepRun, PyTorchKernelsAtTheirRate) {
+  StepEngine engine;
+  RunRequest req = request();
+  req.options.timing.step_context_kind = StepContextKind::Eager;
+  const RunResult r = run(engine, req);
+  ASSERT_TRUE(r.step);
+  const StepBreakdown& b = r.step->steps[0][0];
+  const StepGroupResult& opt = group(b, "optimizer");
+  EXPECT_EQ(opt.time.source, TimeSource::Modelled);
+  EXPECT_DOUBLE_EQ(*opt.time.ms, 10.0 / kPyTorchKernelRate);
+  EXPECT_NE(opt.time.how.find("stand-in measured on this GPU"), std::string::npos) << opt.time.how;
+  StepKernelSpec fused_loss{StepKernelKind::CrossEntropyFwd, 0, 1, 8, 128, 0, ParamStorage::Bf16, true};
+  EXPECT_DOUBLE_EQ(step_kernel_rate(fused_loss, StepContextKind::Compiled), 1.0);
+  fused_loss.fused = false;
+  EXPECT_DOUBLE_EQ(step_kernel_rate(fused_loss, StepContextKind::Eager), kPyTorchKernelRate);
+  EXPECT_DOUBLE_EQ(step_kernel_rate(fused_loss, StepContextKind::TransformerEngine), 1.0);
+  EXPECT_DOUBLE_EQ(step_kernel_rate(StepKernelSpec{}, StepContextKind::Eager), 1.0);  // launch latency
+}
+
 TEST(StepRun, JsonRoundTripAndPeak) {
   StepEngine engine;
   RunResult r = run(engine, request());
@@ -149,6 +170,16 @@ TEST(StepRun, JsonRoundTripAndPeak) {
   bad["step"]["kernels"][0]["status"] = "ok";
   bad["step"]["kernels"][0]["mean_ms"] = -1;
   EXPECT_THROW(from_json(bad, "r.json"), UsageError);
+  // A step block listing more kernels than a step measures is refused with the bound named (each
+  // is looked up per group, mode and precision by every command that reads the file).
+  bad = j;
+  while (bad["step"]["kernels"].size() <= 1024) bad["step"]["kernels"].push_back(j["step"]["kernels"][0]);
+  try {
+    from_json(bad, "r.json");
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than the 1024"), std::string::npos) << e.what();
+  }
 }
 
 TEST(StepRun, WithoutAContextTheStepIsUnknownNotGuessed) {

@@ -3,7 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/model/model_config.hpp"
+#include "core/step/step_params.hpp"
+#include "test_util.hpp"
 
 namespace gs {
 namespace {
@@ -92,6 +96,52 @@ TEST(StepMemory, FitsAgainstTheDevice) {
   o.loss = LossImpl::Unfused;
   const MemoryInputs unfused = memory_inputs(plan, step(plan, StepContextKind::TransformerEngine, o), RecipeOptions{});
   EXPECT_DOUBLE_EQ(unfused.head_per_token - in.head_per_token, 4 * 128256.0);
+}
+
+// A config.json that leaves MoE and MLA fields out plans the transformers class's defaults in the
+// whole step too: its parameters, FP8 weight copies and activations are those of the same file with
+// the defaults written in (core/model/moe_families.hpp), not those of intermediate_size or no
+// shared expert.
+TEST(StepMemory, ConfigFieldsLeftOutAsTransformersReadsThem) {
+  const std::string dir = std::string(GS_TEST_DATA_DIR) + "/configs/";
+  struct Case {
+    const char* file;
+    const char* key;
+    int64_t class_default;
+  };
+  for (const Case& t : {Case{"deepseek_v2_lite.json", "moe_intermediate_size", 1407},
+                        Case{"deepseek_v2_lite.json", "n_shared_experts", 2},
+                        Case{"deepseek_v2_lite.json", "q_lora_rank", 1536},
+                        Case{"deepseek_v3.json", "kv_lora_rank", 512},
+                        Case{"qwen2_moe_a2.7b.json", "shared_expert_intermediate_size", 5632},
+                        Case{"llama4_maverick.json", "intermediate_size_mlp", 16384}}) {
+    nlohmann::json j = nlohmann::json::parse(test::slurp(dir + t.file));
+    nlohmann::json& fields = j.contains("text_config") ? j["text_config"] : j;
+    ASSERT_TRUE(fields.contains(t.key)) << t.file << " " << t.key;
+    fields[t.key] = t.class_default;
+    const ModelConfig written = parse_hf_config(j.dump(), t.file);
+    fields.erase(t.key);
+    const ModelConfig left_out = parse_hf_config(j.dump(), t.file);
+    const Plan a = build_model_plan(left_out), b = build_model_plan(written);
+    const std::string what = std::string(t.file) + " without " + t.key;
+    EXPECT_DOUBLE_EQ(count_params(a).total(), count_params(b).total()) << what;
+    for (Precision p : {Precision::BF16, Precision::FP8Current}) {
+      const MemoryInputs ma = memory_inputs(a, step(a, StepContextKind::TransformerEngine, {}, p), RecipeOptions{});
+      const MemoryInputs mb = memory_inputs(b, step(b, StepContextKind::TransformerEngine, {}, p), RecipeOptions{});
+      EXPECT_DOUBLE_EQ(ma.fp8_copy_params, mb.fp8_copy_params) << what;
+      EXPECT_DOUBLE_EQ(ma.moe.total(), mb.moe.total()) << what;
+      EXPECT_DOUBLE_EQ(ma.dense.total(), mb.dense.total()) << what;
+      EXPECT_EQ(ma.moe_layers, mb.moe_layers) << what;
+    }
+  }
+  // The case: DeepSeek-V2 experts of 1407, not intermediate_size (10944): far fewer
+  // parameters than experts as wide as the dense MLP.
+  nlohmann::json j = nlohmann::json::parse(test::slurp(dir + "deepseek_v2_lite.json"));
+  j.erase("moe_intermediate_size");
+  const ModelConfig c = parse_hf_config(j.dump(), "deepseek_v2_lite.json");
+  ModelConfig wide = c;
+  wide.moe.expert_intermediate_size = c.intermediate_size;
+  EXPECT_LT(count_params(build_model_plan(c)).total() * 4, count_params(build_model_plan(wide)).total());
 }
 
 }  // namespace

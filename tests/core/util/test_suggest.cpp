@@ -82,7 +82,7 @@ TEST(Suggest, CommandLine) {
   o = test::run_gemmscope("rport r.json", dir);
   EXPECT_EQ(o.rc, 2);
   EXPECT_EQ(o.err,
-            "gemmscope: unknown subcommand 'rport' (did you mean report?) (subcommands: plot, compare, report, predict)\n");
+            "gemmscope: unknown subcommand 'rport' (did you mean report?) (subcommands: plot, compare, report, predict, layouts)\n");
   o = test::run_gemmscope("--dry-run --micro-batch 2", dir);
   EXPECT_EQ(o.rc, 2);
   EXPECT_EQ(o.err, "gemmscope: unknown option --micro-batch (did you mean --micro_batch_size?)\n");

@@ -1,0 +1,188 @@
+#include "core/parallel/memory.hpp"
+
+#include <algorithm>
+
+#include "core/model/moe_config.hpp"
+#include "core/parallel/layout_check.hpp"
+
+namespace gs {
+
+namespace {
+
+double d(int64_t v) { return static_cast<double>(v); }
+
+// The attention projections' widths: what Q, K and V hold per token (all heads).
+struct AttnWidths {
+  double q = 0, k = 0, v = 0;
+  double o = 0;  // the attention output: the output projection's input
+};
+AttnWidths attn_widths(const ModelConfig& c) {
+  AttnWidths w;
+  if (c.mla.enabled()) {
+    const MlaConfig& a = c.mla;
+    w.q = w.k = d(c.num_attention_heads * (a.qk_nope_head_dim + a.qk_rope_head_dim));
+    w.v = w.o = d(c.num_attention_heads * a.v_head_dim);
+  } else {
+    w.q = w.o = d(c.num_attention_heads * c.head_dimension());
+    w.k = w.v = d(c.kv_heads() * c.head_dimension());
+  }
+  return w;
+}
+
+// The layers of stage s, over its model chunks (layout_check.hpp chunk_layers).
+template <class F>
+void for_stage_layers(const ModelConfig& c, const ParallelLayout& l, int64_t s, F f) {
+  for (int64_t k = 0; k < l.vpp; ++k) {
+    const ChunkLayers cl = chunk_layers(c, l, s, k);
+    for (int64_t i = 0; i < cl.count; ++i) f(cl.first + i);
+  }
+}
+
+}  // namespace
+
+double ModelParams::total(const ModelConfig& c) const {
+  const double moe = d(moe_layer_count(c)), dense = d(c.num_hidden_layers) - moe;
+  return (attention + norms) * d(c.num_hidden_layers) + dense_mlp * dense + (experts + moe_other) * moe + embedding + lm_head;
+}
+
+ModelParams model_params(const ModelConfig& c) {
+  ModelParams p;
+  const double h = d(c.hidden_size);
+  if (c.mla.enabled()) {
+    const MlaConfig& a = c.mla;
+    const double heads = d(c.num_attention_heads);
+    const double qk = d(a.qk_nope_head_dim + a.qk_rope_head_dim);
+    p.attention = (a.q_lora_rank > 0 ? h * d(a.q_lora_rank) + d(a.q_lora_rank) * heads * qk : h * heads * qk) +
+                  h * d(a.kv_lora_rank + a.qk_rope_head_dim) + d(a.kv_lora_rank) * heads * d(a.qk_nope_head_dim + a.v_head_dim) +
+                  heads * d(a.v_head_dim) * h;
+  } else {
+    const AttnWidths w = attn_widths(c);
+    p.attention = h * (w.q + w.k + w.v) + w.o * h;
+  }
+  const double gate = c.gated_mlp ? 2 : 1;
+  p.dense_mlp = h * d(c.intermediate_size) * (gate + 1);
+  if (c.moe.enabled()) {
+    p.experts = d(c.moe.num_experts) * h * d(expert_ffn(c)) * (gate + 1);
+    p.moe_other = h * d(c.moe.num_experts) + h * d(shared_ffn_total(c)) * (gate + 1);
+  }
+  p.norms = 2 * h;
+  if (c.vocab_size > 0) p.embedding = p.lm_head = d(padded_vocab(c)) * h;
+  return p;
+}
+
+double megatron_layer_activation_bytes(int64_t seq, int64_t micro_batch, int64_t hidden, int64_t ffn, int64_t tp) {
+  return d(seq) * d(micro_batch) * d(hidden) * (18.0 + 4.0 * d(ffn) / d(hidden)) / d(tp);
+}
+
+double layer_activation_bytes(const ModelConfig& c, const ParallelLayout& l, bool moe, bool dropout, bool fp8_inputs) {
+  const double T = d(l.micro_batch) * d(c.sequence_length / l.cp);  // tokens of a micro-batch on this rank
+  const double h = d(c.hidden_size), tp = d(l.tp);
+  const double sp = l.tp > 1 && l.sequence_parallel ? tp : 1.0;  // sequence-sharded tensors
+  const double bf16 = 2, mask = dropout ? 1 : 0;
+  const double in = fp8_inputs ? 1 : 2;  // a GEMM's input kept for its Wgrad
+  if (l.recompute == Recompute::Full) return bf16 * T * h / sp;  // the layer's input only
+  const AttnWidths w = attn_widths(c);
+  // Attention block: norm input, QKV input, Q/K/V, the attention output (the projection's input).
+  double b = bf16 * T * h / sp + in * T * h / sp + bf16 * T * (w.q + w.k + w.v) / tp + in * T * w.o / tp;
+  b += mask * T * h / sp;
+  const double gate = c.gated_mlp ? 2 : 1;
+  // MLP block: norm input, up input, up output, activation output (down's input).
+  auto mlp = [&](double rows, double f, double split) {
+    return bf16 * rows * gate * f / split + in * rows * f / split;
+  };
+  b += bf16 * T * h / sp + in * T * h / sp + mask * T * h / sp;
+  if (!moe) return b + mlp(T, d(c.intermediate_size), tp);
+  // MoE block: the tokens each rank's experts receive (top_k per token on average over the EP
+  // group), their permuted input and unpermuted output, the experts' up and activation outputs,
+  // and the shared experts as a dense MLP.
+  const double rows = T * d(l.expert_tp()) / tp * d(c.moe.top_k);
+  b += bf16 * rows * h + in * rows * h + mlp(rows, d(expert_ffn(c)), d(l.expert_tp()));
+  if (shared_ffn_total(c) > 0) b += mlp(T, d(shared_ffn_total(c)), tp);
+  return b;
+}
+
+double usable_memory_bytes(double datasheet_bytes) {
+  return datasheet_bytes / 1e9 * 1024.0 * 1024.0 * 1024.0 - kParallelReserveBytes;
+}
+
+ParamStorage rank_storage(const ParallelLayout& l, ParamStorage step_storage) {
+  return is_fsdp(l.sharding) ? ParamStorage::Fp32 : step_storage;
+}
+
+RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t stage, const RankState& state) {
+  const bool fp8_inputs = state.fp8_inputs;
+  const StateBytes sb = state_bytes_per_param(rank_storage(l, state.storage));
+  const double g = rank_storage(l, state.storage) == ParamStorage::Bf16MainFp32 ? state.grad_bytes : sb.grads;
+  const double w = sb.weights, o = sb.main_params + sb.states;
+  RankMemory m;
+  m.stage = stage;
+  const ModelConfig rc = rank_config(c, l);
+  const ModelParams full = model_params(c);
+  const double tp = d(l.tp), etp = d(l.expert_tp()), ep = d(l.ep);
+  double dense = 0, experts = 0, act_layers = 0, biggest_layer = 0, linear = 0;
+  const double router = c.moe.enabled() ? d(c.hidden_size) * d(c.moe.num_experts) : 0;
+  for_stage_layers(c, l, stage, [&](int64_t i) {
+    const bool moe = is_moe_layer(c, i);
+    const double layer_dense = (full.attention + (moe ? full.moe_other : full.dense_mlp)) / tp + full.norms;
+    const double layer_experts = moe ? full.experts / (ep * etp) : 0;
+    linear += layer_dense - full.norms - (moe ? router / tp : 0) + layer_experts;  // FP8 linears (router in BF16)
+    dense += layer_dense;
+    experts += layer_experts;
+    biggest_layer = std::max(biggest_layer, layer_dense + layer_experts);
+    act_layers += layer_activation_bytes(c, l, moe, false, fp8_inputs);
+  });
+  const double vocab_params = c.vocab_size > 0 ? d(padded_vocab(rc)) * d(c.hidden_size) / tp : 0;
+  if (stage == 0) dense += vocab_params;
+  if (stage == l.pp - 1) dense += vocab_params;
+  m.params = dense + experts;
+  m.expert_params = experts;
+  const double dense_dp = d(l.dp * l.cp), edp = d(std::max<int64_t>(1, l.expert_dp()));
+  const double shard = dense / dense_dp + experts / edp;
+  // Bytes per parameter from the one-GPU step's storage rule (Megatron: 2 + 4 + 12 = 18; FSDP's
+  // FP32 shards: 4 + 4 + 8), each part sharded as the layout says.
+  double fp8_linear = linear;  // parameters with FP8 copies alive at once
+  switch (l.sharding) {
+    case DpSharding::Ddp:
+      m.weights_bytes = w * m.params, m.grads_bytes = g * m.params, m.optimizer_bytes = o * m.params;
+      break;
+    case DpSharding::Zero1:
+      m.weights_bytes = w * m.params, m.grads_bytes = g * m.params, m.optimizer_bytes = o * shard;
+      break;
+    case DpSharding::Zero2:
+      m.weights_bytes = w * m.params, m.grads_bytes = g * shard, m.optimizer_bytes = o * shard;
+      break;
+    case DpSharding::Zero3:
+    case DpSharding::FsdpFull:
+      m.weights_bytes = w * shard, m.grads_bytes = g * shard, m.optimizer_bytes = o * shard;
+      m.gathered_bytes = 2 * 2 * biggest_layer;  // BF16: the layer computing and the one prefetched
+      fp8_linear = std::min(linear, 2 * biggest_layer);  // copies of the gathered units only
+      break;
+    case DpSharding::FsdpGradOp:
+      m.weights_bytes = w * shard, m.grads_bytes = g * shard, m.optimizer_bytes = o * shard;
+      m.gathered_bytes = 2 * m.params;  // kept gathered from forward to backward
+      break;
+  }
+  m.fp8_copy_bytes = fp8_linear * state.fp8_copy_bytes;
+  // Micro-batches in flight on this stage: 1F1B p - s (at most m); interleaved the warm-up's
+  // virtual micro-batches plus one, in chunks of L / (p v) layers (Megatron's penalty).
+  const int64_t mbs = std::max<int64_t>(1, l.micro_batches());
+  double inflight = 1;
+  if (l.pp > 1 && l.vpp == 1) inflight = d(std::min(l.pp - stage, mbs));
+  if (l.pp > 1 && l.vpp > 1)
+    inflight = d(std::min(mbs * l.vpp, 2 * (l.pp - stage - 1) + (l.vpp - 1) * l.pp + 1)) / d(l.vpp);
+  m.inflight_microbatches = inflight;
+  m.activation_bytes = act_layers * inflight;
+  if (l.recompute == Recompute::Full) {
+    // One layer's activations while it is recomputed.
+    ParallelLayout sel = l;
+    sel.recompute = Recompute::Selective;
+    m.activation_bytes += layer_activation_bytes(c, sel, c.moe.enabled(), false, fp8_inputs);
+  }
+  const double tokens = d(l.micro_batch) * d(c.sequence_length / l.cp);
+  if (stage == 0) m.activation_bytes += 8 * tokens * inflight;  // token ids
+  if (stage == l.pp - 1 && c.vocab_size > 0)  // logits in FP32 for the loss, and the final norm's output
+    m.activation_bytes += 4 * tokens * d(c.hidden_size) * (1 + d(padded_vocab(rc)) / d(c.hidden_size)) / tp;
+  return m;
+}
+
+}  // namespace gs

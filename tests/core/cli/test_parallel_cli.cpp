@@ -1,0 +1,88 @@
+// The parallel step and the layout search on the command line, without a GPU: predicted steps,
+// refusals with the framework's rule, the JSON and the Chrome trace, `gemmscope layouts`.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_util.hpp"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using gs::test::Out;
+
+namespace {
+
+fs::path dir() {
+  static const fs::path d = gs::test::scratch_dir("parallel_cli");
+  return d;
+}
+Out gs_run(const std::string& args) { return gs::test::run_gemmscope(args, dir()); }
+
+}  // namespace
+
+TEST(ParallelCli, PredictsTheStepWithoutAGpu) {
+  const Out o = gs_run("--model llama-3-70b --layout tp8.pp4.dp16 --cluster dgx-h100");
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_NE(o.out.find("Parallel step: llama-3-70b on 512 x H100"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("PREDICTED"), std::string::npos);
+  EXPECT_NE(o.out.find("pipeline bubble"), std::string::npos);
+  EXPECT_NE(o.out.find("FP8 step speedup at this layout"), std::string::npos);
+  EXPECT_NE(o.out.find("TP communication (exposed)"), std::string::npos);
+  EXPECT_EQ(o.err.find("printing the plan instead"), std::string::npos) << o.err;
+}
+
+TEST(ParallelCli, WritesTheJsonAndTheTrace) {
+  const fs::path j = dir() / "step.json", t = dir() / "trace.json";
+  const Out o = gs_run("--model llama-3-8b --layout tp2.pp2.mb1.gb16 --gpus 16 --bf16-only --parallel-json " + j.string() +
+                       " --parallel-trace " + t.string());
+  ASSERT_EQ(o.rc, 0) << o.err;
+  const json doc = json::parse(gs::test::slurp(j));
+  EXPECT_EQ(doc["schema"], "gemmscope.parallel/1");
+  ASSERT_EQ(doc["results"].size(), 1u);
+  const json& r = doc["results"][0];
+  EXPECT_EQ(r["layout"], "tp2.pp2.vpp1.cp1.ep1.etp2.dp4.mb1.gb16.zero1");
+  EXPECT_EQ(r["source"], "predicted");
+  EXPECT_GT(r["tokens_per_s_per_gpu"].get<double>(), 0);
+  EXPECT_EQ(r["stages"].size(), 2u);
+  const json trace = json::parse(gs::test::slurp(t));
+  int passes = 0;
+  for (const json& e : trace["traceEvents"])
+    if (e["ph"] == "X" && e["cat"] == "forward") ++passes;
+  EXPECT_EQ(passes, 2 * 4);  // 2 stages x 4 micro-batches
+}
+
+TEST(ParallelCli, RefusesWithTheFrameworksRule) {
+  Out o = gs_run("--model llama-3-70b --layout pp3");
+  EXPECT_EQ(o.rc, 2);
+  EXPECT_NE(o.err.find("num_layers (80) is not divisible by the pipeline-parallel size (3)"), std::string::npos) << o.err;
+  o = gs_run("--model llama-3-70b --layout tp8 --tensor-parallel 4");
+  EXPECT_EQ(o.rc, 2);
+  EXPECT_NE(o.err.find("disagree"), std::string::npos) << o.err;
+  o = gs_run("--model llama-3-70b --layout tp8.pp4 --gpus 100");
+  EXPECT_EQ(o.rc, 2);
+  o = gs_run("--shapes 1024 --layout tp2");
+  EXPECT_EQ(o.rc, 2);
+  o = gs_run("--model llama-3-8b --cluster dgx-h10");
+  EXPECT_EQ(o.rc, 2);
+  EXPECT_NE(o.err.find("unknown cluster"), std::string::npos) << o.err;
+  o = gs_run("--model llama-3-8b --layout tp2.qq3");
+  EXPECT_EQ(o.rc, 2);
+  o = gs_run("--model llama-3-8b --gpus 8 --step-efficiency 1.5");
+  EXPECT_EQ(o.rc, 2);
+}
+
+TEST(ParallelCli, LayoutSearchRanksFittingLayouts) {
+  const fs::path j = dir() / "layouts.json";
+  const Out o = gs_run("layouts --model llama-3-8b --gpus 8 --global-batch 32 --top 3 --parallel-json " + j.string());
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_NE(o.out.find("Layouts: llama-3-8b on 8 x H100"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("the fastest"), std::string::npos);
+  const json doc = json::parse(gs::test::slurp(j));
+  EXPECT_EQ(doc["schema"], "gemmscope.layouts/1");
+  ASSERT_FALSE(doc["ranked"].empty());
+  for (size_t i = 1; i < doc["ranked"].size(); ++i)
+    EXPECT_LE(doc["ranked"][i - 1]["step_ms"].get<double>(), doc["ranked"][i]["step_ms"].get<double>());
+  EXPECT_EQ(gs_run("layouts --model llama-3-8b --global-batch 32").rc, 2);  // no --gpus
+  EXPECT_EQ(gs_run("layouts --model llama-3-8b --gpus 8").rc, 2);           // no global batch
+  EXPECT_EQ(gs_run("layouts --model llama-3-8b --gpus 8 --global-batch 8 --layout tp2").rc, 2);
+}
