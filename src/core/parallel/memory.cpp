@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/model/layout_rules.hpp"
 #include "core/model/moe_config.hpp"
 #include "core/parallel/layout_check.hpp"
 
@@ -66,7 +67,7 @@ ModelParams model_params(const ModelConfig& c) {
     p.moe_other = h * d(c.moe.num_experts) + h * d(shared_ffn_total(c)) * (gate + 1);
   }
   p.norms = 2 * h;
-  if (c.vocab_size > 0) p.embedding = p.lm_head = d(c.padded_vocab()) * h;
+  if (c.vocab_size > 0) p.embedding = p.lm_head = d(padded_vocab(c)) * h;
   return p;
 }
 
@@ -131,7 +132,7 @@ RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t st
     biggest_layer = std::max(biggest_layer, layer_dense + layer_experts);
     act_layers += layer_activation_bytes(c, l, moe, false, fp8_inputs);
   });
-  const double vocab_params = c.vocab_size > 0 ? d(rc.padded_vocab()) * d(c.hidden_size) / tp : 0;
+  const double vocab_params = c.vocab_size > 0 ? d(padded_vocab(rc)) * d(c.hidden_size) / tp : 0;
   if (stage == 0) dense += vocab_params;
   if (stage == l.pp - 1) dense += vocab_params;
   m.params = dense + experts;
@@ -181,7 +182,7 @@ RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t st
   const double tokens = d(l.micro_batch) * d(c.sequence_length / l.cp);
   if (stage == 0) m.activation_bytes += 8 * tokens * inflight;  // token ids
   if (stage == l.pp - 1 && c.vocab_size > 0)  // logits in FP32 for the loss, and the final norm's output
-    m.activation_bytes += 4 * tokens * d(c.hidden_size) * (1 + d(rc.padded_vocab()) / d(c.hidden_size)) / tp;
+    m.activation_bytes += 4 * tokens * d(c.hidden_size) * (1 + d(padded_vocab(rc)) / d(c.hidden_size)) / tp;
   return m;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/model/layout_rules.hpp"
 #include "core/model/attention_shape.hpp"
 #include "core/model/moe_config.hpp"
 #include "core/parallel/layout_check.hpp"
@@ -210,7 +211,7 @@ std::vector<Unit> chunk_units(const ParallelJob& job, const StepCosts& costs, co
   const ModelConfig& c = job.model;
   const ModelParams full = model_params(c);
   const double tp = d(l.tp);
-  const double vocab_params = c.vocab_size > 0 ? d(rank_config(c, l).padded_vocab()) * d(c.hidden_size) / tp : 0;
+  const double vocab_params = c.vocab_size > 0 ? d(padded_vocab(rank_config(c, l))) * d(c.hidden_size) / tp : 0;
   std::vector<Unit> out;
   if (s == 0 && k == 0) {
     Unit e;
