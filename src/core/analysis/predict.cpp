@@ -9,7 +9,9 @@
 
 #include "core/util/error.hpp"
 #include "core/report/report.hpp"
+#include "core/report/report_whole_step.hpp"
 #include "core/analysis/roofline.hpp"
+#include "core/analysis/step_transfer.hpp"
 
 namespace gs {
 
@@ -328,6 +330,8 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
   pr.result.created = run.created;
   pr.result.seed = run.seed;
   finish(pr);
+  carry_step(run, source, target, pr.result, pr.assumptions);  // the whole step, when the run has one
+  pr.result.notes = pr.assumptions;
   return pr;
 }
 
@@ -466,6 +470,7 @@ void add_prediction(print::Document& d, const Prediction& pr) {
     d.line(fmt::format("Model: {} (hidden={}, intermediate={}, {}, layers={}, M={})", c.name, c.hidden_size,
                        c.intermediate_size, heads_text(c, true), c.num_hidden_layers, c.tokens()));
   }
+  if (r.step) add_step_block(d, r);  // the run's whole step carried to the target (step_transfer.hpp)
   std::vector<std::string> reasons;
   auto note = [&](const std::string& why) {
     auto it = std::find(reasons.begin(), reasons.end(), why);

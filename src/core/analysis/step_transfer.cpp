@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/analysis/predict_cell.hpp"
+#include "core/run/step_run.hpp"
 
 namespace gs {
 
@@ -28,6 +29,33 @@ StepTransfer transfer_step(const StepParts& source, double gemm_ms_target, const
            : std::string(", the same fraction of it assumed: no attention prior"),
       out.memory_factor, src.bandwidth_gbs->value, tgt.bandwidth_gbs->value, source.unscaled_ms);
   return out;
+}
+
+void carry_step(const RunResult& run, const GpuSpec& src, const GpuSpec& tgt, RunResult& out,
+                std::vector<std::string>& notes) {
+  if (!run.step || !run.step->timed || !run.step_context || !run.plan.model_mode) return;
+  const StepTransfer f = transfer_step(StepParts{}, 0, src, tgt, 0);
+  StepContextInfo c = *run.step_context;
+  c.attention_fwd_ms *= f.attention_factor;
+  c.attention_bwd_ms *= f.attention_factor;
+  c.other_ms *= f.memory_factor;
+  c.move_ms *= f.memory_factor;
+  c.cast_ms *= f.memory_factor;
+  if (c.stream_gb_per_s > 0) c.stream_gb_per_s /= f.memory_factor;
+  if (c.move_gb_per_s > 0) c.move_gb_per_s /= f.memory_factor;
+  c.attention_source = fmt::format("predicted for {} from {} on {} (x{:.3f})", tgt.key, c.attention_source, src.key,
+                                   f.attention_factor);
+  std::vector<StepKernelRun> kernels = run.step->kernels;
+  for (StepKernelRun& k : kernels)
+    if (k.ok && k.spec.kind != StepKernelKind::LaunchLatency) k.mean_ms *= f.memory_factor;
+  out.step_context = c;
+  out.step_options = run.step_options;
+  out.step = step_from_result(out, kernels, true);
+  if (const auto& peak = tgt.peak(PeakFormat::BF16))
+    set_step_peak(*out.step, {peak->value, fmt::format("{}, {}", tgt.name, peak->source)});
+  notes.push_back(fmt::format("the whole step: the GEMMs as predicted above; {}; the host's launch cost as measured on "
+                              "{} (the host is not the GPU's)",
+                              f.basis.substr(0, f.basis.rfind(", ")), src.key));
 }
 
 }  // namespace gs

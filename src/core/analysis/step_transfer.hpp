@@ -2,13 +2,15 @@
 // predicted"): the GEMMs come from the per-cell prediction (predict_cell.hpp); attention is scaled
 // by the BF16 peak times an attention efficiency, the memory-bound work (norms, activations,
 // quantization outside the GEMMs, optimizer) by the memory bandwidth, and what neither describes
-// (host launch gaps, collectives) is carried unchanged and says so. Narrow inputs: the source's
-// step parts in ms and the two datasheets; no result document. The whole-step block of a measured
-// run (src/core/step/) feeds it once that block exists; until then nothing calls it but its tests.
+// (host launch gaps, collectives) is carried unchanged and says so. transfer_step takes narrow
+// inputs (the source's step parts in ms and the two datasheets); carry_step applies its factors to
+// a measured run's whole step (src/core/step/) for predict.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "core/gpu/gpu_spec.hpp"
+#include "core/results/results.hpp"
 
 namespace gs {
 
@@ -35,5 +37,14 @@ struct StepTransfer {
 // UsageError (naming the field) when either GPU lacks a BF16 peak.
 StepTransfer transfer_step(const StepParts& source, double gemm_ms_target, const GpuSpec& src, const GpuSpec& tgt,
                            double model_flops, double attention_eff_source = 0, double attention_eff_target = 0);
+
+// The whole step of `run` (measured on `src`) onto `out`, a prediction for `tgt` whose cells are
+// already predicted: the step context's attention scaled by transfer_step's attention factor, its
+// memory-bound work and stand-in rates and the step kernels (optimizer, loss, embedding) by the
+// bandwidth ratio, the launch latency carried (a host cost), then the step recomputed from `out`'s
+// cells (core/run/step_run.hpp) with MFU against the target's dense BF16 peak. Appends what it
+// assumed to `notes`. Nothing when the run has no timed step (a shapes run, a file without one).
+void carry_step(const RunResult& run, const GpuSpec& src, const GpuSpec& tgt, RunResult& out,
+                std::vector<std::string>& notes);
 
 }  // namespace gs

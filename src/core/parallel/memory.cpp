@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/model/layout_rules.hpp"
 #include "core/model/moe_config.hpp"
 #include "core/parallel/layout_check.hpp"
 

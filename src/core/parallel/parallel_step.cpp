@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "core/model/layout_rules.hpp"
 #include "core/model/attention_shape.hpp"
 #include "core/model/moe_config.hpp"
 #include "core/parallel/layout_check.hpp"

@@ -75,7 +75,16 @@ GroupTime from_bytes(const Context& x, double bytes, const std::string& what) {
           fmt::format("{}its bytes at {:.2f}x the stand-in kernel's {:.0f} GB/s", what, efficiency, c->stream_gb_per_s)};
 }
 
+GroupTime group_time_on_source(const Context& x, const StepGroup& g);
+
+// A predicted run's measured parts are the source GPU's, carried to the target: predicted.
 GroupTime group_time(const Context& x, const StepGroup& g) {
+  GroupTime t = group_time_on_source(x, g);
+  if (x.r.predicted() && t.source == TimeSource::Measured) t.source = TimeSource::Predicted;
+  return t;
+}
+
+GroupTime group_time_on_source(const Context& x, const StepGroup& g) {
   const RunResult& r = x.r;
   const std::optional<StepContextInfo>& c = r.step_context;
   const TimeSource cells = r.predicted() ? TimeSource::Predicted : TimeSource::Measured;

@@ -2,11 +2,17 @@
 // efficiency, memory-bound work by bandwidth, the rest carried (CPU only).
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 
+#include "core/analysis/predict.hpp"
 #include "core/analysis/step_transfer.hpp"
+#include "core/model/model_config.hpp"
+#include "core/report/report.hpp"
+#include "core/run/runner.hpp"
 #include "core/util/error.hpp"
 #include "predict_test_data.hpp"
+#include "test_util.hpp"
 
 using namespace gs;
 
@@ -35,4 +41,81 @@ TEST(StepTransfer, RefusesAGpuWithoutABf16Peak) {
   GpuSpec t = db().find("B300");
   t.tflops[static_cast<int>(PeakFormat::BF16)].reset();
   EXPECT_THROW(transfer_step(StepParts{1, 1, 1, 0}, 1, db().find("H100"), t, 1e12), UsageError);
+}
+
+namespace {
+// A measured run with a whole step: GEMMs at a fixed rate, a Transformer Engine step context with
+// measured attention, every step kernel 2 ms (the launch latency 4 us).
+class StepFake : public test::FakeEngineBase {
+ public:
+  Cell measure(const Gemm& g, Precision p, Mode, const std::string&) override {
+    return Cell::measured(summarize({g.flops() / (p == Precision::BF16 ? 600e12 : 1000e12) * 1e3}));
+  }
+  std::optional<StepContextInfo> step_context() const override {
+    StepContextInfo c;
+    c.kind = StepContextKind::TransformerEngine;
+    c.stream_gb_per_s = 2500;
+    c.efficiency = 1.15;
+    c.other_ms = 1.0;
+    c.attention_fwd_ms = 0.5;
+    c.attention_bwd_ms = 1.2;
+    c.attention_measured = true;
+    return c;
+  }
+  Cell measure_step_kernel(const StepKernelSpec& s) override {
+    return Cell::measured(summarize({s.kind == StepKernelKind::LaunchLatency ? 0.004 : 2.0}));
+  }
+};
+
+RunResult measured_step_run() {
+  RunRequest req;
+  ModelConfig c = find_preset("llama-3-8b").config;
+  c.num_hidden_layers = 2;
+  req.plan = build_model_plan(c);
+  req.precisions = {Precision::BF16, Precision::FP8Current};
+  req.modes = {Mode::Training};
+  req.options.timing.gpu_warmup_s = 0;
+  req.options.timing.step_context_kind = StepContextKind::TransformerEngine;
+  StepFake engine;
+  return run(engine, req);
+}
+
+const StepGroupResult& group_of(const StepBreakdown& b, const std::string& name) {
+  for (const StepGroupResult& g : b.groups)
+    if (g.group.name == name) return g;
+  throw std::logic_error("no group " + name);
+}
+}  // namespace
+
+// predict carries the run's whole step to the target: attention by the BF16 peaks, the memory-bound
+// work and the step kernels by the bandwidths, the launch latency as measured; every measured part
+// becomes predicted, the JSON reads back to the same step.
+TEST(StepTransfer, PredictCarriesTheWholeStep) {
+  const RunResult r = measured_step_run();
+  ASSERT_TRUE(r.step && r.step->timed);
+  const GpuSpec &s = db().find("H100"), &t = db().find("B300");
+  const Prediction pr = predict_from_run(r, "r.json", s, t);
+  ASSERT_TRUE(pr.result.step);
+  const StepBreakdown& src = r.step->steps[0][0];
+  const StepBreakdown& dst = pr.result.step->steps[0][0];
+  ASSERT_TRUE(src.step_ms && dst.step_ms);
+  const double att = 989.4 / 2250, mem = 3350.0 / 8000;
+  EXPECT_NEAR(*group_of(dst, "attention fwd").time.ms, *group_of(src, "attention fwd").time.ms * att, 1e-9);
+  EXPECT_NEAR(*group_of(dst, "optimizer").time.ms, *group_of(src, "optimizer").time.ms * mem, 1e-9);
+  EXPECT_NEAR(*group_of(dst, "other fwd").time.ms, *group_of(src, "other fwd").time.ms * mem, 1e-9);
+  EXPECT_EQ(group_of(dst, "attention fwd").time.source, TimeSource::Predicted);
+  EXPECT_EQ(group_of(dst, "optimizer").time.source, TimeSource::Predicted);
+  EXPECT_EQ(group_of(dst, "GEMMs fwd, dense layer").time.source, TimeSource::Predicted);
+  EXPECT_EQ(dst.host.launch_us, src.host.launch_us);  // the host is not the GPU's
+  EXPECT_LT(*dst.step_ms, *src.step_ms);              // B300 is faster than H100 in every roof
+  ASSERT_TRUE(dst.mfu);
+  const std::string text = render_prediction_text(pr);
+  EXPECT_NE(text.find("Whole training step"), std::string::npos) << text.substr(0, 400);
+  const RunResult back = from_json(prediction_json(pr), "p.json");
+  ASSERT_TRUE(back.step);
+  EXPECT_NEAR(*back.step->steps[0][0].step_ms, *dst.step_ms, 1e-9);
+  // A run without a step (a shapes run) predicts none.
+  RunResult shapes = r;
+  shapes.step.reset();
+  EXPECT_FALSE(predict_from_run(shapes, "r.json", s, t).result.step);
 }
