@@ -169,7 +169,7 @@ std::function<void(const T&, json&)> put_when(const char* key, At at, When<T> wh
 // (median_ms defaults to mean_ms); empty: the member as it is.
 template <class T, class At>
 Field<T> number(const char* key, At at, Range r, std::function<double(const T&)> dflt = {}, When<T> when = {}) {
-  using M = std::remove_cvref_t<decltype(at(std::declval<T&>()))>;
+  using M = std::remove_cv_t<std::remove_reference_t<decltype(at(std::declval<T&>()))>>;
   Field<T> f{key, detail::put_when<T>(key, at, when), {}};
   f.read = [=](const json& obj, T& v, const std::string& where) {
     const json* x = find(obj, key);
@@ -188,7 +188,7 @@ Field<T> number(const char* key, At at, Range r, std::function<double(const T&)>
 // An integer member of any integral type (or std::optional of one), inside the type's range.
 template <class T, class At>
 Field<T> integer(const char* key, At at, When<T> when = {}) {
-  using M = std::remove_cvref_t<decltype(at(std::declval<T&>()))>;
+  using M = std::remove_cv_t<std::remove_reference_t<decltype(at(std::declval<T&>()))>>;
   Field<T> f{key, detail::put_when<T>(key, at, when), {}};
   f.read = [=](const json& obj, T& v, const std::string& where) {
     const json* x = find(obj, key);
@@ -234,7 +234,7 @@ Field<T> text(const char* key, At at, When<T> when = {}, size_t clip = 0) {
 // plain S member (written always); read when the key is there (null counts as absent).
 template <class T, class At, class S>
 Field<T> object(const char* key, At at, const Fields<S>& table) {
-  using M = std::remove_cvref_t<decltype(at(std::declval<T&>()))>;
+  using M = std::remove_cv_t<std::remove_reference_t<decltype(at(std::declval<T&>()))>>;
   Field<T> f{key, {}, {}};
   f.write = [=](const T& v, json& obj) {
     const M& m = at(v);

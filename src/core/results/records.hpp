@@ -64,7 +64,11 @@ struct RecordKey {
   uint32_t rank = 0;
   Source source = Source::Measured;
 
-  bool operator==(const RecordKey&) const = default;
+  // Written out (not `= default`): the CUDA units include this header at C++17.
+  bool operator==(const RecordKey& o) const {
+    return kind == o.kind && item == o.item && pass == o.pass && precision == o.precision && mode == o.mode &&
+           provider == o.provider && rank == o.rank && source == o.source;
+  }
   // The key in 64 bits, the index's hash key; std::out_of_range when a field exceeds its bits
   // (items and ranks up to 2^20, providers up to 63).
   uint64_t packed() const;
