@@ -20,7 +20,10 @@ json sample(const std::string& model, const std::string& transfer, const std::st
   return {{"model", model}, {"arch", arch}, {"transfer", transfer}, {"precision", prec}, {"mode", "training"},
           {"size_class", cls}, {"deviation", dev}};
 }
-json doc(json samples) { return {{"schema", "gemmscope.predict_errors/1"}, {"sources", {"a.json"}}, {"samples", std::move(samples)}}; }
+// A list parameter: `doc({x})` with a json parameter is x itself under clang, a one-element list under gcc.
+json doc(const std::vector<json>& samples) {
+  return {{"schema", "gemmscope.predict_errors/1"}, {"sources", {"a.json"}}, {"samples", json(samples)}};
+}
 
 // A synthetic set: model A's FP8 cells in class 2 read 1-4% slow, model B's 2-3% fast; a few BF16.
 ErrorSet synthetic(bool with_b = true) {

@@ -94,7 +94,8 @@ TEST(StepPlan, OptimizerAsTheFrameworkKeepsParameters) {
   EXPECT_DOUBLE_EQ(group(torch, "grad clip scale").bytes, P * 2 * 2);
   // foreach: modelled, no engine kernel; multi-tensor launches of one fused AdamW over 8.03e9 values.
   o.optimizer = OptimizerImpl::Foreach;
-  const StepGroup& fe = group(step(llama(), StepContextKind::Eager, o), "optimizer");
+  const StepPlan foreach_plan = step(llama(), StepContextKind::Eager, o);  // the group refers into it
+  const StepGroup& fe = group(foreach_plan, "optimizer");
   EXPECT_FALSE(fe.kernel);
   EXPECT_EQ(fe.basis, TimeBasis::Bytes);
   EXPECT_GT(fe.bytes, P * 14);
