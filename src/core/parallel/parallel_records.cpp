@@ -15,11 +15,16 @@ namespace {
 
 constexpr size_t kMaxItemChars = 200;  // what a reader keeps of an item's name
 
-// The numbers of a step, by name, for both directions.
-struct StepNumber {
+// A number of a struct S by name, for both directions.
+template <class S>
+struct Number {
   const char* name;
-  double ParallelStepResult::*member;
+  double S::*member;
 };
+using StepNumber = Number<ParallelStepResult>;
+using MemoryNumber = Number<RankMemory>;
+
+// The numbers of a step, and of a rank's memory.
 const std::vector<StepNumber>& step_numbers() {
   static const std::vector<StepNumber> t = {
       {"step_ms", &ParallelStepResult::step_ms},
@@ -35,10 +40,6 @@ const std::vector<StepNumber>& step_numbers() {
   return t;
 }
 
-struct MemoryNumber {
-  const char* name;
-  double RankMemory::*member;
-};
 const std::vector<MemoryNumber>& memory_numbers() {
   static const std::vector<MemoryNumber> t = {
       {"memory.params", &RankMemory::params},
