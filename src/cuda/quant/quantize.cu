@@ -206,8 +206,23 @@ void amax_bf16(const __nv_bfloat16* x, size_t n, float* amax, void* workspace, c
   amax_partial_kernel<<<grid, kAmaxThreads, 0, s>>>(x, n, partial);
   GS_CUDA_LAUNCH();
 
-  launch_final_pass(amax_final_kernel, 1, s, static_cast<const uint32_t*>(partial), grid, amax);
-  GS_CUDA_LAUNCH();
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(1);
+  cfg.blockDim = dim3(kFinalThreads);
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  const cudaError_t e = cudaLaunchKernelEx(&cfg, amax_final_kernel,
+                                           static_cast<const uint32_t*>(partial), grid, amax);
+  if (e != cudaSuccess) {  // e.g. no programmatic launch on this stream: plain launch
+    (void)cudaGetLastError();
+    amax_final_kernel<<<1, kFinalThreads, 0, s>>>(partial, grid, amax);
+    GS_CUDA_LAUNCH();
+  }
 }
 
 void cast_fp8_current(const __nv_bfloat16* x, int rows, int cols, bool transpose, Fp8Kind kind,

@@ -24,28 +24,6 @@ constexpr int kAmaxThreads = 512;   // amax partial kernel
 constexpr int kAmaxMaxBlocks = 2048;
 constexpr int kFinalThreads = 1024;  // amax final / delayed update
 
-// `kernel` on `blocks` x kFinalThreads with programmatic dependent launch: its launch overlaps the
-// kernel before it on the stream (its blocks wait in griddepcontrol.wait), so there is no launch gap
-// between an amax's partial and final passes. Where the stream cannot take it, a plain launch (the
-// caller checks the launch).
-template <class... Params, class... Args>
-void launch_final_pass(void (*kernel)(Params...), int blocks, cudaStream_t s, Args... args) {
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(blocks));
-  cfg.blockDim = dim3(kFinalThreads);
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = s;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
-  if (cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...) != cudaSuccess) {
-    (void)cudaGetLastError();  // e.g. no programmatic launch on this stream
-    kernel<<<blocks, kFinalThreads, 0, s>>>(static_cast<Params>(args)...);
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Scale sources for the per-tensor casts.
 //   current: *src is the tensor's amax, scale = fmax/amax (fallback 1).

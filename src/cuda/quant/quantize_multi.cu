@@ -102,6 +102,25 @@ __global__ void __launch_bounds__(kFinalThreads) multi_delayed_update_kernel(con
   delayed_update_body(t.history, t.hist_len, t.pos, fmax, t.scale, 0, 1);
 }
 
+// The final pass with programmatic dependent launch, as the single-tensor amax runs it: its launch
+// overlaps the partial pass (its blocks wait in griddepcontrol.wait), so no launch gap between them.
+template <class Arg>
+void launch_amax_final(void (*kernel)(Arg), const Arg& arg, int count, cudaStream_t s) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(count));
+  cfg.blockDim = dim3(kFinalThreads);
+  cfg.stream = s;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if (cudaLaunchKernelEx(&cfg, kernel, arg) != cudaSuccess) {
+    (void)cudaGetLastError();  // e.g. no programmatic launch on this stream: a plain launch
+    kernel<<<count, kFinalThreads, 0, s>>>(arg);
+  }
+}
+
 constexpr int kB1Units = 4;  // units per half-warp of the 1x128 rowwise body, as quantize.cu launches it
 
 void require(bool ok, const std::string& what) {
@@ -322,11 +341,11 @@ void MultiQuant::launch(cudaStream_t s) const {
         if (g.amax_params) {
           multi_amax_partial_param_kernel<<<g.blocks, kAmaxThreads, 0, s>>>(*g.amax_params);
           GS_CUDA_LAUNCH();
-          launch_final_pass(multi_amax_final_param_kernel, g.count, s, *g.amax_params);
+          launch_amax_final(multi_amax_final_param_kernel, *g.amax_params, g.count, s);
         } else {
           multi_amax_partial_kernel<<<g.blocks, kAmaxThreads, 0, s>>>(tab, bt);
           GS_CUDA_LAUNCH();
-          launch_final_pass(multi_amax_final_kernel, g.count, s, tab);
+          launch_amax_final(multi_amax_final_kernel, tab, g.count, s);
         }
         break;
       case MultiQuantOp::DelayedUpdate:

@@ -71,12 +71,18 @@ class Bf16MGroupedRun final : public ProviderRun {
   Bf16MGroupedRun(GroupedSources& src, PrepareTotals& totals) {
     const Gemm& g = src.gemm;
     const int64_t n = g.n, k = g.k;
+    const std::vector<int64_t> padded = deepgemm_padded_group(g);
+    groups_ = static_cast<int>(padded.size());
+    m_ = static_cast<int>(std::accumulate(padded.begin(), padded.end(), int64_t{0}));
     const cudaStream_t s = nullptr;
-    MGroupedRows rows = m_grouped_rows(src, a_, s);
-    groups_ = rows.groups;
-    m_ = rows.m;
-    row_offsets_ = std::move(rows.offsets);
-    m_indices_ = std::move(rows.m_indices);
+    GS_CUDA(cudaDeviceSynchronize());
+    row_offsets_ = copy_segments(src, src.tokens_l, k, padded, a_, s);
+    std::vector<int> idx(static_cast<size_t>(m_), -1);
+    for (int e = 0; e < groups_; ++e)
+      for (int64_t i = 0; i < g.group[static_cast<size_t>(e)]; ++i)
+        idx[static_cast<size_t>(row_offsets_[static_cast<size_t>(e)] + i)] = e;
+    m_indices_ = DeviceBuffer(idx.size() * sizeof(int));
+    if (!idx.empty()) GS_CUDA(cudaMemcpy(m_indices_.get(), idx.data(), m_indices_.bytes(), cudaMemcpyHostToDevice));
     // Stacked weights: [experts*n, k] (K-major, Fprop) or [experts*k, n] (MN-major, Dgrad); an
     // expert without rows has no weight in the sources and is never read (its slot stays zero).
     const size_t w_bytes = static_cast<size_t>(n * k) * 2;

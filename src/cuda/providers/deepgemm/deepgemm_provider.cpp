@@ -142,11 +142,17 @@ class MGroupedRun final : public ProviderRun {
   MGroupedRun(GroupedSources& src, const Recipe& r, Mode mode, const RecipeOptions& opts, PrepareTotals& totals) {
     const Gemm& g = src.gemm;
     const int64_t n = g.n, k = g.k;
+    const std::vector<int64_t> padded = deepgemm_padded_group(g);
+    groups_ = static_cast<int>(padded.size());
+    m_ = static_cast<int>(std::accumulate(padded.begin(), padded.end(), int64_t{0}));
     const cudaStream_t s = nullptr;
-    dgrun::MGroupedRows rows = dgrun::m_grouped_rows(src, a_src_, s);
-    groups_ = rows.groups;
-    m_ = rows.m;
-    m_indices_ = std::move(rows.m_indices);
+    GS_CUDA(cudaDeviceSynchronize());
+    const std::vector<int64_t> off = copy_segments(src, src.tokens_l, k, padded, a_src_, s);
+    std::vector<int> idx(static_cast<size_t>(m_), -1);
+    for (int e = 0; e < groups_; ++e)
+      for (int64_t i = 0; i < g.group[static_cast<size_t>(e)]; ++i) idx[static_cast<size_t>(off[static_cast<size_t>(e)] + i)] = e;
+    m_indices_ = DeviceBuffer(idx.size() * sizeof(int));
+    GS_CUDA(cudaMemcpy(m_indices_.get(), idx.data(), m_indices_.bytes(), cudaMemcpyHostToDevice));
     const Gemm eg = expert_gemm(g, m_);
     const OperandWork wl = operand_work(mode, eg, Side::Left, r, opts);
     const OperandWork wr = operand_work(mode, eg, Side::Right, r, opts);
@@ -169,7 +175,7 @@ class MGroupedRun final : public ProviderRun {
     GS_CUDA(cudaMemsetAsync(sfb_.get(), 0, sfb_.bytes(), s));
     d_ = DeviceBuffer(static_cast<size_t>(m_) * static_cast<size_t>(n) * kBf16);
     GS_CUDA(cudaMemsetAsync(d_.get(), 0xFF, d_.bytes(), s));  // NaN until written (tests read the real rows)
-    row_offsets_ = std::move(rows.offsets);
+    row_offsets_ = off;
     quantize_a(s);
     quantize_w(s);
     GS_CUDA(cudaStreamSynchronize(s));

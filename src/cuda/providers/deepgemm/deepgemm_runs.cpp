@@ -4,7 +4,6 @@
 
 #include <numeric>
 
-#include "core/providers/deepgemm_cells.hpp"
 #include "cuda/common/cuda_check.hpp"
 
 namespace gs::cuda::dgrun {
@@ -40,23 +39,6 @@ std::vector<int64_t> copy_segments(const GroupedSources& src, const DeviceBuffer
     o += padded[e];
   }
   return off;
-}
-
-MGroupedRows m_grouped_rows(GroupedSources& src, DeviceBuffer& to, cudaStream_t s) {
-  const Gemm& g = src.gemm;
-  const std::vector<int64_t> padded = deepgemm_padded_group(g);
-  MGroupedRows r;
-  r.groups = static_cast<int>(padded.size());
-  r.m = static_cast<int>(std::accumulate(padded.begin(), padded.end(), int64_t{0}));
-  GS_CUDA(cudaDeviceSynchronize());
-  r.offsets = copy_segments(src, src.tokens_l, g.k, padded, to, s);
-  std::vector<int> idx(static_cast<size_t>(r.m), -1);
-  for (int e = 0; e < r.groups; ++e)
-    for (int64_t i = 0; i < g.group[static_cast<size_t>(e)]; ++i)
-      idx[static_cast<size_t>(r.offsets[static_cast<size_t>(e)] + i)] = e;
-  r.m_indices = DeviceBuffer(idx.size() * sizeof(int));
-  if (!idx.empty()) GS_CUDA(cudaMemcpy(r.m_indices.get(), idx.data(), r.m_indices.bytes(), cudaMemcpyHostToDevice));
-  return r;
 }
 
 }  // namespace gs::cuda::dgrun

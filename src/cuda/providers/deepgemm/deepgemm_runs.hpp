@@ -36,17 +36,6 @@ std::string prepare_text(const dg::PrepareInfo& i);
 std::vector<int64_t> copy_segments(const GroupedSources& src, const DeviceBuffer& from, int64_t width,
                                    const std::vector<int64_t>& padded, DeviceBuffer& to, cudaStream_t s);
 
-// The left operand of DeepGEMM's M-grouped contiguous layout, in every recipe: each expert's token
-// rows (src.tokens_l, width gemm.k) copied into `to` in 128-row segments (copy_segments, after a
-// device synchronize), and m_indices, each row's expert (-1 on padding rows), on the device.
-struct MGroupedRows {
-  int groups = 0;                // experts
-  int m = 0;                     // rows, padding included
-  std::vector<int64_t> offsets;  // each expert's first row
-  DeviceBuffer m_indices;        // int per row
-};
-MGroupedRows m_grouped_rows(GroupedSources& src, DeviceBuffer& to, cudaStream_t s);
-
 // BF16 cells (sm90_bf16_gemm): dense Fprop/Dgrad/Wgrad on the engine's BF16 operands as they are
 // stored (K- or MN-major); grouped: the M-grouped contiguous Fprop/Dgrad, the K-grouped Wgrad.
 std::unique_ptr<ProviderRun> make_bf16_dense(const Gemm& g, const Recipe& r, GemmSources& src, PrepareTotals& totals);
