@@ -79,7 +79,7 @@ Built build_layers(const ParallelJob& job, const StepCosts& costs, const Collect
   const bool fp8 = costs.precision != Precision::BF16;
   const int64_t domain = net.cluster().domain_gpus();
   Built b;
-  const double eff = job.compute_efficiency;
+  const double eff = sustained_rate(job, costs);
   base_compute(b.dense, costs.dense, eff);
   base_compute(b.moe, costs.moe, eff);
   auto add_coll = [&](StepCollective x, bool dense, bool moe, double exposed_fwd_or_bwd, bool backward, TimeKind kind,
@@ -215,8 +215,8 @@ std::vector<Unit> chunk_units(const ParallelJob& job, const StepCosts& costs, co
   std::vector<Unit> out;
   if (s == 0 && k == 0) {
     Unit e;
-    at(e.fwd, TimeKind::Other) = costs.embed_fwd_ms / job.compute_efficiency;
-    at(e.bwd, TimeKind::Other) = costs.embed_bwd_ms / job.compute_efficiency;
+    at(e.fwd, TimeKind::Other) = costs.embed_fwd_ms / sustained_rate(job, costs);
+    at(e.bwd, TimeKind::Other) = costs.embed_bwd_ms / sustained_rate(job, costs);
     e.dense_params = vocab_params;
     out.push_back(e);
   }
@@ -234,7 +234,7 @@ std::vector<Unit> chunk_units(const ParallelJob& job, const StepCosts& costs, co
   }
   if (s == l.pp - 1 && k == l.vpp - 1) {
     Unit h;
-    const double eff = job.compute_efficiency;
+    const double eff = sustained_rate(job, costs);
     at(h.fwd, TimeKind::Gemm) = costs.head_fwd_ms / eff;
     at(h.fwd, TimeKind::Other) = costs.loss_fwd_ms / eff;
     at(h.bwd, TimeKind::Gemm) = costs.head_bwd_ms / eff;
@@ -333,6 +333,11 @@ double model_flops_per_step(const ModelConfig& c, const ParallelLayout& l) {
   const double per_micro = plan_flops(plan).full_model(c.num_hidden_layers) +
                            (attention_fwd_flops(s) + attention_bwd_flops(s)) * d(c.num_hidden_layers);
   return per_micro * d(l.batch() / l.micro_batch);
+}
+
+double sustained_rate(const ParallelJob& job, const StepCosts& costs) {
+  if (job.compute_efficiency > 0) return job.compute_efficiency;
+  return costs.source == CostSource::Measured ? 1.0 : kStepComputeEfficiency;
 }
 
 ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCosts& costs, const CollectiveModel& net,
@@ -584,13 +589,20 @@ ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCost
       r.trace.push_back(std::move(comm));
     }
   }
-  r.notes.push_back(fmt::format("compute runs at {:.2f} of its costed rate in the multi-GPU step{} (docs/parallel.md)",
-                                job.compute_efficiency,
-                                job.compute_efficiency == kStepComputeEfficiency ? ": calibrated on the tune rows of published runs" : ""));
+  const double rate = sustained_rate(job, costs);
+  const char* why = job.compute_efficiency > 0          ? ": --step-efficiency"
+                    : costs.source == CostSource::Measured ? ": measured in the framework's step context, taken as it is"
+                                                         : ": calibrated on the tune rows of published runs";
+  r.notes.push_back(fmt::format("compute runs at {:.2f} of its costed rate in the multi-GPU step{} (docs/parallel.md)", rate, why));
   r.notes.push_back(fmt::format("contention while communication overlaps compute: compute +{:.0f}%, communication +{:.0f}% "
                                 "({})",
                                 100 * job.contention.compute_slowdown, 100 * job.contention.comm_slowdown, job.contention.source));
   if (!net.calibration_note().empty()) r.notes.push_back(net.calibration_note());
+  const ParallelLayout& lay = job.layout;
+  const bool fsdp = lay.dp > 1 && shards_parameters(lay.sharding);
+  if (job.framework != StepContextKind::TransformerEngine && (lay.tp > 1 || fsdp))
+    r.notes.push_back("a lower bound for eager torch.distributed: its tensor-parallel and FSDP steps left the GPUs waiting "
+                      "between collectives far beyond this model on 2 x H200 (docs/results/h200x2_parallel_real.md)");
   return r;
 }
 

@@ -61,7 +61,16 @@ struct ContentionModel {
 // synchronization between ranks, launch latency and the clocks of a fully loaded node, none of
 // which a GEMM's datasheet prior or a single-GPU loop contains. Calibrated on the `tune` rows of
 // bench/validate_parallel.py only (docs/results/parallel_validation.md); never on a check row.
+// It scales predicted compute only: compute measured in the framework's step context on this GPU
+// already holds the step's kernel gaps and launches (the whole one-GPU step is validated against
+// real steps, docs/results/h200_whole_step.md), so it runs at 1.0 unless --step-efficiency says.
 constexpr double kStepComputeEfficiency = 0.80;
+
+struct ParallelJob;
+struct StepCosts;
+// The rate the step's compute runs at: the job's --step-efficiency when set, else the default for
+// the costs' source (above).
+double sustained_rate(const ParallelJob& job, const StepCosts& costs);
 
 // The contention measured on this node: the mean slowdown of the GEMMs timed beside the
 // collectives (CommEngine::overlap, both recipe families); the defaults where nothing was timed
@@ -78,7 +87,7 @@ struct ParallelJob {
   StepOptions step;
   CommType grad_type = CommType::Fp32;  // gradients in data-parallel reductions
   double bucket_params = 40e6;          // Megatron's default gradient bucket
-  double compute_efficiency = kStepComputeEfficiency;
+  double compute_efficiency = 0;  // 0: the default for the costs' source (sustained_rate)
   ContentionModel contention;
 };
 

@@ -446,6 +446,10 @@ StepPlan build_step_plan(const Plan& plan, StepContextKind framework, const Step
     sp.notes.push_back("GQA: eager and compiled PyTorch repeat the key/value heads before attention (Hugging Face's "
                        "repeat_kv): attention runs, and is timed, with every query head its own key and value");
   sp.notes.push_back("RoPE on Q and K in every layer (rotary position embeddings, as the presets' model families use)");
+  if (n_moe > 0 && fw != StepContextKind::TransformerEngine)
+    sp.notes.push_back("the experts' kernels launch without a host synchronization per expert (as grouped GEMMs run them); "
+                       "a Hugging Face-style Python loop over the experts that waits for each expert's token list is not "
+                       "modelled, and such a step is host-bound far beyond this estimate (docs/step.md)");
   return sp;
 }
 

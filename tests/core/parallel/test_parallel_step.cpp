@@ -171,3 +171,48 @@ TEST(ParallelStep, ContentionComesFromTheMeasuredOverlap) {
   job.contention.compute_slowdown = 0.5;
   EXPECT_GT(simulate_parallel_step(job, synthetic(), net, h100()).step_ms, base);
 }
+
+TEST(ParallelStep, SustainedRateScalesPredictedComputeOnly) {
+  ParallelJob job;
+  StepCosts costs;
+  costs.source = CostSource::Predicted;
+  EXPECT_DOUBLE_EQ(sustained_rate(job, costs), kStepComputeEfficiency);
+  costs.source = CostSource::Measured;
+  EXPECT_DOUBLE_EQ(sustained_rate(job, costs), 1.0);
+  job.compute_efficiency = 0.5;  // --step-efficiency wins for either source
+  EXPECT_DOUBLE_EQ(sustained_rate(job, costs), 0.5);
+  costs.source = CostSource::Predicted;
+  EXPECT_DOUBLE_EQ(sustained_rate(job, costs), 0.5);
+  // ... and it reaches the step: the same synthetic costs, measured, run faster than predicted.
+  const ModelConfig c = small();
+  ParallelJob a;
+  a.model = c;
+  a.layout = L("dp1.gb4");
+  check_layout(c, a.layout);
+  const CollectiveModel net(cluster_presets().find("dgx-h100"));
+  StepCosts pred = synthetic(), meas = synthetic();
+  pred.source = CostSource::Predicted;
+  meas.source = CostSource::Measured;
+  const double tp = simulate_parallel_step(a, pred, net, h100(), false).step_ms;
+  const double tm = simulate_parallel_step(a, meas, net, h100(), false).step_ms;
+  EXPECT_GT(tp, tm * 1.1);
+}
+
+TEST(ParallelStep, EagerTensorParallelAndFsdpAreSaidToBeLowerBounds) {
+  const ModelConfig c = small();
+  const CollectiveModel net(cluster_presets().find("dgx-h100"));
+  auto noted = [&](const char* layout, StepContextKind fw) {
+    ParallelJob job;
+    job.model = c;
+    job.layout = L(layout);
+    job.framework = fw;
+    check_layout(c, job.layout);
+    for (const std::string& n : simulate_parallel_step(job, synthetic(), net, h100(), false).notes)
+      if (n.find("lower bound for eager torch.distributed") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(noted("tp2.gb4", StepContextKind::Eager));
+  EXPECT_TRUE(noted("dp2.gb4.fsdp", StepContextKind::Eager));
+  EXPECT_FALSE(noted("dp2.gb4.ddp", StepContextKind::Eager));
+  EXPECT_FALSE(noted("tp2.gb4", StepContextKind::TransformerEngine));
+}

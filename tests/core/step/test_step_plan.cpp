@@ -173,6 +173,23 @@ TEST(StepPlan, MoeRouterBookkeeping) {
   EXPECT_EQ(sp.find("GEMMs fwd, dense layer"), nullptr);
 }
 
+// Eager and compiled PyTorch MoE steps say what they leave out: a host synchronization per expert
+// (Hugging Face's loop over the experts); Transformer Engine's grouped experts need no such note,
+// nor does a dense model.
+TEST(StepPlan, EagerMoeSaysItHasNoHostSyncPerExpert) {
+  ModelConfig c = find_preset("qwen3-30b-a3b").config;
+  c.num_hidden_layers = 2;
+  auto says = [](const StepPlan& sp) {
+    for (const std::string& n : sp.notes)
+      if (n.find("host synchronization per expert") != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(says(step(build_model_plan(c), StepContextKind::Eager)));
+  EXPECT_TRUE(says(step(build_model_plan(c), StepContextKind::Compiled)));
+  EXPECT_FALSE(says(step(build_model_plan(c), StepContextKind::TransformerEngine)));
+  EXPECT_FALSE(says(step(llama(2), StepContextKind::Eager)));
+}
+
 TEST(StepPlan, Refusals) {
   StepOptions o;
   o.host_form = HostForm::Compiled;
