@@ -25,6 +25,7 @@
 #include "cli/cmd_comm.hpp"
 #include "cli/cmd_mpi.hpp"
 #include "cli/cmd_parallel.hpp"
+#include "core/parallel/parallel_records.hpp"
 #include "core/node/comm_records.hpp"
 #include "core/node/comm_step.hpp"
 #include "core/util/error.hpp"
@@ -514,8 +515,11 @@ int run_main(int argc, char** argv) {
   };
   // With the parallel step, an unmeasured run prints the step alone (predicted), a measured one
   // the GEMM report and then the step built from it.
+  // The step is in the result document too: its records and its section (core/parallel/parallel_records.hpp).
+  ParallelReport parallel_step;
   if (parallel && !measured) {
-    const std::string text = cli::parallel_section(*parallel, req, nullptr, nullptr);
+    const std::string text = cli::parallel_section(*parallel, req, nullptr, nullptr, &parallel_step);
+    add_parallel_step_records(result, parallel_step);
     if (!o.out_json.empty()) write_file_atomic(o.out_json, result_json());
     cli::print_stdout(comm_text + text);
     std::fflush(stdout);
@@ -531,8 +535,10 @@ int run_main(int argc, char** argv) {
     else if (measured) report += render_autotune_table(result);
     report += comm_text;
     if (measured && req.comm.enabled()) report += render_layer_comm(comm_result, result);  // core/node/comm_step.hpp
-    if (parallel)
-      report += "\n" + cli::parallel_section(*parallel, req, &result, req.comm.enabled() ? &comm_result : nullptr);
+    if (parallel) {
+      report += "\n" + cli::parallel_section(*parallel, req, &result, req.comm.enabled() ? &comm_result : nullptr, &parallel_step);
+      add_parallel_step_records(result, parallel_step);
+    }
   } catch (...) {
     report_error = std::current_exception();
   }

@@ -15,7 +15,9 @@
 #include "core/io/output_paths.hpp"
 #include "core/parallel/cluster.hpp"
 #include "core/parallel/layout_search.hpp"
+#include "core/parallel/parallel_records.hpp"
 #include "core/parallel/parallel_report.hpp"
+#include "core/report/report.hpp"
 #include "core/util/error.hpp"
 
 namespace gs::cli {
@@ -26,6 +28,7 @@ int run_layouts(int argc, char** argv) {
   int64_t top = 10;
   bool markdown = false;
   std::string precision_text = "BF16";
+  std::string out_json;
   add_plan_shape_flags(app, f);
   add_setting_options(app, f.settings, "Parallel step");
   add_setting_flag(app, f.settings, "--step-context");
@@ -38,6 +41,9 @@ int run_layouts(int argc, char** argv) {
   app.add_option("--precision", precision_text, "The recipe the layouts are ranked in: BF16 (default), FP8Current, ...")
       ->type_name("NAME");
   app.add_flag("--markdown", markdown, "Print markdown instead of text");
+  app.add_option("--json", out_json,
+                 "Write the ranking as a result document (every evaluated layout a record; docs/json-schema.md)")
+      ->type_name("FILE");
   app.allow_extras();
   try {
     app.parse(argc, argv);
@@ -74,6 +80,8 @@ int run_layouts(int argc, char** argv) {
   if (!r.grad_overlap.empty()) base.overlap_grad_reduce = base.overlap_param_gather = r.grad_overlap == "on";
   if (!r.ep_comm_overlap.empty()) base.ep_comm_overlap = r.ep_comm_overlap == "on";
   if (!r.json.empty()) check_output_path(r.json, "--parallel-json");
+  if (!out_json.empty()) check_output_path(out_json, "--json");
+  if (!out_json.empty() && out_json == r.json) throw UsageError("--json and --parallel-json name the same file");
 
   const ClusterSpec cluster = resolve_cluster(cluster_name(r));
   const GpuSpec& gpu = parallel_gpu_db().find(r.gpu.empty() ? cluster.gpu : r.gpu);
@@ -111,6 +119,15 @@ int run_layouts(int argc, char** argv) {
   if (!r.json.empty())
     write_file_atomic(r.json,
                       json_text(layouts_json(s, info, r.gpus, global_batch, precision, static_cast<int>(top)), 2) + "\n");
+  if (!out_json.empty()) {
+    LayoutSearchInfo search;
+    search.gpus = r.gpus;
+    search.global_batch = global_batch;
+    search.precision = precision;
+    search.top = top;
+    const RunResult doc = layouts_result(build_model_plan(model), s, info, base, search);
+    write_file_atomic(out_json, json_text(to_json(doc), 2) + "\n");
+  }
   std::cout << print::render(layouts_document(s, info, r.gpus, global_batch, precision, static_cast<int>(top)),
                              markdown ? print::Format::Markdown : print::Format::Text)
             << std::flush;

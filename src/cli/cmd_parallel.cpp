@@ -58,7 +58,8 @@ std::optional<Precision> fp8_recipe(const RunRequest& req, const GpuSpec& gpu) {
 
 }  // namespace
 
-std::string parallel_section(const ParallelSetup& ps, const RunRequest& req, const RunResult* measured, const CommResult* comm) {
+std::string parallel_section(const ParallelSetup& ps, const RunRequest& req, const RunResult* measured, const CommResult* comm,
+                             ParallelReport* out) {
   const ParallelRequest& r = req.parallel;
   const ClusterSpec cluster = resolve_cluster(cluster_name(r));
   const GpuDb& db = parallel_gpu_db();
@@ -104,7 +105,9 @@ std::string parallel_section(const ParallelSetup& ps, const RunRequest& req, con
     report.notes.push_back(fmt::format("the GPUs ({}) differ from {}'s ({}): its network is kept", gpu->key, cluster.key, cluster.gpu));
   if (!r.json.empty()) write_file_atomic(r.json, json_text(parallel_json(report), 2) + "\n");
   if (!r.trace.empty()) write_file_atomic(r.trace, parallel_trace_text(report));
-  return render_parallel_text(report);
+  std::string text = render_parallel_text(report);
+  if (out) *out = std::move(report);
+  return text;
 }
 
 }  // namespace gs::cli

@@ -11,6 +11,7 @@
 #include "core/gpu/gpu_spec.hpp"
 #include "core/step/parallel_layout.hpp"
 #include "core/node/collectives.hpp"
+#include "core/parallel/parallel_report.hpp"
 #include "core/parallel/parallel_request.hpp"
 #include "core/results/results.hpp"
 #include "core/run/runner.hpp"
@@ -28,10 +29,11 @@ std::optional<ParallelSetup> prepare_parallel(RunRequest& req, const ModelGiven&
 
 // The parallel step's report: BF16 and the request's FP8 recipe, from the measured run where there
 // is one (and its measured collectives, which calibrate the cluster model), else predicted; writes
-// --parallel-json and --parallel-trace.
+// --parallel-json and --parallel-trace. `out`: the step, for the result document's records
+// (core/parallel/parallel_records.hpp).
 // Gradients are reduced in --grad-reduce-type (req.comm).
 std::string parallel_section(const ParallelSetup& ps, const RunRequest& req, const RunResult* measured,
-                             const CommResult* comm);
+                             const CommResult* comm, ParallelReport* out = nullptr);
 
 // The GPU spec database for the parallel step and the layout search (UsageError when there is none).
 const GpuDb& parallel_gpu_db();

@@ -10,10 +10,26 @@
 #include "cli/commands.hpp"
 #include "core/util/error.hpp"
 #include "core/node/fleet.hpp"
+#include "core/parallel/parallel_records.hpp"
 #include "core/report/report.hpp"
 #include "core/util/text_util.hpp"
 
 namespace gs::cli {
+
+namespace {
+
+// The parallel step's or the layout search's block, from the document's records, as the run printed it.
+std::string parallel_text(const RunResult& r, bool markdown) {
+  if (!r.parallel) return "";
+  const print::Format f = markdown ? print::Format::Markdown : print::Format::Text;
+  if (const std::optional<LayoutSearchInfo>& s = r.parallel->search)
+    return print::render(layouts_document(search_from(r), r.parallel->job, s->gpus, s->global_batch, s->precision,
+                                          static_cast<int>(s->top)),
+                         f);
+  return "\n" + print::render(parallel_document(parallel_report_from(r)), f);
+}
+
+}  // namespace
 
 int run_report(int argc, char** argv) {
   CLI::App app{"Print the text report of a gemmscope result JSON (a measurement, an --accuracy-only run or a dry "
@@ -44,9 +60,15 @@ int run_report(int argc, char** argv) {
       text = render_fleet_text(summarize_fleet(fleet_from_json(j, path), fleet_threshold(j)));
     } else {
       const RunResult r = from_json(j, path);
+      if (r.parallel && r.parallel->search) {  // gemmscope layouts --json: the ranking alone
+        print_stdout(parallel_text(r, markdown));
+        std::fflush(stdout);
+        return 0;
+      }
       if (markdown && r.dry_run)
         throw UsageError(fmt::format("--markdown: {} is a dry run; its plan prints as text only", path));
       text = r.dry_run ? render_plan_text(r) : markdown ? render_markdown(r) : render_text(r);
+      text += parallel_text(r, markdown);
     }
     print_stdout(text);
     std::fflush(stdout);

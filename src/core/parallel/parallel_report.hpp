@@ -12,19 +12,10 @@
 
 #include "core/parallel/layout_search.hpp"
 #include "core/parallel/parallel_step.hpp"
+#include "core/results/parallel_run.hpp"
 #include "core/util/printer.hpp"
 
 namespace gs {
-
-// What the job is, for the headers.
-struct ParallelJobInfo {
-  std::string model;        // "llama-3-70b"
-  std::string gpu_key, gpu_name;
-  std::string cluster_key, cluster_name;
-  int64_t gpus_per_node = 8;
-  StepContextKind framework = StepContextKind::TransformerEngine;
-  std::string cluster_note;  // calibration, or "modelled from the cluster spec"
-};
 
 struct ParallelReport {
   ParallelJobInfo job;

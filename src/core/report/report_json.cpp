@@ -33,6 +33,7 @@
 #include "core/run/step_context.hpp"
 #include "core/report/report_step.hpp"
 #include "core/report/report_attention.hpp"
+#include "core/report/parallel_record.hpp"
 #include "core/report/step_record.hpp"
 
 namespace gs {
@@ -700,6 +701,8 @@ json to_json(const RunResult& r) {
     j["step_context"] = sc;
   }
   if (r.step) j["step"] = step_record_json(*r.step, r);  // the whole step (core/report/step_record.hpp)
+  // The parallel step or the layout search: the job and the layout (its quantities are records).
+  if (r.parallel) j["parallel"] = parallel_section_json(*r.parallel);
   j["notes"] = r.notes;
   return j;
 }
@@ -916,6 +919,7 @@ RunResult read_result(const json& j, const std::string& name) {
   }
   // The whole step: its kernels, timing and peak read, the rest derived from what was read above.
   read_step_record(find(j, "step"), top("step"), r);
+  read_parallel_section(find(j, "parallel"), top("parallel"), r);
   if (const json* notes = find(j, "notes"); notes && !notes->is_null()) {
     if (!notes->is_array()) throw UsageError(top("notes") + " must be a list of strings");
     for (size_t i = 0; i < notes->size(); ++i)

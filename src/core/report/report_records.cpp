@@ -24,7 +24,11 @@ std::string item_text(const RunResult& r, const RecordKey& k) {
 
 }  // namespace
 
-bool kind_has_report_block(RecordKind k) { return items_are_gemms(k) || k == RecordKind::Collective; }
+bool kind_has_report_block(RecordKind k) {
+  // The parallel step's and the layout search's blocks are printed from their records by
+  // `gemmscope report` (cli/cmd_report.cpp, core/parallel/parallel_records.hpp).
+  return items_are_gemms(k) || k == RecordKind::Collective || k == RecordKind::ParallelStep || k == RecordKind::Layout;
+}
 
 void add_other_records(print::Document& d, const RunResult& r) {
   using print::Align;

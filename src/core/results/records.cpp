@@ -17,14 +17,18 @@ const EnumNames<RecordKind>& record_kind_names() {
                                             {RecordKind::Loss, {"loss"}},
                                             {RecordKind::Embedding, {"embedding"}},
                                             {RecordKind::Host, {"host"}},
-                                            {RecordKind::Step, {"step"}}}};
+                                            {RecordKind::Step, {"step"}},
+                                            {RecordKind::ParallelStep, {"parallel-step"}},
+                                            {RecordKind::Layout, {"layout"}}}};
   return names;
 }
 const char* to_string(RecordKind k) { return record_kind_names().name(k); }
 bool is_gemm_kind(RecordKind k) { return k == RecordKind::Gemm || k == RecordKind::GroupedGemm; }
 bool items_are_gemms(RecordKind k) { return is_gemm_kind(k) || k == RecordKind::Accuracy; }
 RecordKind gemm_kind(const Gemm& g) { return g.grouped() ? RecordKind::GroupedGemm : RecordKind::Gemm; }
-bool kind_has_times(RecordKind k) { return k != RecordKind::Accuracy && k != RecordKind::Collective; }
+bool kind_has_times(RecordKind k) {
+  return k != RecordKind::Accuracy && k != RecordKind::Collective && k != RecordKind::ParallelStep && k != RecordKind::Layout;
+}
 
 const EnumNames<Source>& source_names() {
   static const EnumNames<Source> names{{{Source::Measured, {"measured"}},

@@ -36,6 +36,8 @@ enum class RecordKind {
   Embedding,    // the embedding lookup and its gradient
   Host,         // host-side cost (launches, Python)
   Step,         // a whole training step or a group of it
+  ParallelStep, // the parallel step of a layout (items: "step", the job's; "stage N", a rank of pipeline stage N)
+  Layout,       // gemmscope layouts: one candidate layout of the search (item: its layout string)
 };
 const EnumNames<RecordKind>& record_kind_names();  // "gemm", "grouped-gemm", "accuracy", ...
 const char* to_string(RecordKind k);
@@ -43,7 +45,8 @@ bool is_gemm_kind(RecordKind k);             // Gemm, GroupedGemm: items are Pla
 bool items_are_gemms(RecordKind k);          // is_gemm_kind, and Accuracy
 RecordKind gemm_kind(const Gemm& g);         // GroupedGemm for a grouped GEMM, else Gemm
 // Whether a kind's cells hold times (Cell::stats, mean_ms); accuracy and collective records hold
-// named values instead (a relative error; a collective's median, bandwidth and overlap figures).
+// named values instead (a relative error; a collective's median, bandwidth and overlap figures; a
+// parallel step's or a layout's time, throughput and memory).
 bool kind_has_times(RecordKind k);
 
 // Where a value comes from. Reports label every number by it.

@@ -13,6 +13,7 @@
 #include "core/gpu/arch_policy.hpp"
 #include "core/results/cell.hpp"
 #include "core/results/kernels.hpp"
+#include "core/results/parallel_run.hpp"
 #include "core/results/records.hpp"
 #include "core/recipes/modes.hpp"
 #include "core/plan/plan.hpp"
@@ -145,6 +146,9 @@ struct RunResult {
   std::optional<StepContextInfo> step_context;  // what ran between timed iterations (a step context)
   StepOptions step_options;                     // --recompute, --param-storage, ... (core/step/step_options.hpp)
   std::optional<StepResult> step;               // the whole step of a model plan (core/step/step_breakdown.hpp)
+  // The parallel step of a layout, or a layout search: its section (the job, the layout); its
+  // quantities are records of kinds parallel-step, collective and layout (core/results/parallel_run.hpp).
+  std::optional<ParallelRun> parallel;
   std::string created;  // ISO 8601 UTC
   // --accuracy: records of kind accuracy, one per GEMM and accuracy_precisions[i] (which may
   // include precisions the GPU cannot time: those are emulated).

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/io/json_text.hpp"
+#include "core/report/report.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -17,6 +19,11 @@ fs::path dir() {
   return d;
 }
 Out gs_run(const std::string& args) { return gs::test::run_gemmscope(args, dir()); }
+
+// The document read and written again, as gemmscope writes its files.
+std::string round_trip(const json& doc, const std::string& name) {
+  return gs::json_text(gs::to_json(gs::from_json(doc, name)), 2) + "\n";
+}
 
 }  // namespace
 
@@ -85,4 +92,56 @@ TEST(ParallelCli, LayoutSearchRanksFittingLayouts) {
   EXPECT_EQ(gs_run("layouts --model llama-3-8b --global-batch 32").rc, 2);  // no --gpus
   EXPECT_EQ(gs_run("layouts --model llama-3-8b --gpus 8").rc, 2);           // no global batch
   EXPECT_EQ(gs_run("layouts --model llama-3-8b --gpus 8 --global-batch 8 --layout tp2").rc, 2);
+}
+
+// The main --json result holds the parallel step (records and section); written, read and written
+// again it is the same bytes, and `gemmscope report` prints the step from it as the run did.
+TEST(ParallelCli, ResultDocumentHoldsTheStep) {
+  const fs::path j = dir() / "result_with_step.json";
+  const Out o = gs_run("--model llama-3-8b --layout tp2.pp2.mb1.gb16 --gpus 16 --json " + j.string());
+  ASSERT_EQ(o.rc, 0) << o.err;
+  const std::string text = gs::test::slurp(j);
+  const json doc = json::parse(text);
+  EXPECT_EQ(doc["schema"], "gemmscope.result/3");
+  EXPECT_EQ(doc["parallel"]["layout"]["layout"], "tp2.pp2.vpp1.cp1.ep1.etp2.dp4.mb1.gb16.zero1");
+  size_t steps = 0, collectives = 0;
+  for (const json& r : doc["records"]) {
+    steps += r["kind"] == "parallel-step";
+    collectives += r["kind"] == "collective" && r["source"] == "predicted";
+  }
+  EXPECT_EQ(steps, 2u * 3u);  // BF16 and the FP8 recipe: the step and two stages
+  EXPECT_GT(collectives, 0u);
+  EXPECT_EQ(round_trip(doc, j.string()), text);
+  const Out rep = gs_run("report " + j.string());
+  ASSERT_EQ(rep.rc, 0) << rep.err;
+  ASSERT_GE(rep.out.size(), o.out.size());
+  EXPECT_EQ(rep.out.substr(rep.out.size() - o.out.size()), o.out);
+}
+
+// gemmscope layouts --json: the ranking as a result document (a record per evaluated layout) that
+// round-trips byte-identical and prints as the command did.
+TEST(ParallelCli, LayoutsResultDocument) {
+  const fs::path j = dir() / "layouts_result.json";
+  const Out o = gs_run("layouts --model llama-3-8b --gpus 8 --global-batch 32 --top 3 --json " + j.string());
+  ASSERT_EQ(o.rc, 0) << o.err;
+  const std::string text = gs::test::slurp(j);
+  const json doc = json::parse(text);
+  EXPECT_EQ(doc["schema"], "gemmscope.result/3");
+  EXPECT_EQ(doc["parallel"]["search"]["gpus"], 8);
+  ASSERT_FALSE(doc["records"].empty());
+  int64_t place = 0;
+  for (const json& r : doc["records"]) {
+    EXPECT_EQ(r["kind"], "layout");
+    const int64_t p = r["values"]["place"].get<int64_t>();
+    if (p > 0) EXPECT_EQ(p, ++place);
+    EXPECT_EQ(r["values"]["fits"], p > 0);
+  }
+  EXPECT_EQ(round_trip(doc, j.string()), text);
+  const Out rep = gs_run("report " + j.string());
+  ASSERT_EQ(rep.rc, 0) << rep.err;
+  EXPECT_EQ(rep.out, o.out);
+  EXPECT_EQ(gs_run("layouts --model llama-3-8b --gpus 8 --global-batch 32 --json " + j.string() + " --parallel-json " +
+                   j.string())
+                .rc,
+            2);
 }
