@@ -116,6 +116,7 @@ void set_cell(PredictedCell& out, const CellPrediction& c) {
   out.basis = c.basis;
   out.band_basis = c.band_basis;
   out.borrowed = c.borrowed;
+  out.from_prior = c.from_prior;
   out.x = c.x;
   out.size_class = c.size_class;
 }
