@@ -191,7 +191,52 @@ ROWS += mosaic_rows()
 UNEVEN = {"bridge2509-llama3.1-405b", "bridge2509-b200-llama3.1-405b", "bridge2509-deepseek-v3", "bridge2509-qwen3-235b", "dsv3-h800"}
 
 
-def command(binary, r, out_json):
+# The per-source summary's groups: a source, split where its rows differ in kind (another GPU, FP8,
+# long sequences).
+GROUPS = [
+    ("nemo2407", "NeMo 24.07, DGX-H100, FP8 (GPT-3, Llama 2/3, Nemotron-4)"),
+    ("bridge2509-h100", "Megatron-Bridge 25.09, DGX-H100, FP8 (Llama 3, DeepSeek-V3, Qwen3 MoE)"),
+    ("bridge2509-blackwell", "Megatron-Bridge 25.09, B200 and GB200, FP8 (Llama 3)"),
+    ("mcore", "Megatron-Core README, GPT-3 175B, H100 BF16"),
+    ("mosaic-h100-bf16", "MosaicML llm-foundry, H100 BF16, sequences up to 8k"),
+    ("mosaic-h100-bf16-long", "MosaicML llm-foundry, H100 BF16, sequences 16k-64k"),
+    ("mosaic-h100-fp8", "MosaicML llm-foundry, H100 FP8 (Transformer Engine, delayed scaling)"),
+    ("mosaic-a100", "MosaicML llm-foundry, A100 80GB BF16"),
+    ("dsv3", "DeepSeek-V3 technical report, 2048 H800, FP8"),
+]
+
+
+def group(r):
+    if r["source"] == "bridge2509":
+        return "bridge2509-" + ("h100" if r["gpu"] == "H100" else "blackwell")
+    if r["source"] == "mosaic":
+        if r["gpu"] == "A100":
+            return "mosaic-a100"
+        if r["precision"] != "BF16":
+            return "mosaic-h100-fp8"
+        return "mosaic-h100-bf16" + ("-long" if r["seq"] > 8192 else "")
+    return r["source"]
+
+
+def summary(results, markdown):
+    """Per split and group: rows, within +-10%, mean |error|, mean error."""
+    head = ["split", "source", "rows", "within +-10%", "mean abs error", "mean error"]
+    out = [("| " + " | ".join(head) + " |") if markdown else "  ".join(head)]
+    if markdown:
+        out.append("|" + "---|" * len(head))
+    for split in ("check", "tune"):
+        for key, name in GROUPS + [("", "all " + split + " rows")]:
+            errs = [r["error_pct"] for r in results
+                    if r["split"] == split and "error_pct" in r and (not key or group(r) == key)]
+            if not errs:
+                continue
+            cells = [split, name, str(len(errs)), str(sum(1 for e in errs if abs(e) <= 10)),
+                     "{:.1f}%".format(sum(abs(e) for e in errs) / len(errs)), "{:+.1f}%".format(sum(errs) / len(errs))]
+            out.append(("| " + " | ".join(cells) + " |") if markdown else "  ".join(cells))
+    return "\n".join(out)
+
+
+def command(binary, r, out_json, step_efficiency=""):
     cmd = [binary] + MODELS[r["model"]] + ["--sequence_length", str(r["seq"])]
     layout = r["layout"] + (".uneven" if r["id"] in UNEVEN else "")
     cmd += ["--layout", layout, "--gpus", str(r["gpus"]), "--gpu", r["gpu"], "--cluster", r["cluster"],
@@ -199,6 +244,8 @@ def command(binary, r, out_json):
     cmd += ["--bf16-only"] if r["precision"] == "BF16" else ["--precisions", "BF16," + r["precision"]]
     if r["model"] in ("deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "mixtral-8x7b"):
         cmd += ["--routing", "balanced"]
+    if step_efficiency:
+        cmd += ["--step-efficiency", step_efficiency]
     return cmd + r["extra"]
 
 
@@ -209,17 +256,20 @@ def main():
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--only", default="", help="rows whose id contains this")
     ap.add_argument("--json", default="", help="write every row's prediction here")
+    ap.add_argument("--split", choices=("tune", "check"), default="",
+                    help="only the rows of this split (set a modelling constant with --split tune, never on check rows)")
+    ap.add_argument("--step-efficiency", default="", help="passed to gemmscope (the multi-GPU sustained compute rate)")
     a = ap.parse_args()
-    rows = [r for r in ROWS if a.only in r["id"]]
+    rows = [r for r in ROWS if a.only in r["id"] and (not a.split or r["split"] == a.split)]
     if a.dry_run:
         for r in rows:
-            print(" ".join(command(a.gemmscope, r, r["id"] + ".json")))
+            print(" ".join(command(a.gemmscope, r, r["id"] + ".json", a.step_efficiency)))
         return 0
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in rows:
             out = os.path.join(tmp, r["id"] + ".json")
-            p = subprocess.run(command(a.gemmscope, r, out), capture_output=True, text=True,
+            p = subprocess.run(command(a.gemmscope, r, out, a.step_efficiency), capture_output=True, text=True,
                                env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
             res = dict(r)
             if p.returncode != 0:
@@ -233,7 +283,7 @@ def main():
             results.append(res)
     if a.json:
         json.dump(results, open(a.json, "w"), indent=1)
-    sep = "|" if a.markdown else " "
+    print(summary(results, a.markdown) + "\n")
     head = ["split", "row", "GPUs", "GPU", "layout", "precision", "published tok/s/GPU", "gemmscope", "error", "fits"]
     print(("| " + " | ".join(head) + " |") if a.markdown else "  ".join(head))
     if a.markdown:

@@ -102,7 +102,9 @@ int run_layouts(int argc, char** argv) {
     const auto key = std::make_tuple(l.tp, l.cp, l.micro_batch, l.ep, l.expert_tp(), is_fsdp(l.sharding));
     auto it = cache.find(key);
     if (it == cache.end())
-      it = cache.emplace(key, predicted_step_costs(model, l, gpu, precision, job.framework, req.options.recipe, req.step)).first;
+      it = cache.emplace(key, predicted_step_costs(model, l, gpu, precision, job.framework, req.options.recipe, req.step,
+                                                   PredictData{&parallel_priors(), nullptr}))
+               .first;
     return it->second;
   };
   const SearchResult s = search_layouts(space, job, net, gpu, costs);

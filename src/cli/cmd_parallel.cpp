@@ -41,6 +41,12 @@ const GpuDb& parallel_gpu_db() {
   return *db;
 }
 
+const PriorDb& parallel_priors() {
+  static std::optional<PriorDb> priors;
+  if (!priors) priors = load_priors(parallel_gpu_db());
+  return *priors;
+}
+
 namespace {
 
 // The FP8 recipe the step is compared in: the first non-BF16 precision of the request the GPU runs.
@@ -87,7 +93,8 @@ std::string parallel_section(const ParallelSetup& ps, const RunRequest& req, con
                                 : net.calibration_note();
   for (Precision p : precisions) {
     const StepCosts costs = measured ? measured_step_costs(*measured, ps.full, ps.layout, gpu, p, job.framework, req.options.recipe, req.step)
-                                     : predicted_step_costs(ps.full, ps.layout, *gpu, p, job.framework, req.options.recipe, req.step);
+                                     : predicted_step_costs(ps.full, ps.layout, *gpu, p, job.framework, req.options.recipe, req.step,
+                                                            PredictData{&parallel_priors(), nullptr});
     report.results.push_back(simulate_parallel_step(job, costs, net, *gpu, !r.trace.empty()));
   }
   if (!measured)

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "core/analysis/priors.hpp"
 #include "core/gpu/gpu_spec.hpp"
 #include "core/step/parallel_layout.hpp"
 #include "core/node/collectives.hpp"
@@ -36,5 +37,8 @@ std::string parallel_section(const ParallelSetup& ps, const RunRequest& req, con
 
 // The GPU spec database for the parallel step and the layout search (UsageError when there is none).
 const GpuDb& parallel_gpu_db();
+// The published GEMM priors (data/priors.json) against that database: the predicted compute of a
+// GPU not at hand takes its GEMMs' efficiencies from them, as `gemmscope predict` does.
+const PriorDb& parallel_priors();
 
 }  // namespace gs::cli

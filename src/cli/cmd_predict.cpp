@@ -24,16 +24,16 @@
 
 namespace gs::cli {
 
-namespace {
-
-// The published priors (data/priors.json) and the measured prediction errors
-// (data/predict_errors.json): named by the environment, next to the binary, in the source tree, or
-// the copies built into the binary.
 PriorDb load_priors(const GpuDb& db) {
   std::string where;
   const nlohmann::json doc = load_data_json("priors.json", "GEMMSCOPE_PRIORS", "priors file", where);
   return parse_priors(doc, where, db);
 }
+
+namespace {
+
+// The measured prediction errors (data/predict_errors.json): named by the environment, next to the
+// binary, in the source tree, or the copy built into the binary.
 ErrorSet load_errors(const std::string& given) {
   if (!given.empty()) return read_error_set_file(given);
   std::string where;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/gpu/gpu_spec.hpp"
+#include "core/analysis/priors.hpp"
 #include "core/analysis/roofline.hpp"
 
 namespace gs::cli {
@@ -70,6 +71,9 @@ std::optional<std::string> find_gpu_spec_file();
 // The database: that file, else the copy of data/gpus.json built into the binary. A malformed file
 // is a UsageError.
 GpuDb load_gpu_spec_db();
+// The published GEMM priors (data/priors.json; core/analysis/priors.hpp) against `db`:
+// load_data_json("priors.json", "GEMMSCOPE_PRIORS"); `predict` and the parallel step read them.
+PriorDb load_priors(const GpuDb& db);
 
 // The roofline context of a measured run's own GPU: the spec database (load_gpu_spec_db; kept in
 // `storage`) and the entry matching r.device's name, or a note saying why there is none (unknown

@@ -1,7 +1,7 @@
 // Helpers shared by the CPU tests: reading a file whole, a per-process scratch folder, running the
 // gemmscope binary (or any shell command) without a GPU, a base for the fake engines that
-// stand in for the CUDA backend, the check that a document's markdown has its text's rows, and
-// finding a record in a result document.
+// stand in for the CUDA backend (and the step context they report), the check that a document's
+// markdown has its text's rows, finding a record in a result document and a group of a step.
 #pragma once
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -129,6 +130,46 @@ class FakeEngineBase : public Engine {
   std::string name_;
   int sms_;
 };
+
+// The step context every fake engine of the tests reports (Engine::step_context): Transformer
+// Engine's, attention measured (0.5 ms forward, 1.2 ms backward per layer), 1 ms of memory-bound
+// work per layer, the stand-in kernel calibrated at 2500 GB/s and the framework's kernels at 1.15x
+// its rate. Tests derive their expected times from its fields, not from the numbers.
+inline StepContextInfo fake_step_context() {
+  StepContextInfo c;
+  c.kind = StepContextKind::TransformerEngine;
+  c.stream_gb_per_s = 2500;
+  c.efficiency = 1.15;
+  c.other_ms = 1.0;
+  c.attention_fwd_ms = 0.5;
+  c.attention_bwd_ms = 1.2;
+  c.attention_measured = true;
+  c.attention_source = "fake cuDNN, measured";
+  return c;
+}
+
+// A fake engine of a whole step: every GEMM at 600 TFLOP/s in BF16 and 1000 TFLOP/s in the FP8
+// formats, fake_step_context() between the cells; step kernels as the Engine default (N/A) unless
+// a subclass measures them.
+class FakeStepEngine : public FakeEngineBase {
+ public:
+  Cell measure(const Gemm& g, Precision p, Mode, const std::string&) override {
+    return Cell::measured(summarize({g.flops() / (p == Precision::BF16 ? 600e12 : 1000e12) * 1e3}));
+  }
+  std::optional<StepContextInfo> step_context() const override { return fake_step_context(); }
+};
+
+// The group called `name` of a step plan or of a timed step; std::logic_error (failing the test)
+// when there is none.
+inline const StepGroup& step_group(const StepPlan& sp, const std::string& name) {
+  if (const StepGroup* g = sp.find(name)) return *g;
+  throw std::logic_error("no step group " + name);
+}
+inline const StepGroupResult& step_group(const StepBreakdown& b, const std::string& name) {
+  for (const StepGroupResult& g : b.groups)
+    if (g.group.name == name) return g;
+  throw std::logic_error("no step group " + name);
+}
 
 // What a document's markdown must hold at least: pipe-table rows, and numbers in them (counted
 // by their decimal points).

@@ -116,6 +116,7 @@ void set_cell(PredictedCell& out, const CellPrediction& c) {
   out.basis = c.basis;
   out.band_basis = c.band_basis;
   out.borrowed = c.borrowed;
+  out.from_prior = c.from_prior;
   out.x = c.x;
   out.size_class = c.size_class;
 }
@@ -127,6 +128,27 @@ std::string column_reason(const GpuSpec& t, Precision p) {
   if (!t.arch_policy().times(p)) return cannot_run(t, p);
   required_peak_flops(t, p, fmt::format("the {} column (leave it out with --precisions)", to_string(p)));
   return "";
+}
+
+// Each cell of `pr` ([mode][gemm][precision]) in a column the target can run: f(mode, gemm,
+// precision index, the cell); a column it cannot run gets the reason in every cell.
+template <class F>
+void for_each_runnable_cell(Prediction& pr, const GpuSpec& target, F f) {
+  for (size_t mi = 0; mi < pr.cells.size(); ++mi)
+    for (size_t g = 0; g < pr.cells[mi].size(); ++g)
+      for (size_t pi = 0; pi < pr.cells[mi][g].size(); ++pi) {
+        PredictedCell& out = pr.cells[mi][g][pi];
+        if (std::string why = column_reason(target, pr.result.precisions[pi]); !why.empty()) {
+          out.reason = why;
+          continue;
+        }
+        f(mi, g, pi, out);
+      }
+}
+
+// `note` added to `notes` once (empty: nothing).
+void add_note(std::vector<std::string>& notes, const std::string& note) {
+  if (!note.empty() && std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
 }
 
 Prediction start(const Plan& plan, const std::vector<Mode>& modes, const RecipeOptions& o, const GpuSpec& target,
@@ -224,70 +246,59 @@ Prediction predict_from_run(const RunResult& run, const std::string& run_name, c
         fits[mi][pi] = fit_overhead(pts);
       }
 
-  for (size_t mi = 0; mi < run.modes.size(); ++mi) {
+  for_each_runnable_cell(pr, target, [&](size_t mi, size_t g, size_t pi, PredictedCell& out) {
     const Mode mode = run.modes[mi];
-    for (size_t g = 0; g < run.plan.gemms.size(); ++g) {
-      const Gemm& x = run.plan.gemms[g];
-      for (size_t pi = 0; pi < pr.result.precisions.size(); ++pi) {
-        const Precision p = pr.result.precisions[pi];
-        PredictedCell& out = pr.cells[mi][g][pi];
-        if (std::string why = column_reason(target, p); !why.empty()) {
-          out.reason = why;
-          continue;
-        }
-        // The nearest precision the run measured (in the kernel-only mode when there is one).
-        std::optional<size_t> src;
-        for (Precision c : candidates(p)) {
-          const auto ci = index_of(run.precisions, c);
-          if (!ci || !cannot_run(source, c).empty()) continue;
-          const size_t km = pq ? *pq : mi;
-          if (run.cell(km, g, *ci).ok && run.cell(mi, g, *ci).ok) {
-            src = ci;
-            break;
-          }
-        }
-        if (!src) {
-          out.reason = fmt::format("the run has no measured cell to derive {} from (needs one of:", to_string(p));
-          for (Precision c : candidates(p)) out.reason += fmt::format(" {}", to_string(c));
-          out.reason += ")";
-          continue;
-        }
-        const Precision ps = run.precisions[*src];
-        const Cell& mode_cell = run.cell(mi, g, *src);
-        double cv = mode_cell.stats.mean_ms > 0 ? mode_cell.stats.stdev_ms / mode_cell.stats.mean_ms : 0;
-        // Source kernel time and quantization overhead.
-        double t_kernel = 0, ov_src = 0;
-        bool overhead_measured = true;
-        const double qb_src = bytes(ps, x, mode, os).quantize;
-        if (pq) {
-          const Cell& kc = run.cell(*pq, g, *src);
-          t_kernel = kc.stats.mean_ms * 1e-3;
-          cv = std::max(cv, kc.stats.mean_ms > 0 ? kc.stats.stdev_ms / kc.stats.mean_ms : 0);
-          ov_src = mode_cell.stats.mean_ms * 1e-3 - t_kernel;  // signed: noise where nothing is quantized
-        } else {
-          overhead_measured = false;
-          const double t = mode_cell.stats.mean_ms * 1e-3;
-          ov_src = std::min(0.8 * t, qb_src / (PredictConstants::kMemEff * bandwidth(source)));
-          t_kernel = t - ov_src;
-        }
-        if (pq && ceff[*src] < 0) ceff[*src] = compute_efficiency(run, *pq, *src, source);
-        const MeasuredCell mc{.column = ps, .kernel_s = t_kernel, .overhead_s = ov_src,
-                              .overhead_measured = overhead_measured, .cv = cv, .fit = pq ? &fits[mi][*src] : nullptr,
-                              .compute_efficiency = pq ? ceff[*src] : 0.0};
-        const CellPrediction c = predict_cell_from_run(x, mode, p, mc, os, ot, source, target, data);
-        set_cell(out, c);
-        const std::string borrowed_note =
-            !c.borrowed ? std::string()
-                        : fmt::format("{} on {} is predicted from the {} cells measured on {} (the run has no {} cell): the "
-                                      "kernel follows {}'s published prior on {} (docs/predict.md)",
-                                      to_string(p), target.key, to_string(ps), source.key, to_string(p), to_string(p),
-                                      target.arch);
-        for (const std::string& n : {borrowed_note, c.note})
-          if (!n.empty() && std::find(borrowed_notes.begin(), borrowed_notes.end(), n) == borrowed_notes.end())
-            borrowed_notes.push_back(n);
+    const Gemm& x = run.plan.gemms[g];
+    const Precision p = pr.result.precisions[pi];
+    // The nearest precision the run measured (in the kernel-only mode when there is one).
+    std::optional<size_t> src;
+    for (Precision c : candidates(p)) {
+      const auto ci = index_of(run.precisions, c);
+      if (!ci || !cannot_run(source, c).empty()) continue;
+      const size_t km = pq ? *pq : mi;
+      if (run.cell(km, g, *ci).ok && run.cell(mi, g, *ci).ok) {
+        src = ci;
+        break;
       }
     }
-  }
+    if (!src) {
+      out.reason = fmt::format("the run has no measured cell to derive {} from (needs one of:", to_string(p));
+      for (Precision c : candidates(p)) out.reason += fmt::format(" {}", to_string(c));
+      out.reason += ")";
+      return;
+    }
+    const Precision ps = run.precisions[*src];
+    const Cell& mode_cell = run.cell(mi, g, *src);
+    double cv = mode_cell.stats.mean_ms > 0 ? mode_cell.stats.stdev_ms / mode_cell.stats.mean_ms : 0;
+    // Source kernel time and quantization overhead.
+    double t_kernel = 0, ov_src = 0;
+    bool overhead_measured = true;
+    const double qb_src = bytes(ps, x, mode, os).quantize;
+    if (pq) {
+      const Cell& kc = run.cell(*pq, g, *src);
+      t_kernel = kc.stats.mean_ms * 1e-3;
+      cv = std::max(cv, kc.stats.mean_ms > 0 ? kc.stats.stdev_ms / kc.stats.mean_ms : 0);
+      ov_src = mode_cell.stats.mean_ms * 1e-3 - t_kernel;  // signed: noise where nothing is quantized
+    } else {
+      overhead_measured = false;
+      const double t = mode_cell.stats.mean_ms * 1e-3;
+      ov_src = std::min(0.8 * t, qb_src / (PredictConstants::kMemEff * bandwidth(source)));
+      t_kernel = t - ov_src;
+    }
+    if (pq && ceff[*src] < 0) ceff[*src] = compute_efficiency(run, *pq, *src, source);
+    const MeasuredCell mc{.column = ps, .kernel_s = t_kernel, .overhead_s = ov_src,
+                          .overhead_measured = overhead_measured, .cv = cv, .fit = pq ? &fits[mi][*src] : nullptr,
+                          .compute_efficiency = pq ? ceff[*src] : 0.0};
+    const CellPrediction c = predict_cell_from_run(x, mode, p, mc, os, ot, source, target, data);
+    set_cell(out, c);
+    const std::string borrowed_note =
+        !c.borrowed ? std::string()
+                    : fmt::format("{} on {} is predicted from the {} cells measured on {} (the run has no {} cell): the "
+                                  "kernel follows {}'s published prior on {} (docs/predict.md)",
+                                  to_string(p), target.key, to_string(ps), source.key, to_string(p), to_string(p),
+                                  target.arch);
+    for (const std::string& n : {borrowed_note, c.note}) add_note(borrowed_notes, n);
+  });
   auto& a = pr.assumptions;
   a.push_back(fmt::format("PREDICTED, not measured: {} ({}) from a run on {} ({}), {}; model and band: docs/predict.md",
                           target.name, target.key, pr.source_device, source.key, run_name));
@@ -342,19 +353,11 @@ Prediction predict_datasheet_only(const Plan& plan, const std::vector<Mode>& mod
   pr.transfer = Transfer::DatasheetOnly;
   const RecipeOptions ot = options_for(o, target);
   std::vector<std::string> notes;
-  for (size_t mi = 0; mi < modes.size(); ++mi)
-    for (size_t g = 0; g < plan.gemms.size(); ++g)
-      for (size_t pi = 0; pi < pr.result.precisions.size(); ++pi) {
-        const Precision p = pr.result.precisions[pi];
-        PredictedCell& out = pr.cells[mi][g][pi];
-        if (std::string why = column_reason(target, p); !why.empty()) {
-          out.reason = why;
-          continue;
-        }
-        const CellPrediction c = predict_cell_datasheet(plan.gemms[g], modes[mi], p, ot, target, data);
-        set_cell(out, c);
-        if (!c.note.empty() && std::find(notes.begin(), notes.end(), c.note) == notes.end()) notes.push_back(c.note);
-      }
+  for_each_runnable_cell(pr, target, [&](size_t mi, size_t g, size_t pi, PredictedCell& out) {
+    const CellPrediction c = predict_cell_datasheet(plan.gemms[g], modes[mi], pr.result.precisions[pi], ot, target, data);
+    set_cell(out, c);
+    add_note(notes, c.note);
+  });
   pr.assumptions.push_back(fmt::format(
       "PREDICTED from the datasheet only (no measured run): {} ({}); model and band: docs/predict.md", target.name, target.key));
   pr.assumptions.push_back(fmt::format(

@@ -41,6 +41,7 @@ struct PredictedCell {
   std::string basis;  // "FP8Current 63.1% of H100 FP8 peak; target prior ...", ...
   std::string band_basis;  // what the band is made of (measured errors, prior spread, ...)
   bool borrowed = false;  // efficiency taken from another precision
+  bool from_prior = false;  // datasheet only: the kernel at a published prior (else the fallback fraction)
   double x = 0;           // size class variable on the target (priors.hpp)
   int size_class = 0;
 };

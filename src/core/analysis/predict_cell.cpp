@@ -208,6 +208,7 @@ CellPrediction predict_cell_datasheet(const Gemm& g, Mode mode, Precision column
   double eff = PredictConstants::kComputePrior;
   if (pt.found) {
     eff = pt.fraction;
+    c.from_prior = true;
     c.basis = fmt::format("datasheet only; prior {}", pt.basis);
   } else {
     c.basis = fmt::format("datasheet only; no prior ({}): {:.0f}% of peak assumed", pt.why_not, 100 * eff);

@@ -38,6 +38,7 @@ struct CellPrediction {
   double x = 0;           // size class variable on the target (priors.hpp)
   int size_class = 0;
   bool borrowed = false;  // the efficiency of another precision was carried
+  bool from_prior = false;  // datasheet only: the kernel's efficiency is a published prior's (else the fallback)
   std::string basis;       // how the kernel time was derived
   std::string band_basis;  // what the band is made of
   std::string note;        // an assumption for the notes (a borrowed format, a missing prior), or ""

@@ -50,13 +50,6 @@ bool has_word(const std::string& text, const std::string& word) {
   return false;
 }
 
-std::string normalized_key(const std::string& s) {
-  std::string out;
-  for (char c : lower(s)) out += (c == '_' || c == ' ') ? '-' : c;
-  return out;
-}
-
-
 std::vector<std::string> strings(const json& obj, const char* key, const std::string& where, bool required) {
   const auto it = obj.find(key);
   std::vector<std::string> out;
@@ -72,13 +65,6 @@ std::vector<std::string> strings(const json& obj, const char* key, const std::st
   }
   if (required && out.empty()) throw UsageError(fmt::format("{}.{} is empty", where, key));
   return out;
-}
-
-std::string text(const json& obj, const char* key, const std::string& where) {
-  const auto it = obj.find(key);
-  if (it == obj.end() || !it->is_string() || it->get<std::string>().empty())
-    throw UsageError(fmt::format("{}.{} must be a non-empty string", where, key));
-  return it->get<std::string>();
 }
 
 }  // namespace
@@ -100,40 +86,65 @@ std::optional<Sourced> read_sourced(const json& obj, const char* key, const std:
   return Sourced{v->get<double>(), s->get<std::string>()};
 }
 
-const json& datasheet_entries(const json& doc, const std::string& schema, const char* list, size_t max_entries,
-                              const std::string& where, const std::string& kind, const std::string& noun) {
+Sourced need_sourced(const json& obj, const char* key, const std::string& where, SourcedRange range) {
+  std::optional<Sourced> s = read_sourced(obj, key, where, range);
+  if (!s) throw UsageError(fmt::format("{}.{} is needed (null is not allowed)", where, key));
+  return std::move(*s);
+}
+
+std::string datasheet_text(const json& obj, const char* key, const std::string& where, size_t max_chars) {
+  const auto it = obj.find(key);
+  if (it == obj.end() || !it->is_string() || it->get<std::string>().empty())
+    throw UsageError(fmt::format("{}.{} must be a non-empty string", where, key));
+  std::string v = it->get<std::string>();
+  if (v.size() > max_chars)
+    throw UsageError(fmt::format("{}.{} must be at most {} characters, got {}", where, key, max_chars, json_value_hint(*it)));
+  return v;
+}
+
+std::string datasheet_key(const std::string& key) {
+  std::string out;
+  for (char c : lower(key)) out += (c == '_' || c == ' ') ? '-' : c;
+  return out;
+}
+
+void for_each_datasheet_entry(const json& doc, const DatasheetSchema& schema, const std::string& where,
+                              const std::function<void(const json&, const DatasheetEntry&)>& f) {
   const json* s = doc.is_object() && doc.contains("schema") ? &doc["schema"] : nullptr;
-  if (!s || !s->is_string() || s->get<std::string>() != schema)
-    throw UsageError(fmt::format("{} is not a gemmscope {} (schema \"{}\")", where, kind, schema));
-  const auto it = doc.find(list);
-  if (it == doc.end() || !it->is_array() || it->empty())
-    throw UsageError(fmt::format("{}: \"{}\" must be a non-empty list", where, list));
-  if (it->size() > max_entries)
-    throw UsageError(fmt::format("{}: \"{}\" lists {} {}, more than the {} a spec file may hold", where, list, it->size(),
-                                 noun, max_entries));
-  return *it;
+  if (!s || !s->is_string() || s->get<std::string>() != schema.schema)
+    throw UsageError(fmt::format("{} is not a gemmscope {} (schema \"{}\")", where, schema.kind, schema.schema));
+  const auto list = doc.find(schema.list);
+  if (list == doc.end() || !list->is_array() || list->empty())
+    throw UsageError(fmt::format("{}: \"{}\" must be a non-empty list", where, schema.list));
+  if (list->size() > schema.max_entries)
+    throw UsageError(fmt::format("{}: \"{}\" lists {} {}, more than the {} a spec file may hold", where, schema.list,
+                                 list->size(), schema.noun, schema.max_entries));
+  std::set<std::string> seen;
+  for (size_t i = 0; i < list->size(); ++i) {
+    const json& entry = (*list)[i];
+    const std::string at = fmt::format("{}: {}[{}]", where, schema.list, i);
+    if (!entry.is_object()) throw UsageError(at + " is not an object");
+    DatasheetEntry e;
+    e.key = datasheet_text(entry, "key", at, schema.max_key_chars);
+    e.where = fmt::format("{}: {}", where, printable(e.key));
+    if (!seen.insert(datasheet_key(e.key)).second) throw UsageError(fmt::format("{}: key {} twice", where, printable(e.key)));
+    f(entry, e);
+  }
 }
 
 GpuDb parse_gpu_db(const json& doc, const std::string& where) {
-  const json* gpus = &datasheet_entries(doc, "gemmscope.gpus/1", "gpus", kMaxGpus, where, "GPU spec file", "GPUs");
   GpuDb db;
   db.path = where;
-  std::set<std::string> keys;
-  for (size_t i = 0; i < gpus->size(); ++i) {
-    const json& g = (*gpus)[i];
-    std::string w = fmt::format("{}: gpus[{}]", where, i);
-    if (!g.is_object()) throw UsageError(w + " is not an object");
+  const DatasheetSchema schema{"gemmscope.gpus/1", "gpus", kMaxGpus, "GPU spec file", "GPUs", kMaxGpuKeyChars};
+  for_each_datasheet_entry(doc, schema, where, [&](const json& g, const DatasheetEntry& e) {
     GpuSpec s;
-    s.key = text(g, "key", w);
-    if (s.key.size() > kMaxGpuKeyChars)
-      throw UsageError(fmt::format("{}.key must be at most {} characters, got {}", w, kMaxGpuKeyChars, json_value_hint(json(s.key))));
-    w = fmt::format("{}: {}", where, printable(s.key));
-    if (!keys.insert(normalized_key(s.key)).second) throw UsageError(fmt::format("{}: key {} twice", where, printable(s.key)));
-    s.name = text(g, "name", w);
-    s.arch = text(g, "arch", w);
+    s.key = e.key;
+    const std::string& w = e.where;
+    s.name = datasheet_text(g, "name", w);
+    s.arch = datasheet_text(g, "arch", w);
     s.match = strings(g, "match", w, true);
     s.exclude = strings(g, "exclude", w, false);
-    const std::string cc = text(g, "compute_capability", w);
+    const std::string cc = datasheet_text(g, "compute_capability", w);
     // The result files' version parser: digits only, bounded (sscanf's %d overflowed, and so did
     // compute_capability()'s major * 10). The minor part is one digit: 12.1 is 121.
     std::tie(s.cc_major, s.cc_minor) = parse_version_xy(cc, w + ".compute_capability", 99, 9);
@@ -151,7 +162,7 @@ GpuDb parse_gpu_db(const json& doc, const std::string& where) {
     if (!s.bandwidth_gbs) throw UsageError(w + ": memory_bandwidth_gbs is needed (every roofline has a memory roof)");
     s.notes = strings(g, "notes", w, false);
     db.gpus.push_back(std::move(s));
-  }
+  });
   return db;
 }
 
@@ -181,7 +192,7 @@ std::string GpuDb::known_keys() const {
 
 const GpuSpec& GpuDb::find(const std::string& name) const {
   for (const GpuSpec& s : gpus)
-    if (normalized_key(s.key) == normalized_key(name)) return s;
+    if (datasheet_key(s.key) == datasheet_key(name)) return s;
   if (const GpuSpec* s = match_device(name)) return *s;
   std::vector<std::string> keys;
   for (const GpuSpec& s : gpus) keys.push_back(s.key);

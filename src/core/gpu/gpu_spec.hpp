@@ -9,6 +9,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,13 +37,41 @@ struct SourcedRange {
 std::optional<Sourced> read_sourced(const nlohmann::json& obj, const char* key, const std::string& where,
                                     SourcedRange range = {});
 
-// The entries of a datasheet file (the GPU database, the cluster presets): doc["schema"] must be
-// `schema` and doc[list] a non-empty list of at most `max_entries`. UsageError naming `where`:
-// "x is not a gemmscope <kind> (schema \"...\")", "x: \"gpus\" must be a non-empty list",
-// "x: \"gpus\" lists 300 GPUs, more than the 256 a spec file may hold".
-const nlohmann::json& datasheet_entries(const nlohmann::json& doc, const std::string& schema, const char* list,
-                                        size_t max_entries, const std::string& where, const std::string& kind,
-                                        const std::string& noun);
+// obj[key] as read_sourced reads it, where the number must be given: null is refused too
+// ("<where>.<key> is needed (null is not allowed)").
+Sourced need_sourced(const nlohmann::json& obj, const char* key, const std::string& where, SourcedRange range);
+
+// obj[key] as a non-empty string of at most max_chars (npos: any length). UsageError
+// "<where>.<key> must be a non-empty string" / "... must be at most N characters, got ...".
+std::string datasheet_text(const nlohmann::json& obj, const char* key, const std::string& where,
+                           size_t max_chars = std::string::npos);
+
+// A datasheet key as it is looked up and compared: any case, '_' and ' ' read as '-'.
+std::string datasheet_key(const std::string& key);
+
+// A datasheet file's schema (the GPU database, the cluster presets): doc["schema"] must be `schema`
+// and doc[list] a non-empty list of at most `max_entries` objects, each with a "key": a non-empty
+// string of at most `max_key_chars`, unique in the file by datasheet_key. UsageError naming the
+// file: "x is not a gemmscope <kind> (schema \"...\")", "x: \"gpus\" must be a non-empty list",
+// "x: \"gpus\" lists 300 GPUs, more than the 256 a spec file may hold", "x: gpus[3] is not an
+// object", "x: gpus[3].key must be ...", "x: key \"H100\" twice".
+struct DatasheetSchema {
+  const char* schema;  // "gemmscope.gpus/1"
+  const char* list;    // "gpus"
+  size_t max_entries;
+  const char* kind;    // "GPU spec file"
+  const char* noun;    // "GPUs"
+  size_t max_key_chars;
+};
+// One entry: its key, and its name for the messages about its fields: "<where>: <key>".
+struct DatasheetEntry {
+  std::string key;
+  std::string where;
+};
+// The entries of `doc` (read from `where`) checked against `schema`, each handed to
+// f(entry, its key and name) in file order.
+void for_each_datasheet_entry(const nlohmann::json& doc, const DatasheetSchema& schema, const std::string& where,
+                              const std::function<void(const nlohmann::json&, const DatasheetEntry&)>& f);
 
 struct GpuSpec {
   std::string key;   // "H100", "B300" (what --gpu takes)

@@ -71,37 +71,6 @@ ModelParams model_params(const ModelConfig& c) {
   return p;
 }
 
-double megatron_layer_activation_bytes(int64_t seq, int64_t micro_batch, int64_t hidden, int64_t ffn, int64_t tp) {
-  return d(seq) * d(micro_batch) * d(hidden) * (18.0 + 4.0 * d(ffn) / d(hidden)) / d(tp);
-}
-
-double layer_activation_bytes(const ModelConfig& c, const ParallelLayout& l, bool moe, bool dropout, bool fp8_inputs) {
-  const double T = d(l.micro_batch) * d(c.sequence_length / l.cp);  // tokens of a micro-batch on this rank
-  const double h = d(c.hidden_size), tp = d(l.tp);
-  const double sp = l.tp > 1 && l.sequence_parallel ? tp : 1.0;  // sequence-sharded tensors
-  const double bf16 = 2, mask = dropout ? 1 : 0;
-  const double in = fp8_inputs ? 1 : 2;  // a GEMM's input kept for its Wgrad
-  if (l.recompute == Recompute::Full) return bf16 * T * h / sp;  // the layer's input only
-  const AttnWidths w = attn_widths(c);
-  // Attention block: norm input, QKV input, Q/K/V, the attention output (the projection's input).
-  double b = bf16 * T * h / sp + in * T * h / sp + bf16 * T * (w.q + w.k + w.v) / tp + in * T * w.o / tp;
-  b += mask * T * h / sp;
-  const double gate = c.gated_mlp ? 2 : 1;
-  // MLP block: norm input, up input, up output, activation output (down's input).
-  auto mlp = [&](double rows, double f, double split) {
-    return bf16 * rows * gate * f / split + in * rows * f / split;
-  };
-  b += bf16 * T * h / sp + in * T * h / sp + mask * T * h / sp;
-  if (!moe) return b + mlp(T, d(c.intermediate_size), tp);
-  // MoE block: the tokens each rank's experts receive (top_k per token on average over the EP
-  // group), their permuted input and unpermuted output, the experts' up and activation outputs,
-  // and the shared experts as a dense MLP.
-  const double rows = T * d(l.expert_tp()) / tp * d(c.moe.top_k);
-  b += bf16 * rows * h + in * rows * h + mlp(rows, d(expert_ffn(c)), d(l.expert_tp()));
-  if (shared_ffn_total(c) > 0) b += mlp(T, d(shared_ffn_total(c)), tp);
-  return b;
-}
-
 double usable_memory_bytes(double datasheet_bytes) {
   return datasheet_bytes / 1e9 * 1024.0 * 1024.0 * 1024.0 - kParallelReserveBytes;
 }
@@ -111,7 +80,6 @@ ParamStorage rank_storage(const ParallelLayout& l, ParamStorage step_storage) {
 }
 
 RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t stage, const RankState& state) {
-  const bool fp8_inputs = state.fp8_inputs;
   const StateBytes sb = state_bytes_per_param(rank_storage(l, state.storage));
   const double g = rank_storage(l, state.storage) == ParamStorage::Bf16MainFp32 ? state.grad_bytes : sb.grads;
   const double w = sb.weights, o = sb.main_params + sb.states;
@@ -120,7 +88,8 @@ RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t st
   const ModelConfig rc = rank_config(c, l);
   const ModelParams full = model_params(c);
   const double tp = d(l.tp), etp = d(l.expert_tp()), ep = d(l.ep);
-  double dense = 0, experts = 0, act_layers = 0, biggest_layer = 0, linear = 0;
+  double dense = 0, experts = 0, biggest_layer = 0, linear = 0;
+  int64_t moe_layers = 0, dense_layers = 0;
   const double router = c.moe.enabled() ? d(c.hidden_size) * d(c.moe.num_experts) : 0;
   for_stage_layers(c, l, stage, [&](int64_t i) {
     const bool moe = is_moe_layer(c, i);
@@ -130,7 +99,7 @@ RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t st
     dense += layer_dense;
     experts += layer_experts;
     biggest_layer = std::max(biggest_layer, layer_dense + layer_experts);
-    act_layers += layer_activation_bytes(c, l, moe, false, fp8_inputs);
+    ++(moe ? moe_layers : dense_layers);
   });
   const double vocab_params = c.vocab_size > 0 ? d(padded_vocab(rc)) * d(c.hidden_size) / tp : 0;
   if (stage == 0) dense += vocab_params;
@@ -163,7 +132,7 @@ RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t st
       m.gathered_bytes = 2 * m.params;  // kept gathered from forward to backward
       break;
   }
-  m.fp8_copy_bytes = fp8_linear * state.fp8_copy_bytes;
+  m.fp8_copy_bytes = fp8_linear * fp8_weight_copy_bytes(state.precision, state.framework);
   // Micro-batches in flight on this stage: 1F1B p - s (at most m); interleaved the warm-up's
   // virtual micro-batches plus one, in chunks of L / (p v) layers (Megatron's penalty).
   const int64_t mbs = std::max<int64_t>(1, l.micro_batches());
@@ -172,17 +141,24 @@ RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t st
   if (l.pp > 1 && l.vpp > 1)
     inflight = d(std::min(mbs * l.vpp, 2 * (l.pp - stage - 1) + (l.vpp - 1) * l.pp + 1)) / d(l.vpp);
   m.inflight_microbatches = inflight;
-  m.activation_bytes = act_layers * inflight;
-  if (l.recompute == Recompute::Full) {
-    // One layer's activations while it is recomputed.
-    ParallelLayout sel = l;
-    sel.recompute = Recompute::Selective;
-    m.activation_bytes += layer_activation_bytes(c, sel, c.moe.enabled(), false, fp8_inputs);
-  }
-  const double tokens = d(l.micro_batch) * d(c.sequence_length / l.cp);
-  if (stage == 0) m.activation_bytes += 8 * tokens * inflight;  // token ids
-  if (stage == l.pp - 1 && c.vocab_size > 0)  // logits in FP32 for the loss, and the final norm's output
-    m.activation_bytes += 4 * tokens * d(c.hidden_size) * (1 + d(padded_vocab(rc)) / d(c.hidden_size)) / tp;
+  // The activations: the one-GPU step's accounting of this rank's layers, with the layout's splits.
+  MemoryInputs act;
+  act.recompute = l.recompute;
+  act.tokens = d(l.micro_batch) * d(c.sequence_length);
+  act.dense_layers = dense_layers;
+  act.moe_layers = moe_layers;
+  act.layout.context_parallel = l.cp;
+  act.layout.microbatches_in_flight = inflight;
+  act.layout.embedding = stage == 0;
+  act.layout.head = stage == l.pp - 1;
+  ActivationSetup as;
+  as.framework = state.framework;
+  as.precision = state.precision;
+  as.loss_fused = state.loss_fused;
+  as.sequence_parallel = l.tp > 1 && l.sequence_parallel ? l.tp : 1;
+  as.expert_tp = l.expert_tp();
+  set_activations(act, rc, as);
+  m.activation_bytes = activation_bytes(act);
   return m;
 }
 

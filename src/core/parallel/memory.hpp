@@ -1,15 +1,15 @@
 // Memory per rank under a parallel layout, with Megatron-LM's formulas
 // (megatron/training/theoretical_memory_usage.py): parameters per stage (the embedding on the
 // first stage, the LM head on the last), sharded as data parallelism shards the state (18 bytes per
-// parameter without sharding; 6 + 12 / DP with the distributed optimizer; ...), and activations per
-// layer after Korthikanti et al. (arXiv 2205.05198, Table 2) itemized so that GQA, gated MLPs and
-// experts count what they store, times the micro-batches in flight on the stage (1F1B: p - s;
+// parameter without sharding; 6 + 12 / DP with the distributed optimizer; ...), and the
+// activations of the stage's layers times the micro-batches in flight on the stage (1F1B: p - s;
 // interleaved: Megatron's penalty 1 + (p - 1) / (p v)). PyTorch FSDP keeps FP32 sharded
 // parameters and gathers BF16 copies per unit.
 // Shared with the one-GPU step's memory (core/step/step_memory.hpp): the bytes per parameter of
-// each storage, the FP8 weight copies' bytes and the runtime reserve. Kept apart from it: the
-// activations per layer, which here shard by sequence parallelism, expert-tensor parallelism and
-// context parallelism per stage and keep Megatron's formula testable (dropout masks).
+// each storage, the FP8 weight copies' bytes, the runtime reserve, and the activations: one
+// accounting (set_activations, activation_bytes; Korthikanti et al.'s per-layer counts adapted to
+// flash attention) given this rank's config and the layout's sequence, context and expert-tensor
+// splits, its recompute policy and micro-batches in flight.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -50,20 +50,6 @@ struct RankMemory {
   double total_bytes() const { return model_state_bytes() + activation_bytes; }
 };
 
-// Activation bytes one layer stores for one micro-batch on one rank (BF16), the itemized Table 2 of
-// Korthikanti et al. with flash attention (no score matrix) and the recomputation given: selective
-// and none store every input the backward needs; full stores the layer's input only. `dropout`
-// adds the masks GPT-3-style models keep (Megatron's 34 s b h / t then holds exactly for a GPT
-// layer with a 4h GELU MLP under sequence parallelism). `moe`: an MoE layer (routed rows top_k x
-// tokens on average, their expert activations). `fp8_inputs`: FP8 recipes keep the GEMMs' inputs for Wgrad
-// in their FP8 copies (Transformer Engine), one byte instead of two.
-double layer_activation_bytes(const ModelConfig& c, const ParallelLayout& l, bool moe, bool dropout = false,
-                              bool fp8_inputs = false);
-
-// Megatron-LM's formula as written (compute_activation_memory, sequence parallel with selective
-// recompute): s b h (18 + 4 ffn / h) per layer, over TP. For the tests.
-double megatron_layer_activation_bytes(int64_t seq, int64_t micro_batch, int64_t hidden, int64_t ffn, int64_t tp);
-
 // How a rank keeps its state, beyond the layout.
 struct RankState {
   // Bytes per parameter of weights, main copies and Adam states: the one-GPU step's rule
@@ -73,8 +59,12 @@ struct RankState {
   // gradients, --accumulate-allreduce-grads-in-fp32; 2: BF16, as the gradients are reduced); the
   // other storages keep gradients in the parameters' type.
   double grad_bytes = 4;
-  bool fp8_inputs = false;         // FP8 recipes keep the GEMMs' inputs for Wgrad in FP8
-  double fp8_copy_bytes = 0;       // per FP8 linear parameter (core/step/step_memory.hpp fp8_weight_copy_bytes)
+  // The recipe and the framework as the step runs them: FP8 recipes keep the GEMMs' inputs for Wgrad
+  // in FP8 and the linear weights' FP8 copies (core/step/step_memory.hpp fp8_weight_copy_bytes);
+  // the framework and the loss (core/step/step_options.hpp loss_fused) set what the loss keeps.
+  Precision precision = Precision::BF16;
+  StepContextKind framework = StepContextKind::TransformerEngine;
+  bool loss_fused = true;
 };
 
 // The storage a rank's parameters use: PyTorch FSDP's mixed precision keeps FP32 sharded

@@ -478,8 +478,9 @@ ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCost
     RankState state;
     state.storage = job.step.storage;
     state.grad_bytes = grad_bytes;
-    state.fp8_inputs = costs.precision != Precision::BF16;
-    state.fp8_copy_bytes = fp8_weight_copy_bytes(costs.precision, job.framework);
+    state.precision = costs.precision;
+    state.framework = job.framework;
+    state.loss_fused = loss_fused(job.step, job.framework);
     st.memory = rank_memory(c, l, s, state);
   }
   r.step_ms = *std::max_element(stage_end.begin(), stage_end.end());

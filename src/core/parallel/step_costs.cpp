@@ -59,17 +59,45 @@ size_t precision_index(const std::vector<Precision>& ps, Precision p, const std:
   return static_cast<size_t>(it - ps.begin());
 }
 
-// Predicted GEMM times of `plan` in precision p (training mode) into `s`.
-void predicted_gemms(StepCosts& s, const Plan& plan, const GpuSpec& gpu, Precision p, const RecipeOptions& o,
-                     bool experts_only) {
-  const Prediction pr = predict_datasheet_only(plan, {Mode::Training}, o, gpu);
+// What the predicted GEMMs rest on: their time at the dense peak of their kernel's format (wave
+// quantization out) and their predicted kernel time, and how many took a published prior.
+struct GemmBasis {
+  double at_peak_ms = 0, kernel_ms = 0;
+  int with_prior = 0, without_prior = 0;
+  std::vector<std::string> notes;  // the prediction's notes on GEMMs without a prior
+  void add(const GemmBasis& o) {
+    at_peak_ms += o.at_peak_ms;
+    kernel_ms += o.kernel_ms;
+    with_prior += o.with_prior;
+    without_prior += o.without_prior;
+    for (const std::string& n : o.notes)
+      if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
+  }
+};
+
+// Predicted GEMM times of `plan` in precision p (training mode) into `s`: gemmscope predict's
+// datasheet path, each GEMM at the published prior of its format, generation and size class
+// (data.priors; the fallback fraction where none is published or no priors are given).
+GemmBasis predicted_gemms(StepCosts& s, const Plan& plan, const GpuSpec& gpu, Precision p, const RecipeOptions& o,
+                          const PredictData& data, bool experts_only) {
+  const Prediction pr = predict_datasheet_only(plan, {Mode::Training}, o, gpu, data, {p});
   const size_t pi = precision_index(pr.result.precisions, p, "the prediction");
+  GemmBasis b;
   for (size_t g = 0; g < plan.gemms.size(); ++g) {
+    const Gemm& gemm = plan.gemms[g];
     const PredictedCell& cell = pr.cells[0][g][pi];
     if (!cell.ok)
-      throw UsageError(fmt::format("{} cannot run {} on {}: {}", to_string(p), plan.gemms[g].label(), gpu.key, cell.reason));
-    add_gemm(s, plan.gemms[g], cell.ms, experts_only);
+      throw UsageError(fmt::format("{} cannot run {} on {}: {}", to_string(p), gemm.label(), gpu.key, cell.reason));
+    add_gemm(s, gemm, cell.ms, experts_only);
+    if (experts_only && gemm.op != Op::ExpertUp && gemm.op != Op::ExpertDown) continue;
+    const Precision kernel = make_recipe(p, gemm, o).precision;
+    b.at_peak_ms += gemm.flops() / required_peak_flops(gpu, kernel, gemm.label()) * 1e3;
+    b.kernel_ms += cell.kernel_ms;
+    (cell.from_prior ? b.with_prior : b.without_prior) += 1;
   }
+  for (const std::string& n : pr.assumptions)
+    if (n.rfind("no prior for", 0) == 0) b.notes.push_back(n);
+  return b;
 }
 
 double bandwidth_bytes_per_ms(const GpuSpec& gpu) {
@@ -202,30 +230,40 @@ void check_gpu(const GpuSpec& gpu) {
 }  // namespace
 
 StepCosts predicted_step_costs(const ModelConfig& c, const ParallelLayout& l, const GpuSpec& gpu, Precision p,
-                               StepContextKind framework, const RecipeOptions& o, const StepOptions& step) {
+                               StepContextKind framework, const RecipeOptions& o, const StepOptions& step,
+                               const PredictData& data) {
   check_gpu(gpu);
   StepCosts s;
   s.precision = p;
   s.source = CostSource::Predicted;
-  predicted_gemms(s, build_model_plan(rank_config(c, l)), gpu, p, o, false);
+  GemmBasis gb = predicted_gemms(s, build_model_plan(rank_config(c, l)), gpu, p, o, data, false);
   if (c.moe.enabled() && l.expert_tp() != l.tp) {
     // The routed experts split by ETP over the dispatched tokens: replace their GEMMs.
     s.moe.gemms.erase(Op::ExpertUp);
     s.moe.gemms.erase(Op::ExpertDown);
-    predicted_gemms(s, build_model_plan(expert_rank_config(c, l)), gpu, p, o, true);
+    gb.add(predicted_gemms(s, build_model_plan(expert_rank_config(c, l)), gpu, p, o, data, true));
   }
   predicted_attention(s, c, l, gpu, framework);
   const double bw = bandwidth_bytes_per_ms(gpu);
   modelled_memory_bound(s, c, l, bw, framework);
   modelled_once_and_optimizer(s, c, l, bw, framework, o, step);
+  const std::string priors =
+      gb.without_prior == 0
+          ? std::string("each at the published prior of its format and size class on ") + gpu.arch + " GPUs (data/priors.json)"
+          : fmt::format("{} of {} at the published prior of their format and size class on {} GPUs (data/priors.json), "
+                        "the others at the {:.0f}% assumed where none is published{}",
+                        gb.with_prior, gb.with_prior + gb.without_prior, gpu.arch, 100 * PredictConstants::kComputePrior,
+                        data.priors ? "" : " (no priors given)");
   s.basis = fmt::format(
-      "predicted from the {} datasheet: GEMMs at {:.0f}% of the dense peak of their format (gemmscope predict, datasheet "
-      "only; training mode with quantization), attention at {:.0f}% of the BF16 peak ({}), memory-bound kernels from "
-      "their bytes at {:.0f}% of {:.0f} GB/s; embedding, loss and optimizer as the one-GPU step plans them",
-      gpu.key, 100 * PredictConstants::kComputePrior,
+      "predicted from the {} datasheet: GEMMs as gemmscope predict predicts a run that never happened (datasheet only, "
+      "training mode with quantization), {}: {:.0f}% of the dense peak of their format over the rank's GEMMs, wave "
+      "quantization included; attention at {:.0f}% of the BF16 peak ({}), memory-bound kernels from their bytes at "
+      "{:.0f}% of {:.0f} GB/s; embedding, loss and optimizer as the one-GPU step plans them",
+      gpu.key, priors, gb.kernel_ms > 0 ? 100 * gb.at_peak_ms / gb.kernel_ms : 0.0,
       100 * gpu.arch_policy().flash_attention_peak_fraction(framework == StepContextKind::TransformerEngine),
       framework == StepContextKind::TransformerEngine ? "cuDNN fused attention" : "FlashAttention-2",
       100 * PredictConstants::kMemEff, gpu.bandwidth_gbs->value);
+  for (const std::string& n : gb.notes) s.basis += "; " + n;
   return s;
 }
 

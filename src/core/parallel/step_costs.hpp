@@ -3,12 +3,14 @@
 // Wgrad, the core attention and the memory-bound kernels between them; the parts that run once
 // per micro-batch (embedding, LM head, loss); the optimizer per parameter. Filled either from a
 // measured run of the rank's GEMM plan on this GPU (its cells and step context), or predicted from
-// the GPU spec database (the datasheet path of core/analysis/predict.hpp, attention and
-// memory-bound kernels from their FLOPs and bytes) when no GPU is at hand. Every number says which.
+// the GPU spec database and the published priors (the datasheet path of core/analysis/predict.hpp;
+// attention and memory-bound kernels from their FLOPs and bytes) when no GPU is at hand. Every
+// number says which.
 #pragma once
 #include <map>
 #include <string>
 
+#include "core/analysis/predict_cell.hpp"
 #include "core/gpu/gpu_spec.hpp"
 #include "core/step/parallel_layout.hpp"
 #include "core/plan/plan.hpp"
@@ -54,13 +56,17 @@ struct StepCosts {
 };
 
 // The rank's compute predicted from the GPU's datasheet: GEMMs as `gemmscope predict` predicts a
-// run that never happened (training mode, every GEMM at the datasheet prior of the precision's
-// peak, wave quantization, the quantization passes); core attention at the architecture's
-// flash-attention fraction of the BF16 peak (ArchPolicy); memory-bound kernels as the step
-// context models them for `framework` (te, eager, compile), at the datasheet bandwidth. `c` is the
-// full model; the layout gives the rank's share. The layout must be valid (layout_check.hpp).
+// run that never happened (training mode, wave quantization, the quantization passes), each at the
+// published prior of its format, GPU generation and size class (`data.priors`, data/priors.json,
+// core/analysis/priors.hpp: per-generation and per-format efficiencies with their sources), and at
+// PredictConstants::kComputePrior where none is published or no priors are given (the basis counts
+// them); core attention at the architecture's flash-attention fraction of the BF16 peak
+// (ArchPolicy); memory-bound kernels as the step context models them for `framework` (te, eager,
+// compile), at the datasheet bandwidth. `c` is the full model; the layout gives the rank's share.
+// The layout must be valid (layout_check.hpp).
 StepCosts predicted_step_costs(const ModelConfig& c, const ParallelLayout& l, const GpuSpec& gpu, Precision p,
-                               StepContextKind framework, const RecipeOptions& o, const StepOptions& step = {});
+                               StepContextKind framework, const RecipeOptions& o, const StepOptions& step = {},
+                               const PredictData& data = {});
 
 // The rank's compute from a measured run of its plan (the run's plan must be rank_config(c, l)'s):
 // GEMM cells of the first mode in the precision's column; attention and memory-bound kernels from

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <set>
+
 namespace gs {
 
 namespace {
@@ -16,13 +19,13 @@ std::vector<std::vector<StepPlan>> step_plans(const RunResult& r) {
   return plans;
 }
 
-// The engine's step kernels of `plans`, each once, and the launch latency.
+// The engine's step kernels of `plans`, each once (the same spec, every field alike), in the plans'
+// order, and the launch latency.
 std::vector<StepKernelSpec> kernel_specs(const std::vector<std::vector<StepPlan>>& plans) {
   std::vector<StepKernelSpec> out;
+  std::set<StepKernelSpec, StepKernelKeyLess> seen;
   auto add = [&](const StepKernelSpec& s) {
-    for (const StepKernelSpec& x : out)
-      if (x.describe() == s.describe()) return;
-    out.push_back(s);
+    if (seen.insert(s).second) out.push_back(s);
   };
   for (const auto& mode : plans)
     for (const StepPlan& sp : mode)
@@ -32,12 +35,22 @@ std::vector<StepKernelSpec> kernel_specs(const std::vector<std::vector<StepPlan>
   return out;
 }
 
-const StepKernelRun* find_kernel(const std::vector<StepKernelRun>& runs, const StepKernelSpec& s) {
-  const std::string want = s.describe();
-  for (const StepKernelRun& k : runs)
-    if (k.spec.describe() == want) return &k;
-  return nullptr;
-}
+// The step kernels the engine ran, keyed by their whole spec (built once per step): each group
+// finds the run of its own kernel, never one that merely reads alike. Where a spec was run twice,
+// the first run counts.
+class KernelIndex {
+ public:
+  explicit KernelIndex(const std::vector<StepKernelRun>& runs) {
+    for (const StepKernelRun& k : runs) by_spec_.emplace(k.spec, &k);
+  }
+  const StepKernelRun* find(const StepKernelSpec& s) const {
+    const auto it = by_spec_.find(s);
+    return it == by_spec_.end() ? nullptr : it->second;
+  }
+
+ private:
+  std::map<StepKernelSpec, const StepKernelRun*, StepKernelKeyLess> by_spec_;
+};
 
 // The cells of the LM head's GEMMs of one pass direction, summed; nullopt when one is N/A.
 std::optional<double> head_ms(const RunResult& r, size_t m, size_t p, bool forward) {
@@ -60,7 +73,7 @@ struct Context {
   const RunResult& r;
   size_t mode, precision;
   const ModeSummary& summary;
-  const std::vector<StepKernelRun>& kernels;
+  const KernelIndex& kernels;
   double launch_ms;
   bool launch_measured;
 };
@@ -115,7 +128,7 @@ GroupTime group_time_on_source(const Context& x, const StepGroup& g) {
       if (!c) return {std::nullopt, TimeSource::Unknown, "no step context ran"};
       return {c->cast_ms * g.share, TimeSource::Modelled, "the step context's FP8 casts (modelled)"};
     case TimeBasis::StepKernel: {
-      const StepKernelRun* k = g.kernel ? find_kernel(x.kernels, *g.kernel) : nullptr;
+      const StepKernelRun* k = g.kernel ? x.kernels.find(*g.kernel) : nullptr;
       if (k && k->ok) {
         const double rate = step_kernel_rate(k->spec, r.timing.step_context_kind);
         if (rate == 1.0) return {k->mean_ms, TimeSource::Measured, "measured on this GPU: " + k->spec.describe()};
@@ -142,7 +155,8 @@ StepResult step_from_result(const RunResult& r, const std::vector<StepKernelRun>
   out.timed = timed;
   const std::vector<std::vector<StepPlan>> plans = step_plans(r);
   HostCost host;
-  const StepKernelRun* launch = find_kernel(kernels, StepKernelSpec{});
+  const KernelIndex index(out.kernels);
+  const StepKernelRun* launch = index.find(StepKernelSpec{});
   const std::optional<double> device =
       r.device && r.device->memory_bytes > 0 ? std::optional<double>(static_cast<double>(r.device->memory_bytes))
                                              : std::nullopt;
@@ -156,7 +170,7 @@ StepResult step_from_result(const RunResult& r, const std::vector<StepKernelRun>
         host.launch_us = launch->mean_ms * 1e3;
         host.launch_measured = true;
       }
-      const Context x{r, m, p, summary, kernels, host.launch_us * 1e-3, host.launch_measured};
+      const Context x{r, m, p, summary, index, host.launch_us * 1e-3, host.launch_measured};
       std::vector<GroupTime> times;
       for (const StepGroup& g : sp.groups)
         times.push_back(timed ? group_time(x, g) : GroupTime{std::nullopt, TimeSource::Unknown, "a dry run"});

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <tuple>
 
 #include "core/plan/step_model.hpp"
 
@@ -43,6 +44,13 @@ struct StepKernelSpec {
   // BF16 gradient written), false for the unfused chain (upcast to FP32, log-softmax, NLL).
   bool fused = false;
   std::string describe() const;  // "adamw 8.03e9 params in 291 tensors (bf16+fp32-main)"
+  // What makes two specs the same kernel: every field (describe() rounds the counts, so two
+  // different kernels can read alike).
+  auto key() const { return std::tie(kind, elements, tensors, rows, cols, vocab, storage, fused); }
+};
+// Orders specs by key(): for maps and sets of step kernels.
+struct StepKernelKeyLess {
+  bool operator()(const StepKernelSpec& a, const StepKernelSpec& b) const { return a.key() < b.key(); }
 };
 
 // Bytes the kernel moves (read + written) as the framework runs it: the roofline denominator and the

@@ -16,7 +16,9 @@
 //   - the loss's logits (BF16) and, unfused, their FP32 upcast and log-probabilities.
 // The inputs are explicit (a rank's parameters, shards, micro-batches in flight, its layers and
 // the sequence share) so the parallel step can call it with its own layout; memory_inputs() fills
-// them for one GPU from a plan. Pure.
+// them for one GPU from a plan, and the parallel step's ranks take their activations from
+// set_activations and activation_bytes with the layout's splits (sequence, context and expert
+// parallelism, the pipeline's micro-batches in flight). Pure.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -32,9 +34,12 @@ namespace gs {
 struct MemoryLayout {
   int64_t optimizer_shards = 1;        // ranks sharing main params and Adam states (distributed optimizer / ZeRO-1)
   int64_t grad_shards = 1;             // ranks sharing the gradients (ZeRO-2); 1 keeps them all
-  int64_t microbatches_in_flight = 1;  // activations held at once (a 1F1B pipeline's first stage: up to PP)
+  // Micro-batches whose activations are held at once (a 1F1B pipeline's first stage: up to PP; an
+  // interleaved one counts its chunks' share, so it can be fractional).
+  double microbatches_in_flight = 1;
   int64_t context_parallel = 1;        // the sequence's split: activations per rank divided by it
   bool head = true;                    // the final norm, LM head and loss run on this rank (last stage)
+  bool embedding = true;               // the embedding runs on this rank (first stage): its token ids kept
 };
 
 // Saved activations of one layer, bytes per token (per tensor-parallel rank).
@@ -57,7 +62,26 @@ struct MemoryInputs {
   double layer_input = 0;       // bytes per token of a layer's input (full recompute's checkpoint)
   double selective_saving = 0;  // bytes per token selective recompute does not keep (per layer)
   double head_per_token = 0;    // final norm and LM head inputs, logits and the loss's tensors
+  double ids_per_token = 0;     // the token ids the embedding's backward scatters by (int64)
   MemoryLayout layout;
+};
+
+// What a layer's activations are counted for: the framework and recipe as the step runs them, and
+// how the layout splits the tensors. The one GPU's step (memory_inputs) and the parallel step's
+// ranks (core/parallel/memory.hpp) both count through set_activations with it.
+struct ActivationSetup {
+  StepContextKind framework = StepContextKind::TransformerEngine;  // None: Transformer Engine's
+  Precision precision = Precision::BF16;  // FP8 recipes keep the linear inputs in their FP8 copies
+  bool loss_fused = true;
+  bool lm_head_bf16 = true;
+  // Sequence parallelism: the TP size, by which the sequence-wide tensors are split (norm inputs
+  // and statistics, the h-wide linear inputs, the layer's input, dropout masks); 1 without.
+  int64_t sequence_parallel = 1;
+  int64_t expert_tp = 0;          // the experts' FFN split; 0: the config's tensor_parallel
+  double routed_per_token = -1;   // MoE: expert rows per token on this rank; < 0: top_k x expert_tp / TP
+  // GPT-3-style dropout (Korthikanti et al.'s 34 s b h): a 1-byte mask after the attention and after
+  // the MLP (flash attention regenerates its own from the seed). Off: LLM pretraining runs dropout 0.
+  bool dropout = false;
 };
 
 struct MemoryBreakdown {
@@ -79,6 +103,16 @@ constexpr double kRuntimeReserveBytes = 1024.0 * 1024 * 1024;
 // One GPU running the whole plan (a plan per tensor-parallel rank), as `sp` runs it.
 MemoryInputs memory_inputs(const Plan& plan, const StepPlan& sp, const RecipeOptions& recipe);
 MemoryBreakdown memory_per_gpu(const MemoryInputs& in, std::optional<double> device_bytes);
+
+// The one accounting of saved activations: fills in's per-token fields (dense, moe, layer_input,
+// selective_saving, head_per_token, ids_per_token) for `rank`, a config of one tensor-parallel rank
+// (its tensor_parallel splits the heads, the FFN and the vocabulary), as `s` says.
+void set_activations(MemoryInputs& in, const ModelConfig& rank, const ActivationSetup& s);
+// The activation bytes of `in`: each layer's saved activations per recompute policy and the token
+// ids, for every micro-batch in flight; the backward's working set (one layer's activations,
+// recomputed or being turned into gradients); the loss's tensors on the head's rank; all over the
+// context-parallel share of the tokens. memory_per_gpu's `activations`.
+double activation_bytes(const MemoryInputs& in);
 
 // Bytes per FP8 linear parameter of the weight copies a recipe keeps between micro-batches (data and
 // scales): Transformer Engine the rowwise and the transposed copy, a PyTorch FP8 linear the one it

@@ -44,24 +44,10 @@ TEST(StepTransfer, RefusesAGpuWithoutABf16Peak) {
 }
 
 namespace {
-// A measured run with a whole step: GEMMs at a fixed rate, a Transformer Engine step context with
-// measured attention, every step kernel 2 ms (the launch latency 4 us).
-class StepFake : public test::FakeEngineBase {
+// A measured run with a whole step: the tests' fake step engine, every step kernel 2 ms (the
+// launch latency 4 us).
+class StepFake : public test::FakeStepEngine {
  public:
-  Cell measure(const Gemm& g, Precision p, Mode, const std::string&) override {
-    return Cell::measured(summarize({g.flops() / (p == Precision::BF16 ? 600e12 : 1000e12) * 1e3}));
-  }
-  std::optional<StepContextInfo> step_context() const override {
-    StepContextInfo c;
-    c.kind = StepContextKind::TransformerEngine;
-    c.stream_gb_per_s = 2500;
-    c.efficiency = 1.15;
-    c.other_ms = 1.0;
-    c.attention_fwd_ms = 0.5;
-    c.attention_bwd_ms = 1.2;
-    c.attention_measured = true;
-    return c;
-  }
   Cell measure_step_kernel(const StepKernelSpec& s) override {
     return Cell::measured(summarize({s.kind == StepKernelKind::LaunchLatency ? 0.004 : 2.0}));
   }
@@ -80,11 +66,6 @@ RunResult measured_step_run() {
   return run(engine, req);
 }
 
-const StepGroupResult& group_of(const StepBreakdown& b, const std::string& name) {
-  for (const StepGroupResult& g : b.groups)
-    if (g.group.name == name) return g;
-  throw std::logic_error("no group " + name);
-}
 }  // namespace
 
 // predict carries the run's whole step to the target: attention by the BF16 peaks, the memory-bound
@@ -100,12 +81,12 @@ TEST(StepTransfer, PredictCarriesTheWholeStep) {
   const StepBreakdown& dst = pr.result.step->steps[0][0];
   ASSERT_TRUE(src.step_ms && dst.step_ms);
   const double att = 989.4 / 2250, mem = 3350.0 / 8000;
-  EXPECT_NEAR(*group_of(dst, "attention fwd").time.ms, *group_of(src, "attention fwd").time.ms * att, 1e-9);
-  EXPECT_NEAR(*group_of(dst, "optimizer").time.ms, *group_of(src, "optimizer").time.ms * mem, 1e-9);
-  EXPECT_NEAR(*group_of(dst, "other fwd").time.ms, *group_of(src, "other fwd").time.ms * mem, 1e-9);
-  EXPECT_EQ(group_of(dst, "attention fwd").time.source, TimeSource::Predicted);
-  EXPECT_EQ(group_of(dst, "optimizer").time.source, TimeSource::Predicted);
-  EXPECT_EQ(group_of(dst, "GEMMs fwd, dense layer").time.source, TimeSource::Predicted);
+  EXPECT_NEAR(*test::step_group(dst, "attention fwd").time.ms, *test::step_group(src, "attention fwd").time.ms * att, 1e-9);
+  EXPECT_NEAR(*test::step_group(dst, "optimizer").time.ms, *test::step_group(src, "optimizer").time.ms * mem, 1e-9);
+  EXPECT_NEAR(*test::step_group(dst, "other fwd").time.ms, *test::step_group(src, "other fwd").time.ms * mem, 1e-9);
+  EXPECT_EQ(test::step_group(dst, "attention fwd").time.source, TimeSource::Predicted);
+  EXPECT_EQ(test::step_group(dst, "optimizer").time.source, TimeSource::Predicted);
+  EXPECT_EQ(test::step_group(dst, "GEMMs fwd, dense layer").time.source, TimeSource::Predicted);
   EXPECT_EQ(dst.host.launch_us, src.host.launch_us);  // the host is not the GPU's
   EXPECT_LT(*dst.step_ms, *src.step_ms);              // B300 is faster than H100 in every roof
   ASSERT_TRUE(dst.mfu);

@@ -15,24 +15,6 @@
 namespace gs {
 namespace {
 
-class ChartEngine : public test::FakeEngineBase {
- public:
-  Cell measure(const Gemm& g, Precision p, Mode, const std::string&) override {
-    return Cell::measured(summarize({g.flops() / (p == Precision::BF16 ? 600e12 : 1000e12) * 1e3}));
-  }
-  std::optional<StepContextInfo> step_context() const override {
-    StepContextInfo c;
-    c.kind = StepContextKind::TransformerEngine;
-    c.stream_gb_per_s = 2500;
-    c.efficiency = 1.15;
-    c.other_ms = 1.0;
-    c.attention_fwd_ms = 0.5;
-    c.attention_bwd_ms = 1.2;
-    c.attention_measured = true;
-    return c;
-  }
-};
-
 int count_ids(const std::string& svg, const std::string& id_regex) {
   const std::regex re("id=\"" + id_regex + "\"");
   return static_cast<int>(std::distance(std::sregex_iterator(svg.begin(), svg.end(), re), std::sregex_iterator()));
@@ -47,7 +29,7 @@ TEST(PlotStep, BreakdownPerPrecision) {
   req.modes = {Mode::Training};
   req.options.timing.gpu_warmup_s = 0;
   req.options.timing.step_context_kind = StepContextKind::TransformerEngine;
-  ChartEngine engine;
+  test::FakeStepEngine engine;
   const RunResult r = run(engine, req);
   const auto dir = test::scratch_dir("plot_step");
   const std::string in = (dir / "r.json").string(), out = (dir / "step.svg").string();

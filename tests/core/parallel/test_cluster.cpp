@@ -55,12 +55,31 @@ TEST(Cluster, AUsersFileIsReadAndBounded) {
   EXPECT_DOUBLE_EQ(c.scaleout_gbs.value, 25.0);
   EXPECT_FALSE(c.nvls_efficiency.has_value());
 
+  // A number outside its range: one line naming the file, the cluster, the field and the range.
+  const auto refused = [](const json& c) { return test::usage_error_of([&] { parse_cluster_db(doc(c), "pod.json"); }); };
   json bad = one_cluster();
   bad["gpus_per_node"]["value"] = 100000;
-  EXPECT_THROW(parse_cluster_db(doc(bad), "f"), UsageError);
+  EXPECT_EQ(refused(bad), "pod.json: my-pod.gpus_per_node.value must be from 1 to 1024 GPUs, got 100000");
   bad = one_cluster();
   bad["nvlink_efficiency"]["value"] = 1.5;
-  EXPECT_THROW(parse_cluster_db(doc(bad), "f"), UsageError);
+  EXPECT_EQ(refused(bad), "pod.json: my-pod.nvlink_efficiency.value must be from 0.001 to 1, got 1.5");
+  bad = one_cluster();
+  bad["net_step_us"]["value"] = 1e6;
+  EXPECT_EQ(refused(bad), "pod.json: my-pod.net_step_us.value must be from 0.001 to 10000 us, got 1e+06");
+  bad = one_cluster();
+  bad["nvls_efficiency"] = json{{"value", 2}, {"source", "t"}};
+  bad["nvls_base_us"] = json{{"value", 5}, {"source", "t"}};
+  EXPECT_EQ(refused(bad), "pod.json: my-pod.nvls_efficiency.value must be from 0 to 1, got 2");
+  bad = one_cluster();
+  bad["tree_efficiency"] = nullptr;
+  EXPECT_EQ(refused(bad), "pod.json: my-pod.tree_efficiency is needed (null is not allowed)");
+  bad = one_cluster();
+  bad["key"] = std::string(41, 'k');
+  EXPECT_NE(refused(bad).find("pod.json: clusters[0].key must be at most 40 characters"), std::string::npos) << refused(bad);
+  json twice = doc(one_cluster());
+  twice["clusters"].push_back(one_cluster());
+  twice["clusters"][1]["key"] = "MY_POD";  // the same key as looked up
+  EXPECT_NE(test::usage_error_of([&] { parse_cluster_db(twice, "pod.json"); }).find("twice"), std::string::npos);
   bad = one_cluster();
   bad["nvlink_domain"]["value"] = 4;  // smaller than a node
   EXPECT_THROW(parse_cluster_db(doc(bad), "f"), UsageError);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/model/model_config.hpp"
+#include "core/parallel/layout_check.hpp"
 #include "core/parallel/memory.hpp"
 
 using namespace gs;
@@ -29,22 +30,90 @@ ParallelLayout L(const std::string& s) {
   return l;
 }
 
+
+// Korthikanti et al. 2022 (arXiv 2205.05198), Table 2: activation bytes of one GPT layer (16-bit
+// activations, dropout, no flash attention) with tensor and sequence parallelism over t:
+// s b h (34 + 5 a s / h) / t without recompute, 34 s b h / t with selective recompute (the core
+// attention's s x s scores, softmax and its dropout recomputed), 2 s b h / t with full recompute.
+double korthikanti_layer_bytes(double s, double b, double h, double a, double t, Recompute r) {
+  switch (r) {
+    case Recompute::None: return s * b * h * (34 + 5 * a * s / h) / t;
+    case Recompute::Selective: return 34 * s * b * h / t;
+    case Recompute::Full: return 2 * s * b * h / t;
+  }
+  return 0;
+}
+
+// The activations of one rank: the one accounting (core/step/step_memory.hpp) for this rank's
+// config and the layout's splits, as rank_memory calls it.
+MemoryInputs rank_activations(const ModelConfig& c, const ParallelLayout& l, bool dropout) {
+  MemoryInputs in;
+  ActivationSetup a;
+  a.sequence_parallel = l.tp > 1 && l.sequence_parallel ? l.tp : 1;
+  a.dropout = dropout;
+  set_activations(in, rank_config(c, l), a);
+  return in;
+}
+
 }  // namespace
 
-TEST(Memory, GptLayerMatchesMegatronsActivationFormula) {
+// The one accounting against Korthikanti's formulas for a GPT layer with dropout under sequence
+// parallelism. Flash attention stores no s x s tensors (the 5 a s / h term) but its softmax
+// statistics (4 bytes per head and token); both norms keep their statistics (4 bytes per token
+// each), which the paper leaves out. Everything else is the paper's 34 s b h / t, term by term.
+TEST(Memory, GptLayerMatchesKorthikantisFormulas) {
   const ModelConfig c = gpt3_175b();
+  const double s = 2048, b = 1, h = 12288, a = 96;
   for (const char* layout : {"tp1", "tp4", "tp8"}) {
     const ParallelLayout l = L(layout);
-    // 34 s b h / t with sequence parallelism and selective recompute (Korthikanti et al., Table 2).
-    EXPECT_NEAR(layer_activation_bytes(c, l, false, /*dropout=*/true),
-                megatron_layer_activation_bytes(c.sequence_length, 1, c.hidden_size, c.intermediate_size, l.tp), 1e-3)
+    const double t = static_cast<double>(l.tp), T = s * b;
+    const MemoryInputs in = rank_activations(c, l, /*dropout=*/true);
+    const double norm_stats = 2 * 4 * T / t, flash_stats = 4 * a * T / t;
+    EXPECT_DOUBLE_EQ(in.dense.total() * T, korthikanti_layer_bytes(s, b, h, a, t, Recompute::None) -
+                                               5 * a * s * s * b / t + flash_stats + norm_stats)
         << layout;
+    EXPECT_DOUBLE_EQ((in.dense.total() - in.selective_saving) * T,
+                     korthikanti_layer_bytes(s, b, h, a, t, Recompute::Selective) + norm_stats)
+        << layout;
+    EXPECT_DOUBLE_EQ(in.layer_input * T, korthikanti_layer_bytes(s, b, h, a, t, Recompute::Full)) << layout;
   }
-  EXPECT_DOUBLE_EQ(megatron_layer_activation_bytes(2048, 1, 12288, 4 * 12288, 8), 2048.0 * 12288 * 34 / 8);
-  // Full recompute keeps the layer's input only: 2 s b h / t.
-  ParallelLayout full = L("tp8");
+  // Without sequence parallelism only the per-head tensors are split: the norms' and the linear
+  // inputs' s b h stay whole on every rank.
+  ParallelLayout no_sp = L("tp8");
+  no_sp.sequence_parallel = false;
+  EXPECT_GT(rank_activations(c, no_sp, false).dense.total(), 2 * rank_activations(c, L("tp8"), false).dense.total());
+}
+
+// A rank of Llama 3 70B on tp8.pp4.dp16 (1F1B, 32 micro-batches of 1 x 8192 tokens), by hand.
+// Per layer and token on a TP rank (sequence parallel over 8): 8 query heads and 1 key/value head
+// of 128; attention: norm input and statistics (2 h + 4) / 8, QKV's input 2 h / 8, Q, K, V
+// 2 x (1024 + 128 + 128), the output 2 x 1024, softmax statistics 4 x 8 = 8736.5; MLP: norm
+// (2 h + 4) / 8, up's input 2 h / 8, SwiGLU's two up outputs 2 x 2 x 3584, down's input 2 x 3584 =
+// 25600.5. The first stage holds 20 layers and the token ids (8 bytes) for 4 micro-batches plus
+// one layer's working set; the last stage one micro-batch, the working set and the loss's tensors:
+// the final norm's input and statistics and the LM head's input ((2 h + 4 + 2 h) / 8) and the
+// fused loss's BF16 logits over its 129024 / 8 vocabulary rows.
+TEST(Memory, RankActivationsByHand) {
+  const ModelConfig c = find_preset("llama-3-70b").config;
+  const ParallelLayout l = L("tp8.pp4.dp16.gb512");
+  const double h = 8192, T = 8192;
+  const double layer = (2 * h + 4) / 8 + 2 * h / 8 + 2 * (1024 + 128 + 128) + 2 * 1024 + 4 * 8 +  //
+                       (2 * h + 4) / 8 + 2 * h / 8 + 2 * 2 * 3584 + 2 * 3584;
+  EXPECT_DOUBLE_EQ(layer, 8736.5 + 25600.5);
+  EXPECT_DOUBLE_EQ(rank_memory(c, l, 0).activation_bytes, ((20 * layer + 8) * 4 + layer) * T);
+  const double head = (2 * h + 4 + 2 * h) / 8 + 2 * 129024.0 / 8;
+  EXPECT_DOUBLE_EQ(rank_memory(c, l, 3).activation_bytes, (20 * layer + layer + head) * T);
+  // Selective recompute drops the softmax statistics of every layer kept; full keeps each layer's
+  // input (2 h / 8 per token) and one layer's activations.
+  ParallelLayout sel = l, full = l;
+  sel.recompute = Recompute::Selective;
   full.recompute = Recompute::Full;
-  EXPECT_DOUBLE_EQ(layer_activation_bytes(c, full, false), 2.0 * 2048 * 12288 / 8);
+  EXPECT_DOUBLE_EQ(rank_memory(c, l, 0).activation_bytes - rank_memory(c, sel, 0).activation_bytes, 20 * 4 * 8 * 4 * T);
+  EXPECT_DOUBLE_EQ(rank_memory(c, full, 0).activation_bytes, ((20 * 2 * h / 8 + 8) * 4 + layer) * T);
+  // Context parallelism splits the tokens; the one-GPU step's accounting is the same function.
+  ParallelLayout cp = l;
+  cp.cp = 2, cp.dp = 8;
+  EXPECT_DOUBLE_EQ(rank_memory(c, cp, 0).activation_bytes, rank_memory(c, l, 0).activation_bytes / 2);
 }
 
 TEST(Memory, ParameterCountsByHand) {
@@ -114,9 +183,8 @@ TEST(Memory, Fp8WeightCopiesAsTheWholeStepCountsThem) {
   const ModelConfig c = find_preset("llama-3-8b").config;
   const ParallelLayout l = L("tp2");
   RankState fp8;
-  fp8.fp8_inputs = true;
-  fp8.fp8_copy_bytes = fp8_weight_copy_bytes(Precision::FP8Current, StepContextKind::TransformerEngine);
-  EXPECT_DOUBLE_EQ(fp8.fp8_copy_bytes, 2.0);
+  fp8.precision = Precision::FP8Current;
+  EXPECT_DOUBLE_EQ(fp8_weight_copy_bytes(fp8.precision, fp8.framework), 2.0);
   const RankMemory m = rank_memory(c, l, 0, fp8);
   const ModelParams p = model_params(c);
   const double linear = (p.attention + p.dense_mlp) / 2 * static_cast<double>(c.num_hidden_layers);

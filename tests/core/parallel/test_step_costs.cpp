@@ -1,6 +1,7 @@
-// The parallel step's input from a measured run (core/parallel/step_costs.hpp): the rank's GEMM
+// The parallel step's input (core/parallel/step_costs.hpp): from a measured run, the rank's GEMM
 // cells as measured, and where the run timed its whole step (core/step), its embedding, loss and
-// optimizer groups in place of the bytes-only estimates.
+// optimizer groups in place of the bytes-only estimates; predicted, the GEMMs at predict's published
+// per-generation and per-format priors.
 #include <gtest/gtest.h>
 
 #include "core/model/model_config.hpp"
@@ -8,6 +9,7 @@
 #include "core/parallel/step_costs.hpp"
 #include "core/run/runner.hpp"
 #include "core/step/step_params.hpp"
+#include "analysis/predict_test_data.hpp"
 #include "test_util.hpp"
 
 using namespace gs;
@@ -125,4 +127,71 @@ TEST(StepCosts, PredictedOncePartsFollowTheWholeStepsSettings) {
   EXPECT_GT(b.loss_fwd_ms + b.loss_bwd_ms, a.loss_fwd_ms + a.loss_bwd_ms);
   EXPECT_GT(a.embed_fwd_ms, 0);
   EXPECT_NE(a.basis.find("as the one-GPU step plans them"), std::string::npos) << a.basis;
+}
+
+namespace {
+
+// The shipped priors (data/priors.json) with the points of one format on one generation scaled by
+// `factor`: a prior that changed.
+PriorDb scaled_priors(const std::string& format, const std::string& arch, double factor) {
+  nlohmann::json d = read_json_file(std::string(GS_SOURCE_DIR) + "/data/priors.json", "priors file");
+  for (nlohmann::json& p : d["points"]) {
+    const GpuSpec& g = test::shipped_gpus().find(p["gpu"].get<std::string>());
+    if (p["format"] == format && g.arch == arch) p["tflops"] = p["tflops"].get<double>() * factor;
+  }
+  return parse_priors(d, "scaled priors", test::shipped_gpus());
+}
+
+double gemm_ms(const StepCosts& s) { return s.dense.gemm_fwd_ms() + s.dense.gemm_bwd_ms(); }
+
+struct PriorJob {
+  ModelConfig c;
+  ParallelLayout l;
+};
+PriorJob prior_job() {
+  PriorJob j;
+  j.c = find_preset("llama-3-8b").config;
+  j.c.sequence_length = 2048;
+  j.c.micro_batch_size = 1;
+  parse_layout("dp8.mb1.gb64", j.l);
+  check_layout(j.c, j.l);
+  return j;
+}
+
+StepCosts predicted_on(const std::string& gpu_key, Precision p, const PriorDb* priors) {
+  const PriorJob j = prior_job();
+  return predicted_step_costs(j.c, j.l, test::shipped_gpus().find(gpu_key), p, StepContextKind::Eager, {}, {},
+                              PredictData{priors, nullptr});
+}
+
+}  // namespace
+
+// A GPU not at hand: the rank's GEMMs follow the published prior of their generation (A100: ampere's
+// BF16 points). Scaling ampere's BF16 points scales the A100's GEMM time inversely; the H100's does
+// not move (another generation), and without priors the GEMMs take the fallback fraction instead.
+TEST(StepCosts, PredictedGemmsOfAnA100FollowAmperesPrior) {
+  const PriorDb slower = scaled_priors("BF16", "ampere", 0.8);
+  const StepCosts shipped = predicted_on("A100", Precision::BF16, &test::shipped_priors());
+  const StepCosts changed = predicted_on("A100", Precision::BF16, &slower);
+  const StepCosts none = predicted_on("A100", Precision::BF16, nullptr);
+  EXPECT_NEAR(gemm_ms(changed) / gemm_ms(shipped), 1 / 0.8, 0.02);
+  EXPECT_NE(gemm_ms(none), gemm_ms(shipped));
+  // Ampere's published BF16 GEMMs reach 81-87% of the peak, above the 70% fallback: faster with them.
+  EXPECT_LT(gemm_ms(shipped), gemm_ms(none));
+  EXPECT_DOUBLE_EQ(gemm_ms(predicted_on("H100", Precision::BF16, &slower)),
+                   gemm_ms(predicted_on("H100", Precision::BF16, &test::shipped_priors())));
+  EXPECT_NE(shipped.basis.find("published prior of its format and size class on ampere"), std::string::npos) << shipped.basis;
+  EXPECT_NE(none.basis.find("no priors given"), std::string::npos) << none.basis;
+}
+
+// FP8 on an H100: its GEMMs follow Hopper's FP8 prior, not BF16's: scaling the FP8 points moves the
+// FP8 step's GEMMs and leaves the BF16 step's alone.
+TEST(StepCosts, PredictedFp8GemmsOfAnH100FollowTheFp8Prior) {
+  const PriorDb slower = scaled_priors("FP8", "hopper", 0.8);
+  const StepCosts shipped = predicted_on("H100", Precision::FP8Current, &test::shipped_priors());
+  const StepCosts changed = predicted_on("H100", Precision::FP8Current, &slower);
+  EXPECT_GT(gemm_ms(changed), 1.1 * gemm_ms(shipped));
+  EXPECT_LE(gemm_ms(changed), gemm_ms(shipped) / 0.8 * 1.001);
+  EXPECT_DOUBLE_EQ(gemm_ms(predicted_on("H100", Precision::BF16, &slower)),
+                   gemm_ms(predicted_on("H100", Precision::BF16, &test::shipped_priors())));
 }

@@ -300,12 +300,7 @@ TEST(StepModel, JsonRoundTrip) {
 class ContextEngine : public gs::test::FakeEngineBase {
  public:
   gs::Cell measure(const gs::Gemm&, gs::Precision, gs::Mode, const std::string&) override { return gs::Cell::measured(gs::summarize({1.0})); }
-  std::optional<gs::StepContextInfo> step_context() const override {
-    gs::StepContextInfo c;
-    c.kind = StepContextKind::TransformerEngine;
-    c.other_ms = 0.25;
-    return c;
-  }
+  std::optional<gs::StepContextInfo> step_context() const override { return gs::test::fake_step_context(); }
 };
 
 TEST(StepModel, RunnerRecordsTheEnginesContext) {
@@ -318,7 +313,8 @@ TEST(StepModel, RunnerRecordsTheEnginesContext) {
   ContextEngine engine;
   const gs::RunResult r = gs::run(engine, req);
   ASSERT_TRUE(r.step_context);
-  EXPECT_EQ(r.step_context->other_ms, 0.25);
+  EXPECT_EQ(r.step_context->other_ms, gs::test::fake_step_context().other_ms);
+  EXPECT_EQ(r.step_context->attention_source, gs::test::fake_step_context().attention_source);
   EXPECT_NE(gs::render_text(r).find("Step estimate of the average layer"), std::string::npos);
 }
 

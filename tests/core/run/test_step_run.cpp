@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <set>
+
 #include "core/model/model_config.hpp"
 #include "core/report/report.hpp"
 #include "core/report/report_whole_step.hpp"
@@ -22,24 +25,14 @@ Plan plan3() {
   return build_model_plan(c);
 }
 
-// Every GEMM 1 ms; a Transformer Engine context (attention measured); the optimizer and the launch
-// latency measured, every other step kernel N/A.
+// Every GEMM 1 ms; the tests' fake step context (test::fake_step_context()); the optimizer and the
+// launch latency measured, every other step kernel N/A.
 class StepEngine : public test::FakeEngineBase {
  public:
   explicit StepEngine(bool context = true) : context_(context) {}
   Cell measure(const Gemm&, Precision, Mode, const std::string&) override { return Cell::measured(summarize({1.0})); }
   std::optional<StepContextInfo> step_context() const override {
-    if (!context_) return std::nullopt;
-    StepContextInfo c;
-    c.kind = StepContextKind::TransformerEngine;
-    c.stream_gb_per_s = 2000;
-    c.efficiency = 1.15;
-    c.other_ms = 0.3;
-    c.attention_fwd_ms = 0.2;
-    c.attention_bwd_ms = 0.5;
-    c.attention_measured = true;
-    c.attention_source = "fake cuDNN, measured";
-    return c;
+    return context_ ? std::optional<StepContextInfo>(test::fake_step_context()) : std::nullopt;
   }
   Cell measure_step_kernel(const StepKernelSpec& s) override {
     specs.push_back(s);
@@ -68,11 +61,7 @@ RunRequest request() {
   return req;
 }
 
-const StepGroupResult& group(const StepBreakdown& b, const std::string& name) {
-  for (const StepGroupResult& g : b.groups)
-    if (g.group.name == name) return g;
-  throw std::logic_error("no group " + name);
-}
+using test::step_group;
 
 TEST(StepRun, MeasuredAndModelledParts) {
   StepEngine engine;
@@ -83,21 +72,22 @@ TEST(StepRun, MeasuredAndModelledParts) {
   EXPECT_EQ(engine.specs.size(), 8u);
   const StepBreakdown& b = r.step->steps[0][0];
   ASSERT_TRUE(b.step_ms) << (b.unknown.empty() ? "" : b.unknown[0]);
-  EXPECT_EQ(group(b, "optimizer").time.source, TimeSource::Measured);
-  EXPECT_DOUBLE_EQ(*group(b, "optimizer").time.ms, 10.0);
-  EXPECT_EQ(group(b, "attention fwd").time.source, TimeSource::Measured);
-  EXPECT_DOUBLE_EQ(*group(b, "attention bwd").total_ms(), 3 * 0.5);
+  EXPECT_EQ(step_group(b, "optimizer").time.source, TimeSource::Measured);
+  EXPECT_DOUBLE_EQ(*step_group(b, "optimizer").time.ms, 10.0);
+  EXPECT_EQ(step_group(b, "attention fwd").time.source, TimeSource::Measured);
+  const StepContextInfo ctx = test::fake_step_context();
+  EXPECT_DOUBLE_EQ(*step_group(b, "attention bwd").total_ms(), 3 * ctx.attention_bwd_ms);
   // The GEMMs: 4 Fprop cells of 1 ms per layer, 8 backward; the LM head 1 + 2.
-  EXPECT_DOUBLE_EQ(*group(b, "GEMMs fwd, dense layer").time.ms, 4.0);
-  EXPECT_DOUBLE_EQ(*group(b, "GEMMs bwd, dense layer").time.ms, 8.0);
-  EXPECT_DOUBLE_EQ(*group(b, "LM head bwd").time.ms, 2.0);
+  EXPECT_DOUBLE_EQ(*step_group(b, "GEMMs fwd, dense layer").time.ms, 4.0);
+  EXPECT_DOUBLE_EQ(*step_group(b, "GEMMs bwd, dense layer").time.ms, 8.0);
+  EXPECT_DOUBLE_EQ(*step_group(b, "LM head bwd").time.ms, 2.0);
   // Not measured by the engine: its bytes at the stand-in's rate, labelled modelled, with the reason.
-  const StepGroupResult& loss = group(b, "loss fwd");
+  const StepGroupResult& loss = step_group(b, "loss fwd");
   EXPECT_EQ(loss.time.source, TimeSource::Modelled);
-  EXPECT_DOUBLE_EQ(*loss.time.ms, loss.group.bytes / (2000e6 * 1.15));
+  EXPECT_DOUBLE_EQ(*loss.time.ms, loss.group.bytes / (ctx.stream_gb_per_s * 1e6 * ctx.efficiency));
   EXPECT_NE(loss.time.how.find("fake engine"), std::string::npos) << loss.time.how;
-  EXPECT_EQ(group(b, "final norm fwd").time.source, TimeSource::Modelled);
-  EXPECT_DOUBLE_EQ(*group(b, "other fwd").time.ms + *group(b, "other bwd").time.ms, 0.3);
+  EXPECT_EQ(step_group(b, "final norm fwd").time.source, TimeSource::Modelled);
+  EXPECT_DOUBLE_EQ(*step_group(b, "other fwd").time.ms + *step_group(b, "other bwd").time.ms, ctx.other_ms);
   // The host: the measured launch latency (4 us) plus the eager default overhead.
   EXPECT_TRUE(b.host.launch_measured);
   EXPECT_DOUBLE_EQ(b.host.launch_us, 4.0);
@@ -127,7 +117,7 @@ TEST(StepRun, PyTorchKernelsAtTheirRate) {
   const RunResult r = run(engine, req);
   ASSERT_TRUE(r.step);
   const StepBreakdown& b = r.step->steps[0][0];
-  const StepGroupResult& opt = group(b, "optimizer");
+  const StepGroupResult& opt = step_group(b, "optimizer");
   EXPECT_EQ(opt.time.source, TimeSource::Modelled);
   EXPECT_DOUBLE_EQ(*opt.time.ms, 10.0 / kPyTorchKernelRate);
   EXPECT_NE(opt.time.how.find("stand-in measured on this GPU"), std::string::npos) << opt.time.how;
@@ -137,6 +127,62 @@ TEST(StepRun, PyTorchKernelsAtTheirRate) {
   EXPECT_DOUBLE_EQ(step_kernel_rate(fused_loss, StepContextKind::Eager), kPyTorchKernelRate);
   EXPECT_DOUBLE_EQ(step_kernel_rate(fused_loss, StepContextKind::TransformerEngine), 1.0);
   EXPECT_DOUBLE_EQ(step_kernel_rate(StepKernelSpec{}, StepContextKind::Eager), 1.0);  // launch latency
+}
+
+// Each group's step kernel is looked up by its whole spec: with every kernel measured at its own
+// time and, before each, a kernel that reads alike (describe() rounds the counts) at another, every
+// group gets its own kernel's time. A kernel the engine did not run is modelled from its bytes, as
+// when it ran and failed, and never takes a look-alike's time.
+TEST(StepRun, EachGroupFindsItsOwnKernel) {
+  StepEngine engine;
+  RunResult r = run(engine, request());
+  ASSERT_TRUE(r.step);
+  std::vector<StepKernelRun> own = r.step->kernels, with_lookalikes;
+  for (size_t i = 0; i < own.size(); ++i) {
+    own[i].ok = true;
+    own[i].mean_ms = 1.0 + static_cast<double>(i);
+    own[i].reason.clear();
+    StepKernelRun alike = own[i];
+    alike.spec.elements += 1, alike.spec.rows += 1;  // reads alike in describe() for the multi-tensor kernels
+    alike.mean_ms = 1000.0 + static_cast<double>(i);
+    with_lookalikes.push_back(alike);
+    with_lookalikes.push_back(own[i]);
+  }
+  const auto adamw = std::find_if(own.begin(), own.end(), [](const StepKernelRun& k) { return k.spec.kind == StepKernelKind::AdamW; });
+  ASSERT_NE(adamw, own.end());
+  StepKernelSpec alike = adamw->spec;
+  alike.elements += 1;
+  ASSERT_EQ(alike.describe(), adamw->spec.describe());  // the case a lookup by describe() got wrong
+  const auto time_of = [&](const StepKernelSpec& s) {
+    for (const StepKernelRun& k : own)
+      if (k.spec.key() == s.key()) return k.mean_ms;
+    ADD_FAILURE() << "no kernel " << s.describe();
+    return 0.0;
+  };
+  const StepResult step = step_from_result(r, with_lookalikes, true);
+  int kernel_groups = 0;
+  for (const StepGroupResult& g : step.steps[0][0].groups) {
+    if (g.group.basis != TimeBasis::StepKernel || !g.group.kernel) continue;
+    ++kernel_groups;
+    ASSERT_TRUE(g.time.ms) << g.group.name;
+    EXPECT_EQ(g.time.source, TimeSource::Measured) << g.group.name;
+    EXPECT_DOUBLE_EQ(*g.time.ms, time_of(*g.group.kernel)) << g.group.name;
+  }
+  EXPECT_GE(kernel_groups, 7);  // zero-grad, embedding fwd/bwd, loss fwd/bwd, grad norm, optimizer
+  EXPECT_DOUBLE_EQ(step.steps[0][0].host.launch_us, time_of(StepKernelSpec{}) * 1e3);
+  // The optimizer's kernel missing, its look-alike there: modelled from its bytes, saying so.
+  std::vector<StepKernelRun> missing;
+  for (const StepKernelRun& k : with_lookalikes)
+    if (k.spec.key() != adamw->spec.key()) missing.push_back(k);
+  const StepGroupResult& opt = step_group(step_from_result(r, missing, true).steps[0][0], "optimizer");
+  const StepContextInfo ctx = test::fake_step_context();
+  EXPECT_EQ(opt.time.source, TimeSource::Modelled);
+  EXPECT_DOUBLE_EQ(*opt.time.ms, opt.group.bytes / (ctx.stream_gb_per_s * 1e6 * ctx.efficiency));
+  EXPECT_EQ(opt.time.how.find("measured"), std::string::npos) << opt.time.how;
+  // measure_step asked the engine for each distinct kernel once.
+  std::set<std::string> asked;
+  for (const StepKernelSpec& s : engine.specs) asked.insert(s.describe());
+  EXPECT_EQ(asked.size(), engine.specs.size());
 }
 
 TEST(StepRun, JsonRoundTripAndPeak) {
@@ -188,9 +234,9 @@ TEST(StepRun, WithoutAContextTheStepIsUnknownNotGuessed) {
   ASSERT_TRUE(r.step);
   const StepBreakdown& b = r.step->steps[0][0];
   EXPECT_FALSE(b.step_ms);
-  EXPECT_EQ(group(b, "GEMMs fwd, dense layer").time.source, TimeSource::Measured);
-  EXPECT_EQ(group(b, "attention fwd").time.source, TimeSource::Unknown);
-  EXPECT_EQ(group(b, "optimizer").time.source, TimeSource::Measured);
+  EXPECT_EQ(step_group(b, "GEMMs fwd, dense layer").time.source, TimeSource::Measured);
+  EXPECT_EQ(step_group(b, "attention fwd").time.source, TimeSource::Unknown);
+  EXPECT_EQ(step_group(b, "optimizer").time.source, TimeSource::Measured);
   const std::string text = render_text(r);
   EXPECT_NE(text.find("Step time unknown"), std::string::npos);
   EXPECT_THROW(step_trace_text(r), UsageError);

@@ -72,6 +72,11 @@ TEST(StepMemory, GqaSwigluFp8) {
   const double h = 4096, q = 4096, kv = 1024, f = 14336, heads = 32;
   EXPECT_DOUBLE_EQ(bf16.dense.attention, 2 * h + 4 + 2 * h + 2 * (q + 2 * kv) + 2 * q + 4 * heads);
   EXPECT_DOUBLE_EQ(bf16.dense.mlp, 2 * h + 4 + 2 * h + 2 * 2 * f + 2 * f);
+  // The token ids the embedding's backward scatters by: 8 bytes a token, with the layers' activations.
+  EXPECT_DOUBLE_EQ(bf16.ids_per_token, 8);
+  const double T = static_cast<double>(c.tokens());
+  EXPECT_DOUBLE_EQ(memory_per_gpu(bf16, std::nullopt).activations,
+                   (2 * bf16.dense.total() + 8 + bf16.dense.total() + bf16.head_per_token) * T);
   const MemoryInputs fp8 = memory_inputs(plan, step(plan, StepContextKind::TransformerEngine, {}, Precision::FP8Current),
                                          RecipeOptions{});
   EXPECT_DOUBLE_EQ(fp8.dense.mlp, 2 * h + 4 + h + 2 * 2 * f + f);
