@@ -2,8 +2,8 @@
 """Real 2-GPU training steps against gemmscope's parallel step for the same layout.
 
 Runs whole-model training steps of a Llama-like transformer in torch.distributed on two GPUs of one
-node, three ways: DDP, FSDP (FULL_SHARD) and tensor parallel 2 with sequence parallelism (DTensor),
-each timed at steady state (CUDA events around N steps after a warm-up, the slowest rank), and
+node, four ways: DDP, FSDP (FULL_SHARD), and tensor parallel 2 with sequence parallelism written
+Megatron-style with torch.distributed's autograd collectives (tp2m) and through DTensor (tp2), each timed at steady state (CUDA events around N steps after a warm-up, the slowest rank), and
 compares each with the step gemmscope predicts for that layout (`--layout dp2 --dp-sharding ddp`,
 `dp2.fsdp`, `tp2`; eager PyTorch kernels, BF16). The bar is +-5% on the step time.
 
