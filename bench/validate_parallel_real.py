@@ -63,10 +63,8 @@ MODE_NOTE = {
 }
 
 
-def build_model(torch, nn):
-    m = MODEL
-    hd = m["hidden"] // m["heads"]
-
+def rms_norm_class(torch, nn):
+    """RMSNorm as a Hugging Face Llama writes it (eager ops), shared by both model builders."""
     class RMSNorm(nn.Module):
         def __init__(self, d):
             super().__init__()
@@ -74,6 +72,15 @@ def build_model(torch, nn):
 
         def forward(self, x):
             return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.w
+
+    return RMSNorm
+
+
+def build_model(torch, nn):
+    m = MODEL
+    hd = m["hidden"] // m["heads"]
+
+    RMSNorm = rms_norm_class(torch, nn)
 
     class Attention(nn.Module):
         def __init__(self):
@@ -145,13 +152,7 @@ def build_megatron_tp(torch, nn, rank, world):
         parts = [c.contiguous() for c in x.chunk(world, dim=1)]
         return dnn.reduce_scatter(torch.empty_like(parts[0]), parts)
 
-    class RMSNorm(nn.Module):
-        def __init__(self, d):
-            super().__init__()
-            self.w = nn.Parameter(torch.ones(d))
-
-        def forward(self, x):
-            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.w
+    RMSNorm = rms_norm_class(torch, nn)
 
     class Block(nn.Module):
         def __init__(self):

@@ -212,11 +212,12 @@ std::vector<Unit> chunk_units(const ParallelJob& job, const StepCosts& costs, co
   const ModelParams full = model_params(c);
   const double tp = d(l.tp);
   const double vocab_params = c.vocab_size > 0 ? d(padded_vocab(rank_config(c, l))) * d(c.hidden_size) / tp : 0;
+  const double eff = sustained_rate(job, costs);
   std::vector<Unit> out;
   if (s == 0 && k == 0) {
     Unit e;
-    at(e.fwd, TimeKind::Other) = costs.embed_fwd_ms / sustained_rate(job, costs);
-    at(e.bwd, TimeKind::Other) = costs.embed_bwd_ms / sustained_rate(job, costs);
+    at(e.fwd, TimeKind::Other) = costs.embed_fwd_ms / eff;
+    at(e.bwd, TimeKind::Other) = costs.embed_bwd_ms / eff;
     e.dense_params = vocab_params;
     out.push_back(e);
   }
@@ -234,7 +235,6 @@ std::vector<Unit> chunk_units(const ParallelJob& job, const StepCosts& costs, co
   }
   if (s == l.pp - 1 && k == l.vpp - 1) {
     Unit h;
-    const double eff = sustained_rate(job, costs);
     at(h.fwd, TimeKind::Gemm) = costs.head_fwd_ms / eff;
     at(h.fwd, TimeKind::Other) = costs.loss_fwd_ms / eff;
     at(h.bwd, TimeKind::Gemm) = costs.head_bwd_ms / eff;
