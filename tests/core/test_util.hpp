@@ -170,6 +170,9 @@ inline const StepGroupResult& step_group(const StepBreakdown& b, const std::stri
     if (g.group.name == name) return g;
   throw std::logic_error("no step group " + name);
 }
+// A group of a temporary would dangle at the end of the statement: bind the plan or step first.
+const StepGroup& step_group(StepPlan&&, const std::string&) = delete;
+const StepGroupResult& step_group(StepBreakdown&&, const std::string&) = delete;
 
 // What a document's markdown must hold at least: pipe-table rows, and numbers in them (counted
 // by their decimal points).
