@@ -241,11 +241,23 @@ Json& record(Json& doc, size_t gemm, const std::string& mode, const std::string&
 }
 
 // A schema-3 document in the layout of schema 2 (the cells inside each GEMM: "results" for the first
-// provider, "provider_results" for the others, "accuracy"): what files written before the record
-// table look like, for the tests of the reader's schema-2 path and its messages.
+// provider, "provider_results" for the others, "accuracy"; the step kernels in the step's
+// "kernels" list): what files written before the record table look like, for the tests of the
+// reader's schema-2 path and its messages.
 inline nlohmann::json legacy_layout(nlohmann::json doc) {
   const std::string first = doc.contains("providers") ? doc["providers"][0].get<std::string>() : "cublaslt";
   for (const auto& r : doc["records"]) {
+    if (r.contains("values") && r["values"].contains("kind")) {  // a step kernel: the step's "kernels" list
+      nlohmann::json k = r["values"];
+      for (auto& [name, v] : k.items())
+        if (v.is_number_float() && v.get<double>() == static_cast<double>(v.get<int64_t>())) v = v.get<int64_t>();
+      k["describe"] = doc["items"][r["kind"].get<std::string>()][r["item"].get<size_t>()];
+      k["status"] = r["status"];
+      k["mean_ms"] = r["status"] == "ok" ? r["mean_ms"] : nlohmann::json();
+      if (r["status"] != "ok") k["reason"] = r["reason"];
+      doc["step"]["kernels"].push_back(k);
+      continue;
+    }
     nlohmann::json c = r;
     for (const char* k : {"kind", "item", "pass", "mode", "precision", "rank", "source", "values"}) c.erase(k);
     nlohmann::json& g = doc["gemms"][r["item"].get<size_t>()];
@@ -262,6 +274,10 @@ inline nlohmann::json legacy_layout(nlohmann::json doc) {
     }
   }
   doc.erase("records");
+  if (doc.contains("items")) {  // the step kernels' items (above)
+    for (const char* k : {"optimizer", "loss", "embedding", "host"}) doc["items"].erase(k);
+    if (doc["items"].empty()) doc.erase("items");
+  }
   doc["schema"] = "gemmscope.result/2";
   return doc;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/analysis/predict_cell.hpp"
+#include "core/results/step_kernel_records.hpp"
 #include "core/run/step_run.hpp"
 
 namespace gs {
@@ -45,12 +46,15 @@ void carry_step(const RunResult& run, const GpuSpec& src, const GpuSpec& tgt, Ru
   if (c.move_gb_per_s > 0) c.move_gb_per_s /= f.memory_factor;
   c.attention_source = fmt::format("predicted for {} from {} on {} (x{:.3f})", tgt.key, c.attention_source, src.key,
                                    f.attention_factor);
-  std::vector<StepKernelRun> kernels = run.step->kernels;
+  // The step kernels measured on the source, carried by the bandwidths as predicted records (the
+  // launch latency is the host's, carried as it is); an N/A kernel stays N/A with its reason.
+  std::vector<StepKernelRun> kernels = step_kernel_runs(run);
   for (StepKernelRun& k : kernels)
     if (k.ok && k.spec.kind != StepKernelKind::LaunchLatency) k.mean_ms *= f.memory_factor;
+  set_step_kernel_records(out, kernels, Source::Predicted);
   out.step_context = c;
   out.step_options = run.step_options;
-  out.step = step_from_result(out, kernels, true);
+  out.step = step_from_result(out, true);
   if (const auto& peak = tgt.peak(PeakFormat::BF16))
     set_step_peak(*out.step, {peak->value, fmt::format("{}, {}", tgt.name, peak->source)});
   notes.push_back(fmt::format("the whole step: the GEMMs as predicted above; {}; the host's launch cost as measured on "

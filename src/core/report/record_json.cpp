@@ -303,9 +303,13 @@ void read_records(const json* records, RunResult& r, const std::string& name) {
     const RecordKey key = read_key(j, r, where);
     Cell c = read_cell(j, where, kind_has_times(key.kind));
     if (key.provider) c.kernels.provider = r.providers[*key.provider];
-    if (c.ok && kind_has_times(key.kind) && (key.source == Source::Predicted) != c.band.has_value())
-      throw UsageError(where + ": a predicted record holds its band (\"predicted\": true, low_ms, high_ms), and only a "
-                               "predicted one");
+    // A predicted GEMM holds its band (docs/predict.md, "Error band"); a band is a prediction's only.
+    // The step kernels of a step carried to another GPU are predicted without one: no band has been
+    // measured for them, and none is printed.
+    if (c.band && key.source != Source::Predicted)
+      throw UsageError(where + ": a band (\"predicted\": true, low_ms, high_ms) belongs to a predicted record only");
+    if (c.ok && is_gemm_kind(key.kind) && key.source == Source::Predicted && !c.band)
+      throw UsageError(where + ": a predicted GEMM record holds its band (\"predicted\": true, low_ms, high_ms)");
     check_repeats(c, r, where);
     if (r.records.find(key)) throw UsageError(fmt::format("{} repeats the key of an earlier record", where));
     check_kind(r.records.add(key, std::move(c)), where);

@@ -918,7 +918,7 @@ RunResult read_result(const json& j, const std::string& name) {
     r.step_context = c;
   }
   // The whole step: its kernels, timing and peak read, the rest derived from what was read above.
-  read_step_record(find(j, "step"), top("step"), r);
+  read_step_record(find(j, "step"), name, r);
   read_parallel_section(find(j, "parallel"), top("parallel"), r);
   if (const json* notes = find(j, "notes"); notes && !notes->is_null()) {
     if (!notes->is_array()) throw UsageError(top("notes") + " must be a list of strings");

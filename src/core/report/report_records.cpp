@@ -6,6 +6,8 @@
 #include <string>
 #include <variant>
 
+#include "core/results/step_kernel_records.hpp"
+
 namespace gs {
 
 namespace {
@@ -37,7 +39,8 @@ void add_other_records(print::Document& d, const RunResult& r) {
   t.add_header();
   for (const Record& rec : r.records) {
     const RecordKey& k = rec.key;
-    if (kind_has_report_block(k.kind)) continue;
+    // The whole step's block presents the step kernels it read (report_whole_step.hpp).
+    if (kind_has_report_block(k.kind) || (r.step && is_step_kernel_record(rec))) continue;
     const Cell& c = rec.value;
     std::string values;
     for (const NamedValue& v : c.values) values += (values.empty() ? "" : ", ") + v.name + " " + value_text(v.value);

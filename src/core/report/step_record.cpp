@@ -6,6 +6,7 @@
 
 #include "core/io/input_file.hpp"
 #include "core/io/json_fields.hpp"
+#include "core/results/step_kernel_records.hpp"
 #include "core/run/step_run.hpp"
 #include "core/step/step_options.hpp"
 #include "core/util/error.hpp"
@@ -92,52 +93,31 @@ json breakdown_json(const StepBreakdown& b) {
 // ---- the "step" section's tables (core/io/json_fields.hpp): one description per field, walked by
 // the writer and the reader ----
 
-// A step kernel's size: counts from 0 to 2^50.
-template <class At>
-Field<StepKernelRun> count(const char* key, At at) {
-  return custom<StepKernelRun>(
-      key, [=](const StepKernelRun& k, json& o) { o[key] = at(k); },
-      [=](const json& o, StepKernelRun& k, const std::string& where) {
-        const json* v = find(o, key);
-        if (!v || !v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > (int64_t{1} << 50))
-          throw UsageError(fmt::format("{}.{} must be an integer from 0 to 2^50", where, key));
-        at(k) = v->get<int64_t>();
-      });
-}
-
-// One step kernel the engine timed (Engine::measure_step_kernel): what ran, and its time or why not.
-const Fields<StepKernelRun>& kernel_fields() {
-  static const Fields<StepKernelRun> t = {
-      choice<StepKernelRun>("kind", [](auto& k) -> auto& { return k.spec.kind; }, step_kernel_kind_names()),
-      count("elements", [](auto& k) -> auto& { return k.spec.elements; }),
-      count("tensors", [](auto& k) -> auto& { return k.spec.tensors; }),
-      count("rows", [](auto& k) -> auto& { return k.spec.rows; }),
-      count("cols", [](auto& k) -> auto& { return k.spec.cols; }),
-      count("vocab", [](auto& k) -> auto& { return k.spec.vocab; }),
-      choice<StepKernelRun>("storage", [](auto& k) -> auto& { return k.spec.storage; }, param_storage_names()),
-      custom<StepKernelRun>(
-          "fused", [](const StepKernelRun& k, json& o) { o["fused"] = k.spec.fused; },
-          [](const json& o, StepKernelRun& k, const std::string& where) { k.spec.fused = need<bool>(o, "fused", where); }),
-      derived<StepKernelRun>("describe", [](const StepKernelRun& k) -> std::optional<json> { return k.spec.describe(); }),
-      custom<StepKernelRun>(
-          "status", [](const StepKernelRun& k, json& o) { o["status"] = k.ok ? "ok" : "n/a"; },
-          [](const json& o, StepKernelRun& k, const std::string& where) {
-            const json status = o.value("status", json());
-            if (status != "ok" && status != "n/a") throw UsageError(where + ".status must be \"ok\" or \"n/a\"");
-            k.ok = status == "ok";
-          }),
-      custom<StepKernelRun>(
-          "mean_ms", [](const StepKernelRun& k, json& o) { o["mean_ms"] = k.ok ? json(k.mean_ms) : json(nullptr); },
-          [](const json& o, StepKernelRun& k, const std::string& where) {
-            if (!k.ok) return;
-            const json ms = o.value("mean_ms", json());
-            if (!ms.is_number() || !std::isfinite(ms.get<double>()) || !(ms.get<double>() > 0) || ms.get<double>() > 1e9)
-              throw UsageError(where + ".mean_ms must be a positive number of ms");
-            k.mean_ms = ms.get<double>();
-          }),
-      text<StepKernelRun>("reason", [](auto& k) -> auto& { return k.reason; }, [](const StepKernelRun& k) { return !k.ok; },
-                          400),
-  };
+// A step kernel of the "kernels" list that files written before the step kernels were records held
+// in their step section (read only: the kernels are records now): its spec, its time or why not.
+const Fields<StepKernelRun>& legacy_kernel_fields() {
+  static const Fields<StepKernelRun> t = [] {
+    const auto unwritten = [](const StepKernelRun&, json&) {};
+    Fields<StepKernelRun> f;
+    for (const Field<StepKernelSpec>& s : step_kernel_spec_fields())
+      f.push_back({s.key, unwritten, [read = s.read](const json& o, StepKernelRun& k, const std::string& where) {
+                     read(o, k.spec, where);
+                   }});
+    f.push_back(custom<StepKernelRun>("status", unwritten, [](const json& o, StepKernelRun& k, const std::string& where) {
+      const json status = o.value("status", json());
+      if (status != "ok" && status != "n/a") throw UsageError(where + ".status must be \"ok\" or \"n/a\"");
+      k.ok = status == "ok";
+    }));
+    f.push_back(custom<StepKernelRun>("mean_ms", unwritten, [](const json& o, StepKernelRun& k, const std::string& where) {
+      if (!k.ok) return;
+      const json ms = o.value("mean_ms", json());
+      if (!ms.is_number() || !std::isfinite(ms.get<double>()) || !(ms.get<double>() > 0) || ms.get<double>() > 1e9)
+        throw UsageError(where + ".mean_ms must be a positive number of ms");
+      k.mean_ms = ms.get<double>();
+    }));
+    f.push_back({"reason", unwritten, text<StepKernelRun>("reason", [](auto& k) -> auto& { return k.reason; }, {}, 400).read});
+    return f;
+  }();
   return t;
 }
 
@@ -160,25 +140,27 @@ const Fields<StepPeak>& peak_fields() {
 // to for the derived fields (written for the file's readers, derived again when read).
 struct StepSection {
   bool timed = false;
-  std::vector<StepKernelRun> kernels;
+  std::optional<std::vector<StepKernelRun>> legacy_kernels;  // reading an older file only
   std::optional<StepPeak> peak;
   const StepResult* step = nullptr;  // writing only
   const RunResult* run = nullptr;    // writing only
 };
-// A step measures a few dozen kernels; each is looked up per group, mode and precision, so a file
-// listing 100,000s would multiply the work of every command that reads it: refused, with the count.
-constexpr size_t kMaxStepKernels = 1024;
 
-Field<StepSection> kernels_field() {
-  Field<StepSection> f = list<StepSection>("kernels", [](auto& s) -> auto& { return s.kernels; }, kernel_fields(),
-                                           kMaxStepKernels);
-  f.read = [list_read = f.read](const json& o, StepSection& s, const std::string& where) {
-    if (const json* ks = find(o, "kernels"); ks && ks->is_array() && ks->size() > kMaxStepKernels)
-      throw UsageError(fmt::format("{}.kernels lists {} kernels, more than the {} a step block may hold", where, ks->size(),
-                                   kMaxStepKernels));
-    list_read(o, s, where);
-  };
-  return f;
+// Older files' "kernels" list: read (bounded like the records, the count named), never written.
+Field<StepSection> legacy_kernels_field() {
+  const Field<StepSection> list_field = list<StepSection>(
+      "kernels", [](auto& s) -> auto& { return *s.legacy_kernels; }, legacy_kernel_fields(), kMaxStepKernels);
+  return custom<StepSection>(
+      "kernels", [](const StepSection&, json&) {},
+      [list_read = list_field.read](const json& o, StepSection& s, const std::string& where) {
+        const json* ks = find(o, "kernels");
+        if (!ks) return;
+        if (ks->is_array() && ks->size() > kMaxStepKernels)
+          throw UsageError(fmt::format("{}.kernels lists {} kernels, more than the {} a step block may hold", where,
+                                       ks->size(), kMaxStepKernels));
+        s.legacy_kernels.emplace();
+        list_read(o, s, where);
+      });
 }
 
 const Fields<StepSection>& step_fields() {
@@ -213,7 +195,7 @@ const Fields<StepSection>& step_fields() {
                         "num_floating_point_operations), recompute left out"},
                 {"hfu", "the same FLOPs plus the recomputed forward work, over the same time and peak"}};
           }),
-      kernels_field(),
+      legacy_kernels_field(),
       derived<StepSection>("modes", [](const StepSection& s) -> std::optional<json> {
         const StepResult& st = *s.step;
         const RunResult& r = *s.run;
@@ -256,7 +238,6 @@ StepSpeedups step_speedups(const RunResult& r, size_t mode, size_t p) {
 json step_record_json(const StepResult& s, const RunResult& r) {
   StepSection sec;
   sec.timed = s.timed;
-  sec.kernels = s.kernels;
   sec.peak = s.peak;
   sec.step = &s;
   sec.run = &r;
@@ -265,14 +246,22 @@ json step_record_json(const StepResult& s, const RunResult& r) {
   return j;
 }
 
-void read_step_record(const json* j, const std::string& where, RunResult& r) {
+void read_step_record(const json* j, const std::string& name, RunResult& r) {
+  const std::string where = name + ": step";
   r.step.reset();
   if (!j || j->is_null()) return;
   if (!j->is_object()) throw UsageError(where + " must be an object");
   if (!r.plan.model_mode) throw UsageError(where + " belongs to a model plan, and this result's plan is not one");
   StepSection sec;
   read_fields(step_fields(), *j, sec, where);
-  StepResult s = step_from_result(r, sec.kernels, sec.timed);
+  if (sec.legacy_kernels) {
+    // An older file: its kernels become the records a file holds them in now.
+    for (const Record& rec : r.records)
+      if (is_step_kernel_record(rec))
+        throw UsageError(where + ".kernels lists the step kernels that its records hold too: one of the two, not both");
+    set_step_kernel_records(r, *sec.legacy_kernels, r.predicted() ? Source::Predicted : Source::Measured);
+  }
+  StepResult s = step_from_result(r, sec.timed, name);
   if (sec.peak) set_step_peak(s, *sec.peak);
   r.step = std::move(s);
 }

@@ -5,6 +5,8 @@
 #include <map>
 #include <set>
 
+#include "core/results/step_kernel_records.hpp"
+
 namespace gs {
 
 namespace {
@@ -149,13 +151,13 @@ GroupTime group_time_on_source(const Context& x, const StepGroup& g) {
 
 }  // namespace
 
-StepResult step_from_result(const RunResult& r, const std::vector<StepKernelRun>& kernels, bool timed) {
+StepResult step_from_result(const RunResult& r, bool timed, const std::string& name) {
   StepResult out;
-  out.kernels = kernels;
   out.timed = timed;
   const std::vector<std::vector<StepPlan>> plans = step_plans(r);
   HostCost host;
-  const KernelIndex index(out.kernels);
+  const std::vector<StepKernelRun> kernels = step_kernel_runs(r, name);
+  const KernelIndex index(kernels);
   const StepKernelRun* launch = index.find(StepKernelSpec{});
   const std::optional<double> device =
       r.device && r.device->memory_bytes > 0 ? std::optional<double>(static_cast<double>(r.device->memory_bytes))
@@ -181,19 +183,17 @@ StepResult step_from_result(const RunResult& r, const std::vector<StepKernelRun>
   return out;
 }
 
-std::optional<StepResult> measure_step(Engine& engine, const RunResult& r) {
+std::optional<StepResult> measure_step(Engine& engine, RunResult& r) {
   if (!r.plan.model_mode || r.modes.empty() || r.precisions.empty()) return std::nullopt;
-  std::vector<StepKernelRun> runs;
-  for (const StepKernelSpec& s : kernel_specs(step_plans(r))) {
-    const Cell c = engine.measure_step_kernel(s);
-    runs.push_back({s, c.ok, c.ok ? c.stats.mean_ms : 0.0, c.ok ? std::string() : c.reason});
-  }
-  return step_from_result(r, runs, true);
+  clear_step_kernel_records(r);
+  for (const StepKernelSpec& s : kernel_specs(step_plans(r)))
+    add_step_kernel_record(r, s, engine.measure_step_kernel(s), Source::Measured);
+  return step_from_result(r, true);
 }
 
 std::optional<StepResult> plan_step(const RunResult& r) {
   if (!r.plan.model_mode || r.modes.empty() || r.precisions.empty()) return std::nullopt;
-  return step_from_result(r, {}, false);
+  return step_from_result(r, false);
 }
 
 }  // namespace gs

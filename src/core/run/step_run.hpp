@@ -15,12 +15,15 @@
 namespace gs {
 
 // The step of every mode and precision of `r` (a model plan with its cells), the engine's step
-// kernels measured once each. nullopt for a shapes plan.
-std::optional<StepResult> measure_step(Engine& engine, const RunResult& r);
+// kernels measured once each and added to r as records (core/results/step_kernel_records.hpp,
+// replacing any there). nullopt for a shapes plan.
+std::optional<StepResult> measure_step(Engine& engine, RunResult& r);
 // The same without an engine (a dry run): FLOPs, bytes, launches, memory; no times.
 std::optional<StepResult> plan_step(const RunResult& r);
-// The step from `r`'s cells and step context with the step kernels of `kernels` (measured or not):
-// what measure_step computes once the kernels ran; `timed` false leaves every time unknown.
-StepResult step_from_result(const RunResult& r, const std::vector<StepKernelRun>& kernels, bool timed);
+// The step from `r`'s records: its cells, its step context and its step kernel records (measured,
+// N/A or predicted): what measure_step computes once the kernels ran; `timed` false leaves every
+// time unknown. `name` names the file in the message of a step kernel record that breaks the
+// schema (UsageError).
+StepResult step_from_result(const RunResult& r, bool timed, const std::string& name = "result");
 
 }  // namespace gs

@@ -83,7 +83,8 @@ struct StepPeak {
 StepBreakdown compute_step(const StepPlan& plan, const std::vector<GroupTime>& times, const HostCost& host,
                            const MemoryBreakdown& memory, const std::optional<StepPeak>& peak);
 
-// One step kernel the engine timed (or could not), for the result's record.
+// One step kernel the engine timed (or could not): the view of its record that the step reads
+// (core/results/step_kernel_records.hpp).
 struct StepKernelRun {
   StepKernelSpec spec;
   bool ok = false;
@@ -95,8 +96,7 @@ struct StepKernelRun {
 struct StepResult {
   std::vector<std::vector<StepBreakdown>> steps;
   std::optional<StepPeak> peak;
-  std::vector<StepKernelRun> kernels;  // what measure_step_kernel returned (empty for a dry run)
-  bool timed = false;                  // false: a dry run (FLOPs, bytes, launches; no times)
+  bool timed = false;  // false: a dry run (FLOPs, bytes, launches; no times)
   const StepBreakdown* at(size_t mode, size_t precision) const;
 };
 

@@ -2,6 +2,7 @@
 // modelled, the JSON round trip, the report's lead block and the dry run's plan.
 #include "core/run/step_run.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include "core/model/model_config.hpp"
 #include "core/report/report.hpp"
 #include "core/report/report_whole_step.hpp"
+#include "core/results/step_kernel_records.hpp"
 #include "core/run/runner.hpp"
 #include "core/util/error.hpp"
 #include "test_util.hpp"
@@ -137,7 +139,7 @@ TEST(StepRun, EachGroupFindsItsOwnKernel) {
   StepEngine engine;
   RunResult r = run(engine, request());
   ASSERT_TRUE(r.step);
-  std::vector<StepKernelRun> own = r.step->kernels, with_lookalikes;
+  std::vector<StepKernelRun> own = step_kernel_runs(r), with_lookalikes;
   for (size_t i = 0; i < own.size(); ++i) {
     own[i].ok = true;
     own[i].mean_ms = 1.0 + static_cast<double>(i);
@@ -159,7 +161,8 @@ TEST(StepRun, EachGroupFindsItsOwnKernel) {
     ADD_FAILURE() << "no kernel " << s.describe();
     return 0.0;
   };
-  const StepResult step = step_from_result(r, with_lookalikes, true);
+  set_step_kernel_records(r, with_lookalikes, Source::Measured);
+  const StepResult step = step_from_result(r, true);
   int kernel_groups = 0;
   for (const StepGroupResult& g : step.steps[0][0].groups) {
     if (g.group.basis != TimeBasis::StepKernel || !g.group.kernel) continue;
@@ -174,7 +177,8 @@ TEST(StepRun, EachGroupFindsItsOwnKernel) {
   std::vector<StepKernelRun> missing;
   for (const StepKernelRun& k : with_lookalikes)
     if (k.spec.key() != adamw->spec.key()) missing.push_back(k);
-  const StepResult without_optimizer = step_from_result(r, missing, true);
+  set_step_kernel_records(r, missing, Source::Measured);
+  const StepResult without_optimizer = step_from_result(r, true);
   const StepGroupResult& opt = step_group(without_optimizer.steps[0][0], "optimizer");
   const StepContextInfo ctx = test::fake_step_context();
   EXPECT_EQ(opt.time.source, TimeSource::Modelled);
@@ -204,29 +208,156 @@ TEST(StepRun, JsonRoundTripAndPeak) {
   EXPECT_DOUBLE_EQ(*back.step->steps[0][0].step_ms, *r.step->steps[0][0].step_ms);
   EXPECT_DOUBLE_EQ(*back.step->steps[0][0].mfu, *r.step->steps[0][0].mfu);
   EXPECT_EQ(render_text(back), render_text(r));
-  // A broken record is refused with the field's name.
-  nlohmann::json bad = j;
-  bad["step"]["kernels"][0]["kind"] = "warp-drive";
+}
+
+// The position in j["records"] of the step kernel `kernel`'s record (values.kind: "adamw", ...).
+size_t step_kernel_at(const nlohmann::json& j, const std::string& kernel) {
+  for (size_t i = 0; i < j["records"].size(); ++i)
+    if (const auto& v = j["records"][i].value("values", nlohmann::json::object()); v.value("kind", "") == kernel) return i;
+  ADD_FAILURE() << "no " << kernel << " record";
+  return 0;
+}
+
+std::string error_of(const nlohmann::json& j) {
   try {
-    from_json(bad, "r.json");
-    FAIL();
+    from_json(j, "r.json");
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("step.kernels[0].kind"), std::string::npos) << e.what();
+    return e.what();
   }
+  return "(read without an error)";
+}
+
+// The step kernels the engine timed are records of kinds optimizer, loss, embedding and host:
+// each an item named by its kernel, its value the engine's cell with the kernel's spec; the step
+// section holds none of them, and the step is derived from the records alone.
+TEST(StepRun, StepKernelsAreRecords) {
+  StepEngine engine;
+  const RunResult r = run(engine, request());
+  const std::vector<StepKernelRun> kernels = step_kernel_runs(r);
+  ASSERT_EQ(kernels.size(), engine.specs.size());  // one record per kernel the engine was asked for, in order
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    EXPECT_EQ(kernels[i].spec.key(), engine.specs[i].key()) << i;
+    const bool measured = kernels[i].spec.kind == StepKernelKind::AdamW || kernels[i].spec.kind == StepKernelKind::LaunchLatency;
+    EXPECT_EQ(kernels[i].ok, measured) << kernels[i].spec.describe();
+  }
+  const nlohmann::json j = to_json(r);
+  EXPECT_FALSE(j["step"].contains("kernels"));
+  const nlohmann::json& adamw = j["records"][step_kernel_at(j, "adamw")];
+  EXPECT_EQ(adamw["kind"], "optimizer");
+  EXPECT_EQ(adamw["values"]["kind"], "adamw");
+  EXPECT_EQ(adamw["source"], "measured");
+  EXPECT_EQ(adamw["status"], "ok");
+  EXPECT_DOUBLE_EQ(adamw["mean_ms"].get<double>(), 10.0);
+  EXPECT_FALSE(adamw.contains("pass"));
+  const nlohmann::json& loss = j["records"][step_kernel_at(j, "cross-entropy-fwd")];
+  EXPECT_EQ(loss["kind"], "loss");
+  EXPECT_EQ(loss["pass"], "fprop");
+  EXPECT_EQ(loss["status"], "n/a");
+  EXPECT_EQ(loss["reason"], "fake engine: no such kernel");
+  EXPECT_EQ(j["items"]["host"], nlohmann::json::array({StepKernelSpec{}.describe()}));
+  // Read back: the same records, the same step, the same document and report; the report's
+  // "Other records" does not list them (the step block presents them).
+  const RunResult back = from_json(j, "r.json");
+  EXPECT_EQ(to_json(back), j);
+  EXPECT_EQ(render_text(back), render_text(r));
+  EXPECT_EQ(render_text(back).find("Other records:"), std::string::npos);
+  // Measuring again replaces the step kernel records rather than adding to them.
+  RunResult again = r;
+  StepEngine second;
+  measure_step(second, again);
+  EXPECT_EQ(to_json(again)["records"], j["records"]);
+}
+
+// A step kernel record that breaks the schema is refused in one line naming the file, the record
+// and the field.
+TEST(StepRun, BrokenStepKernelRecordsAreRefused) {
+  StepEngine engine;
+  const nlohmann::json j = to_json(run(engine, request()));
+  const size_t at = step_kernel_at(j, "adamw");  // measured (ok) by the fake engine
+  const std::string where = fmt::format("r.json: records[{}] (optimizer step kernel): values", at);
+  nlohmann::json bad = j;
+  bad["records"][at]["values"]["kind"] = "warp-drive";
+  EXPECT_NE(error_of(bad).find(where + ".kind must be"), std::string::npos) << error_of(bad);
   bad = j;
+  bad["records"][at]["values"]["elements"] = 2.5;
+  EXPECT_NE(error_of(bad).find(where + ".elements must be an integer from 0 to 2^50"), std::string::npos) << error_of(bad);
+  bad = j;
+  bad["records"][at]["values"]["elements"] = -1;
+  EXPECT_NE(error_of(bad).find(where + ".elements must be an integer"), std::string::npos) << error_of(bad);
+  bad = j;
+  bad["records"][at]["values"]["storage"] = "fp4";
+  EXPECT_NE(error_of(bad).find(where + ".storage must be"), std::string::npos) << error_of(bad);
+  bad = j;
+  bad["records"][at]["values"].erase("fused");
+  EXPECT_NE(error_of(bad).find(where + " has no 'fused'"), std::string::npos) << error_of(bad);
+  bad = j;
+  bad["records"][at]["mean_ms"] = -1;
+  EXPECT_NE(error_of(bad).find("mean_ms"), std::string::npos) << error_of(bad);
+  // An optimizer kernel filed under another record kind.
+  bad = j;
+  bad["records"][at]["kind"] = "host";
+  bad["items"]["host"].push_back("an optimizer's kernel");
+  bad["records"][at]["item"] = bad["items"]["host"].size() - 1;
+  EXPECT_NE(error_of(bad).find("step kernel adamw is a record of kind optimizer, not host"), std::string::npos) << error_of(bad);
+  // A predicted step kernel has no band (none is measured for the carried step), a measured one
+  // holds none either.
+  bad = j;
+  bad["records"][at]["predicted"] = true;
+  bad["records"][at]["low_ms"] = 9.0;
+  bad["records"][at]["high_ms"] = 11.0;
+  EXPECT_NE(error_of(bad).find("belongs to a predicted record only"), std::string::npos) << error_of(bad);
+  // More step kernels than a step measures: refused with the bound named (each is looked up per
+  // group, mode and precision by every command that reads the file).
+  bad = j;
+  const nlohmann::json host = j["records"][step_kernel_at(j, "launch-latency")];
+  while (bad["items"]["host"].size() <= kMaxStepKernels) {
+    nlohmann::json k = host;
+    k["item"] = bad["items"]["host"].size();
+    bad["items"]["host"].push_back("launch-latency");
+    bad["records"].push_back(k);
+  }
+  EXPECT_NE(error_of(bad).find("more than the 1024 step kernels"), std::string::npos) << error_of(bad);
+}
+
+// Files written before the step kernels were records held them in the step's "kernels" list: read
+// into the same records, the same step, and written again as records. Both at once are refused.
+TEST(StepRun, OlderFilesStepKernelsListReadsIntoRecords) {
+  StepEngine engine;
+  const RunResult r = run(engine, request());
+  const nlohmann::json j = to_json(r);
+  nlohmann::json old = j;
+  nlohmann::json records = nlohmann::json::array();
+  for (const auto& rec : j["records"])
+    if (!(rec.contains("values") && rec["values"].contains("kind"))) records.push_back(rec);
+  old["records"] = records;
+  old.erase("items");  // the step kernels' only
+  for (const StepKernelRun& k : step_kernel_runs(r)) {
+    nlohmann::json o;
+    json_fields::write_fields(step_kernel_spec_fields(), k.spec, o);
+    o["describe"] = k.spec.describe();
+    o["status"] = k.ok ? "ok" : "n/a";
+    o["mean_ms"] = k.ok ? nlohmann::json(k.mean_ms) : nlohmann::json();
+    if (!k.ok) o["reason"] = k.reason;
+    old["step"]["kernels"].push_back(o);
+  }
+  const RunResult back = from_json(old, "old.json");
+  EXPECT_EQ(render_text(back), render_text(r));
+  EXPECT_EQ(to_json(back), j);
+  // A broken entry of the list is refused with its field's name, a list longer than a step's with
+  // the count, and the list beside step kernel records as the two copies it is.
+  nlohmann::json bad = old;
+  bad["step"]["kernels"][0]["kind"] = "warp-drive";
+  EXPECT_NE(error_of(bad).find("step.kernels[0].kind"), std::string::npos) << error_of(bad);
+  bad = old;
   bad["step"]["kernels"][0]["status"] = "ok";
   bad["step"]["kernels"][0]["mean_ms"] = -1;
-  EXPECT_THROW(from_json(bad, "r.json"), UsageError);
-  // A step block listing more kernels than a step measures is refused with the bound named (each
-  // is looked up per group, mode and precision by every command that reads the file).
+  EXPECT_NE(error_of(bad).find("step.kernels[0].mean_ms must be a positive number"), std::string::npos) << error_of(bad);
+  bad = old;
+  while (bad["step"]["kernels"].size() <= kMaxStepKernels) bad["step"]["kernels"].push_back(old["step"]["kernels"][0]);
+  EXPECT_NE(error_of(bad).find("more than the 1024"), std::string::npos) << error_of(bad);
   bad = j;
-  while (bad["step"]["kernels"].size() <= 1024) bad["step"]["kernels"].push_back(j["step"]["kernels"][0]);
-  try {
-    from_json(bad, "r.json");
-    FAIL();
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("more than the 1024"), std::string::npos) << e.what();
-  }
+  bad["step"]["kernels"] = old["step"]["kernels"];
+  EXPECT_NE(error_of(bad).find("lists the step kernels that its records hold too"), std::string::npos) << error_of(bad);
 }
 
 TEST(StepRun, WithoutAContextTheStepIsUnknownNotGuessed) {
