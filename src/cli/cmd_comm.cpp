@@ -33,8 +33,9 @@ void check_comm_json(const CommOptions& c, const std::string& json) {
 
 std::string comm_section(const Plan& plan, const CommOptions& c, const std::string& json, bool measure,
                          CommResult* out) {
-  const CommLayout l = layout_for(plan, c.data_parallel, c.sequence_parallel, static_cast<int>(c.zero_stage),
-                                  comm_type_from_string(c.grad_reduce_type));
+  CommLayout l = layout_for(plan, c.data_parallel, c.sequence_parallel, static_cast<int>(c.zero_stage),
+                            comm_type_from_string(c.grad_reduce_type));
+  l.fp8_param_gather = c.fp8_param_gather;
   CommResult r = plan_comm(plan, l);
   std::string why_not;
   if (measure && !r.collectives.empty()) {

@@ -252,7 +252,9 @@ void add_dp(std::vector<Collective>& fwd, std::vector<Collective>& bwd, const Co
     if (ranks < 2 || w.elements == 0) continue;
     const CommGroup grp = w.experts ? CommGroup::ExpertData : CommGroup::Data;
     const int64_t rows = round_up(w.elements, ranks);  // NCCL shards must be equal: padded
-    const CommType wt8 = w.bf16_only ? CommType::Bf16 : CommType::Fp8;
+    // The weights' wire type under the FP8 recipes: FP8 only with --fp8-param-gather, and never for
+    // the weights that stay BF16 in every recipe.
+    const CommType wt8 = w.bf16_only || !l.fp8_param_gather ? CommType::Bf16 : CommType::Fp8;
     const GemmRef f{Pass::Fprop, w.first}, wg{Pass::Wgrad, w.first};
     if (l.zero_stage == 0) {
       bwd.push_back(make(CollKind::AllReduce, grp, ranks, w.scope, true, "gradients of the " + w.what, wg, l.grad_type,
@@ -410,7 +412,7 @@ nlohmann::json comm_to_json(const CommResult& r, const Plan& plan) {
   j["layout"] = {{"tensor_parallel", l.tensor_parallel}, {"sequence_parallel", l.sequence_parallel},
                  {"expert_parallel", l.expert_parallel}, {"data_parallel", l.data_parallel},
                  {"zero_stage", l.zero_stage},           {"grad_type", to_string(l.grad_type)},
-                 {"gpus", l.gpus()}};
+                 {"fp8_param_gather", l.fp8_param_gather}, {"gpus", l.gpus()}};
   nlohmann::json list = nlohmann::json::array();
   for (size_t i = 0; i < r.collectives.size(); ++i) {
     const Collective& c = r.collectives[i];
@@ -473,10 +475,10 @@ LayerComm layer_comm(const CommResult& r, bool moe_layer) {
 std::string render_comm_text(const CommResult& r, const Plan& plan) {
   const CommLayout& l = r.layout;
   std::ostringstream o;
-  o << fmt::format("\nCommunication of the layout: TP {}{}, EP {}, DP {}, ZeRO stage {}, gradients in {}: {} GPU{}\n",
+  o << fmt::format("\nCommunication of the layout: TP {}{}, EP {}, DP {}, ZeRO stage {}, gradients in {}{}: {} GPU{}\n",
                    l.tensor_parallel, l.tensor_parallel > 1 ? (l.sequence_parallel ? " (sequence parallel)" : " (no SP)") : "",
-                   l.expert_parallel, l.data_parallel, l.zero_stage, to_string(l.grad_type), l.gpus(),
-                   l.gpus() == 1 ? "" : "s");
+                   l.expert_parallel, l.data_parallel, l.zero_stage, to_string(l.grad_type),
+                   l.fp8_param_gather ? ", FP8 weight gathers (--fp8-param-gather)" : "", l.gpus(), l.gpus() == 1 ? "" : "s");
   if (r.collectives.empty()) {
     o << "  no collectives: the layout runs on one GPU\n";
     return o.str();

@@ -44,6 +44,9 @@ struct CommLayout {
   // before each layer's forward and backward, gradients reduce-scattered per layer.
   int zero_stage = 1;
   CommType grad_type = CommType::Fp32;  // gradients reduced in FP32 (main gradients) or BF16
+  // Megatron's --fp8-param-gather: the ZeRO / FSDP weight all-gathers send FP8 under the FP8
+  // recipes. Off (Megatron-Core's and NeMo's default): BF16 in every recipe.
+  bool fp8_param_gather = false;
   int64_t gpus() const { return tensor_parallel * data_parallel; }
 };
 

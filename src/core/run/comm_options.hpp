@@ -14,6 +14,7 @@ struct CommOptions {
   bool sequence_parallel = true;
   int64_t zero_stage = 1;
   std::string grad_reduce_type = "fp32";  // the gradients' type in DP reductions: fp32 | bf16
+  bool fp8_param_gather = false;          // ZeRO / FSDP weight all-gathers in FP8 under FP8 recipes
   int64_t iters = 20;                     // timed iterations per collective
   static constexpr int kWarmup = 5;       // warm-up iterations per collective
   bool enabled() const { return comm || only; }

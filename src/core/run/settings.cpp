@@ -895,6 +895,17 @@ std::vector<Setting> declare() {
     std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return c.grad_reduce_type; },
                                         [](CommOptions& c, const SettingValue& x) { c.grad_reduce_type = text_of(x); });
   }
+  {
+    Setting& s = comm_layout("fp8_param_gather", SettingType::Choice, "--fp8-param-gather", "[on|off]",
+                             "off (default, as Megatron-Core and NeMo): the DP weight all-gathers send BF16 in every "
+                             "recipe | on (also the flag written bare; Megatron's --fp8-param-gather): FP8 under the FP8 "
+                             "recipes");
+    s.choices = two("on", "off");
+    s.dflt = std::string("off");
+    s.bare = "on";
+    std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return std::string(c.fp8_param_gather ? "on" : "off"); },
+                                        [](CommOptions& c, const SettingValue& x) { c.fp8_param_gather = text_of(x) == "on"; });
+  }
   // ---- the parallel step (core/parallel/, docs/parallel.md): the request's only ----
   // Integers 0 and texts "" are "not given": core/parallel/parallel_request.cpp merges them with the
   // --layout string (a size given both ways must agree) and the model's --tensor-parallel,

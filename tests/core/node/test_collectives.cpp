@@ -98,13 +98,26 @@ TEST(Collectives, Llama8bDataParallelZero1) {
   EXPECT_EQ(rs.rows * rs.width, 218103808);
   EXPECT_EQ(rs.size_bytes(rs.type_bf16), 218103808LL * 4);  // FP32 main gradients
   EXPECT_EQ(times_per_step(rs, p), 32);
+  // The weights are gathered in BF16 in every recipe, as Megatron-Core and NeMo do by default.
   const Collective& ag = find(cs, CommGroup::Data, CollKind::AllGather, "updated layer");
   EXPECT_EQ(ag.size_bytes(ag.type_bf16), 218103808LL * 2);
-  EXPECT_EQ(ag.size_bytes(ag.type_fp8), 218103808LL);
+  EXPECT_EQ(ag.type_fp8, CommType::Bf16);
   const Collective& head = find(cs, CommGroup::Data, CollKind::AllGather, "updated LM head");
   EXPECT_EQ(head.rows, 4096LL * 128256);
-  EXPECT_EQ(head.type_fp8, CommType::Bf16);  // the LM head stays BF16
+  EXPECT_EQ(head.type_fp8, CommType::Bf16);
   EXPECT_EQ(times_per_step(head, p), 1);
+  // --fp8-param-gather: FP8 under the FP8 recipes, the LM head still BF16; the layout says so.
+  CommLayout fp8_gather = layout_for(p, 2, true, 1, CommType::Fp32);
+  fp8_gather.fp8_param_gather = true;
+  const std::vector<Collective> f8 = plan_collectives(p, fp8_gather);
+  const Collective& ag8 = find(f8, CommGroup::Data, CollKind::AllGather, "updated layer");
+  EXPECT_EQ(ag8.type_fp8, CommType::Fp8);
+  EXPECT_EQ(ag8.size_bytes(ag8.type_fp8), 218103808LL);
+  EXPECT_EQ(find(f8, CommGroup::Data, CollKind::AllGather, "updated LM head").type_fp8, CommType::Bf16);
+  const CommResult planned = plan_comm(p, fp8_gather);
+  EXPECT_EQ(comm_to_json(planned, p)["layout"]["fp8_param_gather"], true);
+  EXPECT_NE(render_comm_text(planned, p).find("FP8 weight gathers (--fp8-param-gather)"), std::string::npos);
+  EXPECT_EQ(comm_to_json(plan_comm(p, layout_for(p, 2, true, 1, CommType::Fp32)), p)["layout"]["fp8_param_gather"], false);
 
   // BF16 gradients halve the reduction; ZeRO-3 gathers the weights in forward and backward.
   const std::vector<Collective> z3 = plan_collectives(p, layout_for(p, 2, true, 3, CommType::Bf16));

@@ -540,12 +540,14 @@ TEST(Settings, CollectivesFromTheRegistry) {
   EXPECT_TRUE(off.comm.sequence_parallel);
   EXPECT_EQ(off.comm.zero_stage, 1);
   EXPECT_EQ(off.comm.grad_reduce_type, "fp32");
+  EXPECT_FALSE(off.comm.fp8_param_gather);  // Megatron-Core's default: BF16 weight gathers
   EXPECT_EQ(off.comm.iters, 20);
   const gs::RunRequest on = request({{"--comm", ""},
                                      {"comm.data_parallel", "4"},
                                      {"comm.sequence_parallel", "OFF"},
                                      {"comm.zero_stage", "3"},
                                      {"comm.grad_reduce_type", "BF16"},
+                                     {"comm.fp8_param_gather", "on"},
                                      {"comm.iters", "7"}},
                                     true);
   EXPECT_TRUE(on.comm.comm && !on.comm.only);
@@ -553,6 +555,7 @@ TEST(Settings, CollectivesFromTheRegistry) {
   EXPECT_FALSE(on.comm.sequence_parallel);
   EXPECT_EQ(on.comm.zero_stage, 3);
   EXPECT_EQ(on.comm.grad_reduce_type, "bf16");
+  EXPECT_TRUE(on.comm.fp8_param_gather);
   EXPECT_EQ(on.comm.iters, 7);
   EXPECT_TRUE(request({{"--comm-only", ""}}, true).comm.only);
   // Not recorded in a result: it has no collectives' settings to read.
@@ -574,6 +577,9 @@ TEST(Settings, CollectivesFromTheRegistry) {
             std::string::npos);
   EXPECT_NE(refused({{"--comm", ""}, {"comm.sequence_parallel", "maybe"}}).find("--sequence-parallel"), std::string::npos);
   EXPECT_NE(refused({{"--comm", ""}, {"comm.grad_reduce_type", "fp8"}}).find("--grad-reduce-type"), std::string::npos);
+  EXPECT_EQ(refused({{"comm.fp8_param_gather", "on"}}),
+            "--fp8-param-gather applies to the collectives: add --comm (or --comm-only)");
+  EXPECT_NE(refused({{"--comm", ""}, {"comm.fp8_param_gather", "maybe"}}).find("--fp8-param-gather"), std::string::npos);
 }
 
 // --mode outside a run (predict's datasheet prediction, compare, plot): the registry's flag, read
