@@ -19,9 +19,13 @@
 namespace gs::cli {
 
 void add_comm_options(CLI::App& app, GivenSettings& given, std::string& json) {
-  for (const char* flag : {"--comm", "--comm-only", "--data-parallel", "--sequence-parallel", "--zero-stage",
-                           "--grad-reduce-type", "--comm-iters"})
-    add_setting_flag(app, given, flag);  // core/run/settings.cpp, section "comm"
+  // Every flag of the registry's section "comm" (core/run/settings.cpp), in its order: --comm and
+  // --comm-only (the collectives' shortcuts), then the layout's.
+  for (const Setting& s : run_settings()) {
+    if (s.section != "comm") continue;
+    for (const SettingFlag& f : s.shortcuts) add_setting_flag(app, given, f.flags.substr(0, f.flags.find(',')));
+    if (!s.flags.empty()) add_setting_flag(app, given, s.first_flag());
+  }
   app.add_option("--comm-json", json, "Write the collectives (sizes, times) as JSON here")->group("Node");
 }
 

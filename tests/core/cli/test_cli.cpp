@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/run/settings.hpp"
 #include "test_util.hpp"
 
 namespace fs = std::filesystem;
@@ -289,6 +290,34 @@ TEST(Cli, GatedMlpFlags) {
   }
   expect_usage_error("--gated-mlp --no-gated-mlp", "--gated-mlp and --no-gated-mlp are mutually exclusive");
   expect_usage_error("--no_gated_mlp --gated_mlp", "--gated-mlp and --no-gated-mlp are mutually exclusive");
+}
+
+// Every flag of the registry's collectives section is a flag of the CLI (the front end binds them
+// by walking the section), and --fp8-param-gather reaches the layout the report prints.
+TEST(Cli, EveryCollectivesSettingIsAFlag) {
+  const Out help = run("--help");
+  ASSERT_EQ(help.rc, 0) << help.err;
+  int flags = 0;
+  for (const gs::Setting& s : gs::run_settings()) {
+    if (s.section != "comm") continue;
+    std::vector<std::string> names;
+    if (!s.flags.empty()) names.push_back(s.first_flag());
+    for (const gs::SettingFlag& f : s.shortcuts) names.push_back(f.flags.substr(0, f.flags.find(',')));
+    for (const std::string& n : names) {
+      const size_t at = help.out.find("\n  " + n);
+      const size_t after = at + 3 + n.size();
+      EXPECT_TRUE(at != std::string::npos && after < help.out.size() && (help.out[after] == ' ' || help.out[after] == ','))
+          << n << " is not in --help";
+      ++flags;
+    }
+  }
+  EXPECT_GE(flags, 8);  // --comm, --comm-only, five of the layout, --comm-iters
+  const Out r = run("--model llama-3-8b --comm-only --data-parallel 2 --fp8-param-gather");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("FP8 weight gathers (--fp8-param-gather)"), std::string::npos) << r.out;
+  const Out plain = run("--model llama-3-8b --comm-only --data-parallel 2");
+  ASSERT_EQ(plain.rc, 0) << plain.err;
+  EXPECT_EQ(plain.out.find("FP8 weight gathers"), std::string::npos) << plain.out;
 }
 
 // A report that cannot be written to stdout is an I/O error (74), not success.
