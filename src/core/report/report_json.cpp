@@ -917,7 +917,8 @@ RunResult read_result(const json& j, const std::string& name) {
     read_fields(step_context_fields(), *sc, c, where);
     r.step_context = c;
   }
-  // The whole step: its kernels, timing and peak read, the rest derived from what was read above.
+  // The whole step: timing and peak read, the rest derived from what was read above (its kernels
+  // are records).
   read_step_record(find(j, "step"), name, r);
   read_parallel_section(find(j, "parallel"), top("parallel"), r);
   if (const json* notes = find(j, "notes"); notes && !notes->is_null()) {
