@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <set>
 
 #include "core/model/model_config.hpp"
@@ -317,6 +319,34 @@ TEST(StepRun, BrokenStepKernelRecordsAreRefused) {
     bad["records"].push_back(k);
   }
   EXPECT_NE(error_of(bad).find("more than the 1024 step kernels"), std::string::npos) << error_of(bad);
+}
+
+// The result reader's fuzz seed with a whole step (tests/fuzz/corpus/result/whole_step.json, read
+// by scripts/fuzz.sh's fuzz_result): what the writer writes now for this file's fake run, so the
+// fuzzer starts from the step kernel records as they are. The test fails when the committed seed
+// differs (apart from the tool version); GS_WRITE_FIXTURES=1 rewrites it:
+//   GS_WRITE_FIXTURES=1 build/gemmscope_core_tests --gtest_filter='StepRun.FuzzSeedIsWhatTheWriterWrites'
+TEST(StepRun, FuzzSeedIsWhatTheWriterWrites) {
+  const std::string path = std::string(GS_SOURCE_DIR) + "/tests/fuzz/corpus/result/whole_step.json";
+  StepEngine engine;
+  RunResult r = run(engine, request());
+  r.created = "2026-01-01T00:00:00Z";
+  nlohmann::json now = to_json(r);
+  if (const char* w = std::getenv("GS_WRITE_FIXTURES"); w && std::string(w) == "1") {
+    std::ofstream(path) << now.dump(1) << "\n";
+    GTEST_SKIP() << "wrote " << path;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path << " is missing: GS_WRITE_FIXTURES=1 writes it";
+  nlohmann::json committed = nlohmann::json::parse(in);
+  committed.erase("tool");
+  now.erase("tool");
+  EXPECT_EQ(committed, now) << "regenerate with GS_WRITE_FIXTURES=1 (see above)";
+  // It holds what the fuzzer is to start from: step kernel records, measured and N/A, and a step.
+  EXPECT_TRUE(now.contains("step"));
+  EXPECT_EQ(now["records"][step_kernel_at(now, "adamw")]["status"], "ok");
+  EXPECT_EQ(now["records"][step_kernel_at(now, "zero-grad")]["status"], "n/a");
+  EXPECT_EQ(to_json(from_json(committed, "whole_step.json")).dump(), to_json(from_json(now, "now.json")).dump());
 }
 
 // Files written before the step kernels were records held them in the step's "kernels" list: read
