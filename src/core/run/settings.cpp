@@ -877,15 +877,29 @@ std::vector<Setting> declare() {
     std::tie(s.get, s.set) = comm_field([member](const CommOptions& o) { return o.*member; },
                                         [member](CommOptions& o, const SettingValue& x) { o.*member = int_of(x); });
   }
-  {
-    Setting& s = comm_layout("sequence_parallel", SettingType::Choice, "--sequence-parallel", "[on|off]",
-                             "on (default; also the flag written bare) | off: TP all-gathers/reduce-scatters, or "
-                             "all-reduces");
+  // The on|off ones (the flag written bare means on): default and field.
+  struct CommSwitch {
+    const char *key, *flags, *help;
+    bool dflt;
+    bool CommOptions::*member;
+  };
+  static const CommSwitch kCommSwitches[] = {
+      {"sequence_parallel", "--sequence-parallel",
+       "on (default; also the flag written bare) | off: TP all-gathers/reduce-scatters, or all-reduces", true,
+       &CommOptions::sequence_parallel},
+      {"fp8_param_gather", "--fp8-param-gather",
+       "off (default, as Megatron-Core and NeMo): the DP weight all-gathers send BF16 in every recipe | on (also the "
+       "flag written bare; Megatron's --fp8-param-gather): FP8 under the FP8 recipes",
+       false, &CommOptions::fp8_param_gather},
+  };
+  for (const CommSwitch& c : kCommSwitches) {
+    Setting& s = comm_layout(c.key, SettingType::Choice, c.flags, "[on|off]", c.help);
     s.choices = two("on", "off");
-    s.dflt = std::string("on");
+    s.dflt = std::string(c.dflt ? "on" : "off");
     s.bare = "on";
-    std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return std::string(c.sequence_parallel ? "on" : "off"); },
-                                        [](CommOptions& c, const SettingValue& x) { c.sequence_parallel = text_of(x) == "on"; });
+    const auto member = c.member;
+    std::tie(s.get, s.set) = comm_field([member](const CommOptions& o) { return std::string(o.*member ? "on" : "off"); },
+                                        [member](CommOptions& o, const SettingValue& x) { o.*member = text_of(x) == "on"; });
   }
   {
     Setting& s = comm_layout("grad_reduce_type", SettingType::Choice, "--grad-reduce-type", "TEXT",
@@ -894,17 +908,6 @@ std::vector<Setting> declare() {
     s.dflt = std::string("fp32");
     std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return c.grad_reduce_type; },
                                         [](CommOptions& c, const SettingValue& x) { c.grad_reduce_type = text_of(x); });
-  }
-  {
-    Setting& s = comm_layout("fp8_param_gather", SettingType::Choice, "--fp8-param-gather", "[on|off]",
-                             "off (default, as Megatron-Core and NeMo): the DP weight all-gathers send BF16 in every "
-                             "recipe | on (also the flag written bare; Megatron's --fp8-param-gather): FP8 under the FP8 "
-                             "recipes");
-    s.choices = two("on", "off");
-    s.dflt = std::string("off");
-    s.bare = "on";
-    std::tie(s.get, s.set) = comm_field([](const CommOptions& c) { return std::string(c.fp8_param_gather ? "on" : "off"); },
-                                        [](CommOptions& c, const SettingValue& x) { c.fp8_param_gather = text_of(x) == "on"; });
   }
   // ---- the parallel step (core/parallel/, docs/parallel.md): the request's only ----
   // Integers 0 and texts "" are "not given": core/parallel/parallel_request.cpp merges them with the
