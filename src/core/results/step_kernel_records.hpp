@@ -28,7 +28,9 @@ RecordKind step_kernel_record_kind(StepKernelKind k);
 // the step section in files written before the step kernels were records (core/report/step_record).
 const json_fields::Fields<StepKernelSpec>& step_kernel_spec_fields();
 
-// Removes r's step kernel records and their items.
+// Removes every record of the step kernels' four kinds and those kinds' items: the kinds hold the
+// step kernels (a record of them that names no kernel, which step_kernel_runs() passes over, goes
+// too, since its item index would be left dangling).
 void clear_step_kernel_records(RunResult& r);
 // Adds the record of kernel `s` with the engine's cell `c` (ok with its times, or N/A with its
 // reason) from `source`: a new item of its kind.
