@@ -68,6 +68,7 @@ PRECISIONS = {"bf16": "BF16", "fp8": "FP8Current"}  # this script's name -> gemm
 FORMS = tuple(GEMMSCOPE_FORM)
 GROUPS = ("gemm", "attention", "optimizer", "loss", "embedding", "other")
 STEP_BAR_PCT, FP8_BAR_PCT = 5.0, 3.0
+TOP_KERNELS = 16  # kernels kept per group in the JSON rows (real.top)
 
 # ---- models: shapes as their config.json has them; layers: the real count, run: the count trained ----
 MODELS = {
@@ -195,6 +196,7 @@ def group_times(trace, steps):
     windows = phase_windows(events)
     sums = {g: 0.0 for g in GROUPS}
     counts = {g: 0 for g in GROUPS}
+    by_name = {g: {} for g in GROUPS}  # group -> kernel name -> [total us, count]
     first, last = None, None
     for e in events:
         if e.get("cat") not in ("kernel", "gpu_memset", "gpu_memcpy") or "dur" not in e:
@@ -209,12 +211,20 @@ def group_times(trace, steps):
         group = group or classify_name(e.get("name", ""))
         sums[group] += float(e["dur"])
         counts[group] += 1
+        k = by_name[group].setdefault(str(e.get("name", ""))[:160], [0.0, 0])
+        k[0] += float(e["dur"])
+        k[1] += 1
         s, d = float(e["ts"]), float(e["ts"]) + float(e["dur"])
         first = s if first is None else min(first, s)
         last = d if last is None else max(last, d)
     out = {g: v / 1000.0 / steps for g, v in sums.items()}
     out["gpu_span"] = (last - first) / 1000.0 / steps if first is not None else 0.0
     out["kernels"] = {g: v / steps for g, v in counts.items()}
+    # Per group, its kernels by time (ms and launches per step), the largest first: what a miss in
+    # a group is made of.
+    out["top"] = {g: [[name, us / 1000.0 / steps, n / steps]
+                      for name, (us, n) in sorted(names.items(), key=lambda kv: -kv[1][0])[:TOP_KERNELS]]
+                  for g, names in by_name.items()}
     return out
 
 
@@ -467,7 +477,7 @@ def torch_case(torch, m, prec, form, per_expert, a, trace_dir):
     torch.cuda.reset_peak_memory_stats()
     busy = sum(g[x] for x in GROUPS)
     return {"step_ms": wall, "groups": {x: g[x] for x in GROUPS}, "gpu_busy_ms": busy, "gpu_span_ms": g["gpu_span"],
-            "idle_ms": max(wall - busy, 0.0), "kernels": g["kernels"], "sm_mhz": clocks.mean(),
+            "idle_ms": max(wall - busy, 0.0), "kernels": g["kernels"], "top": g["top"], "sm_mhz": clocks.mean(),
             "power_w": clocks.mean_power_w(), "warm_steps": n, "first_steps_s": warm_s, "peak_gib": peak}
 
 
@@ -510,6 +520,8 @@ def parse(argv):
     ap.add_argument("--gemmscope-args", default="", help="extra gemmscope flags for every run (space separated)")
     ap.add_argument("--json", help="write the rows here (after every case)")
     ap.add_argument("--out", help="write the table here (markdown)")
+    ap.add_argument("--keep-results", metavar="DIR",
+                    help="keep gemmscope's result files (MODEL_FORM.json) in this folder (default: a temporary one)")
     ap.add_argument("--dry-run", action="store_true", help="print the cases and gemmscope's command lines; no GPU")
     ap.add_argument("--self-test", action="store_true", help="check the non-GPU parts on synthetic data")
     a = ap.parse_args(argv)
@@ -518,6 +530,8 @@ def parse(argv):
     a.precision_list = select(a.precisions, PRECISIONS, "precision")
     if a.seconds < 3 or a.timed_steps < 1 or a.steps < 1:
         raise ValueError("--seconds must be >= 3 (steady state), --timed-steps and --steps >= 1")
+    if a.keep_results and not os.path.isdir(a.keep_results):
+        raise ValueError(f"--keep-results: {a.keep_results} is not a folder")
     return a
 
 
@@ -593,6 +607,9 @@ def self_test():
     want = {"embedding": 0.5, "gemm": 3.0, "loss": 0.5, "optimizer": 0.5, "other": 0.05, "attention": 0.7}
     for k, v in want.items():
         check(abs(g[k] - v) < 1e-9, f"group_times {k} = {g[k]}, want {v}")
+    top = g["top"]["gemm"]
+    check([t[0] for t in top] == ["nvjet_sm90_tst_y", "nvjet_sm90_tst_x"] and abs(top[0][1] - 2.0) < 1e-9
+          and top[0][2] == 1, f"group_times top gemm kernels = {top}")
     # The table, the speedups and the bars.
     rows = [{"model": "m", "set": "check", "layers": 2, "form": "eager", "precision": "bf16",
              "real": {"step_ms": 100.0, "groups": {x: 10.0 for x in GROUPS}, "idle_ms": 1.0},
@@ -703,7 +720,7 @@ def main(argv):
                         torch.cuda.empty_cache()
                     case_rows.append(row)
                     rows.append(row)
-                out = os.path.join(tmp, f"{name}_{form}.json")
+                out = os.path.join(a.keep_results or tmp, f"{name}_{form}.json")
                 cmd = gemmscope_cmd(a.gemmscope, m, form, a.precision_list, not a.no_clip, routing, out,
                                     a.gemmscope_args.split())
                 progress(f"{name} {form}: gemmscope")
