@@ -204,13 +204,17 @@ StepWorkModel step_work_model(const Plan& plan, StepContextKind kind) {
   m.move_bytes = 2.0 * moved / layers;
   // FP8 casts of every linear's operands: each tensor read twice (amax, then cast) and written
   // twice in one byte (rowwise and transposed copies): X and W of every Fprop, dY of every Dgrad.
+  // A grouped (expert) GEMM's M holds every expert's rows, but each of the rank's experts has a
+  // weight of its own, cast every step as Transformer Engine's grouped linear and a per-expert loop
+  // both cast it: its weight elements count once per expert.
   double cast = 0, cast_fwd = 0;
   for (const Gemm& g : plan.gemms) {
-    if (g.scope == Scope::Model) continue;
+    if (g.scope == Scope::Model || g.op == Op::Router) continue;  // the router is BF16 in every recipe
     const double weight = g.scope == Scope::Layer ? layers : g.scope == Scope::MoeLayer ? moe : layers - moe;
     double elems = 0;
     const double gm = static_cast<double>(g.m), gk = static_cast<double>(g.k), gn = static_cast<double>(g.n);
-    if (g.pass == Pass::Fprop) elems = gm * gk + gk * gn;
+    const double weights = g.grouped() ? static_cast<double>(g.group.size()) : 1.0;
+    if (g.pass == Pass::Fprop) elems = gm * gk + weights * gk * gn;
     if (g.pass == Pass::Dgrad) elems = gm * gk;
     cast += 6.0 * elems * weight;
     if (g.pass == Pass::Fprop) cast_fwd += 6.0 * elems * weight;

@@ -138,6 +138,21 @@ TEST(StepModel, MoeLayersAddTheirDispatch) {
   EXPECT_DOUBLE_EQ(gs::step_work_model(gs::build_model_plan(c), StepContextKind::Eager).move_bytes, four.move_bytes);
 }
 
+// FP8 casts of an MoE layer: each expert's weight is cast (Transformer Engine's grouped linear and a
+// per-expert loop alike), not one weight for the grouped GEMM; the router stays BF16 and casts
+// nothing. Mixtral on one GPU (EP 1): h 4096, q 4096 + kv 2 x 1024, 8 experts of 14336 (gate and
+// up fused), top-2: T x 2 rows over the experts.
+TEST(StepModel, MoeCastsEveryExpertsWeight) {
+  gs::ModelConfig c = gs::find_preset("mixtral-8x7b").config;
+  c.moe.expert_parallel = 1;
+  const gs::Plan plan = gs::build_model_plan(c);
+  const double T = static_cast<double>(c.tokens()), rows = 2 * T, h = 4096, f = 14336, E = 8;
+  const double fprop = T * h + h * 6144 + T * h + h * h + rows * h + E * h * 2 * f + rows * f + E * f * h;
+  const double dgrad = T * 6144 + T * h + rows * 2 * f + rows * h;
+  EXPECT_DOUBLE_EQ(gs::step_work_model(plan, StepContextKind::TransformerEngine).cast_bytes, 6.0 * (fprop + dgrad));
+  EXPECT_DOUBLE_EQ(gs::step_work_model(plan, StepContextKind::TransformerEngine).cast_fwd_bytes, 6.0 * fprop);
+}
+
 // A --step-other-ms figure is split between the activation-like and the gather stand-ins in the
 // proportion of their modelled times; without MoE layers all of it is activation-like.
 TEST(StepModel, UserFigureSplitsByModelledTime) {
