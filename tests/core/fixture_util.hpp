@@ -31,7 +31,14 @@ inline Fixture check_fixture(const std::string& path, nlohmann::json now) {
   }
   committed.erase("tool");
   now.erase("tool");
-  EXPECT_EQ(committed, now) << path << " is not what the code writes now: regenerate it with GS_WRITE_FIXTURES=1";
+  if (committed == now) return Fixture::Checked;
+  // The differences, not two dumps of the whole file: the first few JSON-patch operations.
+  const nlohmann::json patch = nlohmann::json::diff(committed, now);
+  std::string shown;
+  for (std::size_t i = 0; i < patch.size() && i < 8; ++i) shown += "\n  " + patch[i].dump().substr(0, 240);
+  if (patch.size() > 8) shown += "\n  ... " + std::to_string(patch.size() - 8) + " more";
+  ADD_FAILURE() << path << " is not what the code writes now (" << patch.size()
+                << " difference(s), committed -> now):" << shown << "\nregenerate it with GS_WRITE_FIXTURES=1";
   return Fixture::Checked;
 }
 
