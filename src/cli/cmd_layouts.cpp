@@ -34,6 +34,7 @@ int run_layouts(int argc, char** argv) {
   add_setting_flag(app, f.settings, "--step-context");
   add_setting_flag(app, f.settings, "--recompute");
   add_setting_flag(app, f.settings, "--grad-reduce-type");
+  add_setting_flag(app, f.settings, "--fp8-param-gather");
   app.add_option_function<std::string>(
          "--top", [&top](const std::string& v) { top = parse_decimal_int(v, "--top"); },
          "How many of the fastest fitting layouts to list (default 10)")
@@ -96,6 +97,7 @@ int run_layouts(int argc, char** argv) {
   job.framework = req.options.timing.step_context_kind;
   job.step = req.step;
   job.grad_type = comm_type_from_string(req.comm.grad_reduce_type);
+  job.fp8_param_gather = req.comm.fp8_param_gather;  // the one --fp8-param-gather setting (--comm's too)
   if (r.compute_efficiency > 0) job.compute_efficiency = r.compute_efficiency;
   std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, bool>, StepCosts> cache;
   const CostsFn costs = [&](const ParallelLayout& l) {
@@ -116,6 +118,7 @@ int run_layouts(int argc, char** argv) {
   info.cluster_name = cluster.name;
   info.gpus_per_node = cluster.node_gpus();
   info.framework = job.framework;
+  info.fp8_param_gather = job.fp8_param_gather;
   if (!r.json.empty())
     write_file_atomic(r.json,
                       json_text(layouts_json(s, info, r.gpus, global_batch, precision, static_cast<int>(top)), 2) + "\n");

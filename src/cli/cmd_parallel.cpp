@@ -75,6 +75,7 @@ std::string parallel_section(const ParallelSetup& ps, const RunRequest& req, con
   job.framework = req.options.timing.step_context_kind;
   job.step = req.step;
   job.grad_type = comm_type_from_string(req.comm.grad_reduce_type);
+  job.fp8_param_gather = req.comm.fp8_param_gather;  // the one --fp8-param-gather setting (--comm's too)
   if (measured && comm) job.contention = contention_from(*comm);
   if (r.compute_efficiency > 0) job.compute_efficiency = r.compute_efficiency;
 
@@ -88,6 +89,7 @@ std::string parallel_section(const ParallelSetup& ps, const RunRequest& req, con
   report.job.cluster_name = cluster.name;
   report.job.gpus_per_node = cluster.node_gpus();
   report.job.framework = job.framework;
+  report.job.fp8_param_gather = job.fp8_param_gather;
   report.job.cluster_note = net.calibration_note().empty()
                                 ? "bandwidths, latencies and NCCL's efficiencies from the cluster spec, uncalibrated"
                                 : net.calibration_note();

@@ -79,35 +79,62 @@ ParamStorage rank_storage(const ParallelLayout& l, ParamStorage step_storage) {
   return is_fsdp(l.sharding) ? ParamStorage::Fp32 : step_storage;
 }
 
+LayerParams rank_layer_params(const ModelConfig& c, const ParallelLayout& l, int64_t layer) {
+  const ModelParams full = model_params(c);
+  const double tp = d(l.tp);
+  const bool moe = is_moe_layer(c, layer);
+  const double router = moe ? d(c.hidden_size) * d(c.moe.num_experts) : 0;
+  LayerParams p;
+  p.dense = (full.attention + (moe ? full.moe_other : full.dense_mlp)) / tp + full.norms;
+  p.dense_fp8_linear = p.dense - full.norms - router / tp;  // the router and the norms in BF16
+  p.experts = moe ? full.experts / (d(l.ep) * d(l.expert_tp())) : 0;
+  return p;
+}
+
+double rank_vocab_params(const ModelConfig& c, const ParallelLayout& l) {
+  return c.vocab_size > 0 ? d(padded_vocab(rank_config(c, l))) * d(c.hidden_size) / d(l.tp) : 0;
+}
+
+bool fp8_params_kept(Precision p, DpSharding sharding, bool fp8_param_gather) {
+  return fp8_param_gather && p != Precision::BF16 && p != Precision::NVFP4 && sharding != DpSharding::Ddp;
+}
+
+double param_gather_bytes(double params, double fp8_linear, bool fp8_params) {
+  return 2 * params - (fp8_params ? fp8_linear : 0);
+}
+
 RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t stage, const RankState& state) {
   const StateBytes sb = state_bytes_per_param(rank_storage(l, state.storage));
   const double g = rank_storage(l, state.storage) == ParamStorage::Bf16MainFp32 ? state.grad_bytes : sb.grads;
   const double w = sb.weights, o = sb.main_params + sb.states;
   RankMemory m;
   m.stage = stage;
-  const ModelConfig rc = rank_config(c, l);
-  const ModelParams full = model_params(c);
-  const double tp = d(l.tp), etp = d(l.expert_tp()), ep = d(l.ep);
-  double dense = 0, experts = 0, biggest_layer = 0, linear = 0;
+  double dense = 0, experts = 0, dense_linear = 0;
+  LayerParams biggest;
   int64_t moe_layers = 0, dense_layers = 0;
-  const double router = c.moe.enabled() ? d(c.hidden_size) * d(c.moe.num_experts) : 0;
   for_stage_layers(c, l, stage, [&](int64_t i) {
-    const bool moe = is_moe_layer(c, i);
-    const double layer_dense = (full.attention + (moe ? full.moe_other : full.dense_mlp)) / tp + full.norms;
-    const double layer_experts = moe ? full.experts / (ep * etp) : 0;
-    linear += layer_dense - full.norms - (moe ? router / tp : 0) + layer_experts;  // FP8 linears (router in BF16)
-    dense += layer_dense;
-    experts += layer_experts;
-    biggest_layer = std::max(biggest_layer, layer_dense + layer_experts);
-    ++(moe ? moe_layers : dense_layers);
+    const LayerParams p = rank_layer_params(c, l, i);
+    dense += p.dense;
+    dense_linear += p.dense_fp8_linear;
+    experts += p.experts;
+    if (p.total() > biggest.total()) biggest = p;
+    ++(is_moe_layer(c, i) ? moe_layers : dense_layers);
   });
-  const double vocab_params = c.vocab_size > 0 ? d(padded_vocab(rc)) * d(c.hidden_size) / tp : 0;
+  const double linear = dense_linear + experts;  // FP8 linears (router in BF16)
+  const double vocab_params = rank_vocab_params(c, l);
   if (stage == 0) dense += vocab_params;
   if (stage == l.pp - 1) dense += vocab_params;
   m.params = dense + experts;
   m.expert_params = experts;
   const double dense_dp = d(l.dp * l.cp), edp = d(std::max<int64_t>(1, l.expert_dp()));
   const double shard = dense / dense_dp + experts / edp;
+  // --fp8-param-gather: the FP8 linears' weights are FP8 (e bytes each) where the weights are not the
+  // optimizer's main parameters (PyTorch FSDP's FP32 shards are: they stay), and gathered in FP8.
+  const bool kept = fp8_params_kept(state.precision, l.sharding, state.fp8_param_gather);
+  const double e = kept ? fp8_element_bytes(state.precision) : 2;
+  const double fp8_weight_saving = kept && sb.main_params > 0 ? w - e : 0;  // per FP8-linear weight
+  const double gathered_saving = 2 - e;  // per FP8-linear parameter of a gathered unit (0 without)
+  const double linear_shard = dense_linear / dense_dp + experts / edp;
   // Bytes per parameter from the one-GPU step's storage rule (Megatron: 2 + 4 + 12 = 18; FSDP's
   // FP32 shards: 4 + 4 + 8), each part sharded as the layout says.
   double fp8_linear = linear;  // parameters with FP8 copies alive at once
@@ -116,23 +143,28 @@ RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t st
       m.weights_bytes = w * m.params, m.grads_bytes = g * m.params, m.optimizer_bytes = o * m.params;
       break;
     case DpSharding::Zero1:
-      m.weights_bytes = w * m.params, m.grads_bytes = g * m.params, m.optimizer_bytes = o * shard;
+      m.weights_bytes = w * m.params - fp8_weight_saving * linear, m.grads_bytes = g * m.params, m.optimizer_bytes = o * shard;
       break;
     case DpSharding::Zero2:
-      m.weights_bytes = w * m.params, m.grads_bytes = g * shard, m.optimizer_bytes = o * shard;
+      m.weights_bytes = w * m.params - fp8_weight_saving * linear, m.grads_bytes = g * shard, m.optimizer_bytes = o * shard;
       break;
     case DpSharding::Zero3:
     case DpSharding::FsdpFull:
-      m.weights_bytes = w * shard, m.grads_bytes = g * shard, m.optimizer_bytes = o * shard;
-      m.gathered_bytes = 2 * 2 * biggest_layer;  // BF16: the layer computing and the one prefetched
-      fp8_linear = std::min(linear, 2 * biggest_layer);  // copies of the gathered units only
+      m.weights_bytes = w * shard - fp8_weight_saving * linear_shard, m.grads_bytes = g * shard, m.optimizer_bytes = o * shard;
+      // BF16 (FP8 linears in FP8 under --fp8-param-gather): the layer computing and the one prefetched
+      m.gathered_bytes = 2 * (2 * biggest.total() - gathered_saving * biggest.fp8_linear());
+      fp8_linear = std::min(linear, 2 * biggest.total());  // copies of the gathered units only
       break;
     case DpSharding::FsdpGradOp:
-      m.weights_bytes = w * shard, m.grads_bytes = g * shard, m.optimizer_bytes = o * shard;
-      m.gathered_bytes = 2 * m.params;  // kept gathered from forward to backward
+      m.weights_bytes = w * shard - fp8_weight_saving * linear_shard, m.grads_bytes = g * shard, m.optimizer_bytes = o * shard;
+      m.gathered_bytes = 2 * m.params - gathered_saving * linear;  // kept gathered from forward to backward
       break;
   }
-  m.fp8_copy_bytes = fp8_linear * fp8_weight_copy_bytes(state.precision, state.framework);
+  // FP8 copies per FP8 linear: Transformer Engine's rowwise and transposed ones; with FP8 parameters
+  // the rowwise copy is the parameter itself and only the transposed one is made (TE's linear
+  // caches the FP8 parameter's transpose for Dgrad across micro-batches).
+  const double copy_bytes = std::max(0.0, fp8_weight_copy_bytes(state.precision, state.framework) - (kept ? e : 0));
+  m.fp8_copy_bytes = fp8_linear * copy_bytes;
   // Micro-batches in flight on this stage: 1F1B p - s (at most m); interleaved the warm-up's
   // virtual micro-batches plus one, in chunks of L / (p v) layers (Megatron's penalty).
   const int64_t mbs = std::max<int64_t>(1, l.micro_batches());
@@ -157,7 +189,7 @@ RankMemory rank_memory(const ModelConfig& c, const ParallelLayout& l, int64_t st
   as.loss_fused = state.loss_fused;
   as.sequence_parallel = l.tp > 1 && l.sequence_parallel ? l.tp : 1;
   as.expert_tp = l.expert_tp();
-  set_activations(act, rc, as);
+  set_activations(act, rank_config(c, l), as);
   m.activation_bytes = activation_bytes(act);
   return m;
 }

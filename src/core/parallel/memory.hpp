@@ -33,6 +33,30 @@ struct ModelParams {
 };
 ModelParams model_params(const ModelConfig& c);
 
+// One layer's parameters on a rank, before data-parallel sharding (the layout's TP, EP and ETP
+// splits applied): the dense part (attention, dense MLP or router and shared experts, the norms)
+// and the routed experts; of the dense part, the FP8 linears' (every projection but the router,
+// which stays BF16, as the norms do). The routed experts are FP8 linears throughout.
+struct LayerParams {
+  double dense = 0, dense_fp8_linear = 0, experts = 0;
+  double total() const { return dense + experts; }
+  double fp8_linear() const { return dense_fp8_linear + experts; }
+};
+LayerParams rank_layer_params(const ModelConfig& c, const ParallelLayout& l, int64_t layer);
+// The embedding's (or the untied LM head's) parameters on a rank: the padded vocabulary over TP; BF16.
+double rank_vocab_params(const ModelConfig& c, const ParallelLayout& l);
+
+// Megatron-LM's --fp8-param-gather (Transformer Engine's FP8 parameters, fp8_model_init): the FP8
+// linears' parameters are kept in FP8, so the distributed optimizer's and FSDP's parameter
+// all-gathers send them in FP8 and the rank keeps no BF16 copy of them. It takes effect under the
+// FP8 recipes (FP8Current, FP8Delayed, FP8Block, MXFP8) with a sharding that gathers parameters
+// (not ddp); BF16 has nothing in FP8, and NVFP4 has Megatron's own --fp4-param-gather (not modelled).
+bool fp8_params_kept(Precision p, DpSharding sharding, bool fp8_param_gather);
+// Bytes of an all-gather of `params` parameters, `fp8_linear` of them FP8 linears: BF16, 2 bytes
+// each, but 1 byte (the FP8 data; the scales are left out, as core/node/collectives does) for the
+// FP8 linears where their parameters are kept in FP8.
+double param_gather_bytes(double params, double fp8_linear, bool fp8_params);
+
 struct RankMemory {
   int64_t stage = 0;
   double params = 0;          // parameters this rank holds before data-parallel sharding (dense + experts)
@@ -65,6 +89,11 @@ struct RankState {
   Precision precision = Precision::BF16;
   StepContextKind framework = StepContextKind::TransformerEngine;
   bool loss_fused = true;
+  // --fp8-param-gather (fp8_params_kept): the FP8 linears' weights are their FP8 parameters (data and
+  // scales) in place of the BF16 ones (or, under PyTorch FSDP, the gathered units are FP8 while the
+  // FP32 shards stay), and Transformer Engine's rowwise FP8 copy is that parameter: of its copies only
+  // the transposed one remains. The FP32 main parameters, gradients and optimizer states are unchanged.
+  bool fp8_param_gather = false;
 };
 
 // The storage a rank's parameters use: PyTorch FSDP's mixed precision keeps FP32 sharded

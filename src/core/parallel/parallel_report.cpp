@@ -104,7 +104,8 @@ print::Document parallel_document(const ParallelReport& r) {
   d.table(std::move(s));
 
   // The collectives of a step.
-  d.title(fmt::format("Communication of one step on a rank of stage 0 ({}; MODELLED)", to_string(base.precision)));
+  d.title(fmt::format("Communication of one step on a rank of stage 0 ({}; MODELLED{})", to_string(base.precision),
+                      r.job.fp8_param_gather ? "; FP8 parameter gathers (--fp8-param-gather)" : ""));
   print::Table c({{"group"}, {"collective"}, {"what"}, {"MiB", print::Align::Right}, {"ranks", print::Align::Right},
                   {"algo"}, {"ms each", print::Align::Right}, {"x/step", print::Align::Right},
                   {"exposed ms", print::Align::Right}});
@@ -113,6 +114,16 @@ print::Document parallel_document(const ParallelReport& r) {
     c.add_row({x.group, x.p2p ? "send/recv" : to_string(x.kind), x.what, fmt::format("{:.1f}", x.bytes / 1048576.0),
                fmt::format("{}", x.ranks), to_string(x.algo), ms3(x.ms), fmt::format("{:.0f}", x.per_step), ms3(x.exposed_ms)});
   d.table(std::move(c));
+  // The FP8 recipe's parameter gathers where --fp8-param-gather makes them differ from BF16's above.
+  if (r.job.fp8_param_gather)
+    for (size_t i = 1; i < r.results.size(); ++i)
+      for (const StepCollective& x : r.results[i].collectives)
+        if (x.group == "DP" && x.kind == CollKind::AllGather && !x.p2p)
+          for (const StepCollective& b : base.collectives)
+            if (b.group == x.group && b.kind == x.kind && !b.p2p && b.bytes != x.bytes)
+              d.wrapped(fmt::format("{}: the DP parameter all-gather sends {:.1f} MiB ({:.1f} MiB in {}), {} ms each", to_string(r.results[i].precision),
+                                    x.bytes / 1048576.0, b.bytes / 1048576.0, to_string(base.precision), ms3(x.ms)),
+                        print::kReportWidth, 2, 4);
   std::vector<print::Item> notes;
   for (const std::string& n : base.notes) notes.emplace_back(n);
   for (const std::string& n : r.notes) notes.emplace_back(n);
@@ -162,7 +173,8 @@ json parallel_json(const ParallelReport& r) {
             {"model", r.job.model},
             {"gpu", {{"key", r.job.gpu_key}, {"name", r.job.gpu_name}}},
             {"cluster", {{"key", r.job.cluster_key}, {"name", r.job.cluster_name}, {"note", r.job.cluster_note}}},
-            {"framework", to_string(r.job.framework)}};
+            {"framework", to_string(r.job.framework)},
+            {"fp8_param_gather", r.job.fp8_param_gather}};
   json res = json::array();
   for (const ParallelStepResult& x : r.results) res.push_back(result_json(x));
   j["results"] = res;
@@ -188,8 +200,9 @@ std::string parallel_trace_text(const ParallelReport& r) {
 print::Document layouts_document(const SearchResult& s, const ParallelJobInfo& job, int64_t gpus, int64_t global_batch,
                                  Precision precision, int top) {
   print::Document d;
-  d.title(fmt::format("Layouts: {} on {} x {} ({}), global batch {} sequences, {}", job.model, gpus, job.gpu_key,
-                      job.cluster_key, global_batch, to_string(precision)));
+  d.title(fmt::format("Layouts: {} on {} x {} ({}), global batch {} sequences, {}{}", job.model, gpus, job.gpu_key,
+                      job.cluster_key, global_batch, to_string(precision),
+                      job.fp8_param_gather ? ", FP8 parameter gathers (--fp8-param-gather)" : ""));
   d.wrapped(fmt::format("{} candidates: {} fit, {} do not fit, {} refused by a framework rule; compute {}", s.candidates,
                         s.ranked.size(), s.not_fitting.size(),
                         s.candidates - static_cast<int64_t>(s.ranked.size() + s.not_fitting.size()), s.basis),
@@ -225,7 +238,8 @@ json layouts_json(const SearchResult& s, const ParallelJobInfo& job, int64_t gpu
                   int top) {
   json j = {{"schema", "gemmscope.layouts/1"}, {"model", job.model},        {"gpu", job.gpu_key},
             {"cluster", job.cluster_key},        {"gpus", gpus},              {"global_batch", global_batch},
-            {"precision", to_string(precision)}, {"candidates", s.candidates}, {"basis", s.basis}};
+            {"precision", to_string(precision)}, {"candidates", s.candidates}, {"basis", s.basis},
+            {"fp8_param_gather", job.fp8_param_gather}};
   json ranked = json::array();
   for (size_t i = 0; i < s.ranked.size() && static_cast<int>(i) < top; ++i) {
     json x = result_json(s.ranked[i].result);

@@ -201,6 +201,7 @@ struct Unit {  // a layer (or the embedding / LM head) as the step runs it
   int64_t layer = -1;  // -1: embedding or head
   bool moe = false;
   double dense_params = 0, expert_params = 0;  // this rank's, before data-parallel sharding
+  double dense_fp8_linear = 0;  // of dense_params, the FP8 linears' (the routed experts are all FP8 linears)
   Kinds fwd{}, bwd{};
 };
 
@@ -209,9 +210,7 @@ struct Unit {  // a layer (or the embedding / LM head) as the step runs it
 std::vector<Unit> chunk_units(const ParallelJob& job, const StepCosts& costs, const Built& b, int64_t s, int64_t k) {
   const ParallelLayout& l = job.layout;
   const ModelConfig& c = job.model;
-  const ModelParams full = model_params(c);
-  const double tp = d(l.tp);
-  const double vocab_params = c.vocab_size > 0 ? d(padded_vocab(rank_config(c, l))) * d(c.hidden_size) / tp : 0;
+  const double vocab_params = rank_vocab_params(c, l);
   const double eff = sustained_rate(job, costs);
   std::vector<Unit> out;
   if (s == 0 && k == 0) {
@@ -229,8 +228,10 @@ std::vector<Unit> chunk_units(const ParallelJob& job, const StepCosts& costs, co
     const LayerTime& t = u.moe ? b.moe : b.dense;
     u.fwd = t.fwd;
     u.bwd = t.bwd;
-    u.dense_params = (full.attention + (u.moe ? full.moe_other : full.dense_mlp)) / tp + full.norms;
-    u.expert_params = u.moe ? full.experts / (d(l.ep) * d(l.expert_tp())) : 0;
+    const LayerParams p = rank_layer_params(c, l, u.layer);
+    u.dense_params = p.dense;
+    u.dense_fp8_linear = p.dense_fp8_linear;
+    u.expert_params = p.experts;
     out.push_back(u);
   }
   if (s == l.pp - 1 && k == l.vpp - 1) {
@@ -257,10 +258,19 @@ double dp_cost(const CollectiveModel& net, CollKind kind, double dense_bytes, do
   return net.cost(kind, dense_bytes, g.dense).ms + net.cost(kind, expert_bytes, g.experts).ms;
 }
 
+// A unit's parameter all-gather: the bytes of its dense and its expert part (memory.hpp
+// param_gather_bytes: the FP8 linears in FP8 where fp8_params).
+double unit_gather_dense(const Unit& u, bool fp8_params) {
+  return param_gather_bytes(u.dense_params, u.dense_fp8_linear, fp8_params);
+}
+double unit_gather_experts(const Unit& u, bool fp8_params) {
+  return param_gather_bytes(u.expert_params, u.expert_params, fp8_params);
+}
+
 // A pass through a chunk under ZeRO-3 / FSDP: each unit's parameters gathered (prefetched one unit
 // ahead) on the communication stream, its gradients reduce-scattered after its backward.
 Kinds sharded_pass(const ParallelJob& job, const CollectiveModel& net, const std::vector<Unit>& units, bool backward,
-                   const DpGroups& g) {
+                   const DpGroups& g, bool fp8_params) {
   const bool gather = !backward || job.layout.sharding != DpSharding::FsdpGradOp;
   const double grad_bytes = d(comm_type_bytes(job.grad_type));
   std::vector<SimOp> ops;
@@ -274,7 +284,7 @@ Kinds sharded_pass(const ParallelJob& job, const CollectiveModel& net, const std
     if (gather) {
       SimOp ag;
       ag.stream = SimStream::Comm;
-      ag.work_ms = dp_cost(net, CollKind::AllGather, 2 * u.dense_params, 2 * u.expert_params, g);
+      ag.work_ms = dp_cost(net, CollKind::AllGather, unit_gather_dense(u, fp8_params), unit_gather_experts(u, fp8_params), g);
       if (j >= 2) ag.deps.push_back(compute_index[j - 2]);  // at most one unit prefetched
       ops.push_back(ag);
       deps.push_back(ops.size() - 1);
@@ -356,6 +366,7 @@ ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCost
   const Built b = build_layers(job, costs, net);
   const DpGroups groups = dp_groups(l, domain);
   const bool sharded = shards_parameters(l.sharding) && l.dp * l.cp > 1;
+  const bool fp8_params = fp8_params_kept(costs.precision, l.sharding, job.fp8_param_gather);
 
   // Pipeline passes: per stage and chunk, forward and backward, with their composition.
   PipelineSpec spec;
@@ -377,8 +388,8 @@ ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCost
       std::vector<Unit> us = chunk_units(job, costs, b, s, k);
       Kinds f{}, bw{};
       if (sharded) {
-        f = sharded_pass(job, net, us, false, groups);
-        bw = sharded_pass(job, net, us, true, groups);
+        f = sharded_pass(job, net, us, false, groups, fp8_params);
+        bw = sharded_pass(job, net, us, true, groups, fp8_params);
       } else {
         for (const Unit& u : us) add_into(f, u.fwd), add_into(bw, u.bwd);
       }
@@ -404,7 +415,7 @@ ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCost
   const CollKind grad_kind = l.sharding == DpSharding::Ddp ? CollKind::AllReduce : CollKind::ReduceScatter;
   const bool dp_comm = l.dp * l.cp > 1 || l.expert_dp() > 1;
   std::vector<double> stage_end(static_cast<size_t>(p));
-  double dp_bytes_step = 0, dp_ms_step = 0, ag_ms_step = 0;
+  double dp_bytes_step = 0, dp_ms_step = 0, ag_ms_step = 0, ag_bytes_step = 0;
   int64_t buckets_step = 0;
   r.stages.resize(static_cast<size_t>(p));
   for (int64_t s = 0; s < p; ++s) {
@@ -423,7 +434,7 @@ ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCost
       // The last micro-batch's backward, chunk v-1 first, each unit's backward as a compute
       // operation; buckets of about bucket_params reduced as their gradients are complete.
       std::vector<SimOp> ops;
-      double work = 0, bucket_dense = 0, bucket_expert = 0, comm_total = 0;
+      double work = 0, bucket_dense = 0, bucket_dense_fp8 = 0, bucket_expert = 0, comm_total = 0;
       std::vector<double> ag_buckets;
       auto flush = [&]() {
         if (bucket_dense + bucket_expert <= 0) return;
@@ -435,9 +446,13 @@ ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCost
         dp_bytes_step += grad_bytes * (bucket_dense + bucket_expert);
         ++buckets_step;
         ops.push_back(rs);
-        if (l.sharding != DpSharding::Ddp)
-          ag_buckets.push_back(dp_cost(net, CollKind::AllGather, 2 * bucket_dense, 2 * bucket_expert, groups));
-        bucket_dense = bucket_expert = 0;
+        if (l.sharding != DpSharding::Ddp) {
+          const double dense_bytes = param_gather_bytes(bucket_dense, bucket_dense_fp8, fp8_params);
+          const double expert_bytes = param_gather_bytes(bucket_expert, bucket_expert, fp8_params);
+          ag_buckets.push_back(dp_cost(net, CollKind::AllGather, dense_bytes, expert_bytes, groups));
+          ag_bytes_step += dense_bytes + expert_bytes;
+        }
+        bucket_dense = bucket_dense_fp8 = bucket_expert = 0;
       };
       for (int64_t k = v - 1; k >= 0; --k) {
         const auto& us = units[static_cast<size_t>(s)][static_cast<size_t>(k)];
@@ -448,6 +463,7 @@ ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCost
           work += comp.work_ms;
           ops.push_back(comp);
           bucket_dense += it->dense_params;
+          bucket_dense_fp8 += it->dense_fp8_linear;
           bucket_expert += it->expert_params;
           if (bucket_dense + bucket_expert >= job.bucket_params) flush();
         }
@@ -481,6 +497,7 @@ ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCost
     state.precision = costs.precision;
     state.framework = job.framework;
     state.loss_fused = loss_fused(job.step, job.framework);
+    state.fp8_param_gather = job.fp8_param_gather;
     st.memory = rank_memory(c, l, s, state);
   }
   r.step_ms = *std::max_element(stage_end.begin(), stage_end.end());
@@ -546,9 +563,10 @@ ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCost
     r.collectives.push_back(x);
     if (l.sharding != DpSharding::Ddp) {
       StepCollective a = x;
-      a.what = "updated parameters (BF16) after the optimizer";
+      a.what = fp8_params ? "updated parameters after the optimizer (FP8 linears in FP8, the rest BF16: --fp8-param-gather)"
+                          : "updated parameters (BF16) after the optimizer";
       a.kind = CollKind::AllGather;
-      a.bytes = x.bytes / grad_bytes * 2;
+      a.bytes = ag_bytes_step / d(p);
       a.ms = ag_ms_step;
       a.algo = net.cost(CollKind::AllGather, a.bytes, groups.dense).algo;
       a.exposed_ms = at(r.critical().ms, TimeKind::ParamGather);
@@ -559,11 +577,20 @@ ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCost
     StepCollective x;
     x.what = l.sharding == DpSharding::FsdpGradOp ? "parameters gathered before each unit's forward, gradients reduce-scattered after its backward"
                                                   : "parameters gathered before each unit's forward and backward, gradients reduce-scattered after its backward";
+    if (fp8_params) x.what += " (FP8 linears gathered in FP8: --fp8-param-gather)";
+    x.what += "; size and time: one pass's gathers of the stage's units, exposed: the sharded passes' wait";
     x.group = "DP";
     x.kind = CollKind::AllGather;
     x.ranks = l.dp * l.cp;
     x.placement = groups.dense;
-    x.per_step = d(m);
+    for (const auto& us : units[0])
+      for (const Unit& u : us) {
+        const double dense_bytes = unit_gather_dense(u, fp8_params), expert_bytes = unit_gather_experts(u, fp8_params);
+        x.bytes += dense_bytes + expert_bytes;
+        x.ms += dp_cost(net, CollKind::AllGather, dense_bytes, expert_bytes, groups);
+      }
+    x.algo = net.cost(CollKind::AllGather, x.bytes, groups.dense).algo;
+    x.per_step = d(m) * (l.sharding == DpSharding::FsdpGradOp ? 1 : 2);  // passes that gather
     x.exposed_ms = at(r.critical().ms, TimeKind::FsdpComm);
     r.collectives.push_back(x);
   }
@@ -599,6 +626,22 @@ ParallelStepResult simulate_parallel_step(const ParallelJob& job, const StepCost
                                 "({})",
                                 100 * job.contention.compute_slowdown, 100 * job.contention.comm_slowdown, job.contention.source));
   if (!net.calibration_note().empty()) r.notes.push_back(net.calibration_note());
+  if (job.fp8_param_gather) {
+    if (fp8_params)
+      r.notes.push_back(fmt::format("FP8 parameter gathers (--fp8-param-gather): the FP8 linears' parameters are kept in {} "
+                                    "(Transformer Engine's FP8 parameters) and gathered at 1 byte each; norms, embedding, LM "
+                                    "head and router stay BF16; the FP32 main parameters, gradients and optimizer states are "
+                                    "unchanged",
+                                    to_string(r.precision)));
+    else if (r.precision == Precision::BF16)
+      r.notes.push_back("--fp8-param-gather changes nothing in BF16: no parameter is kept in FP8, the gathers send BF16");
+    else if (r.precision == Precision::NVFP4)
+      r.notes.push_back("--fp8-param-gather changes nothing under NVFP4 (Megatron-LM keeps NVFP4 parameters with its own "
+                        "--fp4-param-gather, not modelled): the gathers send BF16");
+    else
+      r.notes.push_back("--fp8-param-gather changes nothing under ddp: Megatron-LM gathers parameters only with the "
+                        "distributed optimizer or FSDP");
+  }
   const ParallelLayout& lay = job.layout;
   const bool fsdp = lay.dp > 1 && shards_parameters(lay.sharding);
   if (job.framework != StepContextKind::TransformerEngine && (lay.tp > 1 || fsdp))

@@ -17,6 +17,7 @@
 //              the optimizer (hidden behind the next step's forward but for its first bucket);
 //              ZeRO-3 / FSDP: every layer's parameters gathered before its forward and backward,
 //              prefetched one layer ahead, its gradients reduce-scattered after its backward.
+//              With --fp8-param-gather (FP8 recipes) the parameter gathers send the FP8 linears in FP8.
 //
 // Contention: while a collective and compute overlap on one GPU, compute runs 1 + s_c slower and
 // the collective 1 + s_m slower (ContentionModel). The step's outputs: step time, tokens/s per
@@ -87,6 +88,11 @@ struct ParallelJob {
   StepOptions step;
   CommType grad_type = CommType::Fp32;  // gradients in data-parallel reductions
   double bucket_params = 40e6;          // Megatron's default gradient bucket
+  // Megatron-LM's --fp8-param-gather (the same setting as --comm's, core/run/settings.cpp): under the
+  // FP8 recipes the FP8 linears' parameters are kept in FP8 (memory.hpp fp8_params_kept), so the
+  // parameter all-gathers (ZeRO-1/2 after the optimizer, ZeRO-3/FSDP per unit) send 1 byte per FP8
+  // linear parameter, 2 per BF16 one (norms, embedding, LM head, router).
+  bool fp8_param_gather = false;
   double compute_efficiency = 0;  // 0: the default for the costs' source (sustained_rate)
   ContentionModel contention;
 };

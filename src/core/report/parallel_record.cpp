@@ -97,6 +97,9 @@ const Fields<ParallelJobInfo>& job_fields() {
             j.gpus_per_node = v;
           }),
       choice<ParallelJobInfo>("framework", [](auto& j) -> auto& { return j.framework; }, step_context_names()),
+      // Written only when on (absent: off, as files from before it read).
+      flag<ParallelJobInfo>("fp8_param_gather", [](auto& j) -> auto& { return j.fp8_param_gather; },
+                            [](const ParallelJobInfo& j) { return j.fp8_param_gather; }),
   };
   return t;
 }

@@ -24,6 +24,9 @@ struct ParallelJobInfo {
   int64_t gpus_per_node = 8;
   StepContextKind framework = StepContextKind::TransformerEngine;
   std::string cluster_note;  // calibration, or "modelled from the cluster spec"
+  // --fp8-param-gather (Megatron-LM): under the FP8 recipes the parameter all-gathers send the FP8
+  // linears in FP8 and the rank keeps them in FP8 (core/parallel/memory.hpp fp8_params_kept).
+  bool fp8_param_gather = false;
 };
 
 // One precision's step: what its records do not hold (how the compute was obtained, its notes).

@@ -835,8 +835,9 @@ std::vector<Setting> declare() {
     s.resolve = [](const Setting& self, const GivenSettings& given, const RunRequest&) -> SettingValue {
       const std::string* text = given_text(given, self);
       if (!text) return self.dflt;
-      // The parallel step (--layout, ...) reduces gradients in --grad-reduce-type too.
-      const bool parallel_step = self.key == "grad_reduce_type" &&
+      // The parallel step (--layout, ...) reduces gradients in --grad-reduce-type and gathers
+      // parameters as --fp8-param-gather says too.
+      const bool parallel_step = (self.key == "grad_reduce_type" || self.key == "fp8_param_gather") &&
                                  std::any_of(given.begin(), given.end(), [](const auto& g) { return g.first.rfind("parallel.", 0) == 0; });
       if (!given_flag(given, "--comm") && !given_flag(given, "--comm-only") && !parallel_step)
         throw UsageError(fmt::format("{} applies to the collectives: add --comm (or --comm-only)", self.first_flag()));
@@ -889,7 +890,8 @@ std::vector<Setting> declare() {
        &CommOptions::sequence_parallel},
       {"fp8_param_gather", "--fp8-param-gather",
        "off (default, as Megatron-Core and NeMo): the DP weight all-gathers send BF16 in every recipe | on (also the "
-       "flag written bare; Megatron's --fp8-param-gather): FP8 under the FP8 recipes",
+       "flag written bare; Megatron's --fp8-param-gather): FP8 under the FP8 recipes, for --comm and the parallel "
+       "step (which also keeps those weights in FP8)",
        false, &CommOptions::fp8_param_gather},
   };
   for (const CommSwitch& c : kCommSwitches) {

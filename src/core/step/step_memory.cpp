@@ -15,10 +15,6 @@ StateBytes state_bytes_per_param(ParamStorage s) {
   return {0, 0, 0, 0};
 }
 
-namespace {
-
-// Bytes per element of the FP8 copies a recipe keeps: data plus its scales (per-tensor scales are
-// negligible; 1x128 blocks add 4 bytes per 128, MXFP8 one byte per 32, NVFP4 one per 16).
 double fp8_element_bytes(Precision p) {
   switch (p) {
     case Precision::BF16: return 2;
@@ -30,8 +26,6 @@ double fp8_element_bytes(Precision p) {
   }
   return 2;
 }
-
-}  // namespace
 
 double fp8_weight_copy_bytes(Precision p, StepContextKind framework) {
   if (p == Precision::BF16) return 0;

@@ -114,6 +114,10 @@ void set_activations(MemoryInputs& in, const ModelConfig& rank, const Activation
 // context-parallel share of the tokens. memory_per_gpu's `activations`.
 double activation_bytes(const MemoryInputs& in);
 
+// Bytes per element of a tensor a recipe keeps quantized: data plus its scales (per-tensor scales
+// are negligible; 1x128 blocks add 4 bytes per 128, MXFP8 one byte per 32, NVFP4 one per 16); 2 in BF16.
+double fp8_element_bytes(Precision p);
+
 // Bytes per FP8 linear parameter of the weight copies a recipe keeps between micro-batches (data and
 // scales): Transformer Engine the rowwise and the transposed copy, a PyTorch FP8 linear the one it
 // cast in the forward; 0 in BF16. The parallel step's memory per rank uses it too.
