@@ -145,3 +145,43 @@ TEST(ParallelCli, LayoutsResultDocument) {
                 .rc,
             2);
 }
+
+// --fp8-param-gather is the one setting --comm has; it reaches the parallel step and the layout
+// search: the report names it, the FP8 recipe's parameter all-gather shrinks, BF16's notes say it
+// changes nothing there, and the documents record it (absent when off).
+TEST(ParallelCli, Fp8ParamGatherReachesTheStepAndTheSearch) {
+  const fs::path j = dir() / "fp8_gather.json", doc_path = dir() / "fp8_gather_doc.json", lj = dir() / "fp8_layouts.json";
+  const std::string base = "--model llama-3-8b --layout tp2.pp2.mb1.gb16 --gpus 16 --precisions BF16,FP8Current";
+  const Out o = gs_run(base + " --fp8-param-gather --parallel-json " + j.string() + " --json " + doc_path.string());
+  ASSERT_EQ(o.rc, 0) << o.err;
+  EXPECT_NE(o.out.find("FP8 parameter gathers (--fp8-param-gather)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("FP8Current: the DP parameter all-gather sends"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("--fp8-param-gather changes nothing in BF16"), std::string::npos) << o.out;
+  const json doc = json::parse(gs::test::slurp(j));
+  EXPECT_EQ(doc["fp8_param_gather"], true);
+  ASSERT_EQ(doc["results"].size(), 2u);
+  auto gather_bytes = [](const json& r) {
+    for (const json& c : r["collectives"])
+      if (c["group"] == "DP" && c["kind"] == "all-gather") return c["bytes"].get<double>();
+    return 0.0;
+  };
+  EXPECT_LT(gather_bytes(doc["results"][1]), gather_bytes(doc["results"][0]));
+  EXPECT_GT(gather_bytes(doc["results"][1]), 0.5 * gather_bytes(doc["results"][0]));  // norms, embedding, head in BF16
+  EXPECT_EQ(json::parse(gs::test::slurp(doc_path))["parallel"]["job"]["fp8_param_gather"], true);
+  const Out rep = gs_run("report " + doc_path.string());
+  ASSERT_EQ(rep.rc, 0) << rep.err;
+  EXPECT_NE(rep.out.find("FP8 parameter gathers (--fp8-param-gather)"), std::string::npos) << rep.out;
+  // Off: not in the documents' job, not in the report.
+  const Out off = gs_run(base + " --json " + doc_path.string());
+  ASSERT_EQ(off.rc, 0) << off.err;
+  EXPECT_EQ(off.out.find("--fp8-param-gather"), std::string::npos) << off.out;
+  EXPECT_FALSE(json::parse(gs::test::slurp(doc_path))["parallel"]["job"].contains("fp8_param_gather"));
+  // The layout search takes it too.
+  const Out l = gs_run("layouts --model llama-3-8b --gpus 8 --global-batch 32 --top 3 --precision FP8Current "
+                       "--fp8-param-gather --parallel-json " + lj.string());
+  ASSERT_EQ(l.rc, 0) << l.err;
+  EXPECT_NE(l.out.find("FP8 parameter gathers (--fp8-param-gather)"), std::string::npos) << l.out;
+  EXPECT_EQ(json::parse(gs::test::slurp(lj))["fp8_param_gather"], true);
+  // Without --comm or the parallel step it still applies to nothing and is refused.
+  EXPECT_EQ(gs_run("--model llama-3-8b --fp8-param-gather --dry-run").rc, 2);
+}

@@ -192,3 +192,46 @@ TEST(Memory, Fp8WeightCopiesAsTheWholeStepCountsThem) {
   EXPECT_DOUBLE_EQ(rank_memory(c, l, 0).fp8_copy_bytes, 0.0);
   EXPECT_GT(m.model_state_bytes(), rank_memory(c, l, 0).model_state_bytes());
 }
+
+// --fp8-param-gather (Transformer Engine's FP8 parameters): under the distributed optimizer each
+// FP8-linear weight is its FP8 parameter, 1 byte in place of 2, and of TE's two FP8 copies only the
+// transposed one remains (the rowwise one is the parameter); the norms, embedding and LM head stay
+// BF16, the FP32 main parameters, gradients and Adam states are unchanged. Counted from Llama 3
+// 8B's shapes on one rank (tp1, 32 layers).
+TEST(Memory, Fp8ParametersReplaceTheBf16WeightsOfTheLinears) {
+  const ModelConfig c = find_preset("llama-3-8b").config;
+  const double h = 4096, kv = 8 * 128, ffn = 14336;
+  const double linear = 32 * (h * (h + 2 * kv) + h * h + 3 * h * ffn);
+  RankState fp8;
+  fp8.precision = Precision::FP8Current;
+  RankState kept = fp8;
+  kept.fp8_param_gather = true;
+  for (const char* layout : {"dp16.zero1", "dp16.zero2"}) {
+    const RankMemory off = rank_memory(c, L(layout), 0, fp8), on = rank_memory(c, L(layout), 0, kept);
+    EXPECT_DOUBLE_EQ(off.weights_bytes, 2 * off.params) << layout;
+    EXPECT_DOUBLE_EQ(on.weights_bytes, 2 * on.params - 1 * linear) << layout;  // 1 B per FP8 linear, 2 B the rest
+    EXPECT_DOUBLE_EQ(off.fp8_copy_bytes, 2 * linear) << layout;
+    EXPECT_DOUBLE_EQ(on.fp8_copy_bytes, 1 * linear) << layout;  // the transposed copy only
+    EXPECT_DOUBLE_EQ(on.grads_bytes, off.grads_bytes) << layout;
+    EXPECT_DOUBLE_EQ(on.optimizer_bytes, off.optimizer_bytes) << layout;
+    EXPECT_DOUBLE_EQ(on.activation_bytes, off.activation_bytes) << layout;
+  }
+  // ZeRO-3 (Megatron FSDP): the BF16 shard of the linears is an FP8 one, the gathered units FP8.
+  const RankMemory z_off = rank_memory(c, L("dp8.zero3"), 0, fp8), z_on = rank_memory(c, L("dp8.zero3"), 0, kept);
+  const double layer = h * (h + 2 * kv) + h * h + 3 * h * ffn, norms = 2 * h;
+  EXPECT_DOUBLE_EQ(z_on.weights_bytes, z_off.weights_bytes - 1 * linear / 8);
+  EXPECT_DOUBLE_EQ(z_off.gathered_bytes, 2 * 2 * (layer + norms));
+  EXPECT_DOUBLE_EQ(z_on.gathered_bytes, 2 * (1 * layer + 2 * norms));
+  // PyTorch FSDP: its FP32 shards are the optimizer's parameters and stay; only the gathered units shrink.
+  const RankMemory f_off = rank_memory(c, L("dp8.fsdp"), 0, fp8), f_on = rank_memory(c, L("dp8.fsdp"), 0, kept);
+  EXPECT_DOUBLE_EQ(f_on.weights_bytes, f_off.weights_bytes);
+  EXPECT_DOUBLE_EQ(f_on.gathered_bytes, 2 * (1 * layer + 2 * norms));
+  // BF16, NVFP4 (Megatron's --fp4-param-gather) and ddp: nothing kept in FP8.
+  for (Precision p : {Precision::BF16, Precision::NVFP4}) {
+    RankState a, b;
+    a.precision = b.precision = p;
+    b.fp8_param_gather = true;
+    EXPECT_DOUBLE_EQ(rank_memory(c, L("dp16.zero1"), 0, a).total_bytes(), rank_memory(c, L("dp16.zero1"), 0, b).total_bytes());
+  }
+  EXPECT_DOUBLE_EQ(rank_memory(c, L("dp16.ddp"), 0, fp8).total_bytes(), rank_memory(c, L("dp16.ddp"), 0, kept).total_bytes());
+}

@@ -239,3 +239,16 @@ TEST(ParallelRecords, LayoutSearchAsRecords) {
       << page(again);
   EXPECT_EQ(again.not_fitting.at(0).layout.recompute, Recompute::Full);
 }
+
+// --fp8-param-gather is the job's: written into the section only when on, read back as it was.
+TEST(ParallelRecords, Fp8ParamGatherRoundTripsInTheJob) {
+  ParallelReport rep = report_of("dp2.mb1.gb4");
+  EXPECT_FALSE(to_json(document_with(rep))["parallel"]["job"].contains("fp8_param_gather"));
+  rep.job.fp8_param_gather = true;
+  const json j = to_json(document_with(rep));
+  EXPECT_EQ(j["parallel"]["job"]["fp8_param_gather"], true);
+  const RunResult back = from_json(j, "x.json");
+  EXPECT_TRUE(parallel_report_from(back).job.fp8_param_gather);
+  EXPECT_EQ(text_of(to_json(back)), text_of(j));
+  EXPECT_NE(render_parallel_text(parallel_report_from(back)).find("FP8 parameter gathers (--fp8-param-gather)"), std::string::npos);
+}

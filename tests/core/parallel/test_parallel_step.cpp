@@ -3,6 +3,8 @@
 // exposure and its overlap, memory and MFU.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "core/model/model_config.hpp"
 #include "core/parallel/cluster.hpp"
 #include "core/parallel/layout_check.hpp"
@@ -215,4 +217,110 @@ TEST(ParallelStep, EagerTensorParallelAndFsdpAreSaidToBeLowerBounds) {
   EXPECT_TRUE(noted("dp2.gb4.fsdp", StepContextKind::Eager));
   EXPECT_FALSE(noted("dp2.gb4.ddp", StepContextKind::Eager));
   EXPECT_FALSE(noted("tp2.gb4", StepContextKind::TransformerEngine));
+}
+
+namespace {
+
+// Llama 3 8B's parameters on one rank without TP or PP, counted from its shapes: the FP8 linears
+// (every layer's QKV, output projection and gated MLP) and the rest (the two norms of each layer,
+// the embedding and the untied LM head over the vocabulary, 128256 = 1002 x 128, unpadded).
+struct HandCount {
+  double fp8_linear = 0, other = 0;
+};
+HandCount llama3_8b_by_hand() {
+  const double h = 4096, kv = 8 * 128, ffn = 14336, layers = 32, vocab = 128256;
+  HandCount n;
+  n.fp8_linear = layers * (h * (h + 2 * kv) + h * h + 3 * h * ffn);
+  n.other = layers * 2 * h + 2 * vocab * h;
+  return n;
+}
+
+ParallelStepResult run_job(const ParallelJob& j, const StepCosts& costs) {
+  check_layout(j.model, j.layout);
+  const CollectiveModel net(cluster_presets().find("dgx-h100"));
+  return simulate_parallel_step(j, costs, net, h100(), false);
+}
+
+ParallelJob job_of(const std::string& layout, bool fp8_param_gather) {
+  ParallelJob job;
+  job.model = small();
+  job.layout = L(layout);
+  job.compute_efficiency = 1.0;
+  job.fp8_param_gather = fp8_param_gather;
+  return job;
+}
+
+const StepCollective& dp_gather(const ParallelStepResult& r) {
+  for (const StepCollective& x : r.collectives)
+    if (x.group == "DP" && x.kind == CollKind::AllGather) return x;
+  throw std::logic_error("no DP all-gather");
+}
+
+bool has_note(const ParallelStepResult& r, const std::string& text) {
+  for (const std::string& n : r.notes)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+// Megatron's --fp8-param-gather under the distributed optimizer: the parameters gathered after the
+// optimizer send 1 byte per FP8-linear parameter and 2 per other one; off, 2 bytes for all.
+TEST(ParallelStep, Fp8ParamGatherSendsTheLinearsInFp8UnderZero1) {
+  const HandCount n = llama3_8b_by_hand();
+  const StepCosts fp8 = synthetic(Precision::FP8Current, 0.6);
+  const ParallelStepResult on = run_job(job_of("dp16.gb16.zero1", true), fp8);
+  const ParallelStepResult off = run_job(job_of("dp16.gb16.zero1", false), fp8);
+  EXPECT_DOUBLE_EQ(dp_gather(on).bytes, 1 * n.fp8_linear + 2 * n.other);
+  EXPECT_DOUBLE_EQ(dp_gather(off).bytes, 2 * (n.fp8_linear + n.other));  // off: BF16, as before the flag
+  EXPECT_NE(dp_gather(on).what.find("--fp8-param-gather"), std::string::npos);
+  EXPECT_LT(dp_gather(on).ms, dp_gather(off).ms);
+  EXPECT_LE(part(on, TimeKind::ParamGather), part(off, TimeKind::ParamGather));
+  EXPECT_TRUE(has_note(on, "FP8 parameter gathers (--fp8-param-gather)"));
+  EXPECT_FALSE(has_note(off, "--fp8-param-gather"));
+  // The gradients are what they were: FP32, 4 bytes a parameter.
+  for (const StepCollective& x : on.collectives)
+    if (x.group == "DP" && x.kind == CollKind::ReduceScatter) EXPECT_DOUBLE_EQ(x.bytes, 4 * (n.fp8_linear + n.other));
+}
+
+// ZeRO-3 (Megatron FSDP) and PyTorch FSDP: every unit's gathers send its FP8 linears at 1 byte, so
+// one pass over the stage's units sends the FP8 linears' count fewer bytes.
+TEST(ParallelStep, Fp8ParamGatherHalvesTheLinearsOfEveryShardedUnit) {
+  const HandCount n = llama3_8b_by_hand();
+  const StepCosts fp8 = synthetic(Precision::FP8Current, 0.6);
+  for (const char* layout : {"dp8.gb8.zero3", "dp8.gb8.fsdp"}) {
+    const ParallelStepResult on = run_job(job_of(layout, true), fp8);
+    const ParallelStepResult off = run_job(job_of(layout, false), fp8);
+    EXPECT_DOUBLE_EQ(dp_gather(off).bytes, 2 * (n.fp8_linear + n.other)) << layout;
+    EXPECT_DOUBLE_EQ(dp_gather(on).bytes, 1 * n.fp8_linear + 2 * n.other) << layout;
+    EXPECT_DOUBLE_EQ(dp_gather(on).per_step, 2 * 1.0) << layout;  // one micro-batch: its forward and its backward gather
+    EXPECT_LT(dp_gather(on).ms, dp_gather(off).ms) << layout;
+    EXPECT_LE(part(on, TimeKind::FsdpComm), part(off, TimeKind::FsdpComm)) << layout;
+    EXPECT_LT(on.peak_memory_bytes, off.peak_memory_bytes) << layout;  // the gathered units in FP8
+  }
+}
+
+// BF16 keeps nothing in FP8: the flag changes no number, and the step says so.
+TEST(ParallelStep, Fp8ParamGatherChangesNothingInBf16AndSaysSo) {
+  for (const char* layout : {"dp16.gb16.zero1", "dp8.gb8.zero3"}) {
+    const ParallelStepResult on = run_job(job_of(layout, true), synthetic());
+    const ParallelStepResult off = run_job(job_of(layout, false), synthetic());
+    EXPECT_DOUBLE_EQ(on.step_ms, off.step_ms) << layout;
+    EXPECT_DOUBLE_EQ(on.peak_memory_bytes, off.peak_memory_bytes) << layout;
+    ASSERT_EQ(on.collectives.size(), off.collectives.size()) << layout;
+    for (size_t i = 0; i < on.collectives.size(); ++i) {
+      EXPECT_DOUBLE_EQ(on.collectives[i].bytes, off.collectives[i].bytes) << layout << " " << on.collectives[i].what;
+      EXPECT_DOUBLE_EQ(on.collectives[i].ms, off.collectives[i].ms) << layout;
+      EXPECT_EQ(on.collectives[i].what, off.collectives[i].what) << layout;
+    }
+    for (size_t s = 0; s < on.stages.size(); ++s) {
+      EXPECT_EQ(on.stages[s].ms, off.stages[s].ms) << layout;
+      EXPECT_DOUBLE_EQ(on.stages[s].memory.total_bytes(), off.stages[s].memory.total_bytes()) << layout;
+    }
+    EXPECT_TRUE(has_note(on, "--fp8-param-gather changes nothing in BF16")) << layout;
+    EXPECT_EQ(on.notes.size(), off.notes.size() + 1) << layout;  // that note, nothing else
+  }
+  // NVFP4 (Megatron's own --fp4-param-gather) and ddp (no parameter gather) say so too.
+  EXPECT_TRUE(has_note(run_job(job_of("dp16.gb16.zero1", true), synthetic(Precision::NVFP4, 0.5)), "under NVFP4"));
+  EXPECT_TRUE(has_note(run_job(job_of("dp16.gb16.ddp", true), synthetic(Precision::FP8Current, 0.6)), "under ddp"));
 }
