@@ -159,9 +159,11 @@ StepResult step_from_result(const RunResult& r, bool timed, const std::string& n
   const std::vector<StepKernelRun> kernels = step_kernel_runs(r, name);
   const KernelIndex index(kernels);
   const StepKernelRun* launch = index.find(StepKernelSpec{});
+  // The GPU's memory: the run's device, a fleet document's first rank's (its step is rank 0's, as
+  // its step kernels are; the top-level device is empty there).
+  const std::optional<DeviceInfo>& gpu = r.device || r.ranks.empty() ? r.device : r.ranks.front().device;
   const std::optional<double> device =
-      r.device && r.device->memory_bytes > 0 ? std::optional<double>(static_cast<double>(r.device->memory_bytes))
-                                             : std::nullopt;
+      gpu && gpu->memory_bytes > 0 ? std::optional<double>(static_cast<double>(gpu->memory_bytes)) : std::nullopt;
   for (size_t m = 0; m < plans.size(); ++m) {
     out.steps.emplace_back();
     const ModeSummary summary = summarize_mode(r, m);

@@ -10,6 +10,7 @@
 
 #include "core/io/input_file.hpp"
 #include "core/model/model_config.hpp"
+#include "core/node/fleet.hpp"
 #include "core/report/report.hpp"
 #include "core/report/report_whole_step.hpp"
 #include "core/results/step_kernel_records.hpp"
@@ -339,6 +340,19 @@ TEST(StepRun, FuzzSeedIsWhatTheWriterWrites) {
   EXPECT_EQ(now["records"][step_kernel_at(now, "zero-grad")]["status"], "n/a");
   // The committed seed reads as the run it was written from.
   EXPECT_EQ(render_text(from_json(read_json_file(path, "fuzz seed"), "whole_step.json")), render_text(r));
+}
+
+// A fleet document's top-level device is empty: its step (rank 0's) takes rank 0's GPU memory, as
+// the step the run of rank 0 wrote does, so that a reader derives the same memory again.
+TEST(StepRun, FleetStepHasRankZerosMemory) {
+  StepEngine engine;
+  const RunResult r = run(engine, request());
+  ASSERT_TRUE(r.step && r.step->steps[0][0].memory.device_bytes);
+  const RunResult m = merge_ranks({{"GPU 0", r}, {"GPU 1", r}});
+  ASSERT_FALSE(m.device);
+  const StepResult s = step_from_result(m, true);
+  EXPECT_EQ(s.steps[0][0].memory.device_bytes, r.step->steps[0][0].memory.device_bytes);
+  EXPECT_EQ(s.steps[0][0].memory.fits(), r.step->steps[0][0].memory.fits());
 }
 
 // Files written before the step kernels were records held them in the step's "kernels" list: read
