@@ -1,6 +1,6 @@
 // A record's named values (Cell::values) as a JSON object and back, so that a field table
 // (core/io/json_fields.hpp) describes the values of a record kind: the step kernels' spec
-// (step_kernel_records.hpp).
+// (step_kernel_records.hpp), the step context's figures (step_context_records.hpp).
 #pragma once
 #include <nlohmann/json.hpp>
 
