@@ -4,7 +4,7 @@
 For each layer of bench/validate_step.py (--config) and step form (--step), in one run on one GPU:
 
   A. Attention. The PyTorch step's attention kernel time per step (torch.profiler, as validate_step.py)
-     beside gemmscope's (its JSON step_context.attention_fwd_ms + attention_bwd_ms, --step-context FORM),
+     beside gemmscope's (its JSON attention records, forward + backward, --step-context FORM),
      and SDPA forward + backward timed alone in three clock states, with the SM clock each ran at:
        boost        after 1 s idle (the state gemmscope's one-off attention timing may catch: cuDNN builds
                     its graph just before it, and the GPU idles meanwhile)
@@ -39,6 +39,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gs_result  # noqa: E402  (bench/gs_result.py: the step context of either layout)
 import validate_step as vs  # noqa: E402  (the layers, the step, the profiler's classes)
 
 CAST_HINTS = ("amax", "abs", "clamp", "reciprocal", "_to_copy", "cast", "quantize", "fp8")
@@ -205,7 +206,7 @@ def main():
                     attn = sum(ms for k, (_, ms) in kernels.items() if vs.classify(k) == "attention")
                     split, named = split_other(kernels, fp8)
                     _, _, res = vs.gemmscope_per_layer(a.gemmscope, c, [prec], ["--step-context", form])
-                    sc = res.get("step_context") or {}
+                    sc = gs_result.step_context(res)
                     gs_attn = (sc.get("attention_fwd_ms") or 0) + (sc.get("attention_bwd_ms") or 0)
                     row = {"config": n, "form": form, "precision": prec, "step_mhz": mhz,
                            "torch_attention_ms": attn, "gemmscope_attention_ms": gs_attn,

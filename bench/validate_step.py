@@ -476,7 +476,7 @@ def main():
                         flags = expand(vflags.replace("{form}", form), t)
                         gs, gclk, res = gemmscope_per_layer(a.gemmscope, c, [prec], extra + flags)
                         err = (gs[prec] / t["gemm"] - 1.0) * 100.0 if t["gemm"] > 0 else float("nan")
-                        sc = res.get("step_context") or {}
+                        sc = gs_result.step_context(res)
                         est = ((sc.get("step_estimate_per_layer") or {}).get("pre-quantized") or {}).get(prec) or {}
                         torch_step = t["gemm"] + t["attention"] + t["other"]
                         step_err = ((est["step_ms"] / torch_step - 1.0) * 100.0

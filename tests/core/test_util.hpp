@@ -240,13 +240,47 @@ Json& record(Json& doc, size_t gemm, const std::string& mode, const std::string&
   return none;
 }
 
+// A step context record of a schema-3 document (kind attention or step-work) as the fields of
+// the "step_context" object that files written before the step context was records held
+// (top level for rank 0, each rank's in a fleet document): `sc` gets its fields.
+inline void legacy_step_context_fields(const nlohmann::json& doc, const nlohmann::json& r, nlohmann::json& sc) {
+  if (sc.is_null())  // what the writer wrote for the figures no record holds
+    sc = {{"other_ms", 0.0},         {"move_ms", 0.0},           {"cast_ms", 0.0},           {"other_from_user", false},
+          {"attention_fwd_ms", 0.0}, {"attention_bwd_ms", 0.0}, {"attention_measured", false}, {"attention_source", ""},
+          {"attention_shape", ""}};
+  const std::string item = doc["items"][r["kind"].get<std::string>()][r["item"].get<size_t>()];
+  const double ms = r["status"] == "ok" ? r["mean_ms"].get<double>() : 0.0;
+  if (r["kind"] == "attention") {
+    const bool fwd = r["pass"] == "fprop";
+    sc[fwd ? "attention_fwd_ms" : "attention_bwd_ms"] = ms;
+    sc["attention_measured"] = r["source"] == "measured";
+    if (fwd && r.contains("values")) {
+      if (r["values"].contains("source")) sc["attention_source"] = r["values"]["source"];
+      if (r["values"].contains("shape")) sc["attention_shape"] = r["values"]["shape"];
+    }
+    return;
+  }
+  sc[item + "_ms"] = ms;  // other_ms, move_ms, cast_ms
+  if (item != "other") return;
+  sc["other_from_user"] = r["source"] == "given";
+  for (const auto& [name, v] : r["values"].items()) sc[name] = v;  // kind, framework, the rates
+}
+
 // A schema-3 document in the layout of schema 2 (the cells inside each GEMM: "results" for the first
 // provider, "provider_results" for the others, "accuracy"; the step kernels in the step's
-// "kernels" list): what files written before the record table look like, for the tests of the
-// reader's schema-2 path and its messages.
+// "kernels" list; the step context in "step_context" objects): what files written before the
+// record table look like, for the tests of the reader's schema-2 path and its messages.
 inline nlohmann::json legacy_layout(nlohmann::json doc) {
   const std::string first = doc.contains("providers") ? doc["providers"][0].get<std::string>() : "cublaslt";
   for (const auto& r : doc["records"]) {
+    if (r["kind"] == "attention" || r["kind"] == "step-work") {  // the step context's object
+      const size_t rank = r.value("rank", size_t{0});
+      nlohmann::json& sc = doc.contains("ranks") ? doc["ranks"][rank]["step_context"] : doc["step_context"];
+      legacy_step_context_fields(doc, r, sc);
+      if (!doc.contains("ranks") && doc.contains("step_estimate_per_layer"))
+        sc["step_estimate_per_layer"] = doc["step_estimate_per_layer"];
+      continue;
+    }
     if (r.contains("values") && r["values"].contains("kind")) {  // a step kernel: the step's "kernels" list
       nlohmann::json k = r["values"];
       for (auto& [name, v] : k.items())
@@ -274,8 +308,9 @@ inline nlohmann::json legacy_layout(nlohmann::json doc) {
     }
   }
   doc.erase("records");
-  if (doc.contains("items")) {  // the step kernels' items (above)
-    for (const char* k : {"optimizer", "loss", "embedding", "host"}) doc["items"].erase(k);
+  doc.erase("step_estimate_per_layer");  // in the step context's object (above)
+  if (doc.contains("items")) {  // the step kernels' and the step context's items (above)
+    for (const char* k : {"optimizer", "loss", "embedding", "host", "attention", "step-work"}) doc["items"].erase(k);
     if (doc["items"].empty()) doc.erase("items");
   }
   doc["schema"] = "gemmscope.result/2";

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/analysis/predict_cell.hpp"
+#include "core/results/step_context_records.hpp"
 #include "core/results/step_kernel_records.hpp"
 #include "core/run/step_run.hpp"
 
@@ -34,9 +35,10 @@ StepTransfer transfer_step(const StepParts& source, double gemm_ms_target, const
 
 void carry_step(const RunResult& run, const GpuSpec& src, const GpuSpec& tgt, RunResult& out,
                 std::vector<std::string>& notes) {
-  if (!run.step || !run.step->timed || !run.step_context || !run.plan.model_mode) return;
+  const std::optional<StepContextInfo> context = step_context_view(run);
+  if (!run.step || !run.step->timed || !context || !run.plan.model_mode) return;
   const StepTransfer f = transfer_step(StepParts{}, 0, src, tgt, 0);
-  StepContextInfo c = *run.step_context;
+  StepContextInfo c = *context;
   c.attention_fwd_ms *= f.attention_factor;
   c.attention_bwd_ms *= f.attention_factor;
   c.other_ms *= f.memory_factor;
@@ -52,7 +54,7 @@ void carry_step(const RunResult& run, const GpuSpec& src, const GpuSpec& tgt, Ru
   for (StepKernelRun& k : kernels)
     if (k.ok && k.spec.kind != StepKernelKind::LaunchLatency) k.mean_ms *= f.memory_factor;
   set_step_kernel_records(out, kernels, Source::Predicted);
-  out.step_context = c;
+  set_step_context_records(out, c);
   out.step_options = run.step_options;
   out.step = step_from_result(out, true);
   if (const auto& peak = tgt.peak(PeakFormat::BF16))

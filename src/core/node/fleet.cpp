@@ -198,7 +198,6 @@ RunResult merge_ranks(const std::vector<FleetRun>& runs) {
   RunResult m = first;
   m.records.clear();
   m.device.reset();
-  m.step_context.reset();
   m.notes.clear();
   m.ranks.clear();
   size_t n = 0;
@@ -209,7 +208,7 @@ RunResult merge_ranks(const std::vector<FleetRun>& runs) {
     if (!r.ranks.empty()) throw UsageError(fmt::format("fleet: {} holds several ranks itself", runs[i].label));
     if (shared_settings(r) != shared)
       throw UsageError(fmt::format("fleet: {} ran another plan or other settings than {}", runs[i].label, runs.front().label));
-    m.ranks.push_back({runs[i].label, runs[i].host, runs[i].rank, r.device, r.step_context, r.created, r.notes});
+    m.ranks.push_back({runs[i].label, runs[i].host, runs[i].rank, r.device, r.created, r.notes});
     for (const Record& rec : r.records) {
       RecordKey k = rec.key;
       k.rank = static_cast<uint32_t>(i);
@@ -230,7 +229,6 @@ std::vector<FleetRun> split_ranks(RunResult r) {
   for (RankInfo& x : ranks) {
     FleetRun fr{std::move(x.label), r, std::move(x.host), x.rank};
     fr.run.device = std::move(x.device);
-    fr.run.step_context = std::move(x.step_context);
     fr.run.created = std::move(x.created);
     fr.run.notes = std::move(x.notes);
     out.push_back(std::move(fr));

@@ -8,6 +8,7 @@
 #include "core/model/attention_shape.hpp"
 #include "core/parallel/layout_check.hpp"
 #include "core/parallel/memory.hpp"
+#include "core/results/step_context_records.hpp"
 #include "core/recipes/modes.hpp"
 #include "core/step/step_breakdown.hpp"
 #include "core/step/step_kernels.hpp"
@@ -289,8 +290,9 @@ StepCosts measured_step_costs(const RunResult& run, const ModelConfig& c, const 
     add_gemm(s, run.plan.gemms[g], cell.stats.mean_ms, false);
   }
   std::string rest;
-  if (run.step_context && run.step_context->attention_ms() > 0) {
-    const StepContextInfo& sc = *run.step_context;
+  const std::optional<StepContextInfo> context = step_context_view(run);
+  if (context && context->attention_ms() > 0) {
+    const StepContextInfo& sc = *context;
     // The run timed attention over its own sequence (seq / cp): the rank's share is cp times that
     // pair count (causal pairs: (s / cp)^2 / 2 measured, s^2 / (2 cp) computed).
     const double cp = static_cast<double>(l.cp);
@@ -311,7 +313,7 @@ StepCosts measured_step_costs(const RunResult& run, const ModelConfig& c, const 
     rest = fmt::format("attention and memory-bound kernels predicted from the {} datasheet", gpu->key);
   }
   double bw = 0;
-  if (run.step_context && run.step_context->stream_gb_per_s > 0) bw = run.step_context->stream_gb_per_s * 1e6;
+  if (context && context->stream_gb_per_s > 0) bw = context->stream_gb_per_s * 1e6;
   else if (gpu && gpu->bandwidth_gbs) bw = bandwidth_bytes_per_ms(*gpu);
   if (!(bw > 0)) throw UsageError("no bandwidth to model the optimizer and the loss: the run has no step context and no GPU entry");
   modelled_once_and_optimizer(s, c, l, bw, framework, o, step);

@@ -4,6 +4,7 @@
 
 #include "core/plan/attention_matmuls.hpp"
 #include "core/plan/step_model.hpp"
+#include "core/results/step_context_records.hpp"
 
 namespace gs {
 namespace {
@@ -45,12 +46,13 @@ AttentionPassTimes attention_pass_times(const RunResult& r) {
                       : "dry run; --step-context none runs no attention";
     return t;
   }
-  if (!r.step_context || r.step_context->attention_ms() <= 0) {
+  const std::optional<StepContextInfo> sc = step_context_view(r);
+  if (!sc || sc->attention_ms() <= 0) {
     t.why = would_run ? "the step context of this run timed no attention"
                       : "no step context in this run: --step-context none or an older file";
     return t;
   }
-  const StepContextInfo& c = *r.step_context;
+  const StepContextInfo& c = *sc;
   // The time belongs to these rows only when the step context ran this layer's shape.
   const std::string planned = describe(attention_shape(*r.plan.config));
   if (!c.attention_shape.empty() && c.attention_shape != planned) {

@@ -30,6 +30,7 @@
 #include "core/providers/provider.hpp"
 #include "core/run/settings.hpp"
 #include "core/results/repeats.hpp"
+#include "core/results/step_context_records.hpp"
 #include "core/run/step_context.hpp"
 #include "core/report/report_step.hpp"
 #include "core/report/report_attention.hpp"
@@ -413,36 +414,40 @@ const Fields<DeviceInfo>& device_fields() {
   return t;
 }
 
-// What ran between timed iterations, per layer (docs/step-context.md). The step estimate per mode
-// and precision is the run's (written by to_json beside these fields).
-const Fields<StepContextInfo>& step_context_fields() {
-  constexpr Range kGbps{0.0, 1e6, " GB/s"}, kStepMs{0.0, kMaxStepOtherMs, " ms"};
-  static const Fields<StepContextInfo> t = {
-      custom<StepContextInfo>(
-          "kind", [](const StepContextInfo& c, json& o) { o["kind"] = to_string(c.kind); },
-          [](const json& o, StepContextInfo& c, const std::string& where) {
-            try {
-              c.kind = step_context_from_string(get_or<std::string>(o, "kind", where, "none"));
-            } catch (const UsageError&) {
-              throw UsageError(where + ".kind must be one of te, eager, compile, none");
-            }
-          }),
-      derived<StepContextInfo>("framework",
-                               [](const StepContextInfo& c) -> std::optional<json> { return step_context_framework(c.kind); }),
-      number<StepContextInfo>("stream_gb_per_s", [](auto& c) -> auto& { return c.stream_gb_per_s; }, kGbps),
-      number<StepContextInfo>("efficiency", [](auto& c) -> auto& { return c.efficiency; }, {0.0, 100.0, ""}),
-      number<StepContextInfo>("other_ms", [](auto& c) -> auto& { return c.other_ms; }, kStepMs),
-      number<StepContextInfo>("move_ms", [](auto& c) -> auto& { return c.move_ms; }, kStepMs),
-      number<StepContextInfo>("move_gb_per_s", [](auto& c) -> auto& { return c.move_gb_per_s; }, kGbps),
-      flag<StepContextInfo>("other_from_user", [](auto& c) -> auto& { return c.other_from_user; }),
-      number<StepContextInfo>("cast_ms", [](auto& c) -> auto& { return c.cast_ms; }, kStepMs),
-      number<StepContextInfo>("attention_fwd_ms", [](auto& c) -> auto& { return c.attention_fwd_ms; }, kStepMs),
-      number<StepContextInfo>("attention_bwd_ms", [](auto& c) -> auto& { return c.attention_bwd_ms; }, kStepMs),
-      flag<StepContextInfo>("attention_measured", [](auto& c) -> auto& { return c.attention_measured; }),
-      text<StepContextInfo>("attention_source", [](auto& c) -> auto& { return c.attention_source; }, {}, 400),
-      text<StepContextInfo>("attention_shape", [](auto& c) -> auto& { return c.attention_shape; }, {}, 200),
-  };
+// The "step_context" object of files written before the step context was records (read only:
+// core/results/step_context_records.hpp files it as records): what ran between timed iterations,
+// per layer (docs/step-context.md), its own figures described as the records' values are.
+const Fields<StepContextInfo>& legacy_step_context_fields() {
+  static const Fields<StepContextInfo> t = [] {
+    constexpr Range kStepMs{0.0, kMaxStepOtherMs, " ms"};
+    const auto unwritten = [](const StepContextInfo&, json&) {};
+    Fields<StepContextInfo> f = step_context_value_fields();
+    const Fields<StepContextInfo> rest = {
+        number<StepContextInfo>("other_ms", [](auto& c) -> auto& { return c.other_ms; }, kStepMs),
+        number<StepContextInfo>("move_ms", [](auto& c) -> auto& { return c.move_ms; }, kStepMs),
+        flag<StepContextInfo>("other_from_user", [](auto& c) -> auto& { return c.other_from_user; }),
+        number<StepContextInfo>("cast_ms", [](auto& c) -> auto& { return c.cast_ms; }, kStepMs),
+        number<StepContextInfo>("attention_fwd_ms", [](auto& c) -> auto& { return c.attention_fwd_ms; }, kStepMs),
+        number<StepContextInfo>("attention_bwd_ms", [](auto& c) -> auto& { return c.attention_bwd_ms; }, kStepMs),
+        flag<StepContextInfo>("attention_measured", [](auto& c) -> auto& { return c.attention_measured; }),
+        text<StepContextInfo>("attention_source", [](auto& c) -> auto& { return c.attention_source; }, {}, 400),
+        text<StepContextInfo>("attention_shape", [](auto& c) -> auto& { return c.attention_shape; }, {}, 200),
+    };
+    f.insert(f.end(), rest.begin(), rest.end());
+    for (Field<StepContextInfo>& x : f) x.write = unwritten;
+    return f;
+  }();
   return t;
+}
+
+// An older file's object o["step_context"] (absent or null: none), read at `where`.
+std::optional<StepContextInfo> legacy_step_context(const json& o, const std::string& where) {
+  const json* sc = find(o, "step_context");
+  if (!sc || sc->is_null()) return std::nullopt;
+  if (!sc->is_object()) throw UsageError(where + " must be an object");
+  StepContextInfo c;
+  read_fields(legacy_step_context_fields(), *sc, c, where);
+  return c;
 }
 
 // One process of a run with several (RunResult::ranks).
@@ -453,7 +458,6 @@ const Fields<RankInfo>& rank_fields() {
       integer<RankInfo>("rank", [](auto& x) -> auto& { return x.rank; }),
       text<RankInfo>("created", [](auto& x) -> auto& { return x.created; }),
       object<RankInfo>("device", [](auto& x) -> auto& { return x.device; }, device_fields()),
-      object<RankInfo>("step_context", [](auto& x) -> auto& { return x.step_context; }, step_context_fields()),
       custom<RankInfo>(
           "notes", [](const RankInfo& x, json& o) { o["notes"] = x.notes; },
           [](const json& o, RankInfo& x, const std::string& where) {
@@ -684,10 +688,10 @@ json to_json(const RunResult& r) {
     j["clocks"] = {{"steady_sm_mhz", *cs.steady_mhz}, {"mean_sm_mhz", mean}, {"boosted_cells", cs.boosted.size()},
                    {"capped_above_cells", cs.capped_above}, {"light_above_cells", cs.light_above}};
   }
-  if (r.step_context) {
-    json sc = json::object();
-    write_fields(step_context_fields(), *r.step_context, sc);
-    // The step estimate per layer and mode: what a user's step gets (report_step.hpp).
+  // The step context is records (core/results/step_context_records.hpp); the step estimate per
+  // layer and mode derived from it, what a user's step gets (report_step.hpp), is written for
+  // readers.
+  if (one_run && step_context_view(r)) {
     json est = json::object();
     for (size_t m = 0; m < r.modes.size(); ++m) {
       const std::vector<StepEstimate> e = step_estimates(r, m);
@@ -697,8 +701,7 @@ json to_json(const RunResult& r) {
                                            {"other_ms", e[p].other_ms}, {"step_ms", opt(e[p].step_ms())}};
       est[to_string(r.modes[m])] = per;
     }
-    sc["step_estimate_per_layer"] = est;
-    j["step_context"] = sc;
+    j["step_estimate_per_layer"] = est;
   }
   if (r.step) j["step"] = step_record_json(*r.step, r);  // the whole step (core/report/step_record.hpp)
   // The parallel step or the layout search: the job and the layout (its quantities are records).
@@ -860,6 +863,9 @@ RunResult read_result(const json& j, const std::string& name) {
       r.item_names[*k] = std::move(names);
     }
   }
+  // An older file's step context objects by rank, filed as records once the records are read.
+  std::map<uint32_t, StepContextInfo> legacy_contexts;
+  if (std::optional<StepContextInfo> c = legacy_step_context(j, top("step_context"))) legacy_contexts[0] = *c;
   if (const json* ranks = find(j, "ranks"); ranks && !ranks->is_null()) {
     if (!ranks->is_array() || ranks->empty() || ranks->size() > kMaxRanks)
       throw UsageError(fmt::format("{}: \"ranks\" must be a list of 1 to {} objects", name, kMaxRanks));
@@ -869,6 +875,11 @@ RunResult read_result(const json& j, const std::string& name) {
       RankInfo x;
       read_fields(rank_fields(), (*ranks)[i], x, where);
       r.ranks.push_back(std::move(x));
+      if (std::optional<StepContextInfo> c = legacy_step_context((*ranks)[i], where + ".step_context")) {
+        if (legacy_contexts.count(static_cast<uint32_t>(i)))
+          throw UsageError(fmt::format("{}: step_context is the top level's too (rank 0's): one of the two", where));
+        legacy_contexts[static_cast<uint32_t>(i)] = *c;
+      }
     }
   }
   // The records: one list (/3), or the cells inside each GEMM (/1, /2).
@@ -910,13 +921,17 @@ RunResult read_result(const json& j, const std::string& name) {
       r.plan.routing = rt;
     }
   }
-  if (const json* sc = find(j, "step_context"); sc && !sc->is_null()) {
-    const std::string where = top("step_context");
-    if (!sc->is_object()) throw UsageError(where + " must be an object");
-    StepContextInfo c;
-    read_fields(step_context_fields(), *sc, c, where);
-    r.step_context = c;
+  // The step context: records; an older file's "step_context" objects (top level: rank 0; each
+  // rank's) become the same records, and a file holding a rank's both ways is refused.
+  if (!legacy_contexts.empty()) {
+    for (const Record& rec : r.records)
+      if (is_step_context_record(rec) && legacy_contexts.count(rec.key.rank))
+        throw UsageError(fmt::format("{}: the step_context object of rank {} is what its records hold too: one of the "
+                                     "two, not both",
+                                     name, rec.key.rank));
+    for (const auto& [rank, c] : legacy_contexts) add_step_context_records(r, c, rank);
   }
+  check_step_context_records(r, name);
   // The whole step: timing and peak read, the rest derived from what was read above (its kernels
   // are records).
   read_step_record(find(j, "step"), name, r);

@@ -6,6 +6,7 @@
 #include <string>
 #include <variant>
 
+#include "core/results/step_context_records.hpp"
 #include "core/results/step_kernel_records.hpp"
 
 namespace gs {
@@ -39,8 +40,11 @@ void add_other_records(print::Document& d, const RunResult& r) {
   t.add_header();
   for (const Record& rec : r.records) {
     const RecordKey& k = rec.key;
-    // The whole step's block presents the step kernels it read (report_whole_step.hpp).
-    if (kind_has_report_block(k.kind) || (r.step && is_step_kernel_record(rec))) continue;
+    // The whole step's block presents the step kernels it read (report_whole_step.hpp), the step
+    // context's block its records (report_step.hpp).
+    if (kind_has_report_block(k.kind) || (r.step && is_step_kernel_record(rec)) ||
+        (r.timing.step_context() && is_step_context_record(rec)))
+      continue;
     const Cell& c = rec.value;
     std::string values;
     for (const NamedValue& v : c.values) values += (values.empty() ? "" : ", ") + v.name + " " + value_text(v.value);

@@ -2,13 +2,15 @@
 
 #include <fmt/format.h>
 
+#include "core/results/step_context_records.hpp"
+
 namespace gs {
 
 void add_step_context(print::Document& d, const RunResult& r) {
   const StepContextKind kind = r.timing.step_context_kind;
   if (!r.timing.step_context()) return;
-  if (r.step_context) {
-    const StepContextInfo& c = *r.step_context;
+  if (const std::optional<StepContextInfo> sc = step_context_view(r)) {
+    const StepContextInfo& c = *sc;
     d.line(fmt::format("Step context: {} (--step-context {}), per layer between timed iterations, outside the samples, "
                        "spread over the GEMMs by FLOPs:",
                        step_context_framework(c.kind), to_string(c.kind)));
@@ -72,8 +74,9 @@ std::string step_context_lines(const RunResult& r) {
 
 std::vector<StepEstimate> step_estimates(const RunResult& r, size_t mode) {
   std::vector<StepEstimate> out;
-  if (!r.step_context || !r.plan.model_mode || mode >= r.modes.size()) return out;
-  const StepContextInfo& c = *r.step_context;
+  const std::optional<StepContextInfo> sc = step_context_view(r);
+  if (!sc || !r.plan.model_mode || mode >= r.modes.size()) return out;
+  const StepContextInfo& c = *sc;
   const ModeSummary s = summarize_mode(r, mode);
   for (size_t p = 0; p < r.precisions.size(); ++p) {
     StepEstimate e;
@@ -90,7 +93,7 @@ std::vector<StepEstimate> step_estimates(const RunResult& r, size_t mode) {
 void add_step_estimate(print::Document& d, const RunResult& r, size_t mode) {
   const std::vector<StepEstimate> est = step_estimates(r, mode);
   if (est.empty()) return;
-  const StepContextInfo& c = *r.step_context;
+  const StepContextInfo c = *step_context_view(r);  // est holds its figures
   std::optional<size_t> bf16;
   for (size_t p = 0; p < r.precisions.size(); ++p)
     if (r.precisions[p] == Precision::BF16) bf16 = p;

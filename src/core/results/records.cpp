@@ -34,7 +34,8 @@ const EnumNames<Source>& source_names() {
   static const EnumNames<Source> names{{{Source::Measured, {"measured"}},
                                         {Source::Modelled, {"modelled", "modeled"}},
                                         {Source::Predicted, {"predicted"}},
-                                        {Source::Emulated, {"emulated"}}}};
+                                        {Source::Emulated, {"emulated"}},
+                                        {Source::Given, {"given"}}}};
   return names;
 }
 const char* to_string(Source s) { return source_names().name(s); }

@@ -49,9 +49,10 @@ RecordKind gemm_kind(const Gemm& g);         // GroupedGemm for a grouped GEMM, 
 // parallel step's or a layout's time, throughput and memory).
 bool kind_has_times(RecordKind k);
 
-// Where a value comes from. Reports label every number by it.
-enum class Source { Measured, Modelled, Predicted, Emulated };
-const EnumNames<Source>& source_names();     // "measured", "modelled", "predicted", "emulated"
+// Where a value comes from. Reports label every number by it. Given: the user's own figure
+// (--step-other-ms), neither measured nor modelled by gemmscope.
+enum class Source { Measured, Modelled, Predicted, Emulated, Given };
+const EnumNames<Source>& source_names();     // "measured", "modelled", "predicted", "emulated", "given"
 const char* to_string(Source s);
 
 // A record's key. Axes that do not apply to a kind are empty (a collective has no mode); mode and

@@ -82,7 +82,13 @@ struct TimingConfig {
   bool step_context() const { return step_other_ms > 0 || step_context_kind != StepContextKind::None; }
 };
 
-// The step context as the engine ran it (core/plan/step_model.hpp): per average layer.
+// Largest --step-other-ms accepted (ms per layer): far above any real layer's non-GEMM time; the
+// bound of every time of a step context read from a file.
+constexpr double kMaxStepOtherMs = 1e4;
+
+// The step context as the engine ran it (core/plan/step_model.hpp): per average layer. The
+// engine's interface (Engine::step_context); a run holds it as records
+// (core/results/step_context_records.hpp: step_context_view() rebuilds it).
 struct StepContextInfo {
   StepContextKind kind = StepContextKind::None;
   double stream_gb_per_s = 0;  // the calibrated memory-bound stand-in kernel's rate on this GPU
@@ -103,13 +109,12 @@ struct StepContextInfo {
 };
 
 // One process of a run with several (fleet mode, MPI): who it was and what it ran on. Its
-// records are those with its index as key.rank.
+// records are those with its index as key.rank, its step context among them.
 struct RankInfo {
   std::string label;   // "GPU 1 (NVIDIA H100 80GB HBM3) on host-a"
   std::string host;    // empty where the run did not record it
   int rank = -1;       // the launcher's rank (MPI), -1 without one
   std::optional<DeviceInfo> device;
-  std::optional<StepContextInfo> step_context;
   std::string created;
   std::vector<std::string> notes;
 };
@@ -143,7 +148,8 @@ struct RunResult {
   // those GEMMs in today's convention (dY^T.X, N x M x K) and sets this; the writer writes them back
   // as measured, and compare notes the difference.
   bool wgrad_transposed = false;
-  std::optional<StepContextInfo> step_context;  // what ran between timed iterations (a step context)
+  // What ran between timed iterations (a step context) is records of kinds attention and step-work
+  // (core/results/step_context_records.hpp).
   StepOptions step_options;                     // --recompute, --param-storage, ... (core/step/step_options.hpp)
   std::optional<StepResult> step;               // the whole step of a model plan (core/step/step_breakdown.hpp)
   // The parallel step of a layout, or a layout search: its section (the job, the layout); its

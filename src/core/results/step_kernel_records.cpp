@@ -7,6 +7,7 @@
 #include <cmath>
 #include <variant>
 
+#include "core/results/record_values.hpp"
 #include "core/step/step_options.hpp"
 #include "core/util/error.hpp"
 
@@ -45,13 +46,6 @@ std::optional<Pass> kernel_pass(StepKernelKind k) {
 constexpr RecordKind kKinds[] = {RecordKind::Optimizer, RecordKind::Loss, RecordKind::Embedding, RecordKind::Host};
 
 bool is_step_kernel_kind(RecordKind k) { return std::find(std::begin(kKinds), std::end(kKinds), k) != std::end(kKinds); }
-
-// The record's named values as a JSON object, for the spec's field table.
-json values_object(const Cell& c) {
-  json o = json::object();
-  for (const NamedValue& v : c.values) std::visit([&](const auto& x) { o[v.name] = x; }, v.value);
-  return o;
-}
 
 }  // namespace
 
@@ -104,11 +98,7 @@ void add_step_kernel_record(RunResult& r, const StepKernelSpec& s, Cell c, Sourc
   names.push_back(s.describe());
   json spec = json::object();
   write_fields(step_kernel_spec_fields(), s, spec);
-  for (const auto& [name, v] : spec.items()) {
-    if (v.is_boolean()) c.set(name, v.get<bool>());
-    else if (v.is_string()) c.set(name, v.get<std::string>());
-    else c.set(name, v.get<double>());
-  }
+  set_values(c, spec);
   r.records.add(k, std::move(c));
 }
 

@@ -4,6 +4,7 @@
 #include "core/results/clocks.hpp"
 #include "core/providers/provider.hpp"
 #include "core/results/repeats.hpp"
+#include "core/results/step_context_records.hpp"
 #include "core/run/step_run.hpp"
 #include "core/util/text_util.hpp"
 
@@ -297,7 +298,8 @@ RunResult run(Engine& engine, const RunRequest& req, const ProgressFn& progress)
           r.provider_cell(v, m, g, p) = reps > 1 ? pool_repeats(rep_cells) : std::move(rep_cells[0]);
         }
   }
-  r.step_context = engine.step_context();
+  if (const std::optional<StepContextInfo> c = engine.step_context()) set_step_context_records(r, *c);
+  else clear_step_context_records(r);
   r.step = measure_step(engine, r);  // the whole step of a model plan (core/run/step_run.hpp)
   for (std::string& w : clock_warnings(r)) r.notes.push_back(std::move(w));
   if (std::string n = gate_timeout_note(r); !n.empty()) r.notes.push_back(std::move(n));

@@ -16,9 +16,6 @@
 
 namespace gs {
 
-// Largest --step-other-ms accepted (ms per layer): far above any real layer's non-GEMM time.
-constexpr double kMaxStepOtherMs = 1e4;
-
 // Memory-bound work per GEMM FLOP (ms per GFLOP) for `other_ms_per_layer` of non-GEMM work per
 // layer: other_ms over the FLOPs of an average layer (dense and MoE layers weighted by their
 // counts; the LM head is not a layer's). 0 for 0. UsageError for a plan without layers

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "core/results/step_context_records.hpp"
 #include "core/results/step_kernel_records.hpp"
 
 namespace gs {
@@ -76,13 +77,14 @@ struct Context {
   size_t mode, precision;
   const ModeSummary& summary;
   const KernelIndex& kernels;
+  const std::optional<StepContextInfo>& context;  // step_context_view(r), read once
   double launch_ms;
   bool launch_measured;
 };
 
 // Bytes at the stand-in's calibrated rate and the framework's efficiency (the step context's).
 GroupTime from_bytes(const Context& x, double bytes, const std::string& what) {
-  const std::optional<StepContextInfo>& c = x.r.step_context;
+  const std::optional<StepContextInfo>& c = x.context;
   if (!c || !(c->stream_gb_per_s > 0))
     return {std::nullopt, TimeSource::Unknown, "no stand-in kernel was calibrated (a step context runs one)"};
   const double efficiency = c->efficiency > 0 ? c->efficiency : 1.0;
@@ -101,7 +103,7 @@ GroupTime group_time(const Context& x, const StepGroup& g) {
 
 GroupTime group_time_on_source(const Context& x, const StepGroup& g) {
   const RunResult& r = x.r;
-  const std::optional<StepContextInfo>& c = r.step_context;
+  const std::optional<StepContextInfo>& c = x.context;
   const TimeSource cells = r.predicted() ? TimeSource::Predicted : TimeSource::Measured;
   switch (g.basis) {
     case TimeBasis::GemmCells: {
@@ -159,9 +161,12 @@ StepResult step_from_result(const RunResult& r, bool timed, const std::string& n
   const std::vector<StepKernelRun> kernels = step_kernel_runs(r, name);
   const KernelIndex index(kernels);
   const StepKernelRun* launch = index.find(StepKernelSpec{});
+  const std::optional<StepContextInfo> context = step_context_view(r, 0, name);
+  // The GPU's memory: the run's device, a fleet document's first rank's (its step is rank 0's, as
+  // its step kernels and step context are; the top-level device is empty there).
+  const std::optional<DeviceInfo>& gpu = r.device || r.ranks.empty() ? r.device : r.ranks.front().device;
   const std::optional<double> device =
-      r.device && r.device->memory_bytes > 0 ? std::optional<double>(static_cast<double>(r.device->memory_bytes))
-                                             : std::nullopt;
+      gpu && gpu->memory_bytes > 0 ? std::optional<double>(static_cast<double>(gpu->memory_bytes)) : std::nullopt;
   for (size_t m = 0; m < plans.size(); ++m) {
     out.steps.emplace_back();
     const ModeSummary summary = summarize_mode(r, m);
@@ -172,7 +177,7 @@ StepResult step_from_result(const RunResult& r, bool timed, const std::string& n
         host.launch_us = launch->mean_ms * 1e3;
         host.launch_measured = true;
       }
-      const Context x{r, m, p, summary, index, host.launch_us * 1e-3, host.launch_measured};
+      const Context x{r, m, p, summary, index, context, host.launch_us * 1e-3, host.launch_measured};
       std::vector<GroupTime> times;
       for (const StepGroup& g : sp.groups)
         times.push_back(timed ? group_time(x, g) : GroupTime{std::nullopt, TimeSource::Unknown, "a dry run"});

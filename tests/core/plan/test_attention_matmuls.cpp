@@ -10,6 +10,7 @@
 #include "core/plan/plan.hpp"
 #include "core/report/report.hpp"
 #include "core/report/report_attention.hpp"
+#include "core/results/step_context_records.hpp"
 #include "core/plan/step_model.hpp"
 #include "test_util.hpp"
 
@@ -46,7 +47,7 @@ RunResult measured_run(double fwd, double bwd, bool attention_measured) {
   info.attention_measured = attention_measured;
   info.attention_source = attention_measured ? "cuDNN SDPA test" : "modelled: test";
   info.attention_shape = describe(attention_shape(c));
-  r.step_context = info;
+  set_step_context_records(r, info);
   return r;
 }
 
@@ -108,7 +109,7 @@ TEST(AttentionMatmuls, MlaHeadSizesAndTensorParallel) {
 TEST(AttentionMatmuls, MeasuredTimeIsShownPerFusedPassAndNeverInTheGemmTotals) {
   const RunResult r = measured_run(1.25, 3.5, true);
   RunResult none = r;
-  none.step_context.reset();
+  clear_step_context_records(none);
   none.timing.step_context_kind = StepContextKind::None;
   // The GEMM sums and speedups are the same with or without attention's time.
   const ModeSummary with = summarize_mode(r, 0), without = summarize_mode(none, 0);
@@ -206,7 +207,7 @@ TEST(AttentionMatmuls, TimesAreLabelledHonestly) {
   EXPECT_EQ(to_json(m)["attention_matmuls"]["forward"]["time_source"], "modelled");
   // No step context: no time.
   RunResult none = m;
-  none.step_context.reset();
+  clear_step_context_records(none);
   none.timing.step_context_kind = StepContextKind::None;
   EXPECT_FALSE(attention_pass_times(none).forward_ms);
   EXPECT_TRUE(has(attention_matmuls_block(none),
@@ -214,7 +215,9 @@ TEST(AttentionMatmuls, TimesAreLabelledHonestly) {
   EXPECT_TRUE(to_json(none)["attention_matmuls"]["forward"]["time_ms"].is_null());
   // The step context timed another shape (a hand-edited file): its time is not these rows'.
   RunResult other = measured_run(1.25, 3.5, true);
-  other.step_context->attention_shape = "batch 9 x seq 9, heads 1/1, head dims 8/8, causal";
+  StepContextInfo shifted = *step_context_view(other);
+  shifted.attention_shape = "batch 9 x seq 9, heads 1/1, head dims 8/8, causal";
+  set_step_context_records(other, shifted);
   EXPECT_FALSE(attention_pass_times(other).forward_ms);
   EXPECT_TRUE(has(attention_matmuls_block(other), "the step context timed another shape"));
   // A predicted document carries no attention time.

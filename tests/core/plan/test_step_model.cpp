@@ -9,6 +9,7 @@
 #include "core/plan/plan.hpp"
 #include "core/report/report.hpp"
 #include "core/report/report_step.hpp"
+#include "core/results/step_context_records.hpp"
 #include "core/run/runner.hpp"
 #include "core/plan/step_model.hpp"
 #include "test_util.hpp"
@@ -227,7 +228,7 @@ gs::RunResult measured_result() {
   c.attention_bwd_ms = 1.5;
   c.attention_measured = true;
   c.attention_source = "cuDNN test";
-  r.step_context = c;
+  gs::set_step_context_records(r, c);
   return r;
 }
 
@@ -250,7 +251,9 @@ TEST(StepModel, StepEstimateAndSpeedup) {
   EXPECT_EQ(lines.find("not its power"), std::string::npos) << lines;  // modelled work: no caveat
   // The user's figure: its time runs as the stand-ins, and the header says what that leaves out.
   gs::RunResult user = r;
-  user.step_context->other_from_user = true;
+  gs::StepContextInfo given = *gs::step_context_view(user);
+  given.other_from_user = true;
+  gs::set_step_context_records(user, given);
   const std::string user_lines = gs::step_context_lines(user);
   EXPECT_NE(user_lines.find("other kernels 3.000 ms (--step-other-ms, your step's figure, split by the modelled bytes"),
             std::string::npos)
@@ -275,6 +278,7 @@ TEST(StepModel, StepEstimateAndSpeedup) {
   gs::RunResult t = r;  // the same cells, as training mode's
   t.modes = {gs::Mode::Training};
   t.records.clear();
+  gs::set_step_context_records(t, *gs::step_context_view(r));
   t.allocate_cells();
   for (size_t g = 0; g < t.plan.gemms.size(); ++g)
     for (size_t p = 0; p < t.precisions.size(); ++p) t.cell(0, g, p) = r.cell(0, g, p);
@@ -285,29 +289,39 @@ TEST(StepModel, JsonRoundTrip) {
   const gs::RunResult r = measured_result();
   const nlohmann::json j = gs::to_json(r);
   EXPECT_EQ(j["timing"]["step_context"], "eager");
-  EXPECT_NEAR(j["step_context"]["step_estimate_per_layer"]["pre-quantized"]["FP8Current"]["step_ms"].get<double>(), 11,
-              1e-9);
+  EXPECT_NEAR(j["step_estimate_per_layer"]["pre-quantized"]["FP8Current"]["step_ms"].get<double>(), 11, 1e-9);
+  EXPECT_FALSE(j.contains("step_context"));  // records (core/results/step_context_records.hpp)
   const gs::RunResult back = gs::from_json(j);
-  ASSERT_TRUE(back.step_context);
+  const std::optional<gs::StepContextInfo> c = gs::step_context_view(back);
+  ASSERT_TRUE(c);
   EXPECT_EQ(back.timing.step_context_kind, StepContextKind::Eager);
-  EXPECT_EQ(back.step_context->other_ms, 2.25);
-  EXPECT_EQ(back.step_context->move_ms, 0.75);
-  EXPECT_EQ(back.step_context->move_gb_per_s, 2500);
-  EXPECT_EQ(back.step_context->attention_bwd_ms, 1.5);
-  EXPECT_TRUE(back.step_context->attention_measured);
-  EXPECT_EQ(back.step_context->attention_source, "cuDNN test");
+  EXPECT_EQ(c->other_ms, 2.25);
+  EXPECT_EQ(c->move_ms, 0.75);
+  EXPECT_EQ(c->move_gb_per_s, 2500);
+  EXPECT_EQ(c->attention_bwd_ms, 1.5);
+  EXPECT_TRUE(c->attention_measured);
+  EXPECT_EQ(c->attention_source, "cuDNN test");
   // Files from before the step context read as none; a hostile kind is refused naming the field.
   nlohmann::json old = j;
   old["timing"].erase("step_context");
-  old.erase("step_context");
+  nlohmann::json records = nlohmann::json::array();
+  for (const auto& rec : j["records"])
+    if (rec["kind"] != "attention" && rec["kind"] != "step-work") records.push_back(rec);
+  old["records"] = records;
+  old["items"].erase("attention");
+  old["items"].erase("step-work");
   EXPECT_EQ(gs::from_json(old).timing.step_context_kind, StepContextKind::None);
+  EXPECT_FALSE(gs::step_context_view(gs::from_json(old)));
   nlohmann::json bad = j;
-  bad["step_context"]["kind"] = "turbo";
+  for (auto& rec : bad["records"])
+    if (rec["kind"] == "step-work" && rec["values"].contains("kind")) rec["values"]["kind"] = "turbo";
   try {
     gs::from_json(bad);
-    FAIL() << "a bad step_context.kind was accepted";
+    FAIL() << "a bad step context kind was accepted";
   } catch (const gs::UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("step_context.kind"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(step-work other): values.kind must be one of te, eager, compile, none"),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -327,9 +341,10 @@ TEST(StepModel, RunnerRecordsTheEnginesContext) {
   req.options.timing.step_context_kind = StepContextKind::TransformerEngine;
   ContextEngine engine;
   const gs::RunResult r = gs::run(engine, req);
-  ASSERT_TRUE(r.step_context);
-  EXPECT_EQ(r.step_context->other_ms, gs::test::fake_step_context().other_ms);
-  EXPECT_EQ(r.step_context->attention_source, gs::test::fake_step_context().attention_source);
+  const std::optional<gs::StepContextInfo> c = gs::step_context_view(r);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->other_ms, gs::test::fake_step_context().other_ms);
+  EXPECT_EQ(c->attention_source, gs::test::fake_step_context().attention_source);
   EXPECT_NE(gs::render_text(r).find("Step estimate of the average layer"), std::string::npos);
 }
 

@@ -7,11 +7,14 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include "core/io/input_file.hpp"
 #include "core/model/model_config.hpp"
+#include "core/node/fleet.hpp"
 #include "core/report/report.hpp"
 #include "core/report/report_whole_step.hpp"
+#include "core/results/step_context_records.hpp"
 #include "core/results/step_kernel_records.hpp"
 #include "core/run/runner.hpp"
 #include "core/util/error.hpp"
@@ -341,6 +344,19 @@ TEST(StepRun, FuzzSeedIsWhatTheWriterWrites) {
   EXPECT_EQ(render_text(from_json(read_json_file(path, "fuzz seed"), "whole_step.json")), render_text(r));
 }
 
+// A fleet document's top-level device is empty: its step (rank 0's) takes rank 0's GPU memory, as
+// the step the run of rank 0 wrote does, so that a reader derives the same memory again.
+TEST(StepRun, FleetStepHasRankZerosMemory) {
+  StepEngine engine;
+  const RunResult r = run(engine, request());
+  ASSERT_TRUE(r.step && r.step->steps[0][0].memory.device_bytes);
+  const RunResult m = merge_ranks({{"GPU 0", r}, {"GPU 1", r}});
+  ASSERT_FALSE(m.device);
+  const StepResult s = step_from_result(m, true);
+  EXPECT_EQ(s.steps[0][0].memory.device_bytes, r.step->steps[0][0].memory.device_bytes);
+  EXPECT_EQ(s.steps[0][0].memory.fits(), r.step->steps[0][0].memory.fits());
+}
+
 // Files written before the step kernels were records held them in the step's "kernels" list: read
 // into the same records, the same step, and written again as records. Both at once are refused.
 TEST(StepRun, OlderFilesStepKernelsListReadsIntoRecords) {
@@ -349,10 +365,11 @@ TEST(StepRun, OlderFilesStepKernelsListReadsIntoRecords) {
   const nlohmann::json j = to_json(r);
   nlohmann::json old = j;
   nlohmann::json records = nlohmann::json::array();
+  const std::set<std::string> kernel_kinds = {"optimizer", "loss", "embedding", "host"};
   for (const auto& rec : j["records"])
-    if (!(rec.contains("values") && rec["values"].contains("kind"))) records.push_back(rec);
+    if (!kernel_kinds.count(rec["kind"].get<std::string>())) records.push_back(rec);
   old["records"] = records;
-  old.erase("items");  // the step kernels' only
+  for (const std::string& k : kernel_kinds) old["items"].erase(k);
   for (const StepKernelRun& k : step_kernel_runs(r)) {
     nlohmann::json o;
     json_fields::write_fields(step_kernel_spec_fields(), k.spec, o);
@@ -380,6 +397,276 @@ TEST(StepRun, OlderFilesStepKernelsListReadsIntoRecords) {
   bad = j;
   bad["step"]["kernels"] = old["step"]["kernels"];
   EXPECT_NE(error_of(bad).find("lists the step kernels that its records hold too"), std::string::npos) << error_of(bad);
+}
+
+// Every field of a step context, to compare two.
+auto context_fields(const StepContextInfo& c) {
+  return std::make_tuple(to_string(c.kind), c.stream_gb_per_s, c.efficiency, c.other_ms, c.move_ms, c.move_gb_per_s,
+                         c.other_from_user, c.cast_ms, c.attention_fwd_ms, c.attention_bwd_ms, c.attention_measured,
+                         c.attention_source, c.attention_shape);
+}
+void expect_same(const StepContextInfo& a, const StepContextInfo& b) { EXPECT_EQ(context_fields(a), context_fields(b)); }
+
+// The position in j["records"] of the step context's record of `kind` ("attention", "step-work"),
+// item `item` ("layer"; "other", "move", "cast"), pass `pass` ("" for none) and rank `rank`.
+size_t context_at(const nlohmann::json& j, const std::string& kind, const std::string& item, const std::string& pass = "",
+                  size_t rank = 0) {
+  for (size_t i = 0; i < j["records"].size(); ++i) {
+    const nlohmann::json& rec = j["records"][i];
+    if (rec["kind"] != kind || rec.value("pass", "") != pass || rec.value("rank", size_t{0}) != rank) continue;
+    if (j["items"][kind][rec["item"].get<size_t>()] == item) return i;
+  }
+  ADD_FAILURE() << "no " << kind << " " << item << " " << pass << " record of rank " << rank;
+  return 0;
+}
+
+// j's records in one order: where a reader files a quantity among them is not part of the document.
+nlohmann::json sorted_records(nlohmann::json j) {
+  std::vector<std::string> texts;
+  for (const auto& rec : j["records"]) texts.push_back(rec.dump());
+  std::sort(texts.begin(), texts.end());
+  j["records"] = nlohmann::json::array();
+  for (const std::string& t : texts) j["records"].push_back(nlohmann::json::parse(t));
+  return j;
+}
+
+// j in the layout of files written before the step context was records: its records as
+// "step_context" objects (top level; a fleet document's in each rank's entry), the step estimate
+// inside.
+nlohmann::json with_step_context_objects(const nlohmann::json& j) {
+  nlohmann::json old = j;
+  old["records"] = nlohmann::json::array();
+  for (const auto& rec : j["records"]) {
+    if (rec["kind"] != "attention" && rec["kind"] != "step-work") {
+      old["records"].push_back(rec);
+      continue;
+    }
+    nlohmann::json& sc = j.contains("ranks") ? old["ranks"][rec["rank"].get<size_t>()]["step_context"] : old["step_context"];
+    test::legacy_step_context_fields(j, rec, sc);
+  }
+  old["items"].erase("attention");
+  old["items"].erase("step-work");
+  if (j.contains("step_estimate_per_layer")) {
+    old["step_context"]["step_estimate_per_layer"] = j["step_estimate_per_layer"];
+    old.erase("step_estimate_per_layer");
+  }
+  return old;
+}
+
+// A context with every figure set: MoE dispatch, FP8 casts, attention modelled.
+StepContextInfo full_context() {
+  StepContextInfo c = test::fake_step_context();
+  c.kind = StepContextKind::Eager;
+  c.move_ms = 0.25;
+  c.move_gb_per_s = 1800;
+  c.cast_ms = 0.125;
+  c.attention_measured = false;
+  c.attention_source = "modelled: a test's";
+  c.attention_shape = "batch 1 x seq 2048, heads 32/8, head dims 128/128, causal";
+  return c;
+}
+
+// The step context the engine ran is records: attention per pass (measured: cuDNN), the step's
+// memory-bound work per item (modelled), the context's figures as the "other" record's values; the
+// document holds no step_context object, and the records read back to the same context, step,
+// document and report.
+TEST(StepRun, StepContextIsRecords) {
+  StepEngine engine;
+  const RunResult r = run(engine, request());
+  const std::optional<StepContextInfo> view = step_context_view(r);
+  ASSERT_TRUE(view);
+  expect_same(*view, test::fake_step_context());
+  const nlohmann::json j = to_json(r);
+  EXPECT_FALSE(j.contains("step_context"));
+  EXPECT_TRUE(j.contains("step_estimate_per_layer"));  // derived, for readers
+  EXPECT_EQ(j["items"]["step-work"], nlohmann::json::array({"other", "move", "cast"}));
+  EXPECT_EQ(j["items"]["attention"], nlohmann::json::array({"layer"}));
+  const nlohmann::json& fwd = j["records"][context_at(j, "attention", "layer", "fprop")];
+  EXPECT_EQ(fwd["source"], "measured");
+  EXPECT_EQ(fwd["status"], "ok");
+  EXPECT_DOUBLE_EQ(fwd["mean_ms"].get<double>(), test::fake_step_context().attention_fwd_ms);
+  EXPECT_EQ(fwd["values"]["source"], test::fake_step_context().attention_source);
+  EXPECT_DOUBLE_EQ(j["records"][context_at(j, "attention", "layer", "dgrad")]["mean_ms"].get<double>(),
+                   test::fake_step_context().attention_bwd_ms);
+  const nlohmann::json& other = j["records"][context_at(j, "step-work", "other")];
+  EXPECT_EQ(other["source"], "modelled");
+  EXPECT_DOUBLE_EQ(other["mean_ms"].get<double>(), test::fake_step_context().other_ms);
+  EXPECT_EQ(other["values"]["kind"], "te");
+  EXPECT_EQ(other["values"]["efficiency"], test::fake_step_context().efficiency);
+  size_t work = 0;  // no MoE dispatch, no casts in the fake context: no records of theirs
+  for (const auto& rec : j["records"]) work += rec["kind"] == "step-work" ? 1 : 0;
+  EXPECT_EQ(work, 1u);
+  const RunResult back = from_json(j, "r.json");
+  expect_same(*step_context_view(back), test::fake_step_context());
+  EXPECT_EQ(to_json(back), j);
+  EXPECT_EQ(render_text(back), render_text(r));
+  EXPECT_EQ(render_text(back).find("Other records:"), std::string::npos);  // the step context's block has them
+  // Every figure set: each quantity its record, the same context back.
+  RunResult full = r;
+  set_step_context_records(full, full_context());
+  expect_same(*step_context_view(full), full_context());
+  const nlohmann::json fj = to_json(full);
+  EXPECT_EQ(fj["records"][context_at(fj, "attention", "layer", "dgrad")]["source"], "modelled");
+  EXPECT_DOUBLE_EQ(fj["records"][context_at(fj, "step-work", "cast")]["mean_ms"].get<double>(), 0.125);
+  expect_same(*step_context_view(from_json(fj, "full.json")), full_context());
+  // Setting again replaces the records; clearing leaves none, nor their items.
+  set_step_context_records(full, test::fake_step_context());
+  EXPECT_EQ(sorted_records(to_json(full)), sorted_records(j));
+  clear_step_context_records(full);
+  EXPECT_FALSE(step_context_view(full));
+  EXPECT_FALSE(to_json(full)["items"].contains("step-work"));
+}
+
+// --step-other-ms: the user's own figure is neither measured nor modelled: source "given", and the
+// report says whose it is.
+TEST(StepRun, StepOtherMsIsGiven) {
+  StepEngine engine;
+  RunResult r = run(engine, request());
+  StepContextInfo c = full_context();
+  c.other_from_user = true;
+  c.cast_ms = 0;  // the user's figure holds the casts
+  set_step_context_records(r, c);
+  const nlohmann::json j = to_json(r);
+  EXPECT_EQ(j["records"][context_at(j, "step-work", "other")]["source"], "given");
+  EXPECT_EQ(j["records"][context_at(j, "step-work", "move")]["source"], "given");
+  const RunResult back = from_json(j, "r.json");
+  expect_same(*step_context_view(back), c);
+  EXPECT_NE(render_text(back).find("(--step-other-ms, your step's figure"), std::string::npos);
+  EXPECT_EQ(step_group(step_from_result(back, true).steps[0][0], "other bwd").time.source, TimeSource::Given);
+  EXPECT_STREQ(to_string(Source::Given), "given");
+}
+
+// A fleet document: each rank's context is its records (rank 0 and rank 1 differ), read back the
+// same, and each rank's run split from the document holds its own.
+TEST(StepRun, FleetRanksStepContextsAreRecords) {
+  StepEngine engine;
+  const RunResult r = run(engine, request());
+  RunResult second = r;
+  set_step_context_records(second, full_context());
+  const RunResult m = merge_ranks({{"GPU 0", r}, {"GPU 1", second}});
+  expect_same(*step_context_view(m, 0), test::fake_step_context());
+  expect_same(*step_context_view(m, 1), full_context());
+  const nlohmann::json j = to_json(m);
+  EXPECT_FALSE(j["ranks"][1].contains("step_context"));
+  const RunResult back = from_json(j, "fleet.json");
+  expect_same(*step_context_view(back, 0), test::fake_step_context());
+  expect_same(*step_context_view(back, 1), full_context());
+  EXPECT_EQ(to_json(back), j);
+  const std::vector<FleetRun> runs = split_ranks(back);
+  ASSERT_EQ(runs.size(), 2u);
+  expect_same(*step_context_view(runs[1].run), full_context());
+  EXPECT_FALSE(step_context_view(runs[1].run, 1));
+  // An older fleet document held each rank's context in its "step_context" object.
+  const nlohmann::json old = with_step_context_objects(j);
+  const RunResult older = from_json(old, "old-fleet.json");
+  expect_same(*step_context_view(older, 1), full_context());
+  EXPECT_EQ(sorted_records(to_json(older)), sorted_records(j));
+  nlohmann::json both = j;
+  both["ranks"][1]["step_context"] = old["ranks"][1]["step_context"];
+  EXPECT_NE(error_of(both).find("r.json: the step_context object of rank 1 is what its records hold too"),
+            std::string::npos)
+      << error_of(both);
+}
+
+// Files written before the step context was records held it in a "step_context" object: read into
+// the same records, the same context, step, report and document. Both at once are refused.
+TEST(StepRun, OlderFilesStepContextObjectReadsIntoRecords) {
+  StepEngine engine;
+  const RunResult r = run(engine, request());
+  const nlohmann::json j = to_json(r);
+  const nlohmann::json old = with_step_context_objects(j);
+  EXPECT_EQ(old["step_context"]["attention_fwd_ms"], test::fake_step_context().attention_fwd_ms);
+  const RunResult back = from_json(old, "old.json");
+  expect_same(*step_context_view(back), test::fake_step_context());
+  EXPECT_EQ(render_text(back), render_text(r));
+  EXPECT_EQ(sorted_records(to_json(back)), sorted_records(j));
+  // The schema-2 layout holds it the same way.
+  expect_same(*step_context_view(from_json(test::legacy_layout(j), "v2.json")), test::fake_step_context());
+  // A bad field of the object is refused naming it; the object beside the records is refused.
+  nlohmann::json bad = old;
+  bad["step_context"]["kind"] = "turbo";
+  EXPECT_NE(error_of(bad).find("r.json: step_context.kind must be one of te, eager, compile, none"), std::string::npos)
+      << error_of(bad);
+  bad = old;
+  bad["step_context"]["attention_fwd_ms"] = -1;
+  EXPECT_NE(error_of(bad).find("step_context.attention_fwd_ms"), std::string::npos) << error_of(bad);
+  bad = j;
+  bad["step_context"] = old["step_context"];
+  EXPECT_NE(error_of(bad).find("the step_context object of rank 0 is what its records hold too"), std::string::npos)
+      << error_of(bad);
+}
+
+// A step context record that breaks the layout is refused in one line naming the file and the record.
+TEST(StepRun, BrokenStepContextRecordsAreRefused) {
+  StepEngine engine;
+  RunResult full = run(engine, request());
+  set_step_context_records(full, full_context());
+  const nlohmann::json j = to_json(full);
+  const size_t fwd = context_at(j, "attention", "layer", "fprop"), bwd = context_at(j, "attention", "layer", "dgrad"),
+               other = context_at(j, "step-work", "other"), move = context_at(j, "step-work", "move"),
+               cast = context_at(j, "step-work", "cast");
+  const auto at = [](size_t i, const std::string& what) { return fmt::format("r.json: records[{}] ({})", i, what); };
+  const auto refused = [&](const nlohmann::json& bad, const std::string& message) {
+    const std::string e = error_of(bad);
+    EXPECT_NE(e.find(message), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  };
+  nlohmann::json bad = j;
+  bad["records"][fwd]["mean_ms"] = -1;  // a negative time
+  refused(bad, fmt::format("r.json: records[{}]: status \"ok\" needs a positive number mean_ms", fwd));
+  bad = j;
+  bad["records"][cast]["mean_ms"] = 2e4;  // above any layer's
+  bad["records"][cast].erase("median_ms");
+  bad["records"][cast].erase("min_ms");
+  bad["records"][cast].erase("max_ms");
+  refused(bad, at(cast, "step-work cast") + ": its time must be above 0 and at most 10000 ms per layer");
+  bad = j;
+  bad["items"]["step-work"][1] = "warp";  // the move record's item
+  refused(bad, at(move, "step-work warp") + ": unknown step-work item 'warp' (other, move, cast)");
+  bad = j;
+  bad["items"]["attention"][0] = "head";
+  refused(bad, "unknown attention item 'head'");
+  bad = j;
+  bad["records"][bwd]["pass"] = "wgrad";
+  refused(bad, at(bwd, "attention layer") + ": an attention record's pass is fprop (the forward) or dgrad");
+  bad = j;
+  bad["records"][bwd]["source"] = "given";
+  refused(bad, at(bwd, "attention layer") + ": attention is measured or modelled, not given");
+  bad = j;
+  bad["records"][cast]["source"] = "given";
+  refused(bad, at(cast, "step-work cast") + ": step work 'cast' is modelled, not given");
+  bad = j;
+  bad["records"][move]["source"] = "given";
+  refused(bad, "(step-work move) is given, its 'other' record modelled");
+  bad = j;
+  bad["records"][other]["mode"] = "training";
+  refused(bad, at(other, "step-work other") + ": a step context record has no mode, precision or provider");
+  bad = j;
+  bad["records"].erase(bwd);
+  refused(bad, "r.json: rank 0's step context has attention's fprop record without its dgrad one");
+  bad = j;
+  bad["records"][fwd]["source"] = "measured";
+  refused(bad, "r.json: rank 0's step context's attention is measured forward and modelled backward");
+  bad = j;
+  bad["records"].erase(other);
+  refused(bad, "r.json: rank 0's step context has no step-work 'other' record");
+  bad = j;
+  bad["records"].push_back(j["records"][other]);
+  bad["records"].back()["source"] = "given";  // another key, the same quantity
+  refused(bad, fmt::format("repeats records[{}]: one record per quantity", other));
+  bad = j;
+  bad["records"][other]["values"]["efficiency"] = -1;
+  refused(bad, at(other, "step-work other") + ": values.efficiency must be");
+  bad = j;
+  bad["records"][other]["values"]["kind"] = "turbo";
+  refused(bad, at(other, "step-work other") + ": values.kind must be one of te, eager, compile, none");
+  // Set in code, not read: the view refuses the same.
+  RunResult negative = full;
+  StepContextInfo c = full_context();
+  set_step_context_records(negative, c);
+  for (size_t i = 0; i < negative.records.size(); ++i)
+    if (negative.records[i].key.kind == RecordKind::Attention) negative.records.value(i).stats.mean_ms = -1;
+  EXPECT_THROW(step_context_view(negative), UsageError);
 }
 
 TEST(StepRun, WithoutAContextTheStepIsUnknownNotGuessed) {
