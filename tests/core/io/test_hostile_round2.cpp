@@ -622,9 +622,13 @@ sys.exit(gp.main([sys.argv[3], "-o", out]))
   for (const auto& [sig, code] : {std::pair{"INT", 130}, std::pair{"TERM", 143}}) {
     const fs::path ready = d / "ready.txt";
     const fs::path err = d / "stderr.txt";
+    // The previous round's files would read as this round's: its "ready" would send the signal
+    // before this round's interpreter started (the shell truncates them only when it starts it).
+    fs::remove(ready);
+    fs::remove(err);
     const Out r = sh("python3 " + q((scratch() / "signal_wrapper.py").string()) + " " + q(kScript) + " " +
                      q((d / "chart.svg").string()) + " " + q(kData + "/shapes_4.json") + " >" + q(ready.string()) + " 2>" + q(err.string()) +
-                     " & pid=$!; for i in $(seq 400); do grep -q ready " + q(ready.string()) +
+                     " & pid=$!; for i in $(seq 400); do grep -qs ready " + q(ready.string()) +
                      " && break; sleep 0.05; done; kill -" + sig + " $pid; wait $pid");
     const std::string e = gs::test::slurp(err);
     EXPECT_EQ(r.rc, code) << e.substr(0, 500);
